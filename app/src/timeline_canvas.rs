@@ -1,0 +1,154 @@
+//! The per-rank timeline, drawn on a canvas: one row per track, kernels coloured by operation.
+//! Wheel zooms around the cursor, drag pans.
+
+use leptos::html::Canvas;
+use leptos::prelude::*;
+use model::OpType;
+use pipeline::Timeline;
+use wasm_bindgen::JsCast;
+use web_sys::CanvasRenderingContext2d;
+
+const ROW_HEIGHT: f64 = 22.0;
+const LABEL_WIDTH: f64 = 180.0;
+const RULER_HEIGHT: f64 = 20.0;
+
+/// The visible time window, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct View {
+    start_ns: f64,
+    end_ns: f64,
+}
+
+#[component]
+pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
+    let canvas = NodeRef::<Canvas>::new();
+    let view = RwSignal::new(None::<View>);
+    let drag_from = RwSignal::new(None::<f64>);
+
+    // A new timeline resets the view to the whole run.
+    Effect::new(move |_| {
+        let t = timeline.get();
+        view.set((t.end_ns > t.start_ns).then_some(View { start_ns: t.start_ns as f64, end_ns: t.end_ns as f64 }));
+    });
+
+    Effect::new(move |_| {
+        let t = timeline.get();
+        let v = view.get();
+        if let (Some(el), Some(v)) = (canvas.get(), v) {
+            draw(&el, &t, v);
+        }
+    });
+
+    let width = move || canvas.get().map(|c| c.width() as f64).unwrap_or(1000.0);
+    let on_wheel = move |e: web_sys::WheelEvent| {
+        e.prevent_default();
+        let Some(v) = view.get_untracked() else { return };
+        let w = width() - LABEL_WIDTH;
+        let x = (e.offset_x() as f64 - LABEL_WIDTH).clamp(0.0, w);
+        let at = v.start_ns + (v.end_ns - v.start_ns) * x / w;
+        let factor = if e.delta_y() > 0.0 { 1.25 } else { 0.8 };
+        let span = ((v.end_ns - v.start_ns) * factor).max(1000.0);
+        let start = at - span * x / w;
+        view.set(Some(View { start_ns: start, end_ns: start + span }));
+    };
+    let on_down = move |e: web_sys::MouseEvent| drag_from.set(Some(e.offset_x() as f64));
+    let on_up = move |_| drag_from.set(None);
+    let on_move = move |e: web_sys::MouseEvent| {
+        let (Some(from), Some(v)) = (drag_from.get_untracked(), view.get_untracked()) else { return };
+        let dx = e.offset_x() as f64 - from;
+        let ns = dx * (v.end_ns - v.start_ns) / (width() - LABEL_WIDTH);
+        view.set(Some(View { start_ns: v.start_ns - ns, end_ns: v.end_ns - ns }));
+        drag_from.set(Some(e.offset_x() as f64));
+    };
+
+    let height = move || RULER_HEIGHT + ROW_HEIGHT * timeline.with(|t| t.tracks.len().max(1)) as f64 + 4.0;
+    view! {
+        <section class="timeline">
+            <h2>"Timeline"</h2>
+            <p class="hint" data-testid="timeline-summary">
+                {move || timeline.with(|t| format!("{} tracks, {} kernels", t.tracks.len(), t.tracks.iter().map(|k| k.spans.len()).sum::<usize>()))}
+            </p>
+            <canvas
+                node_ref=canvas
+                data-testid="timeline"
+                width="1200"
+                height=move || height().to_string()
+                on:wheel=on_wheel
+                on:mousedown=on_down
+                on:mouseup=on_up
+                on:mouseleave=on_up
+                on:mousemove=on_move
+            ></canvas>
+        </section>
+    }
+}
+
+fn op_colour(op: Option<OpType>) -> &'static str {
+    match op {
+        Some(OpType::AllReduce) => "#4e79a7",
+        Some(OpType::AllGather) => "#59a14f",
+        Some(OpType::ReduceScatter) => "#f28e2b",
+        Some(OpType::Broadcast) => "#b07aa1",
+        Some(OpType::Reduce) => "#9c755f",
+        Some(OpType::Send | OpType::Recv | OpType::SendRecv) => "#e15759",
+        Some(_) => "#76b7b2",
+        None => "#9a9a9a",
+    }
+}
+
+fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
+    let Ok(Some(ctx)) = canvas.get_context("2d") else { return };
+    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else { return };
+    let w = canvas.width() as f64;
+    let h = canvas.height() as f64;
+    ctx.clear_rect(0.0, 0.0, w, h);
+    let plot_w = w - LABEL_WIDTH;
+    let span = (v.end_ns - v.start_ns).max(1.0);
+    let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
+
+    // Ruler: ten ticks with adaptive units, relative to the run's start.
+    ctx.set_fill_style_str("#555");
+    ctx.set_font("11px sans-serif");
+    for i in 0..=10 {
+        let ns = v.start_ns + span * i as f64 / 10.0;
+        let x = x_of(ns);
+        ctx.fill_rect(x, RULER_HEIGHT - 5.0, 1.0, 5.0);
+        let _ = ctx.fill_text(&format_ns(ns - t.start_ns as f64), x + 2.0, 11.0);
+    }
+
+    for (row, track) in t.tracks.iter().enumerate() {
+        let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT;
+        ctx.set_fill_style_str(if row % 2 == 0 { "#f4f4f4" } else { "#ffffff" });
+        ctx.fill_rect(0.0, y, w, ROW_HEIGHT);
+        ctx.set_fill_style_str("#222");
+        let _ = ctx.fill_text(&track.label, 4.0, y + 15.0);
+        // Level of detail: at most one rectangle per pixel column and colour.
+        let mut last_px = f64::NEG_INFINITY;
+        for s in &track.spans {
+            let (x0, x1) = (x_of(s.start_ns as f64), x_of(s.end_ns as f64));
+            if x1 < LABEL_WIDTH || x0 > w {
+                continue;
+            }
+            let x0 = x0.max(LABEL_WIDTH);
+            if x1 < last_px + 1.0 && x1 - x0 < 1.0 {
+                continue;
+            }
+            last_px = x1;
+            ctx.set_fill_style_str(op_colour(s.op));
+            ctx.fill_rect(x0, y + 3.0, (x1 - x0).max(1.0), ROW_HEIGHT - 6.0);
+        }
+    }
+}
+
+fn format_ns(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}

@@ -1,0 +1,850 @@
+//! A generic global (Needleman-Wunsch) aligner of two sequences `a` and `b`.
+//!
+//! It knows nothing about NCCL: the caller supplies a [`Score`] (substitution score of `a_i`
+//! against `b_j`, one gap model per side, a bonus for consecutive diagonal steps and cheap
+//! symbol keys for anchoring). Scores are integers (the NCCL scorings use hundredths of a point)
+//! so that the reference and the fast aligner can be compared exactly.
+//!
+//! # Recurrences
+//!
+//! Cells are `(i, j)` = "the first `i` symbols of `a` and the first `j` of `b` are consumed".
+//! Each cell holds one score per *state*, i.e. per kind of the last step (Gotoh's idea, extended
+//! to run-length gap costs):
+//!
+//! * `M`   — the last step paired `a_{i-1}` with `b_{j-1}` (also the start state at `(0, 0)`);
+//! * `X_r` — the last `r` steps left `a` symbols unpaired (vertical moves), `r = 1..=cap+1`,
+//!   where `r = cap+1` stands for "more than `cap`";
+//! * `Y_r` — the same for `b` (horizontal moves).
+//!
+//! With `s(i,j)` the substitution score, `β(i,j)` the run bonus for pairing `(i,j)` right after
+//! `(i-1,j-1)` and `g(k)` the cost of the `k`-th gap of a run ([`GapModel::cost`]):
+//!
+//! ```text
+//! M(i,j)       = s(i-1,j-1) + max( M(i-1,j-1) + β(i-1,j-1), X_*(i-1,j-1), Y_*(i-1,j-1) )
+//! X_1(i,j)     = g_a(1)     + max( M(i-1,j), Y_*(i-1,j) )            (+ X_1 itself if cap = 0)
+//! X_r(i,j)     = g_a(r)     + X_{r-1}(i-1,j)                          for 2 ≤ r ≤ cap
+//! X_cap+1(i,j) = g_a(cap+1) + max( X_cap(i-1,j), X_cap+1(i-1,j) )
+//! Y_*          : the same with (i, j-1) and g_b
+//! ```
+//!
+//! Switching from an `a`-gap to a `b`-gap starts a new run: the two sources lose operations
+//! independently, so a kernel missing next to a log line missing is two short runs, not one long.
+//! The answer is the best state at `(n, m)`. Ties prefer the diagonal, then `a`-gaps.
+//!
+//! [`align_full`] fills the whole `(n+1)×(m+1)` matrix (the reference). [`align_fast`] fills
+//! only a band around an anchor path (unique k-mers of the symbol keys, or caller hints),
+//! keeping one row of scores and one byte per cell and state for the traceback, and doubles
+//! the band while the optimal path comes near its edge; a band as wide as the matrix is the
+//! full DP, so the loop always ends with a valid alignment.
+
+use std::collections::HashMap;
+
+/// A score no alignment can reach: "this state is impossible".
+pub const NEG: i64 = i64::MIN / 4;
+
+/// Cost of gap runs on one side: the `k`-th consecutive gap costs
+/// `open + step · (min(k, cap+1) − 1)`.
+///
+/// `cap = 0` is a linear gap, `cap = 1` affine (open, then `open + step` per extension), larger
+/// caps make the cost per gap grow with the run (the thesis' "adaptive" penalty) up to a ceiling,
+/// which keeps the number of DP states finite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GapModel {
+    pub open: i64,
+    pub step: i64,
+    pub cap: u32,
+}
+
+impl GapModel {
+    /// Cost (a negative score) of the `k`-th (1-based) gap of a run.
+    pub fn cost(&self, k: u32) -> i64 {
+        let k = k.clamp(1, self.cap + 1);
+        self.open + self.step * i64::from(k - 1)
+    }
+
+    fn states(&self) -> usize {
+        self.cap as usize + 1
+    }
+}
+
+/// What the aligner needs to know about two sequences `a` (length `n`) and `b` (length `m`).
+pub trait Score {
+    /// Score of pairing `a_i` with `b_j` (0-based). Return [`NEG`] to forbid the pair.
+    fn sub(&self, i: usize, j: usize) -> i64;
+    /// Bonus for pairing `(i, j)` right after pairing `(i-1, j-1)`; `i, j ≥ 1`.
+    fn run_bonus(&self, _i: usize, _j: usize) -> i64 {
+        0
+    }
+    /// Gaps leaving `a` symbols unpaired.
+    fn gap_a(&self) -> GapModel;
+    /// Gaps leaving `b` symbols unpaired.
+    fn gap_b(&self) -> GapModel;
+    /// A cheap key per symbol: equal keys are plausible pairs. Used only to find anchors.
+    fn key_a(&self, _i: usize) -> u64 {
+        0
+    }
+    fn key_b(&self, _j: usize) -> u64 {
+        0
+    }
+    /// Fusion: how many consecutive `b` symbols ending at `b_j` may `a_i` absorb at once
+    /// (1 = plain pairs only; at most 16). NCCL runs a group of Send/Recv calls as one kernel.
+    fn fuse_max(&self, _i: usize, _j: usize) -> usize {
+        1
+    }
+    /// Score of pairing `a_i` with `b_{j+1-len} ..= b_j` (`len ≥ 2`).
+    fn fuse(&self, _i: usize, _j: usize, _len: usize) -> i64 {
+        NEG
+    }
+    /// Pairs `(i, j)` the caller believes lie on the optimal path (e.g. from timestamps).
+    /// When given they replace the k-mer anchors. Only steer the band: a wrong hint costs time.
+    fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
+        None
+    }
+}
+
+/// One column of an alignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// `a_i` paired with `b_j`.
+    Pair(usize, usize),
+    /// `a_i` paired with `b_first ..= b_last` (a fusion move).
+    Fused(usize, usize, usize),
+    /// `a_i` unpaired.
+    GapA(usize),
+    /// `b_j` unpaired.
+    GapB(usize),
+}
+
+/// An optimal alignment and its score.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alignment {
+    pub score: i64,
+    pub steps: Vec<Step>,
+}
+
+impl Alignment {
+    /// The paired indices `(i, j)`, in order (a fusion gives one pair per absorbed `b`).
+    pub fn pairs(&self) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for s in &self.steps {
+            match *s {
+                Step::Pair(i, j) => out.push((i, j)),
+                Step::Fused(i, j0, j1) => out.extend((j0..=j1).map(|j| (i, j))),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The longest run of consecutive gap steps on the same side.
+    pub fn longest_gap_run(&self) -> usize {
+        let (mut best, mut run, mut side) = (0, 0, 0u8);
+        for s in &self.steps {
+            let this = match s {
+                Step::Pair(..) | Step::Fused(..) => 0,
+                Step::GapA(_) => 1,
+                Step::GapB(_) => 2,
+            };
+            run = if this != 0 && this == side { run + 1 } else { usize::from(this != 0) };
+            side = this;
+            best = best.max(run);
+        }
+        best
+    }
+}
+
+/// Re-scores a path step by step, independently of the DP (for tests and for callers that
+/// edit alignments).
+pub fn path_score<S: Score + ?Sized>(sc: &S, steps: &[Step]) -> i64 {
+    let (ga, gb) = (sc.gap_a(), sc.gap_b());
+    let mut total = 0i64;
+    let mut prev: Option<Step> = None;
+    let mut run = 0u32;
+    for &s in steps {
+        match s {
+            Step::Pair(i, j) => {
+                total += sc.sub(i, j);
+                if let Some(Step::Pair(pi, pj) | Step::Fused(pi, _, pj)) = prev {
+                    if pi + 1 == i && pj + 1 == j {
+                        total += sc.run_bonus(i, j);
+                    }
+                }
+                run = 0;
+            }
+            Step::Fused(i, j0, j1) => {
+                total += sc.fuse(i, j1, j1 - j0 + 1);
+                run = 0;
+            }
+            Step::GapA(_) => {
+                run = if matches!(prev, Some(Step::GapA(_))) { run + 1 } else { 1 };
+                total += ga.cost(run);
+            }
+            Step::GapB(_) => {
+                run = if matches!(prev, Some(Step::GapB(_))) { run + 1 } else { 1 };
+                total += gb.cost(run);
+            }
+        }
+        prev = Some(s);
+    }
+    total
+}
+
+/// State layout: 0 = M, then `ka` X states, then `kb` Y states.
+#[derive(Clone, Copy)]
+struct Shape {
+    ga: GapModel,
+    gb: GapModel,
+    ka: usize,
+    kb: usize,
+}
+
+impl Shape {
+    fn new<S: Score + ?Sized>(sc: &S) -> Shape {
+        let (ga, gb) = (sc.gap_a(), sc.gap_b());
+        let sh = Shape { ga, gb, ka: ga.states(), kb: gb.states() };
+        assert!(sh.n_states() <= 16, "gap caps too large: back-pointers hold 16 states");
+        sh
+    }
+    fn n_states(&self) -> usize {
+        1 + self.ka + self.kb
+    }
+    fn x(&self, r: usize) -> usize {
+        1 + r
+    }
+    fn y(&self, r: usize) -> usize {
+        1 + self.ka + r
+    }
+}
+
+#[inline]
+fn clamp_neg(v: i64) -> i64 {
+    if v < NEG / 2 {
+        NEG
+    } else {
+        v
+    }
+}
+
+/// Fills all states of cell `(i, j)` (not `(0,0)`) from its neighbours (`None` = outside the
+/// band), writing the scores to `out` and each state's predecessor state to `bp`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn cell<S: Score + ?Sized>(
+    sh: &Shape,
+    sc: &S,
+    i: usize,
+    j: usize,
+    diag: Option<&[i64]>,
+    up: Option<&[i64]>,
+    left: Option<&[i64]>,
+    out: &mut [i64],
+    bp: &mut [u8],
+) {
+    out.fill(NEG);
+    bp.fill(0);
+    // M: pair a_{i-1} with b_{j-1}.
+    if let Some(d) = diag {
+        let s = sc.sub(i - 1, j - 1);
+        if s > NEG / 2 {
+            let bonus = if i >= 2 && j >= 2 && d[0] > NEG / 2 { sc.run_bonus(i - 1, j - 1) } else { 0 };
+            let (mut best, mut arg) = (d[0] + bonus, 0u8);
+            for (t, &v) in d.iter().enumerate().skip(1) {
+                if v > best {
+                    best = v;
+                    arg = t as u8;
+                }
+            }
+            if best > NEG / 2 {
+                out[0] = clamp_neg(best + s);
+                bp[0] = arg;
+            }
+        }
+    }
+    // X: leave a_{i-1} unpaired (vertical move from (i-1, j)).
+    if let Some(u) = up {
+        gap_states(u, sh.ga, sh.ka, 1, 1 + sh.ka, sh.kb, out, bp);
+    }
+    // Y: leave b_{j-1} unpaired (horizontal move from (i, j-1)).
+    if let Some(l) = left {
+        gap_states(l, sh.gb, sh.kb, 1 + sh.ka, 1, sh.ka, out, bp);
+    }
+}
+
+/// The gap-run part of the recurrence for one side. `own` is the first index of this side's
+/// states, `other` the first of the other side's (a switch of side opens a new run).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn gap_states(
+    p: &[i64],
+    g: GapModel,
+    k: usize,
+    own: usize,
+    other: usize,
+    k_other: usize,
+    out: &mut [i64],
+    bp: &mut [u8],
+) {
+    // Run of length 1: from M, from any state of the other side, and (linear gaps) from itself.
+    let (mut best, mut arg) = (p[0], 0usize);
+    for t in other..other + k_other {
+        if p[t] > best {
+            best = p[t];
+            arg = t;
+        }
+    }
+    if k == 1 && p[own] > best {
+        best = p[own];
+        arg = own;
+    }
+    if best > NEG / 2 {
+        out[own] = clamp_neg(best + g.cost(1));
+        bp[own] = arg as u8;
+    }
+    // Runs of length r+1 for r = 1..k-1: extend the run of length r (the last state also
+    // extends itself).
+    for r in 1..k {
+        let (mut best, mut arg) = (p[own + r - 1], own + r - 1);
+        if r == k - 1 && p[own + r] > best {
+            best = p[own + r];
+            arg = own + r;
+        }
+        if best > NEG / 2 {
+            out[own + r] = clamp_neg(best + g.cost(r as u32 + 1));
+            bp[own + r] = arg as u8;
+        }
+    }
+}
+
+/// How the rows of the band are chosen.
+enum Plan<'a> {
+    /// Row `i` covers `lo[i]..=hi[i]` (the full matrix, or a band around an anchor path).
+    Fixed(&'a [usize], &'a [usize]),
+    /// Row `i` covers `w` columns either side of the best cell of row `i-1` (plus one for the
+    /// diagonal): the band follows the path when no anchors say where it is.
+    Adaptive(usize),
+}
+
+/// Runs the DP over rows `0..=n` and traces back; returns the alignment and the row bounds used.
+/// Memory: one byte per cell and state plus two rows of scores.
+fn run_band<S: Score + ?Sized>(sc: &S, n: usize, m: usize, plan: Plan<'_>) -> (Alignment, Vec<usize>, Vec<usize>) {
+    let sh = Shape::new(sc);
+    let ns = sh.n_states();
+    let mut lo: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut hi: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut row_start = Vec::with_capacity(n + 2);
+    let mut bp: Vec<u8> = Vec::new();
+    let mut prev: Vec<i64> = Vec::new();
+    let mut cur: Vec<i64> = Vec::new();
+    let mut tmp = vec![NEG; ns];
+    let mut best_col = 0usize;
+    for i in 0..=n {
+        let (l, h) = match plan {
+            Plan::Fixed(fl, fh) => (fl[i], fh[i]),
+            Plan::Adaptive(w) => {
+                if i == 0 {
+                    (0, w.min(m))
+                } else {
+                    let l = best_col.saturating_sub(w).max(lo[i - 1]).min(hi[i - 1]);
+                    let h = if i == n { m } else { (best_col + 1 + w).min(m).max(l) };
+                    (l, h)
+                }
+            }
+        };
+        lo.push(l);
+        hi.push(h);
+        let width = h - l + 1;
+        row_start.push(bp.len() / ns);
+        bp.resize(bp.len() + width * ns, 0);
+        cur.clear();
+        cur.resize(width * ns, NEG);
+        // Best cell of this row, ties towards the straight diagonal, for the adaptive plan.
+        let expect = if n == 0 { 0 } else { i * m / n };
+        let mut best = (NEG, usize::MAX);
+        for j in l..=h {
+            let c = j - l;
+            let b = &mut bp[(row_start[i] + c) * ns..(row_start[i] + c + 1) * ns];
+            if i == 0 && j == 0 {
+                cur[0] = 0;
+                best = (0, 0);
+                continue;
+            }
+            let in_prev = |jj: usize| i > 0 && jj >= lo[i - 1] && jj <= hi[i - 1];
+            let diag = if j > 0 && in_prev(j - 1) {
+                let o = (j - 1 - lo[i - 1]) * ns;
+                Some(&prev[o..o + ns])
+            } else {
+                None
+            };
+            let up = if in_prev(j) {
+                let o = (j - lo[i - 1]) * ns;
+                Some(&prev[o..o + ns])
+            } else {
+                None
+            };
+            let (done, rest) = cur.split_at_mut(c * ns);
+            let left = if j > l { Some(&done[(c - 1) * ns..c * ns]) } else { None };
+            cell(&sh, sc, i, j, diag, up, left, &mut tmp, b);
+            // Fusion: M(i,j) may also come from (i-1, j-len), pairing a_{i-1} with the last
+            // `len` b symbols. The pair's back-pointer keeps `len - 1` in its high nibble.
+            if i > 0 && j > 1 {
+                let fmax = sc.fuse_max(i - 1, j - 1).min(16);
+                for len in 2..=fmax.min(j) {
+                    let jj = j - len;
+                    if jj < lo[i - 1] {
+                        break;
+                    }
+                    if jj > hi[i - 1] {
+                        continue;
+                    }
+                    let f = sc.fuse(i - 1, j - 1, len);
+                    if f <= NEG / 2 {
+                        continue;
+                    }
+                    let d = &prev[(jj - lo[i - 1]) * ns..][..ns];
+                    let (mut bst, mut arg) = (d[0], 0usize);
+                    for (t, &v) in d.iter().enumerate().skip(1) {
+                        if v > bst {
+                            bst = v;
+                            arg = t;
+                        }
+                    }
+                    if bst > NEG / 2 && bst + f > tmp[0] {
+                        tmp[0] = bst + f;
+                        b[0] = (arg | ((len - 1) << 4)) as u8;
+                    }
+                }
+            }
+            rest[..ns].copy_from_slice(&tmp);
+            let v = tmp.iter().copied().max().unwrap_or(NEG);
+            if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
+                best = (v, j);
+            }
+        }
+        best_col = if best.1 == usize::MAX { l } else { best.1 };
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    // Best final state (prefer M, then X, then Y: the lowest index wins ties).
+    let last = &prev[(m - lo[n]) * ns..(m - lo[n] + 1) * ns];
+    let (mut state, mut score) = (0usize, last[0]);
+    for (t, &v) in last.iter().enumerate() {
+        if v > score {
+            score = v;
+            state = t;
+        }
+    }
+    // Traceback.
+    let (mut i, mut j) = (n, m);
+    let mut steps = Vec::with_capacity(n + m);
+    while i > 0 || j > 0 {
+        let b = &bp[(row_start[i] + j - lo[i]) * ns..][..ns];
+        let pred = (b[state] & 15) as usize;
+        if state == 0 {
+            let len = (b[state] >> 4) as usize + 1;
+            steps.push(if len == 1 { Step::Pair(i - 1, j - 1) } else { Step::Fused(i - 1, j - len, j - 1) });
+            i -= 1;
+            j -= len;
+        } else if state < 1 + sh.ka {
+            steps.push(Step::GapA(i - 1));
+            i -= 1;
+        } else {
+            steps.push(Step::GapB(j - 1));
+            j -= 1;
+        }
+        state = pred;
+    }
+    steps.reverse();
+    debug_assert!(sh.x(0) == 1 && sh.y(0) == 1 + sh.ka);
+    (Alignment { score, steps }, lo, hi)
+}
+
+/// The reference: full `(n+1)×(m+1)` matrix, quadratic time and memory.
+pub fn align_full<S: Score + ?Sized>(sc: &S, n: usize, m: usize) -> Alignment {
+    let lo = vec![0; n + 1];
+    let hi = vec![m; n + 1];
+    run_band(sc, n, m, Plan::Fixed(&lo, &hi)).0
+}
+
+/// Options of [`align_fast`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FastOptions {
+    /// Initial half-width of the band around the anchor path.
+    pub band: usize,
+    /// Length of the key k-mers used as anchors.
+    pub kmer: usize,
+    /// The path must stay this many columns inside the band, else the band doubles.
+    pub margin: usize,
+}
+
+impl Default for FastOptions {
+    fn default() -> Self {
+        FastOptions { band: 48, kmer: 12, margin: 4 }
+    }
+}
+
+/// Banded alignment around an anchor path: memory `O((n+m)·band)`, time `O((n+m)·band)` for
+/// realistic inputs. Gives the same score as [`align_full`] whenever the optimal path lies in
+/// the final band (checked by the margin rule; the band grows to the full matrix if needed).
+pub fn align_fast<S: Score + ?Sized>(sc: &S, n: usize, m: usize) -> Alignment {
+    align_fast_with(sc, n, m, FastOptions::default())
+}
+
+/// [`align_fast`] with explicit options.
+pub fn align_fast_with<S: Score + ?Sized>(sc: &S, n: usize, m: usize, opt: FastOptions) -> Alignment {
+    let anchors = chain(match sc.anchor_hints() {
+        Some(h) => h.into_iter().filter(|&(i, j)| i < n && j < m).collect(),
+        None => kmer_anchors(sc, n, m, opt.kmer.max(adaptive_k(sc, n, m))),
+    });
+    let centre = centre_line(&anchors, n, m);
+    // Widen until the path keeps clear of the band's edges *and* doubling the band no longer
+    // improves the score (a cheap guard against a better route outside a wrongly placed band).
+    let mut w = opt.band.max(2);
+    let mut prev: Option<Alignment> = None;
+    loop {
+        let full = w >= n.max(m);
+        if full {
+            return align_full(sc, n, m);
+        }
+        let (al, lo, hi) = if !dense(&anchors, n, m, w) {
+            run_band(sc, n, m, Plan::Adaptive(w))
+        } else {
+            let (lo, hi) = band_rows(&centre, n, m, w);
+            run_band(sc, n, m, Plan::Fixed(&lo, &hi))
+        };
+        let clear = !near_edge(&al, &lo, &hi, m, opt.margin.min(w / 2));
+        if clear {
+            if let Some(p) = prev.take() {
+                if p.score == al.score {
+                    return p;
+                }
+            }
+            prev = Some(al);
+        } else {
+            prev = None;
+        }
+        w *= 2;
+    }
+}
+
+/// Anchors steer a fixed band only when they are close enough together for the straight
+/// lines between them to stay inside it; otherwise the adaptive band follows the path.
+fn dense(anchors: &[(usize, usize)], n: usize, m: usize, w: usize) -> bool {
+    if anchors.is_empty() {
+        return false;
+    }
+    let mut last = (0usize, 0usize);
+    for &(i, j) in anchors.iter().chain(std::iter::once(&(n, m))) {
+        if (i - last.0).max(j - last.1) > 4 * w {
+            return false;
+        }
+        last = (i, j);
+    }
+    true
+}
+
+/// The k-mer length below which a k-mer is likely unique by chance: with `d` distinct keys,
+/// `d^k` must dwarf the `n·m` possible coincidences.
+fn adaptive_k<S: Score + ?Sized>(sc: &S, n: usize, m: usize) -> usize {
+    let mut seen: Vec<u64> = (0..n.min(4096)).map(|i| sc.key_a(i)).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    let d = (seen.len().max(2)) as f64;
+    let coincidences = ((n.max(1) * m.max(1)) as f64) * 16.0;
+    (coincidences.ln() / d.ln()).ceil() as usize + 1
+}
+
+/// Unique (in both sequences) k-mers of keys; the anchor is the k-mer's middle pair.
+fn kmer_anchors<S: Score + ?Sized>(sc: &S, n: usize, m: usize, k: usize) -> Vec<(usize, usize)> {
+    if n < k || m < k {
+        return Vec::new();
+    }
+    const P: u64 = 0x100_0000_01b3;
+    let pk = (0..k - 1).fold(1u64, |acc, _| acc.wrapping_mul(P));
+    let hashes = |len: usize, key: &dyn Fn(usize) -> u64| -> Vec<u64> {
+        let mut out = Vec::with_capacity(len + 1 - k);
+        let mut h = 0u64;
+        for t in 0..len {
+            // Rolling polynomial hash; the constant keeps key 0 from vanishing.
+            if t >= k {
+                h = h.wrapping_sub(key(t - k).wrapping_add(0x9e37_79b9).wrapping_mul(pk));
+            }
+            h = h.wrapping_mul(P).wrapping_add(key(t).wrapping_add(0x9e37_79b9));
+            if t + 1 >= k {
+                out.push(h);
+            }
+        }
+        out
+    };
+    let ha = hashes(n, &|i| sc.key_a(i));
+    let hb = hashes(m, &|j| sc.key_b(j));
+    // k-mer hash → (occurrences, first position)
+    let mut ma: HashMap<u64, (u32, usize)> = HashMap::with_capacity(ha.len());
+    for (p, &h) in ha.iter().enumerate() {
+        let e = ma.entry(h).or_insert((0, p));
+        e.0 += 1;
+    }
+    let mut mb: HashMap<u64, (u32, usize)> = HashMap::with_capacity(hb.len());
+    for (p, &h) in hb.iter().enumerate() {
+        let e = mb.entry(h).or_insert((0, p));
+        e.0 += 1;
+    }
+    let mut out: Vec<(usize, usize)> = ha
+        .iter()
+        .filter_map(|h| {
+            let (ca, pa) = ma[h];
+            let &(cb, pb) = mb.get(h)?;
+            (ca == 1 && cb == 1).then_some((pa + k / 2, pb + k / 2))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Keeps the longest chain of anchors increasing strictly in both coordinates: sort by `i`
+/// (ties by decreasing `j`, so two anchors of one row never chain), then the longest strictly
+/// increasing subsequence of `j` (patience sorting, `O(A log A)`).
+fn chain(mut anchors: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    anchors.sort_unstable_by(|x, y| x.0.cmp(&y.0).then(y.1.cmp(&x.1)));
+    anchors.dedup();
+    let mut tails: Vec<usize> = Vec::new();
+    let mut parent = vec![usize::MAX; anchors.len()];
+    for (t, &(_, j)) in anchors.iter().enumerate() {
+        let pos = tails.partition_point(|&u| anchors[u].1 < j);
+        if pos > 0 {
+            parent[t] = tails[pos - 1];
+        }
+        if pos == tails.len() {
+            tails.push(t);
+        } else {
+            tails[pos] = t;
+        }
+    }
+    let mut out = Vec::new();
+    let mut t = tails.last().copied().unwrap_or(usize::MAX);
+    while t != usize::MAX {
+        out.push(anchors[t]);
+        t = parent[t];
+    }
+    out.reverse();
+    out
+}
+
+/// The anchor path as one expected column per DP row `0..=n`: linear between anchors
+/// (anchor `(i, j)` pairs symbols `i` and `j`, i.e. passes through cell `(i+1, j+1)`).
+fn centre_line(anchors: &[(usize, usize)], n: usize, m: usize) -> Vec<usize> {
+    let mut pts = vec![(0usize, 0usize)];
+    pts.extend(anchors.iter().map(|&(i, j)| (i + 1, j + 1)));
+    pts.push((n, m));
+    let mut c = vec![0usize; n + 1];
+    for w in pts.windows(2) {
+        let ((i0, j0), (i1, j1)) = (w[0], w[1]);
+        if i1 < i0 || j1 < j0 {
+            continue;
+        }
+        for (i, ci) in c.iter_mut().enumerate().take(i1 + 1).skip(i0) {
+            *ci = if i1 == i0 { j1 } else { j0 + (j1 - j0) * (i - i0) / (i1 - i0) };
+        }
+    }
+    c
+}
+
+/// Row bounds of a band of half-width `w` around the centre line. The path crosses row `i`
+/// between `c(i)` and `c(i+1)`, so the row covers both, widened by `w` on each side.
+fn band_rows(c: &[usize], n: usize, m: usize, w: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut lo = Vec::with_capacity(n + 1);
+    let mut hi = Vec::with_capacity(n + 1);
+    for i in 0..=n {
+        let a = c[i];
+        let b = if i < n { c[i + 1] } else { m };
+        lo.push(a.min(b).saturating_sub(w));
+        hi.push((a.max(b) + w).min(m));
+    }
+    lo[0] = 0;
+    hi[n] = m;
+    // Rows must overlap so that every row is reachable and can reach the next.
+    for i in 1..=n {
+        lo[i] = lo[i].max(lo[i - 1]).min(hi[i - 1]);
+    }
+    for i in (0..n).rev() {
+        hi[i] = hi[i].min(hi[i + 1]).max(lo[i + 1]);
+    }
+    (lo, hi)
+}
+
+/// Does the path pass within `margin` of a band edge that is not the matrix border?
+fn near_edge(al: &Alignment, lo: &[usize], hi: &[usize], m: usize, margin: usize) -> bool {
+    let (mut i, mut j) = (0usize, 0usize);
+    let check = |i: usize, j: usize| (lo[i] > 0 && j < lo[i] + margin) || (hi[i] < m && j + margin > hi[i]);
+    if check(0, 0) {
+        return true;
+    }
+    for s in &al.steps {
+        match s {
+            Step::Pair(..) => {
+                i += 1;
+                j += 1;
+            }
+            Step::Fused(_, j0, j1) => {
+                i += 1;
+                j += j1 - j0 + 1;
+            }
+            Step::GapA(_) => i += 1,
+            Step::GapB(_) => j += 1,
+        }
+        if check(i, j) {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tiny deterministic PRNG (SplitMix64) for property tests.
+    pub(crate) struct Rng(u64);
+    impl Rng {
+        pub(crate) fn new(seed: u64) -> Rng {
+            Rng(seed)
+        }
+        pub(crate) fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        pub(crate) fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    struct Letters<'a> {
+        a: &'a [u8],
+        b: &'a [u8],
+        ga: GapModel,
+        gb: GapModel,
+    }
+    impl Score for Letters<'_> {
+        fn sub(&self, i: usize, j: usize) -> i64 {
+            if self.a[i] == self.b[j] {
+                500 + 100 * i64::from(self.a[i] % 3)
+            } else {
+                -1500
+            }
+        }
+        fn run_bonus(&self, i: usize, j: usize) -> i64 {
+            if self.a[i] == self.b[j] && self.a[i - 1] == self.b[j - 1] {
+                100
+            } else {
+                0
+            }
+        }
+        fn gap_a(&self) -> GapModel {
+            self.ga
+        }
+        fn gap_b(&self) -> GapModel {
+            self.gb
+        }
+        fn key_a(&self, i: usize) -> u64 {
+            u64::from(self.a[i])
+        }
+        // Symbol 0 of `a` may absorb a run of up to four 0s of `b`.
+        fn fuse_max(&self, i: usize, j: usize) -> usize {
+            if self.a[i] != 0 {
+                return 1;
+            }
+            (0..=j).rev().take(4).take_while(|&t| self.b[t] == 0).count().max(1)
+        }
+        fn fuse(&self, _i: usize, _j: usize, len: usize) -> i64 {
+            200 + 150 * len as i64
+        }
+        fn key_b(&self, j: usize) -> u64 {
+            u64::from(self.b[j])
+        }
+    }
+
+    /// A base sequence, then two copies with random drops and duplications.
+    fn noisy_pair(rng: &mut Rng, len: usize, alpha: u64) -> (Vec<u8>, Vec<u8>) {
+        let base: Vec<u8> = (0..len).map(|_| rng.below(alpha) as u8).collect();
+        let mut noisy = |rng: &mut Rng| {
+            let mut v = Vec::new();
+            for &x in &base {
+                match rng.below(10) {
+                    0 | 1 => {}
+                    2 => {
+                        v.push(x);
+                        v.push(x);
+                    }
+                    _ => v.push(x),
+                }
+            }
+            v
+        };
+        let a = noisy(rng);
+        let b = noisy(rng);
+        (a, b)
+    }
+
+    #[test]
+    fn full_and_fast_agree_on_random_sequences() {
+        let mut rng = Rng::new(7);
+        let models = [
+            GapModel { open: -500, step: -100, cap: 2 },
+            GapModel { open: -500, step: 300, cap: 1 },
+            GapModel { open: -400, step: 0, cap: 0 },
+        ];
+        for round in 0..300 {
+            let len = 1 + rng.below(if round % 10 == 0 { 400 } else { 60 }) as usize;
+            let alpha = 2 + rng.below(6);
+            let (a, b) = noisy_pair(&mut rng, len, alpha);
+            let ga = models[rng.below(3) as usize];
+            let gb = models[rng.below(3) as usize];
+            let sc = Letters { a: &a, b: &b, ga, gb };
+            let full = align_full(&sc, a.len(), b.len());
+            let opt = FastOptions { band: 8 + rng.below(40) as usize, kmer: 4, margin: 2 };
+            let fast = align_fast_with(&sc, a.len(), b.len(), opt);
+            assert_eq!(full.score, fast.score, "round {round}: {a:?} / {b:?}");
+            assert_eq!(path_score(&sc, &full.steps), full.score, "round {round}");
+            assert_eq!(path_score(&sc, &fast.steps), fast.score, "round {round}");
+        }
+    }
+
+    #[test]
+    fn empty_sequences() {
+        let g = GapModel { open: -5, step: -1, cap: 2 };
+        let a: Vec<u8> = vec![1, 2, 3];
+        let sc = Letters { a: &a, b: &[], ga: g, gb: g };
+        let al = align_fast(&sc, 3, 0);
+        assert_eq!(al.steps.len(), 3);
+        assert_eq!(al.score, -5 - 6 - 7);
+        let sc = Letters { a: &[], b: &[], ga: g, gb: g };
+        assert!(align_full(&sc, 0, 0).steps.is_empty());
+    }
+
+    /// `cargo test --release -p align -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn timing_full_vs_fast() {
+        let mut rng = Rng::new(11);
+        let g = GapModel { open: -500, step: -100, cap: 2 };
+        for &len in &[250usize, 500, 1000, 2000] {
+            let (a, b) = noisy_pair(&mut rng, len, 5);
+            let sc = Letters { a: &a, b: &b, ga: g, gb: g };
+            let t = std::time::Instant::now();
+            let f = align_full(&sc, a.len(), b.len());
+            let tf = t.elapsed();
+            let t = std::time::Instant::now();
+            let q = align_fast(&sc, a.len(), b.len());
+            let tq = t.elapsed();
+            println!("len {len}: full {tf:?} fast {tq:?} (scores {} / {})", f.score, q.score);
+            assert_eq!(f.score, q.score);
+        }
+        let mut base_rng = Rng::new(12);
+        let (a, b) = noisy_pair(&mut base_rng, 111_000, 5);
+        let sc = Letters { a: &a, b: &b, ga: g, gb: g };
+        let t = std::time::Instant::now();
+        let q = align_fast(&sc, a.len(), b.len());
+        println!("{} x {}: fast {:?}, {} pairs", a.len(), b.len(), t.elapsed(), q.pairs().len());
+    }
+}

@@ -1,0 +1,414 @@
+//! Aligning one process's log operations with its NCCL kernels.
+//!
+//! Steps, each switchable in [`AlignConfig`] so that the thesis' method is one configuration:
+//!
+//! 1. Kernels: NCCL kernels only, in start order; symbols from the decoded name when given.
+//! 2. Log: duplicated lines (same communicator, opCount, op, peer, count, datatype: the 2:1
+//!    logging of table 4.1) are collapsed onto their first copy. NCCL runs a group of
+//!    Send/Recv calls as one SendRecv kernel, so a SendRecv kernel may absorb a run of
+//!    consecutive Send/Recv lines (a *fusion move* of the aligner). NCCL counts opCount per
+//!    launch, so the lines of one group share their communicator and opCount; the DP may still
+//!    split a group between kernels (NCCL splits large groups) or leave lines unmatched.
+//! 3. A first alignment on symbols alone.
+//! 4. Streams: the pairs of step 3 vote for a one-to-one map log stream pointer → kernel stream
+//!    id; each mapped pair of streams is then aligned on its own (kernels of concurrent streams
+//!    interleave differently from the log's enqueue order).
+//! 5. Timestamps: the pairs vote for a clock offset (median of kernel − log time, scale from the
+//!    MAD); the alignment is redone with matches far from the offset penalised.
+
+use std::collections::HashMap;
+
+use crate::nw::{self, Score, Step, NEG};
+use crate::scoring::{Scorer, Scoring, TimeModel};
+use crate::symbols::{kernel_symbol, log_symbol, Symbol};
+use model::log::LogOp;
+use model::nsys::{Kernel, KernelName};
+use model::OpType;
+
+/// What [`align_process`] does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlignConfig {
+    pub scoring: Scoring,
+    /// Collapse duplicated log lines onto their first copy.
+    pub dedup_log: bool,
+    /// Let a SendRecv kernel absorb a run of Send/Recv lines (fusion moves).
+    pub group_p2p: bool,
+    /// Bonus of a fusion over the single-line match, in points (constant, so that a run is
+    /// split evenly between kernels rather than one kernel taking most of it).
+    pub fusion_extra: f64,
+    /// Learn the stream map and align each stream pair separately.
+    pub per_stream: bool,
+    /// Use log timestamps against kernel launch/start times when both exist.
+    pub use_timestamps: bool,
+    /// Smallest time scale (ns) of the offset model.
+    pub min_time_scale_ns: i64,
+    /// Use the full-matrix reference aligner (small inputs, tests) instead of the banded one.
+    pub reference: bool,
+}
+
+impl AlignConfig {
+    /// The thesis' method: op names only, one sequence per process.
+    pub fn thesis() -> AlignConfig {
+        AlignConfig {
+            scoring: Scoring::thesis(),
+            dedup_log: false,
+            group_p2p: false,
+            per_stream: false,
+            use_timestamps: false,
+            min_time_scale_ns: 20_000,
+            fusion_extra: 0.5,
+            reference: false,
+        }
+    }
+
+    /// Everything this crate knows.
+    pub fn rich() -> AlignConfig {
+        AlignConfig {
+            scoring: Scoring::rich(),
+            dedup_log: true,
+            group_p2p: true,
+            per_stream: true,
+            use_timestamps: true,
+            ..AlignConfig::thesis()
+        }
+    }
+}
+
+/// The log side of one matched kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelMatch {
+    /// The log op, or the grouped Send/Recv lines fused into this kernel, in log order.
+    pub log_ops: Vec<usize>,
+    /// Later copies of those lines (duplicated logging), not separate operations.
+    pub duplicates: Vec<usize>,
+    /// In [0, 1]: how good the pair is and how well its neighbours align.
+    pub confidence: f64,
+}
+
+/// What did not line up, per process.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AnomalyReport {
+    pub nccl_kernels: usize,
+    pub log_ops: usize,
+    /// Kernels with a log op.
+    pub matched: usize,
+    /// Matched kernels whose op disagrees with the log's (should be 0).
+    pub mismatched: usize,
+    /// Kernels that absorbed several Send/Recv lines, and how many lines they absorbed.
+    pub fused_kernels: usize,
+    pub fused_log_ops: usize,
+    /// Log lines that repeat an earlier line (same comm and opCount).
+    pub duplicate_log_ops: usize,
+    /// Most operations logged twice (one rank per TP group does this, table 4.1).
+    pub duplication_2to1: bool,
+    /// Log ops (first copies) with no kernel, and NCCL kernels with no log op (input indices).
+    pub orphan_log_ops: Vec<usize>,
+    pub orphan_kernels: Vec<usize>,
+    /// Learned (log stream pointer, kernel stream id) pairs.
+    pub stream_map: Vec<(u64, u64)>,
+    /// Kernel time − log time, when timestamps were used.
+    pub time_offset_ns: Option<i64>,
+}
+
+/// The result for one process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessAlignment {
+    /// Indexed like the input kernels; `None` for unmatched and non-NCCL kernels.
+    pub per_kernel: Vec<Option<KernelMatch>>,
+    pub report: AnomalyReport,
+}
+
+impl ProcessAlignment {
+    /// All (log op, kernel) pairs, fused lines included, duplicates excluded.
+    pub fn pairs(&self) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        for (k, m) in self.per_kernel.iter().enumerate() {
+            if let Some(m) = m {
+                out.extend(m.log_ops.iter().map(|&l| (l, k)));
+            }
+        }
+        out
+    }
+}
+
+/// One log-side symbol: a line with its duplicates collapsed.
+struct Unit {
+    members: Vec<usize>,
+    sym: Symbol,
+}
+
+/// Everything the per-group alignments share.
+struct Ctx<'a> {
+    cfg: &'a AlignConfig,
+    log_ops: &'a [LogOp],
+    units: &'a [Unit],
+    ksym: &'a [Symbol],
+    usym: &'a [Symbol],
+}
+
+/// (kernel, the units it matched): one unit, or several for a fused Send/Recv group.
+type Matches = Vec<(usize, Vec<usize>)>;
+
+/// Aligns one process's log ops (in log order) with its kernels; `names[k]` is the decoded
+/// name of `kernels[k]` when the caller has one (missing entries fall back to a substring match).
+pub fn align_process(
+    log_ops: &[LogOp],
+    kernels: &[Kernel],
+    names: &[Option<KernelName>],
+    cfg: &AlignConfig,
+) -> ProcessAlignment {
+    // 1. Kernels.
+    let mut kidx: Vec<usize> = Vec::new();
+    let mut ksym: Vec<Symbol> = Vec::new();
+    let mut order: Vec<usize> = (0..kernels.len()).collect();
+    order.sort_by_key(|&k| (kernels[k].start_ns, k));
+    for k in order {
+        if let Some(s) = kernel_symbol(&kernels[k], names.get(k).and_then(|n| n.as_ref())) {
+            kidx.push(k);
+            ksym.push(s);
+        }
+    }
+    // 2. Log units.
+    let (kept, dup_of) = dedup(log_ops, cfg.dedup_log);
+    let units: Vec<Unit> = kept.iter().map(|&l| Unit { members: vec![l], sym: log_symbol(&log_ops[l]) }).collect();
+    let usym: Vec<Symbol> = units.iter().map(|u| u.sym.clone()).collect();
+    let ctx = Ctx { cfg, log_ops, units: &units, ksym: &ksym, usym: &usym };
+
+    // 3. First pass on symbols alone.
+    let all_u: Vec<usize> = (0..units.len()).collect();
+    let all_k: Vec<usize> = (0..ksym.len()).collect();
+    let mut matches = align_group(&ctx, &all_k, &all_u, None);
+
+    // 4. Streams.
+    let mut groups = vec![(all_k.clone(), all_u.clone())];
+    let mut stream_map = Vec::new();
+    if cfg.per_stream {
+        let mut votes: HashMap<(u64, u64), usize> = HashMap::new();
+        for (k, us) in &matches {
+            *votes.entry((usym[us[0]].stream, ksym[*k].stream)).or_default() += 1;
+        }
+        let mut v: Vec<((u64, u64), usize)> = votes.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let (mut used_l, mut used_k) = (Vec::new(), Vec::new());
+        for ((ls, ks), _) in v {
+            if !used_l.contains(&ls) && !used_k.contains(&ks) {
+                used_l.push(ls);
+                used_k.push(ks);
+                stream_map.push((ls, ks));
+            }
+        }
+        if stream_map.len() > 1 {
+            groups = stream_map
+                .iter()
+                .map(|&(ls, ks)| {
+                    let k = all_k.iter().copied().filter(|&k| ksym[k].stream == ks).collect();
+                    let u = all_u.iter().copied().filter(|&u| usym[u].stream == ls).collect();
+                    (k, u)
+                })
+                .collect();
+            let k_rest: Vec<usize> = all_k.iter().copied().filter(|&k| !used_k.contains(&ksym[k].stream)).collect();
+            let u_rest: Vec<usize> = all_u.iter().copied().filter(|&u| !used_l.contains(&usym[u].stream)).collect();
+            if !k_rest.is_empty() && !u_rest.is_empty() {
+                groups.push((k_rest, u_rest));
+            }
+            matches = groups.iter().flat_map(|(k, u)| align_group(&ctx, k, u, None)).collect();
+        }
+    }
+
+    // 5. Timestamps: offset from the last unit of each match (the kernel launches after it).
+    let mut time = None;
+    if cfg.use_timestamps {
+        let diffs: Vec<i64> = matches
+            .iter()
+            .filter_map(|(k, us)| Some(ksym[*k].time_ns? - usym[*us.last()?].time_ns?))
+            .collect();
+        time = TimeModel::fit(diffs, cfg.min_time_scale_ns);
+        if time.is_some() {
+            matches = groups.iter().flat_map(|(k, u)| align_group(&ctx, k, u, time)).collect();
+        }
+    }
+
+    // Output.
+    let confidence = confidences(cfg, &ksym, &usym, &matches, time);
+    let mut per_kernel: Vec<Option<KernelMatch>> = vec![None; kernels.len()];
+    let mut dups_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (l, d) in dup_of.iter().enumerate() {
+        if let Some(first) = *d {
+            dups_of.entry(first).or_default().push(l);
+        }
+    }
+    let mut report = AnomalyReport {
+        nccl_kernels: ksym.len(),
+        log_ops: log_ops.len(),
+        duplicate_log_ops: dup_of.iter().filter(|d| d.is_some()).count(),
+        stream_map: if cfg.per_stream { stream_map } else { Vec::new() },
+        time_offset_ns: time.map(|t| t.offset_ns),
+        ..AnomalyReport::default()
+    };
+    report.duplication_2to1 = !kept.is_empty() && report.duplicate_log_ops * 5 >= kept.len() * 2;
+    let mut log_matched = vec![false; log_ops.len()];
+    let plain = Scorer { scoring: &cfg.scoring, kernels: &ksym, log: &usym, time: None };
+    for ((k, us), &c) in matches.iter().zip(&confidence) {
+        let members: Vec<usize> = us.iter().flat_map(|&u| units[u].members.iter().copied()).collect();
+        let duplicates = members.iter().flat_map(|m| dups_of.get(m).cloned().unwrap_or_default()).collect();
+        for &m in &members {
+            log_matched[m] = true;
+        }
+        report.matched += 1;
+        if us.iter().any(|&u| !plain.same_op(*k, u)) {
+            report.mismatched += 1;
+        }
+        if members.len() > 1 {
+            report.fused_kernels += 1;
+            report.fused_log_ops += members.len();
+        }
+        per_kernel[kidx[*k]] = Some(KernelMatch { log_ops: members, duplicates, confidence: c });
+    }
+    report.orphan_log_ops = kept.iter().copied().filter(|&l| !log_matched[l]).collect();
+    report.orphan_kernels = kidx.iter().copied().filter(|&k| per_kernel[k].is_none()).collect();
+    ProcessAlignment { per_kernel, report }
+}
+
+/// Returns the kept (first-copy) log indices and, per log line, the first copy it repeats.
+fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
+    let mut dup_of = vec![None; log_ops.len()];
+    if !on {
+        return ((0..log_ops.len()).collect(), dup_of);
+    }
+    type Key = (u64, u64, u8, i64, u64, u32, u64, u64);
+    let mut seen: HashMap<Key, usize> = HashMap::new();
+    let mut kept = Vec::new();
+    for (l, o) in log_ops.iter().enumerate() {
+        // Grouped operations share an opCount: only a line identical in every field repeats.
+        let key = (o.comm, o.op_count, o.op as u8, o.root, o.count, o.datatype_code, o.sendbuff, o.recvbuff);
+        match seen.get(&key) {
+            Some(&first) => dup_of[l] = Some(first),
+            None => {
+                seen.insert(key, l);
+                kept.push(l);
+            }
+        }
+    }
+    (kept, dup_of)
+}
+
+/// For each position of `u`, where its Send/Recv group starts (itself if it is not p2p):
+/// consecutive p2p lines of one communicator with one opCount.
+fn p2p_runs(ctx: &Ctx<'_>, u: &[usize]) -> Vec<usize> {
+    let line = |p: usize| &ctx.log_ops[ctx.units[u[p]].members[0]];
+    let mut start: Vec<usize> = Vec::with_capacity(u.len());
+    for p in 0..u.len() {
+        let o = line(p);
+        let joins = ctx.cfg.group_p2p && p > 0 && o.op.is_p2p() && {
+            let q = line(p - 1);
+            q.op.is_p2p() && q.comm == o.comm && q.op_count == o.op_count
+        };
+        start.push(if joins { start[p - 1] } else { p });
+    }
+    start
+}
+
+/// A view of some kernels and units (by index) as a [`Score`], with fusion moves.
+struct Sub<'a> {
+    inner: Scorer<'a>,
+    k: &'a [usize],
+    u: &'a [usize],
+    run_start: Vec<usize>,
+    fusion_extra: i64,
+}
+
+impl Score for Sub<'_> {
+    fn sub(&self, i: usize, j: usize) -> i64 {
+        self.inner.sub(self.k[i], self.u[j])
+    }
+    fn run_bonus(&self, i: usize, j: usize) -> i64 {
+        let s = &self.inner;
+        if s.same_op(self.k[i], self.u[j]) && s.same_op(self.k[i - 1], self.u[j - 1]) {
+            (s.scoring.run_bonus * 100.0).round() as i64
+        } else {
+            0
+        }
+    }
+    fn gap_a(&self) -> nw::GapModel {
+        self.inner.gap_a()
+    }
+    fn gap_b(&self) -> nw::GapModel {
+        self.inner.gap_b()
+    }
+    fn key_a(&self, i: usize) -> u64 {
+        self.inner.key_a(self.k[i])
+    }
+    fn key_b(&self, j: usize) -> u64 {
+        self.inner.key_b(self.u[j])
+    }
+    fn fuse_max(&self, i: usize, j: usize) -> usize {
+        if self.run_start[j] == j || self.inner.kernels[self.k[i]].op != Some(OpType::SendRecv) {
+            return 1;
+        }
+        (j - self.run_start[j] + 1).min(16)
+    }
+    /// The last line's score (it is the closest in time to the launch) plus a small bonus per
+    /// absorbed line: absorbing beats leaving lines unmatched, but never beats a second kernel.
+    fn fuse(&self, i: usize, j: usize, len: usize) -> i64 {
+        let s = self.sub(i, j);
+        if s <= 0 {
+            return NEG;
+        }
+        let _ = len;
+        s + self.fusion_extra
+    }
+    fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
+        let all = self.inner.anchor_hints()?;
+        let kpos: HashMap<usize, usize> = self.k.iter().enumerate().map(|(p, &k)| (k, p)).collect();
+        let upos: HashMap<usize, usize> = self.u.iter().enumerate().map(|(p, &u)| (u, p)).collect();
+        Some(all.into_iter().filter_map(|(k, u)| Some((*kpos.get(&k)?, *upos.get(&u)?))).collect())
+    }
+}
+
+/// Aligns the kernels `k` with the units `u` (indices into the symbol lists); returns the
+/// matches. Pairs scoring ≤ 0 (different op classes) are dropped: a mismatch step is the
+/// aligner's way of saying "both are orphans here".
+fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<TimeModel>) -> Matches {
+    let cfg = ctx.cfg;
+    let sc = Sub {
+        inner: Scorer { scoring: &cfg.scoring, kernels: ctx.ksym, log: ctx.usym, time },
+        k,
+        u,
+        run_start: p2p_runs(ctx, u),
+        fusion_extra: (cfg.fusion_extra * 100.0).round() as i64,
+    };
+    let al = if cfg.reference { nw::align_full(&sc, k.len(), u.len()) } else { nw::align_fast(&sc, k.len(), u.len()) };
+    al.steps
+        .iter()
+        .filter_map(|s| match *s {
+            Step::Pair(i, j) if sc.sub(i, j) > 0 => Some((k[i], vec![u[j]])),
+            Step::Fused(i, j0, j1) => Some((k[i], u[j0..=j1].to_vec())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Confidence of each match: a logistic of its score (a plain op-name match of weight 1 gives
+/// 0.78, a mismatch ~0) times a context factor (how many of the neighbouring kernels, two each
+/// side in kernel order, are matched close by in the log).
+fn confidences(cfg: &AlignConfig, ksym: &[Symbol], usym: &[Symbol], m: &Matches, time: Option<TimeModel>) -> Vec<f64> {
+    let sc = Scorer { scoring: &cfg.scoring, kernels: ksym, log: usym, time };
+    let by_k: HashMap<usize, usize> = m.iter().map(|(k, us)| (*k, us[0])).collect();
+    m.iter()
+        .map(|(k, us)| {
+            let (k, u) = (*k, us[0]);
+            let s = 1.0 / (1.0 + (-sc.points(k, u) / 4.0).exp());
+            let mut ctx = 0.0;
+            for d in [1usize, 2] {
+                for (nk, nu) in [(k.checked_sub(d), u.checked_sub(d)), (Some(k + d), Some(u + d))] {
+                    if let (Some(nk), Some(nu)) = (nk, nu) {
+                        if by_k.get(&nk).is_some_and(|&mu| mu.abs_diff(nu) <= 2 + us.len()) {
+                            ctx += 0.25;
+                        }
+                    }
+                }
+            }
+            (s * (0.6 + 0.4 * ctx)).clamp(0.0, 1.0)
+        })
+        .collect()
+}

@@ -1,0 +1,85 @@
+//! Finding and loading input files: directories are walked, files are recognised by content.
+
+use pipeline::{sniff, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
+use sqlsource_native::NativeDb;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Every file under the given paths, directories walked recursively, in a stable order.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in paths {
+        walk(p, &mut out).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(out)
+}
+
+fn walk(p: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if p.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+        entries.sort();
+        for e in entries {
+            walk(&e, out)?;
+        }
+    } else {
+        // A missing file is reported by `load`, with the others still loaded.
+        out.push(p.to_path_buf());
+    }
+    Ok(())
+}
+
+/// Loads one file into the session; every failure becomes a report, never a panic.
+pub fn load(session: &mut Session, path: &Path) -> FileReport {
+    let name = path.display().to_string();
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => return FileReport::failed(&name, InputKind::Unknown, size, e.to_string()),
+    };
+    let mut head = vec![0u8; SNIFF_BYTES];
+    let n = match read_up_to(&mut file, &mut head) {
+        Ok(n) => n,
+        Err(e) => return FileReport::failed(&name, InputKind::Unknown, size, e.to_string()),
+    };
+    head.truncate(n);
+    match sniff(&head) {
+        InputKind::NsysSqlite => match NativeDb::open(path) {
+            Ok(db) => session.add_export(&db, &name, size),
+            Err(e) => FileReport::failed(&name, InputKind::NsysSqlite, size, e.to_string()),
+        },
+        InputKind::NcclLog | InputKind::Gzip => {
+            let mut loader = LogLoader::new(&name, session.next_file_index());
+            loader.feed(&head);
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                match file.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => loader.feed(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return FileReport::failed(&name, InputKind::NcclLog, size, e.to_string()),
+                }
+            }
+            session.add_log(loader.finish(size))
+        }
+        InputKind::Unknown => FileReport::failed(
+            &name,
+            InputKind::Unknown,
+            size,
+            "neither an NCCL debug log nor an Nsight Systems SQLite export; skipped".into(),
+        ),
+    }
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

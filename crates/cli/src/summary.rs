@@ -1,0 +1,137 @@
+//! The summary JSON of `analyze --json`; field names are the contract's.
+
+use model::log::ProcessKey;
+use model::OpType;
+use pipeline::{FileReport, Session};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Per process: its global rank and local GPU, from the init line of its largest communicator
+/// (the world, where the log has it), else from the order of sorted hosts and pids.
+fn rank_table(session: &Session) -> BTreeMap<ProcessKey, (u32, Option<u32>)> {
+    let mut best: BTreeMap<ProcessKey, (u32, u32, Option<u32>)> = BTreeMap::new(); // nranks, rank, dev
+    let mut all: BTreeSet<ProcessKey> = BTreeSet::new();
+    for log in session.logs() {
+        for op in &log.parsed.ops {
+            all.insert(op.process.clone());
+        }
+        for init in &log.parsed.inits {
+            all.insert(init.process.clone());
+            let e = best.entry(init.process.clone()).or_insert((0, init.rank, init.cuda_dev));
+            if init.nranks > e.0 {
+                *e = (init.nranks, init.rank, init.cuda_dev);
+            }
+        }
+    }
+    all.into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (rank, dev) = best.get(&p).map_or((i as u32, None), |&(_, r, d)| (r, d));
+            (p, (rank, dev))
+        })
+        .collect()
+}
+
+pub fn build(session: &Session, reports: &[FileReport]) -> Value {
+    let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
+
+    let ranks_of = rank_table(session);
+    let mut ops: BTreeMap<&ProcessKey, BTreeMap<OpType, (u64, u64)>> = BTreeMap::new();
+    for log in session.logs() {
+        for op in &log.parsed.ops {
+            let e = ops.entry(&op.process).or_default().entry(op.op).or_default();
+            e.0 += 1;
+            e.1 += op.msg_bytes();
+        }
+    }
+    let mut kernels_by_pid: BTreeMap<u32, u64> = BTreeMap::new();
+    for e in session.exports() {
+        for k in &e.export.kernels {
+            *kernels_by_pid.entry(k.pid).or_default() += 1;
+        }
+    }
+    let ranks: Vec<Value> = ranks_of
+        .iter()
+        .map(|(p, &(rank, dev))| {
+            let per = ops.get(p);
+            let mut by_type = Map::new();
+            let mut bytes_by_type = Map::new();
+            for op in [OpType::AllReduce, OpType::AllGather, OpType::ReduceScatter, OpType::Broadcast, OpType::Reduce, OpType::Send, OpType::Recv] {
+                by_type.insert(op.name().into(), json!(0));
+            }
+            for (op, (n, b)) in per.into_iter().flatten() {
+                by_type.insert(op.name().into(), json!(n));
+                bytes_by_type.insert(op.name().into(), json!(b));
+            }
+            json!({
+                "global_rank": rank,
+                "host": p.host,
+                "pid": p.pid,
+                "local_rank": dev,
+                "ops_by_type": by_type,
+                "bytes_by_type": bytes_by_type,
+                "kernels": kernels_by_pid.get(&p.pid).copied().unwrap_or(0),
+                // Alignment of log operations to kernels is not part of this build yet.
+                "matched_ops": 0,
+            })
+        })
+        .collect();
+
+    let mut comms: BTreeMap<u64, (u32, BTreeSet<u32>)> = BTreeMap::new();
+    for log in session.logs() {
+        for init in &log.parsed.inits {
+            if let Some(id) = init.comm_id {
+                let e = comms.entry(id).or_insert((init.nranks, BTreeSet::new()));
+                if let Some(&(rank, _)) = ranks_of.get(&init.process) {
+                    e.1.insert(rank);
+                }
+            }
+        }
+    }
+    let communicators: Vec<Value> = comms
+        .iter()
+        .map(|(id, (size, members))| {
+            json!({"id": format!("{id:#x}"), "size": size, "global_ranks": members, "parallelism": "unknown"})
+        })
+        .collect();
+
+    let mut warnings: Vec<Value> = Vec::new();
+    for r in reports {
+        if let Some(e) = &r.error {
+            warnings.push(json!({"path": r.name, "line": 0, "message": e}));
+        }
+        for d in &r.diagnostics {
+            warnings.push(json!({"path": d.path, "line": d.line, "message": d.message}));
+        }
+    }
+    json!({
+        "inputs": inputs,
+        "ranks": ranks,
+        "communicators": communicators,
+        "warnings": warnings,
+    })
+}
+
+fn input_entry(r: &FileReport) -> Value {
+    let mut v = json!({
+        "path": r.name,
+        "kind": if r.error.is_some() && r.kind == pipeline::InputKind::Unknown { "unknown" } else { r.kind.label() },
+        "bytes": r.bytes,
+        "warnings": r.diagnostics.len() + usize::from(r.error.is_some()),
+    });
+    let obj = v.as_object_mut().expect("json! of an object literal is an object");
+    let fact_u64 = |k: &str| r.fact(k).and_then(|s| s.parse::<u64>().ok());
+    match r.kind.label() {
+        "nccl-log" => {
+            obj.insert("nccl_version".into(), json!(r.version));
+            obj.insert("lines".into(), json!(fact_u64("lines")));
+            obj.insert("nccl_ops".into(), json!(fact_u64("NCCL operations")));
+        }
+        "nsys-sqlite" => {
+            obj.insert("schema_version".into(), json!(r.version));
+            obj.insert("nccl_kernels".into(), json!(fact_u64("NCCL kernels")));
+        }
+        _ => {}
+    }
+    v
+}

@@ -1,0 +1,117 @@
+//! Streaming parser of NCCL debug logs (`NCCL_DEBUG=INFO`), every version since 2.4, RCCL, and
+//! the prefixes launchers and log collectors put in front of NCCL's own lines.
+//!
+//! The main type is [`LogParser`]: push bytes with [`LogParser::feed`] (chunks may split lines,
+//! even UTF-8 sequences), then [`LogParser::finish`] returns a [`ParsedLog`]: per-collective
+//! operations and communicator inits as [`model::log`] records, per-process NCCL version and
+//! topology, channels/rings, init timings, destroys, the run's `NCCL WARN` lines, diagnostics
+//! about the log itself (with line numbers) and counters. [`parse_bytes`] does the same for a
+//! whole buffer and transparently gunzips; [`is_nccl_log`] sniffs content.
+//!
+//! No file I/O, no threads, no clocks: the crate builds for `wasm32-unknown-unknown`. A bad line
+//! is a diagnostic, never a panic. Memory grows with the records kept, not with the input.
+//!
+//! Modules, one per line family (each starts with the exact shapes it reads): `prefix` (who
+//! printed the line), `coll` (per-collective lines), `tuning`, `init`, `topo`, `rings`, and
+//! `parser` (framing and the state that spans lines).
+
+mod coll;
+mod init;
+mod parser;
+mod prefix;
+mod records;
+mod rings;
+mod scan;
+pub mod topo;
+mod tuning;
+
+pub use parser::LogParser;
+pub use records::{
+    CommChannels, CommDestroy, Counters, InitTiming, ParsedLog, ProcessInfo, RingNeighbors,
+    RingOrder, RunWarning,
+};
+pub use topo::{LinkKind, NodeKind, TopoHeader, TopoLink, TopoNode, Topology};
+
+use std::io::Read;
+
+/// `1f 8b`: gzip.
+pub fn is_gzip(bytes: &[u8]) -> bool {
+    bytes.starts_with(&[0x1f, 0x8b])
+}
+
+/// How much of a gzip stream the sniffer inflates.
+const SNIFF_INFLATE: usize = 64 * 1024;
+
+/// Whether these first bytes of a file look like an NCCL debug log: some line has an
+/// `NCCL INFO`/`NCCL WARN` marker after a `[dev]` (with any launcher prefix before the
+/// `host:pid:tid`), or is a bare `NCCL version` banner. Gzip is looked through.
+pub fn is_nccl_log(first_bytes: &[u8]) -> bool {
+    if is_gzip(first_bytes) {
+        let mut out = Vec::with_capacity(SNIFF_INFLATE);
+        let mut dec = flate2::read::MultiGzDecoder::new(first_bytes).take(SNIFF_INFLATE as u64);
+        // A cut-off stream is expected here: use whatever inflated before the error.
+        let mut buf = [0u8; 8192];
+        loop {
+            match dec.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(buf.get(..n).unwrap_or_default()),
+            }
+        }
+        return sniff_text(&out);
+    }
+    sniff_text(first_bytes)
+}
+
+fn sniff_text(b: &[u8]) -> bool {
+    b.split(|c| *c == b'\n').any(|line| {
+        if let Some(s) = prefix::split_line(line) {
+            return s.dev.is_some();
+        }
+        line.trim_ascii_start().starts_with(b"NCCL version ")
+    })
+}
+
+/// Parses a whole buffer (plain or gzip) in one call.
+pub fn parse_bytes(path: &str, file_index: u32, bytes: &[u8]) -> ParsedLog {
+    let mut p = LogParser::new(path, file_index);
+    if !is_gzip(bytes) {
+        p.feed(bytes);
+        return p.finish();
+    }
+    let mut dec = flate2::read::MultiGzDecoder::new(bytes);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut error = None;
+    loop {
+        match dec.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => p.feed(buf.get(..n).unwrap_or_default()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    let mut out = p.finish();
+    if let Some(e) = error {
+        let msg = format!("gzip stream damaged, parsed what inflated before it ({e})");
+        out.diagnostics.push(model::Diagnostic::error(path, 0, msg));
+    }
+    out
+}
+
+/// Fuzzing entry (for `cargo fuzz`): parses `data` whole and again in chunks whose size the
+/// first byte chooses, and returns both results (they must be equal; neither may panic).
+pub fn fuzz_parse(data: &[u8]) -> (ParsedLog, ParsedLog) {
+    let whole = parse_bytes("fuzz", 0, data);
+    let step = usize::from(data.first().copied().unwrap_or(0) % 61) + 1;
+    let mut p = LogParser::new("fuzz", 0);
+    if is_gzip(data) {
+        // Chunking is about the text; compare against the whole parse of the same text.
+        return (whole.clone(), whole);
+    }
+    for c in data.chunks(step) {
+        p.feed(c);
+    }
+    (whole, p.finish())
+}

@@ -1,0 +1,848 @@
+//! The streaming push parser: bytes in (split anywhere), records out.
+//!
+//! Line shapes are handled by the sibling modules; this one does line framing (`\n`, `\r\n`, a
+//! partial last line carried to the next chunk), attribution to processes (interned hosts),
+//! the cross-line state (tuning → op, channels → communicator via the printing thread, topology
+//! blocks, duplicates) and the diagnostics. Lines are never turned into `String`s; only kept
+//! records allocate.
+//! ```text
+//! <any line>\n   — see prefix.rs for the header, coll.rs / tuning.rs / init.rs / topo.rs / rings.rs for bodies
+//! NCCL version 2.16.5+cuda11.8                        (bare banner, no header: goes to the last process)
+//! ```
+
+use crate::prefix::{self, Level, Origin};
+use crate::records::{
+    CommChannels, CommDestroy, InitTiming, ParsedLog, ProcessInfo, RingNeighbors, RingOrder,
+    RunWarning,
+};
+use crate::rings::{self, RingLine};
+use crate::topo::{self, Builder, Step};
+use crate::{coll, init, scan, tuning};
+use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
+use model::{DataType, Diagnostic, OpType, RedOp, Severity};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FxHash (rustc's): the duplicate set is hashed once per op and SipHash showed in profiles.
+/// Keys are numbers from the log, so flooding it only slows a hostile file down.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut v = [0u8; 8];
+            v.iter_mut().zip(chunk).for_each(|(d, s)| *d = *s);
+            self.write_u64(u64::from_le_bytes(v));
+        }
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn write_i64(&mut self, i: i64) {
+        self.write_u64(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = BuildHasherDefault<FxHasher>;
+
+/// Longer lines are not NCCL output; refusing them bounds the carry buffer.
+const MAX_LINE: usize = 64 * 1024;
+/// Diagnostics of one kind beyond this are counted, not listed (one summary line at the end).
+const DIAG_CAP: u64 = 200;
+/// How many recent ops per process a tuning line may attach to.
+const RECENT_OPS: usize = 64;
+
+enum TopoState {
+    Waiting,
+    Building(Box<Builder>),
+    Done,
+}
+
+struct ProcState {
+    recent_ops: VecDeque<usize>,
+    topo: TopoState,
+    last_dev: u32,
+}
+
+/// Push parser for one NCCL debug log. Feed chunks, then [`LogParser::finish`].
+pub struct LogParser {
+    out: ParsedLog,
+    carry: Vec<u8>,
+    carry_overlong: bool,
+    line_no: u64,
+    hosts: HashMap<Vec<u8>, u32>,
+    host_names: Vec<String>,
+    proc_ids: HashMap<(u32, u32), usize>,
+    procs: Vec<ProcState>,
+    /// (process, comm, opCount, op, peer): p2p ops of one group share an opCount, so the peer is
+    /// part of the key; for collectives it is 0.
+    seen_ops: HashSet<(usize, u64, u64, OpType, i64), FxBuild>,
+    diag_counts: BTreeMap<&'static str, u64>,
+    /// Channel lines waiting for the `Init COMPLETE` of their thread.
+    pending_channels: HashMap<(usize, u32), CommChannels>,
+    /// Keeps `pending_channels` flush order deterministic.
+    pending_order: Vec<(usize, u32)>,
+    pending_banner: Option<String>,
+    last_proc: Option<usize>,
+    /// (host, pid, process index) of the previous header.
+    last_origin: Option<(Vec<u8>, u32, usize)>,
+}
+
+impl LogParser {
+    pub fn new(path: &str, file_index: u32) -> Self {
+        LogParser {
+            out: ParsedLog {
+                path: path.to_string(),
+                file_index,
+                ..ParsedLog::default()
+            },
+            carry: Vec::new(),
+            carry_overlong: false,
+            line_no: 0,
+            hosts: HashMap::new(),
+            host_names: Vec::new(),
+            proc_ids: HashMap::new(),
+            procs: Vec::new(),
+            seen_ops: HashSet::default(),
+            diag_counts: BTreeMap::new(),
+            pending_channels: HashMap::new(),
+            pending_order: Vec::new(),
+            pending_banner: None,
+            last_proc: None,
+            last_origin: None,
+        }
+    }
+
+    /// Pushes the next bytes of the file; chunk boundaries may fall anywhere.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        self.out.counters.bytes += chunk.len() as u64;
+        let mut rest = chunk;
+        if !self.carry.is_empty() || self.carry_overlong {
+            match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    self.push_carry(&rest[..i]);
+                    let line = std::mem::take(&mut self.carry);
+                    let overlong = std::mem::replace(&mut self.carry_overlong, false);
+                    self.end_line(&line, overlong);
+                    self.carry = line;
+                    self.carry.clear();
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    self.push_carry(rest);
+                    return;
+                }
+            }
+        }
+        for line in memchr::memchr_iter(b'\n', rest).scan(0usize, |start, nl| {
+            let l = rest.get(*start..nl);
+            *start = nl + 1;
+            l
+        }) {
+            self.end_line(line, false);
+        }
+        let tail_start = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
+        self.push_carry(rest.get(tail_start..).unwrap_or_default());
+    }
+
+    fn push_carry(&mut self, b: &[u8]) {
+        if self.carry_overlong {
+            return;
+        }
+        if self.carry.len() + b.len() > MAX_LINE {
+            self.carry_overlong = true;
+            self.carry.clear();
+        } else {
+            self.carry.extend_from_slice(b);
+        }
+    }
+
+    fn end_line(&mut self, line: &[u8], overlong: bool) {
+        self.line_no += 1;
+        self.out.counters.total_lines += 1;
+        if overlong || line.len() > MAX_LINE {
+            self.out.counters.skipped_lines += 1;
+            self.diag(
+                Severity::Warning,
+                "line longer than 64 KiB skipped (not NCCL output)",
+            );
+            return;
+        }
+        self.line(line);
+    }
+
+    /// Ends the input: the unterminated last line counts as a line.
+    pub fn finish(mut self) -> ParsedLog {
+        if !self.carry.is_empty() || self.carry_overlong {
+            let line = std::mem::take(&mut self.carry);
+            let overlong = self.carry_overlong;
+            self.end_line(&line, overlong);
+        }
+        let order = std::mem::take(&mut self.pending_order);
+        for key in order {
+            self.flush_channels(key);
+        }
+        for (i, st) in self.procs.iter_mut().enumerate() {
+            if let TopoState::Building(b) = std::mem::replace(&mut st.topo, TopoState::Done) {
+                if let Some(p) = self.out.processes.get_mut(i) {
+                    p.topology = Some(b.topo);
+                }
+            }
+        }
+        if let (Some(v), None) = (self.pending_banner.take(), &self.out.nccl_version) {
+            self.out.nccl_version = Some(v);
+        }
+        for (reason, n) in &self.diag_counts {
+            if *n > DIAG_CAP {
+                let msg = format!("{} more lines: {reason}", n - DIAG_CAP);
+                self.out.diagnostics.push(Diagnostic::new(
+                    &self.out.path,
+                    0,
+                    Severity::Warning,
+                    msg,
+                ));
+            }
+        }
+        self.out
+    }
+
+    fn src(&self) -> SourceLine {
+        SourceLine {
+            file: self.out.file_index,
+            line: self.line_no,
+        }
+    }
+
+    fn diag(&mut self, severity: Severity, reason: &'static str) {
+        self.diag_msg(severity, reason, || None);
+    }
+
+    /// Records a finding about the current line; `detail` is appended when the kind is not capped.
+    fn diag_msg(
+        &mut self,
+        severity: Severity,
+        reason: &'static str,
+        detail: impl FnOnce() -> Option<String>,
+    ) {
+        let n = self.diag_counts.entry(reason).or_insert(0);
+        *n += 1;
+        if *n > DIAG_CAP {
+            return;
+        }
+        let msg = match detail() {
+            Some(d) => format!("{reason}: {d}"),
+            None => reason.to_string(),
+        };
+        self.out
+            .diagnostics
+            .push(Diagnostic::new(&self.out.path, self.line_no, severity, msg));
+    }
+
+    fn intern(&mut self, o: Origin<'_>, dev: Option<u32>) -> usize {
+        // Consecutive lines mostly come from the same process: skip both hash lookups then.
+        if let Some((host, pid, idx)) = &self.last_origin {
+            if *pid == o.pid && host.as_slice() == o.host {
+                let idx = *idx;
+                if let (Some(d), Some(st)) = (dev, self.procs.get_mut(idx)) {
+                    st.last_dev = d;
+                }
+                return idx;
+            }
+        }
+        let idx = self.intern_slow(o, dev);
+        match &mut self.last_origin {
+            Some((host, pid, i)) => {
+                host.clear();
+                host.extend_from_slice(o.host);
+                *pid = o.pid;
+                *i = idx;
+            }
+            None => self.last_origin = Some((o.host.to_vec(), o.pid, idx)),
+        }
+        idx
+    }
+
+    fn intern_slow(&mut self, o: Origin<'_>, dev: Option<u32>) -> usize {
+        let host = match self.hosts.get(o.host) {
+            Some(h) => *h,
+            None => {
+                let h = self.host_names.len() as u32;
+                self.host_names.push(scan::text(o.host));
+                self.hosts.insert(o.host.to_vec(), h);
+                h
+            }
+        };
+        let idx = match self.proc_ids.get(&(host, o.pid)) {
+            Some(i) => *i,
+            None => {
+                let i = self.procs.len();
+                self.proc_ids.insert((host, o.pid), i);
+                self.procs.push(ProcState {
+                    recent_ops: VecDeque::new(),
+                    topo: TopoState::Waiting,
+                    last_dev: dev.unwrap_or(0),
+                });
+                let host = self
+                    .host_names
+                    .get(host as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                self.out.processes.push(ProcessInfo {
+                    process: ProcessKey { host, pid: o.pid },
+                    // A bare banner printed before any process line belongs to the first one.
+                    nccl_version: self.pending_banner.take(),
+                    topology: None,
+                    first_line: self.src(),
+                });
+                i
+            }
+        };
+        if let (Some(d), Some(st)) = (dev, self.procs.get_mut(idx)) {
+            st.last_dev = d;
+        }
+        idx
+    }
+
+    fn key(&self, p: usize) -> ProcessKey {
+        self.out
+            .processes
+            .get(p)
+            .map(|p| p.process.clone())
+            .unwrap_or(ProcessKey {
+                host: String::new(),
+                pid: 0,
+            })
+    }
+
+    /// The only process of the file so far, for lines that lost their header.
+    fn only_process(&self) -> Option<usize> {
+        (self.procs.len() == 1).then_some(0)
+    }
+
+    fn line(&mut self, raw: &[u8]) {
+        let line = raw.trim_ascii_end();
+        if line.is_empty() {
+            self.out.counters.blank_lines += 1;
+            return;
+        }
+        let Some(s) = prefix::split_line(line) else {
+            self.headerless(line);
+            return;
+        };
+        self.out.counters.nccl_lines += 1;
+        if s.merged {
+            self.out.counters.garbled_lines += 1;
+            self.diag(
+                Severity::Warning,
+                "two log lines merged into one; the first writer's text is lost",
+            );
+        }
+        let (proc, tid) = match s.origin {
+            Some(o) => (Some(self.intern(o, s.dev)), o.tid),
+            None => match self.only_process() {
+                Some(p) => {
+                    self.diag(
+                        Severity::Info,
+                        "no host:pid:tid before NCCL INFO; attributed to the only process",
+                    );
+                    (Some(p), 0)
+                }
+                None => {
+                    self.diag(
+                        Severity::Info,
+                        "no host:pid:tid before NCCL INFO/WARN; not attributed to a process",
+                    );
+                    (None, 0)
+                }
+            },
+        };
+        if let Some(p) = proc {
+            self.last_proc = Some(p);
+        }
+        if s.level == Level::Warn {
+            self.out.counters.warn_lines += 1;
+            let w = RunWarning {
+                process: proc.map(|p| self.key(p)),
+                cuda_dev: s.dev,
+                timestamp: s.timestamp_text.map(scan::text),
+                timestamp_ns: s.timestamp_ns,
+                message: scan::text(s.body.trim_ascii_start()),
+                source: self.src(),
+            };
+            self.out.warnings.push(w);
+            return;
+        }
+        self.body(proc, tid, s.dev, s.timestamp_ns, s.body);
+    }
+
+    /// A line without `NCCL INFO`/`NCCL WARN`: a bare banner, a header-less NCCL line, or foreign text.
+    fn headerless(&mut self, line: &[u8]) {
+        if let Some(pos) = scan::find(line, b"NCCL version ") {
+            if pos == 0 || line.get(pos - 1) == Some(&b' ') {
+                self.out.counters.nccl_lines += 1;
+                let v = version_token(line.get(pos + 13..).unwrap_or_default());
+                if let Some(v) = v {
+                    self.set_version(self.last_proc, v);
+                }
+                return;
+            }
+        }
+        // Body of a per-collective or tuning line whose header was lost (garbled writes).
+        let body = match memchr::memchr(b':', line) {
+            Some(_) if coll::looks_like(line) => Some(line),
+            _ => scan::find(line, b"] ")
+                .and_then(|i| line.get(i + 2..))
+                .filter(|b| coll::looks_like(b)),
+        };
+        if let Some(body) = body {
+            self.out.counters.garbled_lines += 1;
+            match self.only_process() {
+                Some(p) => {
+                    self.diag(
+                        Severity::Warning,
+                        "per-collective line without header; attributed to the only process",
+                    );
+                    let dev = self.procs.get(p).map(|s| s.last_dev);
+                    self.body(Some(p), 0, dev, None, body);
+                }
+                None => {
+                    self.out.counters.skipped_lines += 1;
+                    self.diag(
+                        Severity::Warning,
+                        "per-collective line without host:pid:tid header skipped",
+                    );
+                }
+            }
+            return;
+        }
+        self.out.counters.skipped_lines += 1;
+        // A header cut short (`NCCL INF`), or a body shape of ours without one.
+        if scan::contains(line, b"NCCL INF")
+            || scan::contains(line, b"NCCL WAR")
+            || tuning::looks_like(line)
+            || scan::contains(line, b"- Init COMPLETE")
+        {
+            self.diag(
+                Severity::Info,
+                "NCCL-looking line without NCCL INFO/WARN header skipped",
+            );
+        }
+    }
+
+    fn set_version(&mut self, proc: Option<usize>, v: String) {
+        if self.out.nccl_version.is_none() {
+            self.out.nccl_version = Some(v.clone());
+        }
+        match proc.and_then(|p| self.out.processes.get_mut(p)) {
+            Some(p) => {
+                if p.nccl_version.is_none() {
+                    p.nccl_version = Some(v);
+                }
+            }
+            None => self.pending_banner = Some(v),
+        }
+    }
+
+    fn body(
+        &mut self,
+        proc: Option<usize>,
+        tid: u32,
+        dev: Option<u32>,
+        ts: Option<i64>,
+        body: &[u8],
+    ) {
+        // A topology block in progress takes its process's lines first.
+        if let Some(p) = proc {
+            if let Some(TopoState::Building(b)) = self.procs.get_mut(p).map(|s| &mut s.topo) {
+                match b.line(body) {
+                    Step::Consumed => return,
+                    Step::End => {
+                        if let Some(st) = self.procs.get_mut(p) {
+                            if let TopoState::Building(b) =
+                                std::mem::replace(&mut st.topo, TopoState::Done)
+                            {
+                                if let Some(info) = self.out.processes.get_mut(p) {
+                                    info.topology = Some(b.topo);
+                                }
+                            }
+                        }
+                        return;
+                    }
+                    Step::NotTopo => {}
+                }
+            }
+        }
+        if coll::looks_like(body) {
+            self.coll(proc, tid, dev, ts, body);
+        } else if tuning::looks_like(body) {
+            self.tuning(proc, tid, body);
+        } else if let Some(ev) = init::classify(body) {
+            self.init_event(proc, tid, ev, body);
+        } else if init::is_timings(body) {
+            self.timings(proc, tid, body);
+        } else if let Some(rest) = body.trim_ascii_start().strip_prefix(b"NCCL version ") {
+            if let Some(v) = version_token(rest) {
+                self.set_version(proc, v);
+            }
+        } else if body.trim_ascii_start().starts_with(b"=== System") {
+            self.topo_header(proc, body);
+        } else if let Some(r) = rings::parse(body) {
+            if let Some(p) = proc {
+                self.ring_line(p, tid, r);
+            }
+        }
+    }
+
+    fn coll(
+        &mut self,
+        proc: Option<usize>,
+        tid: u32,
+        dev: Option<u32>,
+        ts: Option<i64>,
+        body: &[u8],
+    ) {
+        let c = match coll::parse(body) {
+            Ok(c) => c,
+            Err(why) => {
+                self.out.counters.garbled_lines += 1;
+                self.diag(Severity::Warning, why);
+                return;
+            }
+        };
+        let Some(op) = std::str::from_utf8(c.name).ok().and_then(OpType::from_name) else {
+            self.diag_msg(
+                Severity::Warning,
+                "per-collective line with an operation this build does not know",
+                || Some(scan::text(c.name)),
+            );
+            return;
+        };
+        let Some(p) = proc else {
+            self.out.counters.skipped_lines += 1;
+            self.diag(
+                Severity::Warning,
+                "per-collective line without host:pid:tid skipped (several processes)",
+            );
+            return;
+        };
+        let peer = if op.is_p2p() { c.root } else { 0 };
+        if !self.seen_ops.insert((p, c.comm, c.op_count, op, peer)) {
+            self.out.counters.duplicate_ops += 1;
+            self.diag_msg(
+                Severity::Warning,
+                "per-collective line printed twice (counted twice)",
+                || {
+                    Some(format!(
+                        "{} opCount {:x} comm 0x{:x}",
+                        op.name(),
+                        c.op_count,
+                        c.comm
+                    ))
+                },
+            );
+        }
+        self.out.counters.op_lines += 1;
+        let rec = LogOp {
+            process: self.key(p),
+            tid,
+            cuda_dev: dev
+                .or_else(|| self.procs.get(p).map(|s| s.last_dev))
+                .unwrap_or(0),
+            op,
+            op_count: c.op_count,
+            sendbuff: c.sendbuff,
+            recvbuff: c.recvbuff,
+            count: c.count,
+            datatype: DataType::from_code(c.datatype),
+            datatype_code: c.datatype,
+            red_op: RedOp::from_code(c.red_op),
+            root: c.root,
+            comm: c.comm,
+            nranks: c.nranks,
+            stream: c.stream,
+            timestamp_ns: ts,
+            algo: None,
+            proto: None,
+            nchannels: None,
+            rccl_task: c.rccl_task,
+            rccl_global_rank: c.rccl_global_rank,
+            source: self.src(),
+        };
+        let idx = self.out.ops.len();
+        self.out.ops.push(rec);
+        if let Some(st) = self.procs.get_mut(p) {
+            if st.recent_ops.len() == RECENT_OPS {
+                st.recent_ops.pop_front();
+            }
+            st.recent_ops.push_back(idx);
+        }
+    }
+
+    fn tuning(&mut self, proc: Option<usize>, tid: u32, body: &[u8]) {
+        let t = match tuning::parse(body) {
+            Ok(t) => t,
+            Err(why) => {
+                self.out.counters.garbled_lines += 1;
+                self.diag(Severity::Warning, why);
+                return;
+            }
+        };
+        self.out.counters.tuning_lines += 1;
+        let Some(p) = proc else { return };
+        let want_op = t.op();
+        let Some(st) = self.procs.get(p) else { return };
+        let ops = &self.out.ops;
+        let free = |i: &usize| {
+            ops.get(*i).is_some_and(|o| {
+                o.algo.is_none() && o.nchannels.is_none() && want_op.is_none_or(|w| w == o.op)
+            })
+        };
+        let bytes_match = |i: &usize| {
+            ops.get(*i).is_some_and(|o| {
+                let b = o.msg_bytes();
+                b == t.bytes || b.saturating_mul(u64::from(o.nranks)) == t.bytes
+            })
+        };
+        let same_tid = |i: &usize| ops.get(*i).is_some_and(|o| o.tid == tid);
+        let recent = &st.recent_ops;
+        let target = recent
+            .iter()
+            .rev()
+            .copied()
+            .find(|i| free(i) && bytes_match(i) && same_tid(i))
+            .or_else(|| {
+                recent
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(|i| free(i) && bytes_match(i))
+            })
+            .or_else(|| recent.back().copied().filter(free));
+        if let Some(op) = target.and_then(|i| self.out.ops.get_mut(i)) {
+            op.algo = t.algo;
+            op.proto = t.proto;
+            op.nchannels = t.nchannels;
+            self.out.counters.tuning_attached += 1;
+        }
+    }
+
+    fn init_event(&mut self, proc: Option<usize>, tid: u32, ev: init::Event, body: &[u8]) {
+        let f = match init::fields(body) {
+            Ok(f) => f,
+            Err(why) => {
+                self.out.counters.garbled_lines += 1;
+                self.diag(Severity::Warning, why);
+                return;
+            }
+        };
+        let Some(p) = proc else {
+            self.out.counters.skipped_lines += 1;
+            self.diag(
+                Severity::Warning,
+                "communicator line without host:pid:tid skipped",
+            );
+            return;
+        };
+        let (comm, rank, nranks) = (
+            f.comm.unwrap_or(0),
+            f.rank.unwrap_or(0),
+            f.nranks.unwrap_or(0),
+        );
+        match ev {
+            init::Event::InitComplete => {
+                self.out.counters.init_lines += 1;
+                let rec = CommInit {
+                    process: self.key(p),
+                    comm,
+                    rank,
+                    nranks,
+                    cuda_dev: f.cuda_dev,
+                    nvml_dev: f.nvml_dev,
+                    bus_id: f.bus_id.map(scan::text),
+                    comm_id: f.comm_id,
+                    split_parent: f.parent,
+                    split_color: f.color,
+                    split_key: f.key,
+                    source: self.src(),
+                };
+                self.out.inits.push(rec);
+                if let Some(ch) = self.pending_channels.get_mut(&(p, tid)) {
+                    if ch.comm.is_none_or(|c| c == comm) {
+                        ch.comm = Some(comm);
+                        ch.rank = Some(rank);
+                        ch.nranks = Some(nranks);
+                        self.flush_channels((p, tid));
+                    }
+                }
+            }
+            init::Event::InitStart | init::Event::Summary => {
+                let key = (p, tid);
+                if self
+                    .pending_channels
+                    .get(&key)
+                    .is_some_and(|c| c.comm.is_some_and(|c| c != comm))
+                {
+                    self.flush_channels(key);
+                }
+                if let Some(ch) = self.channels_for(p, tid) {
+                    ch.comm = Some(comm);
+                    ch.rank = Some(rank);
+                    ch.nranks = Some(nranks);
+                }
+            }
+            init::Event::Destroy | init::Event::Abort => {
+                let rec = CommDestroy {
+                    process: self.key(p),
+                    comm,
+                    rank: f.rank,
+                    abort: ev == init::Event::Abort,
+                    source: self.src(),
+                };
+                self.out.destroys.push(rec);
+            }
+        }
+    }
+
+    fn timings(&mut self, proc: Option<usize>, tid: u32, body: &[u8]) {
+        let t = match init::timings(body) {
+            Ok(t) => t,
+            Err(why) => {
+                self.out.counters.garbled_lines += 1;
+                self.diag(Severity::Warning, why);
+                return;
+            }
+        };
+        let Some(p) = proc else { return };
+        let rec = InitTiming {
+            process: self.key(p),
+            tid,
+            func: t.func.map(scan::text),
+            rank: t.rank,
+            nranks: t.nranks,
+            total_s: t.total_s,
+            phases: t.phases.iter().map(|(n, v)| (scan::text(n), *v)).collect(),
+            source: self.src(),
+        };
+        self.out.init_timings.push(rec);
+    }
+
+    fn topo_header(&mut self, proc: Option<usize>, body: &[u8]) {
+        let Some(p) = proc else { return };
+        let src = self.src();
+        let Some(t) = topo::header(body, src) else {
+            self.diag(Severity::Warning, "garbled topology header");
+            return;
+        };
+        if let Some(st) = self.procs.get_mut(p) {
+            if matches!(st.topo, TopoState::Waiting) {
+                st.topo = TopoState::Building(Box::new(Builder::new(t)));
+            }
+        }
+    }
+
+    fn channels_for(&mut self, p: usize, tid: u32) -> Option<&mut CommChannels> {
+        let key = (p, tid);
+        if !self.pending_channels.contains_key(&key) {
+            let ch = CommChannels {
+                process: self.key(p),
+                tid,
+                comm: None,
+                rank: None,
+                nranks: None,
+                nchannels: None,
+                coll_channels: None,
+                nvls_channels: None,
+                p2p_channels: None,
+                rings: Vec::new(),
+                ring_neighbors: Vec::new(),
+                source: self.src(),
+            };
+            self.pending_channels.insert(key, ch);
+            self.pending_order.push(key);
+        }
+        self.pending_channels.get_mut(&key)
+    }
+
+    fn flush_channels(&mut self, key: (usize, u32)) {
+        if let Some(mut ch) = self.pending_channels.remove(&key) {
+            self.pending_order.retain(|k| *k != key);
+            if ch.nchannels.is_none() {
+                ch.nchannels = ch.coll_channels;
+            }
+            let empty =
+                ch.rings.is_empty() && ch.ring_neighbors.is_empty() && ch.coll_channels.is_none();
+            if !empty {
+                self.out.channels.push(ch);
+            }
+        }
+    }
+
+    fn ring_line(&mut self, p: usize, tid: u32, r: RingLine) {
+        let key = (p, tid);
+        // Channel 0 again on the same thread: a new communicator is being set up.
+        let restart = match &r {
+            RingLine::Order { channel, .. } => self
+                .pending_channels
+                .get(&key)
+                .is_some_and(|c| c.rings.iter().any(|o| o.channel == *channel)),
+            _ => false,
+        };
+        if restart {
+            self.flush_channels(key);
+        }
+        let Some(ch) = self.channels_for(p, tid) else {
+            return;
+        };
+        match r {
+            RingLine::Order {
+                channel,
+                nchannels,
+                order,
+            } => {
+                ch.nchannels = Some(nchannels);
+                ch.rings.push(RingOrder { channel, order });
+            }
+            RingLine::Neighbors {
+                channel,
+                prev,
+                rank,
+                next,
+            } => {
+                ch.ring_neighbors.push(RingNeighbors {
+                    channel,
+                    prev,
+                    rank,
+                    next,
+                });
+            }
+            RingLine::Summary {
+                comm,
+                coll,
+                nvls,
+                p2p,
+            } => {
+                if comm.is_some() {
+                    ch.comm = comm;
+                }
+                ch.coll_channels = coll.or(ch.coll_channels);
+                ch.nvls_channels = nvls.or(ch.nvls_channels);
+                ch.p2p_channels = p2p.or(ch.p2p_channels);
+            }
+        }
+    }
+}
+
+/// `2.18.3+cuda12.2` from the text after `NCCL version `.
+fn version_token(rest: &[u8]) -> Option<String> {
+    let v = scan::tokens(rest).next()?;
+    v.first()
+        .is_some_and(|c| c.is_ascii_digit())
+        .then(|| scan::text(v))
+}

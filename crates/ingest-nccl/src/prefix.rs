@@ -1,0 +1,269 @@
+//! Splits one log line into who printed it and what it says.
+//!
+//! Shapes (everything before `host:pid:tid` is optional and may be combined):
+//! ```text
+//! host:12:34 [0] NCCL INFO <body>
+//! host:12:34 [0] init.cc:1197 NCCL WARN <body>                 (WARN carries file:line)
+//! [2026-04-28 14:14:49] host:12:34 [0] NCCL INFO <body>        (`[%F %T] `, NCCL 2.26+ or a collector)
+//! 1712345678.123456 host:12:34 [0] NCCL INFO <body>            (NCCL_DEBUG_TIMESTAMP_FORMAT "%s.%6f")
+//! 3: host:12:34 [0] NCCL INFO <body>                           (srun -l)
+//! [1,0]<stdout>:host:12:34 [0] NCCL INFO <body>                (OpenMPI --tag-output, no space)
+//! (RayTrainWorker pid=615, ip=10.72.7.6) host:12:34 [0] ...    (Ray)
+//! gpu1505: gpu1505:12:34 [0] ...   /   [155] host:12:34 [0] ...   /   > host:12:34 [0] ...
+//! hostA:1:2 [2] NCCL INFO hostB:3:4 [7] NCCL INFO <body>       (two writers merged: the LAST wins)
+//! [0] NCCL INFO <body>                                         (reporter stripped the host)
+//! ```
+//! The host is the text between the last space (or `:`) and `:pid:tid`; hostnames never contain
+//! `:`, which is what lets an OpenMPI tag glued to the host be cut off.
+
+use crate::scan;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    Info,
+    Warn,
+}
+
+/// `host:pid:tid` of the writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Origin<'a> {
+    pub host: &'a [u8],
+    pub pid: u32,
+    pub tid: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Split<'a> {
+    pub level: Level,
+    pub origin: Option<Origin<'a>>,
+    pub dev: Option<u32>,
+    pub timestamp_ns: Option<i64>,
+    /// The timestamp as printed, kept with warnings.
+    pub timestamp_text: Option<&'a [u8]>,
+    /// Text after `NCCL INFO ` with leading spaces kept (topology indentation), trailing trimmed.
+    pub body: &'a [u8],
+    /// Another writer's header was glued in front of this one.
+    pub merged: bool,
+}
+
+/// Finds the first `NCCL INFO` / `NCCL WARN` marker at or after `from`: (position, level).
+fn marker(line: &[u8], from: usize) -> Option<(usize, Level)> {
+    let hay = line.get(from..)?;
+    for pos in scan::FINDERS.nccl.find_iter(hay) {
+        let at = from + pos;
+        let word = line.get(at + 5..at + 9);
+        let level = match word {
+            Some(b"INFO") => Level::Info,
+            Some(b"WARN") => Level::Warn,
+            _ => continue,
+        };
+        // The marker must stand alone: preceded by start/space, followed by end/space.
+        let before_ok = at == 0 || line.get(at - 1).is_some_and(|c| *c == b' ');
+        let after_ok = line.get(at + 9).is_none_or(|c| *c == b' ');
+        if before_ok && after_ok {
+            return Some((at, level));
+        }
+    }
+    None
+}
+
+/// Removes the last whitespace-separated token: (rest, token).
+fn pop_token(b: &[u8]) -> (&[u8], &[u8]) {
+    let b = b.trim_ascii_end();
+    match b.iter().rposition(|c| c.is_ascii_whitespace()) {
+        Some(i) => (&b[..i], &b[i + 1..]),
+        None => (&b[..0], b),
+    }
+}
+
+fn bracket_dev(tok: &[u8]) -> Option<u32> {
+    let inner = tok.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    scan::dec_u32(inner)
+}
+
+/// `…host:pid:tid` at the end of a token.
+fn origin(tok: &[u8]) -> Option<Origin<'_>> {
+    let mut parts = tok.rsplitn(3, |c| *c == b':');
+    let tid = scan::dec_u32(parts.next()?)?;
+    let pid = scan::dec_u32(parts.next()?)?;
+    let rest = parts.next()?;
+    let host = match rest.iter().rposition(|c| *c == b':') {
+        Some(i) => &rest[i + 1..],
+        None => rest,
+    };
+    if host.is_empty() {
+        return None;
+    }
+    Some(Origin { host, pid, tid })
+}
+
+/// Header text before a marker: origin, device and timestamp.
+struct Head<'a> {
+    origin: Option<Origin<'a>>,
+    dev: Option<u32>,
+    ts_ns: Option<i64>,
+    ts_text: Option<&'a [u8]>,
+}
+
+fn head(pre: &[u8], level: Level) -> Head<'_> {
+    let mut h = Head {
+        origin: None,
+        dev: None,
+        ts_ns: None,
+        ts_text: None,
+    };
+    let (mut rest, mut tok) = pop_token(pre);
+    if level == Level::Warn && bracket_dev(tok).is_none() && !tok.is_empty() {
+        // WARN lines put `file.cc:123` between the device and the marker.
+        (rest, tok) = pop_token(rest);
+    }
+    let Some(dev) = bracket_dev(tok) else {
+        return h;
+    };
+    h.dev = Some(dev);
+    let (rest, tok) = pop_token(rest);
+    let Some(o) = origin(tok) else { return h };
+    h.origin = Some(o);
+    // An optional timestamp right before the host.
+    let (rest2, tok) = pop_token(rest);
+    if let Some(ns) = epoch_ts(tok) {
+        h.ts_ns = Some(ns);
+        h.ts_text = Some(tok);
+    } else if tok.ends_with(b"]") {
+        let (_, date) = pop_token(rest2);
+        if let Some(ns) = civil_ts(date, tok) {
+            h.ts_ns = Some(ns);
+            // Both tokens are adjacent slices of `pre`: rebuild the span from their offsets.
+            let start = date.as_ptr() as usize - pre.as_ptr() as usize;
+            let end = tok.as_ptr() as usize - pre.as_ptr() as usize + tok.len();
+            h.ts_text = pre.get(start..end);
+        }
+    }
+    h
+}
+
+/// `1712345678.123456` → epoch ns.
+fn epoch_ts(tok: &[u8]) -> Option<i64> {
+    let dot = tok.iter().position(|c| *c == b'.')?;
+    let secs = scan::dec_u64(tok.get(..dot)?)?;
+    let frac = tok.get(dot + 1..)?;
+    // Seconds this large cannot be an epoch time (and would overflow ns).
+    if secs > 9_000_000_000 || frac.is_empty() || frac.len() > 9 {
+        return None;
+    }
+    let f = scan::dec_u64(frac)?;
+    let scale = 10u64.pow(9 - frac.len() as u32);
+    i64::try_from(secs * 1_000_000_000 + f * scale).ok()
+}
+
+/// `[2026-04-28` `14:14:49]` (optionally `14:14:49.123456]`) → epoch ns, taken as UTC.
+fn civil_ts(date: &[u8], time: &[u8]) -> Option<i64> {
+    let date = date.strip_prefix(b"[")?;
+    let time = time.strip_suffix(b"]")?;
+    let mut d = date.split(|c| *c == b'-');
+    let y = scan::dec_u64(d.next()?)? as i64;
+    let mo = scan::dec_u64(d.next()?)? as i64;
+    let da = scan::dec_u64(d.next()?)? as i64;
+    if d.next().is_some() || !(1..=12).contains(&mo) || !(1..=31).contains(&da) || y > 9999 {
+        return None;
+    }
+    let (hms, frac) = match time.iter().position(|c| *c == b'.') {
+        Some(i) => (time.get(..i)?, time.get(i + 1..)),
+        None => (time, None),
+    };
+    let mut t = hms.split(|c| *c == b':');
+    let h = scan::dec_u64(t.next()?)? as i64;
+    let mi = scan::dec_u64(t.next()?)? as i64;
+    let s = scan::dec_u64(t.next()?)? as i64;
+    if t.next().is_some() || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    let mut ns = 0i64;
+    if let Some(f) = frac {
+        if f.is_empty() || f.len() > 9 {
+            return None;
+        }
+        ns = scan::dec_u64(f)? as i64 * 10i64.pow(9 - f.len() as u32);
+    }
+    let days = scan::days_from_civil(y, mo, da);
+    // Checked: a year past 2262 does not fit i64 nanoseconds.
+    let secs = days
+        .checked_mul(86_400)?
+        .checked_add(h * 3600 + mi * 60 + s)?;
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+/// Splits a line at its NCCL marker; `None` when the line has no `NCCL INFO`/`NCCL WARN`.
+pub(crate) fn split_line(line: &[u8]) -> Option<Split<'_>> {
+    let (mut at, mut level) = marker(line, 0)?;
+    let mut seg_start = 0usize;
+    let mut merged = false;
+    // Two writers interleaved: `A [2] NCCL INFO B [7] NCCL INFO body`. If the text between this
+    // marker and the next one ends in a valid header, the first writer's message was lost.
+    while let Some((next, next_level)) = marker(line, at + 9) {
+        let between = line.get(at + 9..next).unwrap_or_default();
+        if head(between, next_level).origin.is_some() {
+            merged = true;
+            seg_start = at + 9;
+            at = next;
+            level = next_level;
+        } else {
+            break;
+        }
+    }
+    let pre = line.get(seg_start..at).unwrap_or_default();
+    let h = head(pre, level);
+    let body = line.get(at + 10..).unwrap_or_default().trim_ascii_end();
+    Some(Split {
+        level,
+        origin: h.origin,
+        dev: h.dev,
+        timestamp_ns: h.ts_ns,
+        timestamp_text: h.ts_text,
+        body,
+        merged,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o(line: &str) -> (String, u32, u32, String) {
+        let s = split_line(line.as_bytes()).unwrap();
+        let o = s.origin.unwrap();
+        (
+            String::from_utf8_lossy(o.host).into(),
+            o.pid,
+            o.tid,
+            String::from_utf8_lossy(s.body).into(),
+        )
+    }
+
+    #[test]
+    fn prefixes() {
+        let want = ("node1".to_string(), 12, 34, "X y".to_string());
+        for l in [
+            "node1:12:34 [0] NCCL INFO X y",
+            "3: node1:12:34 [0] NCCL INFO X y  ",
+            "[1,0]<stdout>:node1:12:34 [0] NCCL INFO X y\r",
+            "(RayTrainWorker pid=615, ip=10.72.7.6) node1:12:34 [0] NCCL INFO X y",
+            "> node1:12:34 [0] NCCL INFO X y ",
+            "other:1:2 [2] NCCL INFO node1:12:34 [7] NCCL INFO X y",
+            "1712345678.123456 node1:12:34 [0] NCCL INFO X y",
+        ] {
+            assert_eq!(o(l), want, "{l}");
+        }
+        let s = split_line(b"1712345678.123456 n:1:2 [0] NCCL INFO a").unwrap();
+        assert_eq!(s.timestamp_ns, Some(1_712_345_678_123_456_000));
+        let s = split_line(b"[2026-04-28 14:14:49] n:1:2 [0] init.cc:12 NCCL WARN oops").unwrap();
+        assert_eq!(s.level, Level::Warn);
+        assert_eq!(s.origin.unwrap().pid, 1);
+        assert_eq!(s.timestamp_text, Some(&b"[2026-04-28 14:14:49]"[..]));
+        assert!(s.timestamp_ns.is_some());
+        let s = split_line(b"[0] NCCL INFO 8 Bytes -> Algo 1 proto 2 time 1.0").unwrap();
+        assert!(s.origin.is_none());
+        assert_eq!(s.dev, Some(0));
+        assert!(split_line(b"NCCL version 2.18.3").is_none());
+    }
+}

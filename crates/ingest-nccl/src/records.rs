@@ -1,0 +1,151 @@
+//! What a parsed log holds besides the shared [`model::log`] records.
+
+use crate::topo::Topology;
+use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
+use model::{Diagnostic, OpType};
+use std::collections::BTreeMap;
+
+/// Everything taken from one NCCL debug log.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ParsedLog {
+    pub path: String,
+    pub file_index: u32,
+    /// One per per-collective line, in file order (duplicates kept: they count).
+    pub ops: Vec<LogOp>,
+    /// One per `Init COMPLETE` line, in file order.
+    pub inits: Vec<CommInit>,
+    /// Every process that printed a line, in order of first appearance.
+    pub processes: Vec<ProcessInfo>,
+    /// Channel counts and ring orders, per communicator set-up (where printed).
+    pub channels: Vec<CommChannels>,
+    pub init_timings: Vec<InitTiming>,
+    pub destroys: Vec<CommDestroy>,
+    /// `NCCL WARN` lines: the run's own warnings.
+    pub warnings: Vec<RunWarning>,
+    /// Problems with the log itself (garbled, truncated, unattributable lines, duplicates).
+    pub diagnostics: Vec<Diagnostic>,
+    pub counters: Counters,
+    /// The first NCCL version the log names (banner or INFO line).
+    pub nccl_version: Option<String>,
+}
+
+impl ParsedLog {
+    /// Per-collective lines per operation, duplicates included (the contract's `ops_by_type`).
+    pub fn ops_by_type(&self) -> BTreeMap<OpType, u64> {
+        let mut m = BTreeMap::new();
+        for op in &self.ops {
+            *m.entry(op.op).or_insert(0) += 1;
+        }
+        m
+    }
+
+    pub fn process(&self, key: &ProcessKey) -> Option<&ProcessInfo> {
+        self.processes.iter().find(|p| &p.process == key)
+    }
+}
+
+/// One `host:pid`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessInfo {
+    pub process: ProcessKey,
+    /// From `NCCL version 2.18.3+cuda12.2`, as INFO line or bare banner.
+    pub nccl_version: Option<String>,
+    /// The first `=== System : ...` block this process printed.
+    pub topology: Option<Topology>,
+    pub first_line: SourceLine,
+}
+
+/// Channel lines of one communicator set-up, tied to the communicator by the printing thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommChannels {
+    pub process: ProcessKey,
+    pub tid: u32,
+    /// `None` when the log never named the communicator on that thread.
+    pub comm: Option<u64>,
+    pub rank: Option<u32>,
+    pub nranks: Option<u32>,
+    /// From `Channel cc/NN` (NN) or, failing that, `N coll channels`.
+    pub nchannels: Option<u32>,
+    pub coll_channels: Option<u32>,
+    pub nvls_channels: Option<u32>,
+    pub p2p_channels: Option<u32>,
+    /// `Channel cc/nn : r r r`, one per channel, in printed order.
+    pub rings: Vec<RingOrder>,
+    /// `Ring cc : prev -> me -> next`.
+    pub ring_neighbors: Vec<RingNeighbors>,
+    /// The first line of the group.
+    pub source: SourceLine,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingOrder {
+    pub channel: u32,
+    pub order: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingNeighbors {
+    pub channel: u32,
+    pub prev: i64,
+    pub rank: i64,
+    pub next: i64,
+}
+
+/// `Init timings` (2.22+), seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InitTiming {
+    pub process: ProcessKey,
+    pub tid: u32,
+    /// `ncclCommInitRank`, `ncclCommInitRankConfig_impl`, ... (2.23+).
+    pub func: Option<String>,
+    pub rank: u32,
+    pub nranks: u32,
+    pub total_s: f64,
+    /// `(kernels 0.42, bootstrap 0.07, ...)` in printed order.
+    pub phases: Vec<(String, f64)>,
+    pub source: SourceLine,
+}
+
+/// `- Destroy COMPLETE` / `- Abort COMPLETE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommDestroy {
+    pub process: ProcessKey,
+    pub comm: u64,
+    pub rank: Option<u32>,
+    pub abort: bool,
+    pub source: SourceLine,
+}
+
+/// One `NCCL WARN` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunWarning {
+    pub process: Option<ProcessKey>,
+    pub cuda_dev: Option<u32>,
+    /// `[2026-04-28 14:14:49]` or epoch text, as printed.
+    pub timestamp: Option<String>,
+    pub timestamp_ns: Option<i64>,
+    /// The text after `NCCL WARN `.
+    pub message: String,
+    pub source: SourceLine,
+}
+
+/// Line accounting, for the input summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    pub bytes: u64,
+    pub total_lines: u64,
+    pub blank_lines: u64,
+    /// Lines with an `NCCL INFO`/`NCCL WARN` marker, plus bare `NCCL version` banners.
+    pub nccl_lines: u64,
+    /// Non-blank lines that gave nothing: foreign text and unattributable NCCL lines.
+    pub skipped_lines: u64,
+    pub op_lines: u64,
+    pub init_lines: u64,
+    /// Recognised tuning lines, attached or not.
+    pub tuning_lines: u64,
+    pub tuning_attached: u64,
+    pub warn_lines: u64,
+    pub duplicate_ops: u64,
+    /// Merged, truncated or malformed NCCL lines.
+    pub garbled_lines: u64,
+}

@@ -1,0 +1,141 @@
+//! Byte-level token helpers shared by the line parsers.
+//!
+//! Everything works on `&[u8]` (never `&str`) so that a line cut in the middle of a UTF-8
+//! sequence, or plain binary garbage, can never make a parser panic; and nothing allocates.
+
+/// Splits on ASCII whitespace, skipping empty tokens (NCCL pads some fields with runs of spaces).
+pub(crate) fn tokens(b: &[u8]) -> impl Iterator<Item = &[u8]> {
+    b.split(|c| c.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+}
+
+/// Searchers built once: building a `memmem::Finder` per call costs more than the search itself
+/// on a short line, and these run on every line.
+pub(crate) struct Finders {
+    pub nccl: memchr::memmem::Finder<'static>,
+    pub bytes_arrow: memchr::memmem::Finder<'static>,
+    pub coll_channels: memchr::memmem::Finder<'static>,
+}
+
+pub(crate) static FINDERS: std::sync::LazyLock<Finders> = std::sync::LazyLock::new(|| Finders {
+    nccl: memchr::memmem::Finder::new(b"NCCL "),
+    bytes_arrow: memchr::memmem::Finder::new(b" Bytes -> "),
+    coll_channels: memchr::memmem::Finder::new(b"coll channels"),
+});
+
+/// Position of `needle` in `hay` (for rare paths; hot paths use [`FINDERS`]).
+pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    memchr::memmem::find(hay, needle)
+}
+
+pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    find(hay, needle).is_some()
+}
+
+/// Decimal unsigned number, the whole token.
+pub(crate) fn dec_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(v)
+}
+
+pub(crate) fn dec_u32(b: &[u8]) -> Option<u32> {
+    dec_u64(b).and_then(|v| u32::try_from(v).ok())
+}
+
+/// Signed decimal (`root -1`, `color -1`).
+pub(crate) fn dec_i64(b: &[u8]) -> Option<i64> {
+    match b.split_first() {
+        Some((b'-', rest)) => dec_u64(rest)
+            .and_then(|v| i64::try_from(v).ok())
+            .map(|v| -v),
+        _ => dec_u64(b).and_then(|v| i64::try_from(v).ok()),
+    }
+}
+
+/// Hexadecimal, with or without `0x` (NCCL prints opCount without it, commId with it).
+pub(crate) fn hex_u64(b: &[u8]) -> Option<u64> {
+    let b = b
+        .strip_prefix(b"0x")
+        .or_else(|| b.strip_prefix(b"0X"))
+        .unwrap_or(b);
+    if b.is_empty() || b.len() > 16 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in b {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u64::from(d);
+    }
+    Some(v)
+}
+
+/// A `%p` pointer: `0x7f..` or glibc's `(nil)` for null.
+pub(crate) fn ptr(b: &[u8]) -> Option<u64> {
+    if b == b"(nil)" {
+        Some(0)
+    } else {
+        hex_u64(b)
+    }
+}
+
+pub(crate) fn float(b: &[u8]) -> Option<f64> {
+    std::str::from_utf8(b).ok()?.parse::<f64>().ok()
+}
+
+/// The token that follows the first token equal to `key`.
+pub(crate) fn value_after<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let mut it = tokens(b);
+    while let Some(t) = it.next() {
+        if t == key {
+            return it.next();
+        }
+    }
+    None
+}
+
+/// Lossy text for kept strings (hosts, versions, messages).
+pub(crate) fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
+pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers() {
+        assert_eq!(hex_u64(b"1606"), Some(0x1606));
+        assert_eq!(hex_u64(b"0xbd10cc2bcb56e132"), Some(0xbd10_cc2b_cb56_e132));
+        assert_eq!(hex_u64(b"0x"), None);
+        assert_eq!(ptr(b"(nil)"), Some(0));
+        assert_eq!(dec_i64(b"-1"), Some(-1));
+        assert_eq!(dec_u64(b"99999999999999999999999"), None);
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2026, 4, 28), 20571);
+    }
+}

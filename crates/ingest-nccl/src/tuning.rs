@@ -1,0 +1,158 @@
+//! Tuning lines: which algorithm/protocol/channels NCCL chose for one operation.
+//! ```text
+//! 262144 Bytes -> Algo 1 proto 2 time 54.707825                                   (2.20–2.22, numeric)
+//! AllGather: 37756928 Bytes -> Algo 1 proto 2 time 2860.208008                    (2.23, op in front)
+//! AllReduce: 262144 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..7}            (2.24+, names)
+//! AllReduce [Symmetric]: 4096 Bytes -> Kernel ncclSymDevKernel_... nchannels 2 nthreads 512   (2.27+)
+//! ```
+//! Algo numbers: 0 Tree, 1 Ring, 2 CollNetDirect, 3 CollNetChain, 4 NVLS, 5 NVLSTree, 6 PAT;
+//! proto numbers: 0 LL, 1 LL128, 2 Simple. `Bytes` is NCCL's nBytes, which for AllGather and
+//! ReduceScatter is the whole buffer (`count × size × nranks`), hence the two-way match later.
+
+use crate::scan;
+use model::{Algo, OpType, Proto};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Tuning<'a> {
+    pub op_name: Option<&'a [u8]>,
+    pub symmetric: bool,
+    pub bytes: u64,
+    pub algo: Option<Algo>,
+    pub proto: Option<Proto>,
+    pub nchannels: Option<u32>,
+    pub kernel: Option<&'a [u8]>,
+}
+
+impl Tuning<'_> {
+    pub fn op(&self) -> Option<OpType> {
+        self.op_name
+            .and_then(|n| std::str::from_utf8(n).ok())
+            .and_then(OpType::from_name)
+    }
+}
+
+pub(crate) fn looks_like(body: &[u8]) -> bool {
+    scan::FINDERS.bytes_arrow.find(body).is_some()
+}
+
+/// `channel{Lo..Hi}={0..7}` → 8.
+fn channel_range(tok: &[u8]) -> Option<u32> {
+    let v = tok.strip_prefix(b"channel{Lo..Hi}={")?.strip_suffix(b"}")?;
+    let dots = scan::find(v, b"..")?;
+    let lo = scan::dec_u32(v.get(..dots)?)?;
+    let hi = scan::dec_u32(v.get(dots + 2..)?)?;
+    hi.checked_sub(lo)?.checked_add(1)
+}
+
+pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
+    let arrow = scan::find(body, b" Bytes -> ").ok_or("not a tuning line")?;
+    let head = body.get(..arrow).unwrap_or_default().trim_ascii_start();
+    let tail = body.get(arrow + 10..).unwrap_or_default();
+    // head: `N`, `Op: N` or `Op [Symmetric]: N`.
+    let (op_part, num) = match head.iter().rposition(|c| *c == b' ') {
+        Some(i) => (head.get(..i), head.get(i + 1..).unwrap_or_default()),
+        None => (None, head),
+    };
+    let bytes = scan::dec_u64(num).ok_or("bad byte count in tuning line")?;
+    let mut t = Tuning {
+        op_name: None,
+        symmetric: false,
+        bytes,
+        algo: None,
+        proto: None,
+        nchannels: None,
+        kernel: None,
+    };
+    if let Some(p) = op_part {
+        let p = p
+            .strip_suffix(b":")
+            .ok_or("garbled operation in tuning line")?;
+        let (name, sym) = match p.strip_suffix(b" [Symmetric]") {
+            Some(n) => (n, true),
+            None => (p, false),
+        };
+        if name.is_empty() || !name.iter().all(|c| c.is_ascii_alphanumeric()) {
+            return Err("garbled operation in tuning line");
+        }
+        t.op_name = Some(name);
+        t.symmetric = sym;
+    }
+    let mut it = scan::tokens(tail);
+    let mut any = false;
+    while let Some(key) = it.next() {
+        if let Some(n) = channel_range(key) {
+            t.nchannels = Some(n);
+            continue;
+        }
+        let val = it.next();
+        match key {
+            b"Algo" => {
+                let v = val.ok_or("missing algorithm")?;
+                t.algo = match scan::dec_u32(v) {
+                    Some(code) => Algo::from_code(code),
+                    None => std::str::from_utf8(v).ok().and_then(Algo::from_name),
+                };
+                if t.algo.is_none() {
+                    return Err("unknown algorithm in tuning line");
+                }
+                any = true;
+            }
+            b"proto" => {
+                let v = val.ok_or("missing protocol")?;
+                t.proto = match scan::dec_u32(v) {
+                    Some(code) => Proto::from_code(code),
+                    None => std::str::from_utf8(v).ok().and_then(Proto::from_name),
+                };
+                if t.proto.is_none() {
+                    return Err("unknown protocol in tuning line");
+                }
+            }
+            b"Kernel" => {
+                t.kernel = Some(val.ok_or("missing kernel name")?);
+                any = true;
+            }
+            b"nchannels" => {
+                t.nchannels = Some(val.and_then(scan::dec_u32).ok_or("bad nchannels")?);
+            }
+            // Known but unused fields.
+            b"time" | b"nthreads" => {}
+            _ => {}
+        }
+    }
+    if !any {
+        return Err("tuning line without algorithm or kernel");
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        let t = parse(b"262144 Bytes -> Algo 0 proto 1 time 54.707825").unwrap();
+        assert_eq!(
+            (t.bytes, t.algo, t.proto, t.op_name),
+            (262144, Some(Algo::Tree), Some(Proto::LL128), None)
+        );
+        let t = parse(b"AllGather: 37756928 Bytes -> Algo 1 proto 2 time 2860.2").unwrap();
+        assert_eq!(
+            (t.op(), t.algo, t.proto),
+            (
+                Some(OpType::AllGather),
+                Some(Algo::Ring),
+                Some(Proto::Simple)
+            )
+        );
+        let t = parse(b"AllReduce: 4 Bytes -> Algo TREE proto LL channel{Lo..Hi}={0..7}").unwrap();
+        assert_eq!(
+            (t.algo, t.proto, t.nchannels),
+            (Some(Algo::Tree), Some(Proto::LL), Some(8))
+        );
+        let t = parse(b"AllReduce [Symmetric]: 4096 Bytes -> Kernel ncclSymDevKernel_AllReduce_AGxLL_R_f32 nchannels 2 nthreads 512").unwrap();
+        assert_eq!((t.symmetric, t.nchannels, t.algo), (true, Some(2), None));
+        assert!(t.kernel.is_some());
+        assert!(parse(b"12 Bytes -> Algo").is_err());
+    }
+}

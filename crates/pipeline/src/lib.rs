@@ -1,0 +1,17 @@
+//! The facade the page and the `ncclscope` command share.
+//!
+//! Inputs are added one file at a time ([`Session::add_log`], [`Session::add_export`]); each
+//! returns a [`FileReport`] for the file list, and the session keeps the parsed records for the
+//! later stages and the views ([`Session::timeline`]). No I/O happens here: the caller brings
+//! bytes (logs) or an open [`sqlsource::SqlSource`] (exports), so the same code runs natively and
+//! in the page.
+
+mod report;
+mod session;
+mod sniff;
+mod timeline;
+
+pub use report::FileReport;
+pub use session::{LogLoader, Session};
+pub use sniff::{sniff, InputKind, SNIFF_BYTES};
+pub use timeline::{Span, Timeline, Track};

@@ -1,0 +1,194 @@
+//! Everything loaded so far, and the per-file reports.
+
+use crate::report::FileReport;
+use crate::sniff::InputKind;
+use crate::timeline::{Span, Timeline, Track};
+use ingest_nccl::{LogParser, ParsedLog};
+use ingest_nsys::{decode_kernel_name, ReadOptions};
+use model::nsys::NsysExport;
+use sqlsource::SqlSource;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A parsed log and the name it was loaded under.
+pub struct LoadedLog {
+    pub name: String,
+    pub bytes: u64,
+    pub parsed: ParsedLog,
+}
+
+/// A read export and the name it was loaded under.
+pub struct LoadedExport {
+    pub name: String,
+    pub bytes: u64,
+    pub export: NsysExport,
+}
+
+/// Every input loaded so far.
+#[derive(Default)]
+pub struct Session {
+    logs: Vec<LoadedLog>,
+    exports: Vec<LoadedExport>,
+    next_file: u32,
+}
+
+/// Streams one log in, chunk by chunk. gzip input is gathered and decompressed at the end
+/// (compressed logs are small; the decompressed text still streams through the parser).
+pub struct LogLoader {
+    name: String,
+    file_index: u32,
+    state: LoaderState,
+}
+
+enum LoaderState {
+    Start,
+    Plain(LogParser),
+    Gzip(Vec<u8>),
+}
+
+impl LogLoader {
+    pub fn new(name: &str, file_index: u32) -> Self {
+        LogLoader { name: name.to_string(), file_index, state: LoaderState::Start }
+    }
+
+    pub fn feed(&mut self, chunk: &[u8]) {
+        if let LoaderState::Start = self.state {
+            self.state = if chunk.starts_with(&[0x1f, 0x8b]) {
+                LoaderState::Gzip(Vec::new())
+            } else {
+                LoaderState::Plain(LogParser::new(&self.name, self.file_index))
+            };
+        }
+        match &mut self.state {
+            LoaderState::Plain(p) => p.feed(chunk),
+            LoaderState::Gzip(buf) => buf.extend_from_slice(chunk),
+            LoaderState::Start => {}
+        }
+    }
+
+    /// Ends the input; `bytes` is the file's size as the user sees it.
+    pub fn finish(self, bytes: u64) -> LoadedLog {
+        let parsed = match self.state {
+            LoaderState::Start => LogParser::new(&self.name, self.file_index).finish(),
+            LoaderState::Plain(p) => p.finish(),
+            LoaderState::Gzip(buf) => ingest_nccl::parse_bytes(&self.name, self.file_index, &buf),
+        };
+        LoadedLog { name: self.name, bytes, parsed }
+    }
+}
+
+impl Session {
+    /// The index the next input file gets (records point back to their file by it).
+    pub fn next_file_index(&self) -> u32 {
+        self.next_file
+    }
+
+    pub fn logs(&self) -> &[LoadedLog] {
+        &self.logs
+    }
+
+    pub fn exports(&self) -> &[LoadedExport] {
+        &self.exports
+    }
+
+    /// Keeps a parsed log and reports on it.
+    pub fn add_log(&mut self, log: LoadedLog) -> FileReport {
+        self.next_file += 1;
+        let report = log_report(&log);
+        self.logs.push(log);
+        report
+    }
+
+    /// Reads an export through `db` (which the caller may close right after) and reports on it.
+    pub fn add_export(&mut self, db: &dyn SqlSource, name: &str, bytes: u64) -> FileReport {
+        self.next_file += 1;
+        match ingest_nsys::read_export(db, name, &ReadOptions::default()) {
+            Ok(export) => {
+                let loaded = LoadedExport { name: name.to_string(), bytes, export };
+                let report = export_report(&loaded);
+                self.exports.push(loaded);
+                report
+            }
+            Err(d) => FileReport::failed(name, InputKind::NsysSqlite, bytes, d.message),
+        }
+    }
+
+    /// One track per GPU of each process in the exports, NCCL kernels only.
+    pub fn timeline(&self) -> Timeline {
+        let mut by_gpu: BTreeMap<(String, u32, u32), Vec<Span>> = BTreeMap::new();
+        for loaded in &self.exports {
+            let e = &loaded.export;
+            // An export covers one node (or one rank): its first host names every process in it.
+            let host = e.hosts.first().cloned().unwrap_or_default();
+            for k in &e.kernels {
+                by_gpu.entry((host.clone(), k.pid, k.device)).or_default().push(Span {
+                    start_ns: k.start_ns,
+                    end_ns: k.end_ns,
+                    op: decode_kernel_name(&k.name).and_then(|n| n.op),
+                });
+            }
+        }
+        let mut t = Timeline { tracks: Vec::new(), start_ns: i64::MAX, end_ns: i64::MIN };
+        for ((host, pid, device), mut spans) in by_gpu {
+            spans.sort_by_key(|s| s.start_ns);
+            t.start_ns = t.start_ns.min(spans.first().map_or(i64::MAX, |s| s.start_ns));
+            t.end_ns = t.end_ns.max(spans.iter().map(|s| s.end_ns).max().unwrap_or(i64::MIN));
+            let host = if host.is_empty() { String::new() } else { format!("{host} ") };
+            t.tracks.push(Track { label: format!("{host}pid {pid} · GPU {device}"), spans });
+        }
+        if t.tracks.is_empty() {
+            t.start_ns = 0;
+            t.end_ns = 0;
+        }
+        t
+    }
+}
+
+fn log_report(log: &LoadedLog) -> FileReport {
+    let p = &log.parsed;
+    let processes: BTreeSet<_> = p.ops.iter().map(|o| &o.process).collect();
+    let comms: BTreeSet<_> = p.ops.iter().map(|o| (&o.process, o.comm)).collect();
+    let by_type = p.ops_by_type();
+    let mut facts = vec![
+        ("NCCL operations".to_string(), p.ops.len().to_string()),
+        ("processes".to_string(), processes.len().to_string()),
+        ("communicators".to_string(), comms.len().max(p.inits.len()).to_string()),
+        ("init lines".to_string(), p.inits.len().to_string()),
+    ];
+    facts.extend(by_type.iter().map(|(op, n)| (op.name().to_string(), n.to_string())));
+    facts.push(("lines".to_string(), p.counters.total_lines.to_string()));
+    facts.push(("skipped lines".to_string(), p.counters.skipped_lines.to_string()));
+    facts.push(("NCCL warnings".to_string(), p.warnings.len().to_string()));
+    let versions: BTreeSet<&str> =
+        p.processes.iter().filter_map(|pr| pr.nccl_version.as_deref()).chain(p.nccl_version.as_deref()).collect();
+    FileReport {
+        name: log.name.clone(),
+        kind: InputKind::NcclLog,
+        bytes: log.bytes,
+        version: (!versions.is_empty()).then(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
+        facts,
+        diagnostics: p.diagnostics.clone(),
+        error: (p.ops.is_empty() && p.inits.is_empty() && p.counters.nccl_lines == 0)
+            .then(|| "no NCCL log lines found".to_string()),
+    }
+}
+
+fn export_report(loaded: &LoadedExport) -> FileReport {
+    let e = &loaded.export;
+    let facts = vec![
+        ("NCCL kernels".to_string(), e.kernels.len().to_string()),
+        ("other kernels".to_string(), e.other_kernels.iter().map(|o| o.count).sum::<u64>().to_string()),
+        ("hosts".to_string(), e.hosts.len().to_string()),
+        ("GPUs".to_string(), e.gpus.len().to_string()),
+        ("processes".to_string(), e.processes.len().to_string()),
+        ("NVTX ranges".to_string(), e.nvtx.len().to_string()),
+    ];
+    FileReport {
+        name: loaded.name.clone(),
+        kind: InputKind::NsysSqlite,
+        bytes: loaded.bytes,
+        version: e.schema_version.clone(),
+        facts,
+        diagnostics: e.diagnostics.clone(),
+        error: None,
+    }
+}

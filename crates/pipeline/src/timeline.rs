@@ -1,0 +1,27 @@
+//! The timeline's view model: tracks of time spans, no DOM. The page draws what is here.
+
+use model::OpType;
+
+/// One kernel on a track, in the export's GPU clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// The operation the kernel's name says, when it says one.
+    pub op: Option<OpType>,
+}
+
+/// One row of the timeline (one GPU of one process).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Track {
+    pub label: String,
+    pub spans: Vec<Span>,
+}
+
+/// Every track, with the time range that covers them all.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Timeline {
+    pub tracks: Vec<Track>,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}

@@ -1,0 +1,163 @@
+//! [`SqlSource`] over sql.js, for the page (wasm32 only).
+//!
+//! sql.js is loaded by the page itself (`sql-wasm.js` and `sql-wasm.wasm`, copied from the npm
+//! package at build time and served from the page's own origin; never a CDN). Its global
+//! `initSqlJs` is awaited once with [`init`]; after that every call is synchronous, as with
+//! rusqlite. Integers are read as BigInts (`{useBigInt: true}`): packed 64-bit ids such as
+//! `globalPid` would otherwise round through a JS number without any error.
+
+use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
+use sqlsource::{SqlError, SqlSource, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+#[wasm_bindgen]
+extern "C" {
+    /// sql.js's loader, defined globally by `sql-wasm.js`.
+    #[wasm_bindgen(js_name = initSqlJs, catch)]
+    fn init_sql_js(config: &JsValue) -> Result<Promise, JsValue>;
+
+    /// A sql.js `Database` (made through the `SQL.Database` constructor the loader returns).
+    #[derive(Clone)]
+    pub type JsDatabase;
+
+    #[wasm_bindgen(method, catch)]
+    fn prepare(this: &JsDatabase, sql: &str) -> Result<JsStatement, JsValue>;
+
+    #[wasm_bindgen(method, catch)]
+    fn close(this: &JsDatabase) -> Result<(), JsValue>;
+
+    /// A prepared statement; must be `free()`d.
+    type JsStatement;
+
+    #[wasm_bindgen(method, catch)]
+    fn step(this: &JsStatement) -> Result<bool, JsValue>;
+
+    #[wasm_bindgen(method, catch)]
+    fn get(this: &JsStatement, params: &JsValue, config: &JsValue) -> Result<Array, JsValue>;
+
+    #[wasm_bindgen(method)]
+    fn free(this: &JsStatement) -> bool;
+}
+
+/// The initialised sql.js module (`SQL` in sql.js's documentation).
+#[derive(Clone)]
+pub struct SqlJs {
+    module: JsValue,
+}
+
+/// Loads sql.js's wasm. `wasm_url` is where `sql-wasm.wasm` is served, relative to the page
+/// (so the site works from any sub-path).
+pub async fn init(wasm_url: &str) -> Result<SqlJs, SqlError> {
+    let config = Object::new();
+    let url = wasm_url.to_string();
+    let locate = Closure::<dyn Fn(String) -> String>::new(move |_file: String| url.clone());
+    Reflect::set(&config, &"locateFile".into(), locate.as_ref()).map_err(js_err)?;
+    let promise = init_sql_js(&config).map_err(js_err)?;
+    let module = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(js_err)?;
+    // sql.js may call locateFile again lazily; it lives as long as the page.
+    locate.forget();
+    Ok(SqlJs { module })
+}
+
+impl SqlJs {
+    /// Opens a database from the file's bytes. sql.js copies them into its own memory.
+    pub fn open(&self, bytes: &Uint8Array) -> Result<SqlJsDb, SqlError> {
+        let ctor: Function = Reflect::get(&self.module, &"Database".into())
+            .map_err(js_err)?
+            .dyn_into()
+            .map_err(|_| SqlError::new("sql.js has no Database constructor"))?;
+        let args = Array::of1(bytes);
+        let db = Reflect::construct(&ctor, &args).map_err(js_err)?;
+        Ok(SqlJsDb { db: db.unchecked_into() })
+    }
+}
+
+/// An open sql.js database. Closed (its wasm memory freed) when dropped.
+pub struct SqlJsDb {
+    db: JsDatabase,
+}
+
+impl Drop for SqlJsDb {
+    fn drop(&mut self) {
+        let _ = self.db.close();
+    }
+}
+
+/// Frees a statement however the row loop ends.
+struct StatementGuard(JsStatement);
+
+impl Drop for StatementGuard {
+    fn drop(&mut self) {
+        self.0.free();
+    }
+}
+
+/// One cell copied out of JS, owned so that [`Value`]s can borrow it.
+enum Cell {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl Cell {
+    fn from_js(v: JsValue) -> Cell {
+        if v.is_null() || v.is_undefined() {
+            Cell::Null
+        } else if v.is_bigint() {
+            i64::try_from(v).map(Cell::Integer).unwrap_or(Cell::Null)
+        } else if let Some(f) = v.as_f64() {
+            Cell::Real(f)
+        } else if let Some(s) = v.as_string() {
+            Cell::Text(s)
+        } else if v.is_instance_of::<Uint8Array>() {
+            Cell::Blob(Uint8Array::new(&v).to_vec())
+        } else {
+            Cell::Null
+        }
+    }
+
+    fn value(&self) -> Value<'_> {
+        match self {
+            Cell::Null => Value::Null,
+            Cell::Integer(i) => Value::Integer(*i),
+            Cell::Real(r) => Value::Real(*r),
+            Cell::Text(s) => Value::Text(s),
+            Cell::Blob(b) => Value::Blob(b),
+        }
+    }
+}
+
+impl SqlSource for SqlJsDb {
+    fn for_each_row(
+        &self,
+        sql: &str,
+        row_fn: &mut dyn FnMut(&[Value<'_>]) -> Result<(), SqlError>,
+    ) -> Result<(), SqlError> {
+        let stmt = StatementGuard(self.db.prepare(sql).map_err(js_err)?);
+        let config = Object::new();
+        Reflect::set(&config, &"useBigInt".into(), &JsValue::TRUE).map_err(js_err)?;
+        let config: JsValue = config.into();
+        let mut cells: Vec<Cell> = Vec::new();
+        while stmt.0.step().map_err(js_err)? {
+            let row = stmt.0.get(&JsValue::NULL, &config).map_err(js_err)?;
+            cells.clear();
+            cells.extend(row.iter().map(Cell::from_js));
+            let values: Vec<Value<'_>> = cells.iter().map(Cell::value).collect();
+            row_fn(&values)?;
+        }
+        Ok(())
+    }
+}
+
+/// A JS exception as a [`SqlError`], keeping sql.js's own message.
+fn js_err(e: JsValue) -> SqlError {
+    let message = e
+        .dyn_ref::<js_sys::Error>()
+        .map(|err| String::from(err.message()))
+        .or_else(|| e.as_string())
+        .unwrap_or_else(|| format!("{e:?}"));
+    SqlError::new(message)
+}

@@ -1,0 +1,20 @@
+//! `cargo run -p synth --example synth_write -- PRESET OUT_DIR`: writes a preset's run.
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 3 {
+        eprintln!("usage: synth_write PRESET OUT_DIR");
+        for p in synth::presets() {
+            eprintln!("  {:18} {}", p.name, p.description);
+        }
+        std::process::exit(2);
+    }
+    let Some(p) = synth::preset(&args[1]) else {
+        eprintln!("unknown preset {}", args[1]);
+        std::process::exit(2);
+    };
+    let t = std::time::Instant::now();
+    let run = synth::generate_named(&p.config, Some(p.name));
+    eprintln!("generated in {:?}", t.elapsed());
+    synth::write_run(&run, std::path::Path::new(&args[2])).expect("write");
+    eprintln!("written in {:?}", t.elapsed());
+}

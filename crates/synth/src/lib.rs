@@ -1,0 +1,768 @@
+//! Synthetic multi-rank training-run generator with ground truth.
+//!
+//! Why: real multi-node NCCL logs with matching Nsight exports and known answers are rare; the
+//! analyzer's alignment, communicator grouping, clock synchronisation and volume checks are
+//! tested against runs generated here, whose truth is exact. Everything is produced in memory by
+//! [`generate`] (deterministic for a seed); [`write_run`] puts it on disk.
+//!
+//! Output of a run: NCCL debug logs (one per process `nccl_debug_<host>_<pid>.log`, or one combined
+//! `nccl_debug_combined.log`), one Nsight Systems SQLite export per node (`report_<host>.sqlite`,
+//! real DDL of schema 3.17 or 3.25) and `truth.json`.
+
+pub mod comms;
+pub mod layout;
+pub mod logfmt;
+pub mod model;
+pub mod nsysdb;
+pub mod presets;
+pub mod rng;
+pub mod schedule;
+pub mod timing;
+pub mod truth;
+pub mod write;
+
+pub use layout::{Dim, Layout, MoeDispatcher};
+pub use model::Model;
+pub use nsysdb::Schema;
+pub use presets::{preset, presets, Preset};
+pub use write::write_run;
+
+use ::model::{Algo, DataType, OpType, Proto};
+use logfmt::{Printer, Version};
+use nsysdb::{KernelRow, NodeReport, NvtxRow};
+use rng::Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use truth::{LogOpRef, Truth, TruthClock, TruthComm, TruthKernel, TruthRank};
+
+/// Deviations from a clean run, as seen in real traces (thesis tables 4.1, 4.2, 4.5).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Imperfections {
+    /// Grouped Send/Recv run as one SendRecv kernel (what NCCL does); false: one kernel per op.
+    pub sendrecv_fusion: bool,
+    /// The first rank of every TP group prints each per-collective line twice.
+    pub duplicate_logging_rank_per_tp_group: bool,
+    /// AllReduce lines per rank with no kernel.
+    pub orphan_allreduce_lines: u32,
+    /// SendRecv kernels per rank with no log line.
+    pub orphan_sendrecv_kernels: u32,
+    /// Percentage of per-collective lines missing from the logs.
+    pub drop_log_pct: f64,
+    /// Percentage of NCCL kernels missing from the reports.
+    pub drop_kernel_pct: f64,
+    /// Number of non-operation lines per log file with two prefixes merged (concurrent writes).
+    pub garbled_lines: u32,
+    /// Every log file ends in a cut, newline-less (non-operation) line.
+    pub truncated_last_line: bool,
+}
+
+/// Everything that defines a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub layout: Layout,
+    pub model: Model,
+    pub nodes: u32,
+    pub gpus_per_node: u32,
+    /// e.g. "2.18.3", "2.21.5", "2.23.4", "2.27.5"
+    pub nccl_version: String,
+    /// Prefix every log line with a `%s.%6f` epoch timestamp.
+    pub timestamps: bool,
+    /// One interleaved log for all processes instead of one per process.
+    pub combined_log: bool,
+    pub schema: Schema,
+    /// Inter-node network bandwidth, GB/s.
+    pub net_gbps: f64,
+    pub imperfections: Imperfections,
+    pub seed: u64,
+}
+
+impl RunConfig {
+    /// A clean run of `layout` and `model` on as many 4-GPU nodes as needed.
+    pub fn new(layout: Layout, model: Model) -> RunConfig {
+        let world = layout.world();
+        let gpn = world.min(4);
+        RunConfig {
+            nodes: world.div_ceil(gpn),
+            gpus_per_node: gpn,
+            layout,
+            model,
+            nccl_version: "2.27.5".into(),
+            timestamps: false,
+            combined_log: false,
+            schema: Schema::V3_25,
+            net_gbps: 25.0,
+            imperfections: Imperfections {
+                sendrecv_fusion: true,
+                ..Imperfections::default()
+            },
+            seed: 1,
+        }
+    }
+}
+
+/// A generated run, entirely in memory.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub config: RunConfig,
+    /// Log files: (file name, bytes).
+    pub files: Vec<(String, Vec<u8>)>,
+    pub reports: Vec<NodeReport>,
+    pub truth: Truth,
+}
+
+impl Run {
+    pub fn truth_json(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.truth).expect("truth serialises")
+    }
+}
+
+/// Reference epoch of every run (2024-11-21T00:53:20Z), so logs look like real runs.
+const EPOCH_NS: i64 = 1_732_150_400_000_000_000;
+/// The captures start this long before t0 (before NCCL init).
+const SESSION_LEAD_NS: i64 = 5_000_000_000;
+const BUS_IDS: [u64; 8] = [
+    0x18000, 0x2a000, 0x3a000, 0x5d000, 0x9a000, 0xab000, 0xba000, 0xdb000,
+];
+
+/// (correlation id, (communicator, opCount) it executes, kernel short name).
+type KernelRef = (u32, Option<(usize, u64)>, String);
+
+struct Proc {
+    rank: u32,
+    node: u32,
+    local: u32,
+    host: String,
+    pid: u32,
+    printer: Printer,
+}
+
+fn channels_for(bytes: u64, intra: bool) -> u32 {
+    let max = if intra { 16 } else { 8 };
+    ((bytes / (256 * 1024)) as u32)
+        .clamp(1, max)
+        .next_power_of_two()
+        .min(max)
+}
+
+fn proto_for(bytes: u64) -> Proto {
+    if bytes < 64 * 1024 {
+        Proto::LL
+    } else if bytes < 4 * 1024 * 1024 {
+        Proto::LL128
+    } else {
+        Proto::Simple
+    }
+}
+
+/// Generates a run in memory.
+pub fn generate(cfg: &RunConfig) -> Run {
+    generate_named(cfg, None)
+}
+
+/// As [`generate`], recording the preset name in the truth.
+pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
+    let v = Version::parse(&cfg.nccl_version);
+    let layout = &cfg.layout;
+    let world = layout.world();
+    let gpn = cfg.gpus_per_node.max(1);
+    let nodes = world.div_ceil(gpn).max(cfg.nodes.min(world.div_ceil(gpn)));
+    let imp = &cfg.imperfections;
+    let comms = comms::Comms::build(layout, cfg.seed);
+    let mut calls: Vec<Vec<schedule::Call>> = (0..world)
+        .map(|r| schedule::build(layout, &cfg.model, &comms, r))
+        .collect();
+    for c in calls.iter_mut() {
+        schedule::add_orphans(c, comms.world, imp.orphan_allreduce_lines, cfg.seed);
+    }
+    let hw = timing::Hardware {
+        gpus_per_node: gpn,
+        nvlink_gbps: 150.0,
+        net_gbps: cfg.net_gbps,
+    };
+    let timed = timing::simulate(&calls, &comms, &hw, cfg.seed);
+
+    // Processes and clocks.
+    let mut prng = Rng::derive(cfg.seed, 0x91D);
+    let mut used = std::collections::HashSet::new();
+    let procs: Vec<Proc> = (0..world)
+        .map(|r| {
+            let node = r / gpn;
+            let local = r % gpn;
+            let host = format!("node{:02}", node + 1);
+            let mut pid = prng.range(2_000, 400_000) as u32;
+            while !used.insert(pid) {
+                pid += 1;
+            }
+            let printer = Printer {
+                host: host.clone(),
+                pid,
+                dev: local,
+            };
+            Proc {
+                rank: r,
+                node,
+                local,
+                host,
+                pid,
+                printer,
+            }
+        })
+        .collect();
+    let mut crng = Rng::derive(cfg.seed, 0xC10C);
+    let clocks: Vec<(i64, f64)> = (0..nodes)
+        .map(|n| {
+            if n == 0 {
+                (0, 0.0)
+            } else {
+                (
+                    (crng.uniform(-50e6, 50e6)) as i64,
+                    crng.uniform(-20.0, 20.0),
+                )
+            }
+        })
+        .collect();
+    // Report clock of a node: ns since the capture started (SESSION_LEAD before t0), plus the
+    // node's offset and drift.
+    let gpu = |node: u32, t: i64| -> i64 {
+        let (off, drift) = clocks[node as usize];
+        let s = t + SESSION_LEAD_NS;
+        s + off + (drift * 1e-6 * s as f64) as i64
+    };
+    let multi_node = nodes > 1;
+
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut all_lines: Vec<(i64, u32, u64, String)> = Vec::new();
+    let mut truth_ranks = Vec::new();
+    let mut truth_kernels = Vec::new();
+    let mut kernels_by_node: Vec<Vec<KernelRow>> = vec![Vec::new(); nodes as usize];
+    let mut nvtx_by_node: Vec<Vec<NvtxRow>> = vec![Vec::new(); nodes as usize];
+    let mut unmatched_log_ops = 0u64;
+    let mut unmatched_kernels = 0u64;
+    let mut end_max = 0i64;
+
+    for p in &procs {
+        let r = p.rank as usize;
+        let mut rng = Rng::derive(cfg.seed, 0x1000 + r as u64);
+        let mut lines: Vec<(i64, String)> = Vec::new();
+        let tid_init = p.pid + 31 + (rng.range(0, 40) as u32);
+        let ts = |t: i64| {
+            if cfg.timestamps {
+                Some(EPOCH_NS + t)
+            } else {
+                None
+            }
+        };
+        let say = |lines: &mut Vec<(i64, String)>, t: i64, tid: u32, body: String| {
+            lines.push((t, format!("{}{}", p.printer.prefix(tid, ts(t)), body)));
+        };
+        // Banner and init.
+        let mut t = -4_000_000_000 + r as i64 * 1_000;
+        say(
+            &mut lines,
+            t,
+            p.pid,
+            format!("Bootstrap : Using eth0:10.0.{}.{}<0>", p.node, 10 + p.local),
+        );
+        say(
+            &mut lines,
+            t + 100,
+            p.pid,
+            format!("NCCL version {}+cuda12.2", v),
+        );
+        say(&mut lines, t + 200, p.pid, "cudaDriverVersion 12020".into());
+        say(
+            &mut lines,
+            t + 300,
+            tid_init,
+            if multi_node {
+                "Using network IB".into()
+            } else {
+                "Using network Socket".into()
+            },
+        );
+        let node_bus: Vec<u64> = (0..gpn).map(|i| BUS_IDS[i as usize % 8]).collect();
+        let bus = BUS_IDS[p.local as usize % 8];
+        for (k, &ci) in comms.of_rank[r].iter().enumerate() {
+            let c = &comms.list[ci];
+            let me = c.member(p.rank);
+            t = -3_000_000_000 + k as i64 * 200_000_000 + r as i64 * 1_000;
+            if v.at_least(18) {
+                say(
+                    &mut lines,
+                    t,
+                    tid_init,
+                    logfmt::init_start(
+                        c.pointers[me],
+                        me as u32,
+                        c.size(),
+                        p.local,
+                        bus,
+                        c.comm_id,
+                    ),
+                );
+            }
+            if k == 0 {
+                for (j, l) in
+                    logfmt::topology(v, &node_bus, p.local, 150.0, cfg.net_gbps, multi_node)
+                        .into_iter()
+                        .enumerate()
+                {
+                    say(&mut lines, t + 1_000 + j as i64, tid_init, l);
+                }
+            }
+            let rb: Vec<(u32, u64)> = c
+                .global_ranks
+                .iter()
+                .map(|&g| (g, BUS_IDS[(g % gpn) as usize % 8]))
+                .collect();
+            let nch = if c.global_ranks.iter().all(|g| g / gpn == p.node) {
+                2
+            } else {
+                4
+            };
+            for (j, l) in logfmt::channels(v, &rb, me, nch).into_iter().enumerate() {
+                say(&mut lines, t + 100_000 + j as i64, tid_init, l);
+            }
+            say(
+                &mut lines,
+                t + 150_000_000,
+                p.pid,
+                logfmt::init_complete(
+                    v,
+                    c.pointers[me],
+                    me as u32,
+                    c.size(),
+                    p.local,
+                    bus,
+                    c.comm_id,
+                ),
+            );
+        }
+
+        // Operations.
+        let dup = imp.duplicate_logging_rank_per_tp_group && layout.coord(p.rank, Dim::TP) == 0;
+        let mut op_counts: HashMap<usize, u64> = HashMap::new();
+        let mut printed: HashMap<(usize, u64), u32> = HashMap::new();
+        let mut ops_by_type: BTreeMap<String, u64> = BTreeMap::new();
+        let mut bytes_by_type: BTreeMap<String, u64> = BTreeMap::new();
+        for op in [
+            OpType::AllReduce,
+            OpType::AllGather,
+            OpType::ReduceScatter,
+            OpType::Broadcast,
+            OpType::Reduce,
+            OpType::Send,
+            OpType::Recv,
+        ] {
+            ops_by_type.insert(op.name().into(), 0);
+            bytes_by_type.insert(op.name().into(), 0);
+        }
+        let mut duplicated = 0u64;
+        let mut corr: u32 = 100 + rng.range(0, 50) as u32;
+        let mut krows: Vec<KernelRow> = Vec::new();
+        let mut kernel_refs: Vec<KernelRef> = Vec::new();
+        let orphan_kernel_at: Vec<usize> = (0..imp.orphan_sendrecv_kernels)
+            .map(|_| rng.range(0, calls[r].len().max(1) as u64) as usize)
+            .collect();
+        let compute_stream = 7u32;
+        for (i, call) in calls[r].iter().enumerate() {
+            let tm = timed[r][i];
+            let c = &comms.list[call.comm()];
+            let me = c.member(p.rank);
+            let oc = *op_counts
+                .entry(call.comm())
+                .and_modify(|x| *x += 1)
+                .or_insert(0);
+            // Compute kernels in the gap before the call.
+            if call.compute_ns > 0 {
+                let gap_end = tm.arrive_ns - 1_000;
+                let nk = 1 + (call.compute_ns / 400_000).min(2) as i64;
+                let span = (gap_end - tm.gap_start_ns).max(nk);
+                for k in 0..nk {
+                    let s = tm.gap_start_ns + span * k / nk + 500;
+                    let e = tm.gap_start_ns + span * (k + 1) / nk;
+                    let (short, dem) = nsysdb::COMPUTE_KERNELS[rng.range(0, 4) as usize];
+                    corr += 1;
+                    krows.push(KernelRow {
+                        pid: p.pid,
+                        tid: p.pid,
+                        device: p.local,
+                        stream_id: compute_stream,
+                        correlation_id: corr,
+                        start_ns: gpu(p.node, s),
+                        end_ns: gpu(p.node, e.max(s + 1_000)),
+                        launch_ns: gpu(p.node, s - 8_000),
+                        short: short.into(),
+                        demangled: dem.into(),
+                        mangled: short.into(),
+                        grid_x: 108 + rng.range(0, 400) as u32,
+                        block_x: 256,
+                        registers: 128,
+                        static_shared: 0,
+                        dynamic_shared: 49152,
+                    });
+                }
+            }
+            if orphan_kernel_at.contains(&i) && !call.orphan {
+                let s = tm.gap_start_ns + 2_000;
+                let names = nsysdb::nccl_kernel(v, OpType::SendRecv, DataType::Int8, false);
+                corr += 1;
+                let n = orphan_kernel_at.iter().filter(|&&x| x == i).count();
+                for _ in 0..n {
+                    krows.push(KernelRow {
+                        pid: p.pid,
+                        tid: p.pid,
+                        device: p.local,
+                        stream_id: c.stream_ids[me],
+                        correlation_id: corr,
+                        start_ns: gpu(p.node, s),
+                        end_ns: gpu(p.node, s + 9_000),
+                        launch_ns: gpu(p.node, s - 6_000),
+                        short: names.short.clone(),
+                        demangled: names.demangled.clone(),
+                        mangled: names.mangled.clone(),
+                        grid_x: 2,
+                        block_x: 640,
+                        registers: 96,
+                        static_shared: 0,
+                        dynamic_shared: 0,
+                    });
+                    kernel_refs.push((corr, None, names.short.clone()));
+                    corr += 1;
+                }
+            }
+            // Log lines.
+            let mut total_bytes = 0;
+            for o in &call.ops {
+                let bytes = o.count * o.dtype.size_bytes();
+                total_bytes += bytes;
+                let buf = 0x7f00_0000_0000 + (rng.range(0x100, 0xff_ffff) << 12);
+                let line = logfmt::op_line(
+                    v,
+                    o.op,
+                    oc,
+                    buf,
+                    if o.op == OpType::AllReduce {
+                        buf
+                    } else {
+                        buf + 0x20_0000
+                    },
+                    o.count,
+                    o.dtype.code(),
+                    o.redop,
+                    o.root,
+                    c.pointers[me],
+                    c.size(),
+                    c.streams[me],
+                );
+                let times = if dup { 2 } else { 1 };
+                for k in 0..times {
+                    if imp.drop_log_pct > 0.0 && rng.chance(imp.drop_log_pct / 100.0) {
+                        continue;
+                    }
+                    say(&mut lines, tm.arrive_ns + k, p.pid, line.clone());
+                    *ops_by_type.entry(o.op.name().into()).or_default() += 1;
+                    *bytes_by_type.entry(o.op.name().into()).or_default() += bytes;
+                    *printed.entry((call.comm(), oc)).or_default() += 1;
+                    if k == 1 {
+                        duplicated += 1;
+                    }
+                }
+            }
+            let intra = c.global_ranks.iter().all(|g| g / gpn == p.node);
+            if !call.is_p2p() {
+                let o = &call.ops[0];
+                let nbytes = match o.op {
+                    OpType::AllGather | OpType::ReduceScatter => total_bytes * c.size() as u64,
+                    _ => total_bytes,
+                };
+                let tree = o.op == OpType::AllReduce && !intra && nbytes > 1 << 20;
+                let algo = if tree { Algo::Tree } else { Algo::Ring };
+                let nch = channels_for(nbytes, intra);
+                let time = (tm.end_ns - tm.start_ns) as f64 / 1000.0;
+                if let Some(tl) =
+                    logfmt::tuning_line(v, o.op, nbytes, algo, proto_for(nbytes), nch, time)
+                {
+                    say(&mut lines, tm.arrive_ns + 2, p.pid, tl);
+                }
+            }
+            if call.orphan {
+                continue;
+            }
+            // Kernels.
+            let units: Vec<(OpType, DataType)> = if call.is_p2p() {
+                if imp.sendrecv_fusion {
+                    vec![(OpType::SendRecv, call.ops[0].dtype); call.kernels.max(1) as usize]
+                } else {
+                    call.ops
+                        .iter()
+                        .map(|o| (OpType::SendRecv, o.dtype))
+                        .collect()
+                }
+            } else {
+                vec![(call.ops[0].op, call.ops[0].dtype)]
+            };
+            let nu = units.len() as i64;
+            let dur = (tm.end_ns - tm.start_ns).max(nu * 2_000);
+            for (k, (op, dt)) in units.into_iter().enumerate() {
+                let k = k as i64;
+                corr += 1;
+                if imp.drop_kernel_pct > 0.0 && rng.chance(imp.drop_kernel_pct / 100.0) {
+                    continue;
+                }
+                let s = tm.start_ns + dur * k / nu;
+                let e = tm.start_ns + dur * (k + 1) / nu - if k + 1 < nu { 500 } else { 0 };
+                let nbytes = total_bytes * if call.is_p2p() { 1 } else { c.size() as u64 };
+                let tree = op == OpType::AllReduce && !intra && nbytes > 1 << 20;
+                let names = nsysdb::nccl_kernel(v, op, dt, tree);
+                let grid_x = if call.is_p2p() {
+                    (2 * call.ops.len() as u32).min(32)
+                } else {
+                    channels_for(nbytes, intra)
+                };
+                krows.push(KernelRow {
+                    pid: p.pid,
+                    tid: p.pid,
+                    device: p.local,
+                    stream_id: c.stream_ids[me],
+                    correlation_id: corr,
+                    start_ns: gpu(p.node, s),
+                    end_ns: gpu(p.node, e),
+                    launch_ns: gpu(p.node, tm.arrive_ns + 1_000),
+                    short: names.short.clone(),
+                    demangled: names.demangled,
+                    mangled: names.mangled,
+                    grid_x,
+                    block_x: if call.is_p2p() { 640 } else { 512 },
+                    registers: 96,
+                    static_shared: 0,
+                    dynamic_shared: 0,
+                });
+                kernel_refs.push((corr, Some((call.comm(), oc)), names.short));
+            }
+            end_max = end_max.max(tm.end_ns);
+        }
+        // NVTX: iterations and contiguous phase runs.
+        let mut run_start: Option<(usize, schedule::Phase, Option<u32>)> = None;
+        let n_calls = calls[r].len();
+        let close = |from: usize, to: usize, text: String, nv: &mut Vec<NvtxRow>| {
+            let s = timed[r][from].gap_start_ns;
+            let e = timed[r][to].end_ns.max(s + 1);
+            nv.push(NvtxRow {
+                pid: p.pid,
+                tid: p.pid,
+                start_ns: gpu(p.node, s),
+                end_ns: gpu(p.node, e),
+                text,
+            });
+        };
+        let nv = &mut nvtx_by_node[p.node as usize];
+        for i in 0..=n_calls {
+            let key = calls[r].get(i).map(|c| (c.phase, c.iteration));
+            if let Some((s, ph, it)) = run_start {
+                if key != Some((ph, it)) {
+                    if ph != schedule::Phase::Startup {
+                        close(s, i - 1, ph.name().to_string(), nv);
+                    }
+                    run_start = None;
+                }
+            }
+            if run_start.is_none() {
+                if let Some((ph, it)) = key {
+                    run_start = Some((i, ph, it));
+                }
+            }
+        }
+        for it in 0..cfg.model.iterations {
+            let idx: Vec<usize> = (0..n_calls)
+                .filter(|&i| calls[r][i].iteration == Some(it))
+                .collect();
+            if let (Some(&a), Some(&b)) = (idx.first(), idx.last()) {
+                close(a, b, format!("iteration {it}"), nv);
+            }
+        }
+        // Truth for this rank's kernels.
+        let mut kcount = 0;
+        let mut matched = 0;
+        for (corr, lo, name) in kernel_refs {
+            kcount += 1;
+            let log_op = lo.and_then(|(ci, oc)| {
+                printed.get(&(ci, oc)).map(|_| LogOpRef {
+                    comm: logfmt::ptr(comms.list[ci].pointers[comms.list[ci].member(p.rank)]),
+                    op_count: oc,
+                })
+            });
+            if log_op.is_some() {
+                matched += 1;
+            } else {
+                unmatched_kernels += 1;
+            }
+            truth_kernels.push(TruthKernel {
+                pid: p.pid,
+                host: p.host.clone(),
+                global_rank: p.rank,
+                correlation_id: corr,
+                name,
+                log_op,
+            });
+        }
+        let with_kernel: std::collections::HashSet<(usize, u64)> = truth_kernels
+            .iter()
+            .filter(|k| k.global_rank == p.rank)
+            .filter_map(|k| k.log_op.as_ref())
+            .filter_map(|lo| {
+                comms.of_rank[r]
+                    .iter()
+                    .find(|&&ci| {
+                        logfmt::ptr(comms.list[ci].pointers[comms.list[ci].member(p.rank)])
+                            == lo.comm
+                    })
+                    .map(|&ci| (ci, lo.op_count))
+            })
+            .collect();
+        unmatched_log_ops += printed
+            .iter()
+            .filter(|(k, _)| !with_kernel.contains(k))
+            .map(|(_, n)| *n as u64)
+            .sum::<u64>();
+        kernels_by_node[p.node as usize].extend(krows);
+        truth_ranks.push(TruthRank {
+            global_rank: p.rank,
+            host: p.host.clone(),
+            pid: p.pid,
+            local_rank: p.local,
+            ops_by_type,
+            bytes_by_type,
+            kernels: kcount,
+            matched_ops: matched,
+            duplicated_lines: duplicated,
+        });
+
+        // Imperfect text: garbled and truncated non-operation lines.
+        lines.sort_by_key(|(t, _)| *t);
+        let mut texts: Vec<String> = lines.iter().map(|(_, l)| l.clone()).collect();
+        let stamps: Vec<i64> = lines.iter().map(|(t, _)| *t).collect();
+        let candidates: Vec<usize> = (0..texts.len())
+            .filter(|&i| !texts[i].contains(": opCount "))
+            .collect();
+        for _ in 0..imp.garbled_lines {
+            if candidates.is_empty() {
+                break;
+            }
+            let i = candidates[rng.range(0, candidates.len() as u64) as usize];
+            let other = p.printer.prefix(p.pid + 7, None);
+            texts[i] = format!("{}{}", &other[..other.len() / 2], texts[i]);
+        }
+        let mut tail: Option<String> = None;
+        if imp.truncated_last_line {
+            let c = &comms.list[comms.world];
+            let me = c.member(p.rank);
+            let l = format!(
+                "{}comm {} rank {} nranks {} cudaDev {} busId {:x} - Destroy COMPLETE",
+                p.printer.prefix(p.pid, ts(end_max + 1_000_000)),
+                logfmt::ptr(c.pointers[me]),
+                me,
+                c.size(),
+                p.local,
+                bus
+            );
+            tail = Some(l[..l.len() * 2 / 3].to_string());
+        }
+        if cfg.combined_log {
+            for (k, (t, l)) in stamps.into_iter().zip(texts).enumerate() {
+                all_lines.push((t, p.rank, k as u64, l));
+            }
+            if let Some(tl) = tail {
+                all_lines.push((i64::MAX, p.rank, u64::MAX, tl));
+            }
+        } else {
+            let mut s = texts.join("\n");
+            s.push('\n');
+            if let Some(tl) = tail {
+                s.push_str(&tl);
+            }
+            files.push((
+                format!("nccl_debug_{}_{}.log", p.host, p.pid),
+                s.into_bytes(),
+            ));
+        }
+    }
+    if cfg.combined_log {
+        all_lines.sort_by_key(|a| (a.0, a.1, a.2));
+        let mut s = String::new();
+        let n = all_lines.len();
+        for (k, (_, _, _, l)) in all_lines.into_iter().enumerate() {
+            s.push_str(&l);
+            if k + 1 < n || !imp.truncated_last_line {
+                s.push('\n');
+            }
+        }
+        files.push(("nccl_debug_combined.log".into(), s.into_bytes()));
+    }
+
+    let reports: Vec<NodeReport> = (0..nodes)
+        .map(|n| {
+            let host = format!("node{:02}", n + 1);
+            let processes = procs
+                .iter()
+                .filter(|p| p.node == n)
+                .map(|p| (p.pid, p.local, "python3".to_string()))
+                .collect();
+            let mut kernels = std::mem::take(&mut kernels_by_node[n as usize]);
+            kernels.sort_by_key(|k| (k.start_ns, k.pid, k.correlation_id));
+            NodeReport {
+                host,
+                schema: cfg.schema,
+                processes,
+                kernels,
+                nvtx: std::mem::take(&mut nvtx_by_node[n as usize]),
+                session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,
+                duration_ns: gpu(n, end_max) + 1_000_000,
+            }
+        })
+        .collect();
+
+    let truth = Truth {
+        preset: preset.map(str::to_string),
+        nccl_version: v.to_string(),
+        seed: cfg.seed,
+        t0_ns: EPOCH_NS,
+        session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,
+        layout: layout.clone(),
+        model: cfg.model.clone(),
+        microbatches_per_iteration: cfg.model.microbatches(layout.data_parallel()),
+        ranks: truth_ranks,
+        communicators: comms
+            .list
+            .iter()
+            .map(|c| TruthComm {
+                id: format!("0x{:x}", c.comm_id),
+                size: c.size(),
+                global_ranks: c.global_ranks.clone(),
+                parallelism: c.parallelism.to_string(),
+                pointers: c.pointers.iter().map(|&x| logfmt::ptr(x)).collect(),
+            })
+            .collect(),
+        kernels: truth_kernels,
+        clocks: (0..nodes)
+            .map(|n| TruthClock {
+                host: format!("node{:02}", n + 1),
+                offset_ns: clocks[n as usize].0,
+                drift_ppm: clocks[n as usize].1,
+            })
+            .collect(),
+        unmatched_log_ops,
+        unmatched_kernels,
+        files: files
+            .iter()
+            .map(|(n, _)| n.clone())
+            .chain((0..nodes).map(|n| format!("report_node{:02}.sqlite", n + 1)))
+            .collect(),
+    };
+    Run {
+        config: cfg.clone(),
+        files,
+        reports,
+        truth,
+    }
+}

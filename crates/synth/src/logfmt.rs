@@ -1,0 +1,288 @@
+//! NCCL debug-log text, exactly as each NCCL version prints it. Why: the ingest side is tested
+//! against these files, and its real-world accuracy depends on the shapes matching real logs
+//! (see `shared/fixtures/real/nccl`).
+
+use ::model::{Algo, OpType, Proto};
+
+/// An NCCL version `major.minor.patch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version(pub u32, pub u32, pub u32);
+
+impl Version {
+    pub fn parse(s: &str) -> Version {
+        let mut it = s.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        Version(
+            it.next().unwrap_or(2),
+            it.next().unwrap_or(0),
+            it.next().unwrap_or(0),
+        )
+    }
+    pub fn at_least(self, minor: u32) -> bool {
+        self >= Version(2, minor, 0)
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+    }
+}
+
+/// Who prints: `host:pid:tid [cudaDev]`.
+#[derive(Debug, Clone)]
+pub struct Printer {
+    pub host: String,
+    pub pid: u32,
+    pub dev: u32,
+}
+
+impl Printer {
+    /// `host:pid:tid [dev] NCCL INFO ` with an optional `%s.%6f ` epoch timestamp.
+    pub fn prefix(&self, tid: u32, ts_ns: Option<i64>) -> String {
+        let mut s = String::new();
+        if let Some(t) = ts_ns {
+            s.push_str(&format!(
+                "{}.{:06} ",
+                t / 1_000_000_000,
+                (t % 1_000_000_000) / 1000
+            ));
+        }
+        s.push_str(&format!(
+            "{}:{}:{} [{}] NCCL INFO ",
+            self.host, self.pid, tid, self.dev
+        ));
+        s
+    }
+}
+
+/// Pointer as NCCL prints `%p`: `(nil)` for null.
+pub fn ptr(p: u64) -> String {
+    if p == 0 {
+        "(nil)".into()
+    } else {
+        format!("0x{p:x}")
+    }
+}
+
+/// The per-collective line body (after the prefix), `src/enqueue.cc`.
+#[allow(clippy::too_many_arguments)]
+pub fn op_line(
+    v: Version,
+    op: OpType,
+    op_count: u64,
+    buf: u64,
+    buf2: u64,
+    count: u64,
+    datatype: u32,
+    redop: u32,
+    root: u32,
+    comm: u64,
+    nranks: u32,
+    stream: u64,
+) -> String {
+    // Point-to-point: before 2.21 Send printed its buffer as sendbuff; from 2.21 both print it
+    // as recvbuff with sendbuff (nil) (fixture issue1593 vs issue584).
+    let (send, recv) = match op {
+        OpType::Send if !v.at_least(21) => (buf, 0),
+        OpType::Send | OpType::Recv => (0, buf),
+        _ => (buf, buf2),
+    };
+    format!(
+        "{}: opCount {:x} sendbuff {} recvbuff {} count {} datatype {} op {} root {} comm {} [nranks={}] stream {}",
+        op.name(),
+        op_count,
+        ptr(send),
+        ptr(recv),
+        count,
+        datatype,
+        redop,
+        root,
+        ptr(comm),
+        nranks,
+        ptr(stream)
+    )
+}
+
+/// The tuning line for a collective, in the version's format (none before 2.20).
+pub fn tuning_line(
+    v: Version,
+    op: OpType,
+    bytes: u64,
+    algo: Algo,
+    proto: Proto,
+    nch: u32,
+    time_us: f64,
+) -> Option<String> {
+    if !v.at_least(20) {
+        return None;
+    }
+    let algo_code = Algo::ALL.iter().position(|a| *a == algo).unwrap_or(1);
+    let proto_code = match proto {
+        Proto::LL => 0,
+        Proto::LL128 => 1,
+        Proto::Simple => 2,
+    };
+    Some(if v.at_least(24) {
+        format!(
+            "{}: {} Bytes -> Algo {} proto {} channel{{Lo..Hi}}={{0..{}}}",
+            op.name(),
+            bytes,
+            algo.name(),
+            proto.name(),
+            nch.saturating_sub(1)
+        )
+    } else if v.at_least(23) {
+        format!(
+            "{}: {} Bytes -> Algo {} proto {} time {:.6}",
+            op.name(),
+            bytes,
+            algo_code,
+            proto_code,
+            time_us
+        )
+    } else {
+        format!(
+            "{} Bytes -> Algo {} proto {} time {:.6}",
+            bytes, algo_code, proto_code, time_us
+        )
+    })
+}
+
+/// The `Init COMPLETE` line of one communicator on one process.
+#[allow(clippy::too_many_arguments)]
+pub fn init_complete(
+    v: Version,
+    comm: u64,
+    rank: u32,
+    nranks: u32,
+    dev: u32,
+    bus_id: u64,
+    comm_id: u64,
+) -> String {
+    let func = if v.at_least(22) {
+        "ncclCommInitRank "
+    } else {
+        ""
+    };
+    // nvmlDev joined the line in 2.18 (fixture issue350, 2.16.5, has none).
+    let nvml = if v.at_least(18) {
+        format!(" nvmlDev {dev}")
+    } else {
+        String::new()
+    };
+    format!(
+        "{func}comm {} rank {rank} nranks {nranks} cudaDev {dev}{nvml} busId {bus_id:x} commId 0x{comm_id:x} - Init COMPLETE",
+        ptr(comm)
+    )
+}
+
+/// `Init START` (2.18+), the same fields.
+pub fn init_start(
+    comm: u64,
+    rank: u32,
+    nranks: u32,
+    dev: u32,
+    bus_id: u64,
+    comm_id: u64,
+) -> String {
+    format!(
+        "comm {} rank {rank} nranks {nranks} cudaDev {dev} nvmlDev {dev} busId {bus_id:x} commId 0x{comm_id:x} - Init START",
+        ptr(comm)
+    )
+}
+
+/// A node id in the topology dump: `0-1000` from 2.21, bare `1000` before.
+fn node_id(v: Version, id: u64) -> String {
+    if v.at_least(21) {
+        format!("0-{id:x}")
+    } else {
+        format!("{id:x}")
+    }
+}
+
+/// The topology dump of one node (§4.2.1 listing 4.3).
+pub fn topology(
+    v: Version,
+    bus_ids: &[u64],
+    local: u32,
+    nvlink: f64,
+    net: f64,
+    multi_node: bool,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let bw = if v.at_least(14) { "maxBw" } else { "maxWidth" };
+    let total = if v.at_least(14) {
+        "totalBw"
+    } else {
+        "totalWidth"
+    };
+    out.push(format!(
+        "=== System : {bw} {nvlink:.1} {total} {:.1} ===",
+        nvlink * (bus_ids.len().max(2) - 1) as f64
+    ));
+    out.push(format!("CPU/{} (1/1/1)", node_id(v, 0)));
+    for (i, b) in bus_ids.iter().enumerate() {
+        out.push(format!("+ PCI[24.0] - GPU/{} ({i})", node_id(v, *b)));
+        for (j, o) in bus_ids.iter().enumerate() {
+            if j != i {
+                out.push(format!(
+                    "              + NVL[{nvlink:.1}] - GPU/{}",
+                    node_id(v, *o)
+                ));
+            }
+        }
+    }
+    if multi_node {
+        out.push(format!("+ PCI[24.0] - NIC/{}", node_id(v, 0xd1000)));
+        out.push(format!(
+            "              + NET[{net:.1}] - NET/{} (7a852d0003f6ceb8/1/{net:.6})",
+            node_id(v, 0)
+        ));
+    }
+    out.push("==========================================".into());
+    let _ = local;
+    out
+}
+
+/// Ring/tree/channel lines for one communicator on one member.
+pub fn channels(v: Version, ranks_bus: &[(u32, u64)], me: usize, nch: u32) -> Vec<String> {
+    let n = ranks_bus.len();
+    let mut out = Vec::new();
+    for c in 0..nch {
+        let order: String = (0..n).map(|r| format!("{r:>4}")).collect();
+        out.push(format!("Channel {c:02}/{nch:02} : {order}"));
+    }
+    let prev = (me + n - 1) % n;
+    let next = (me + 1) % n;
+    for c in 0..nch {
+        out.push(format!("Ring {c:02} : {prev} -> {me} -> {next}"));
+    }
+    let parent = if me == 0 { -1 } else { me as i64 - 1 };
+    let child = if me + 1 < n { (me + 1) as i64 } else { -1 };
+    let trees: Vec<String> = (0..nch)
+        .map(|c| format!("[{c}] {child}/-1/-1->{me}->{parent}"))
+        .collect();
+    out.push(format!("Trees {}", trees.join(" ")));
+    out.push("P2P Chunksize set to 131072".into());
+    if n > 1 {
+        for c in 0..nch {
+            let (r, b) = ranks_bus[me];
+            let (nr, nb) = ranks_bus[next];
+            let _ = (r, nr);
+            out.push(format!(
+                "Channel {c:02}/0 : {me}[{b:x}] -> {next}[{nb:x}] via P2P/IPC/read"
+            ));
+        }
+    }
+    out.push("Connected all rings".into());
+    out.push("Connected all trees".into());
+    out.push("threadThresholds 8/8/64 | 32/8/64 | 512 | 512".into());
+    if v.at_least(20) {
+        out.push(format!("{nch} coll channels, 0 collnet channels, 0 nvls channels, {nch} p2p channels, 2 p2p channels per peer"));
+    } else {
+        out.push(format!(
+            "{nch} coll channels, {nch} p2p channels, 2 p2p channels per peer"
+        ));
+    }
+    out
+}

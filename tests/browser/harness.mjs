@@ -1,0 +1,84 @@
+// Shared set-up for the real-browser tests: serve dist/ on a free loopback port, launch Debian's
+// Chromium through playwright-core (never a browser a test tool downloads), record every request
+// and every console error, and keep a screenshot of any failure in tests/browser/artifacts/.
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { serveDir } from './serve.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const ARTIFACTS = path.join(ROOT, 'tests/browser/artifacts');
+export const FIXTURES = process.env.NCCLSCOPE_REAL_FIXTURES || path.join(ROOT, '../shared/fixtures/real');
+
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** Starts the server and the browser; returns helpers and a `close()`. */
+export async function startSession() {
+  const dist = path.join(ROOT, 'dist');
+  if (!fs.existsSync(path.join(dist, 'index.html'))) {
+    throw new Error('dist/ is not built: run `trunk build --release` (scripts/test does)');
+  }
+  const { server, url } = await serveDir(dist, 0);
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'ncclscope-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true,
+  });
+  const page = context.pages()[0] || await context.newPage();
+  const requests = [];
+  const errors = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  async function close() {
+    await context.close();
+    server.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+  return { page, url, origin: new URL(url).origin, requests, errors, close };
+}
+
+/** Runs `body`; on failure keeps a screenshot named after the test, then rethrows. */
+export async function withScreenshot(page, name, body) {
+  try {
+    await body();
+  } catch (e) {
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true }).catch(() => {});
+    throw e;
+  }
+}
+
+/** Drops files on the page through a synthetic drag-and-drop DataTransfer. */
+export async function dropFiles(page, files) {
+  const payload = files.map((f) => ({ name: path.basename(f), b64: fs.readFileSync(f).toString('base64') }));
+  await page.evaluate((items) => {
+    const dt = new DataTransfer();
+    for (const { name, b64 } of items) {
+      const bin = atob(b64);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      dt.items.add(new File([bytes], name));
+    }
+    const target = document.querySelector('.page') || document.body;
+    target.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    target.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, payload);
+}
+
+/** The native command's summary of the given inputs (the reference the page must agree with). */
+export function nativeSummary(files) {
+  const bin = path.join(ROOT, 'target/debug/ncclscope');
+  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'ncclscope-cli'], { cwd: ROOT, stdio: 'inherit' });
+  return JSON.parse(execFileSync(bin, ['analyze', '--json', '-', ...files], { cwd: ROOT, maxBuffer: 1 << 28 }).toString());
+}
+
+/** The text of one fact of one file row (`data-fact` attribute), once the row has loaded. */
+export async function fact(page, fileName, factName) {
+  const row = page.locator(`[data-testid=file-row][data-file="${fileName}"]`);
+  await row.locator('[data-testid=status]').filter({ hasText: /^(loaded|error)/ }).waitFor({ timeout: 60_000 });
+  return (await row.locator(`[data-fact="${factName}"] b`).textContent()).trim();
+}
