@@ -99,7 +99,12 @@ pub fn App() -> impl IntoView {
                         name: "demo run".into(),
                         size: 0,
                         read: 0,
-                        report: Some(FileReport::failed("demo run", pipeline::InputKind::Unknown, 0, e)),
+                        report: Some(FileReport::failed(
+                            "demo run",
+                            pipeline::InputKind::Unknown,
+                            0,
+                            e,
+                        )),
                     })
                 }),
             }
@@ -185,10 +190,22 @@ fn FileList(rows: Signal<Vec<Row>>) -> impl IntoView {
 #[component]
 fn FileRow(row: Row) -> impl IntoView {
     let kind = row.report.as_ref().map(|r| r.kind.label()).unwrap_or("…");
-    let version = row.report.as_ref().and_then(|r| r.version.clone()).unwrap_or_default();
-    let facts = row.report.as_ref().map(|r| r.facts.clone()).unwrap_or_default();
+    let version = row
+        .report
+        .as_ref()
+        .and_then(|r| r.version.clone())
+        .unwrap_or_default();
+    let facts = row
+        .report
+        .as_ref()
+        .map(|r| r.facts.clone())
+        .unwrap_or_default();
     let status = match &row.report {
-        None => format!("reading {} / {}", human_bytes(row.read), human_bytes(row.size)),
+        None => format!(
+            "reading {} / {}",
+            human_bytes(row.read),
+            human_bytes(row.size)
+        ),
         Some(r) => match &r.error {
             Some(e) => format!("error: {e}"),
             None if r.diagnostics.is_empty() => "loaded".to_string(),
@@ -196,7 +213,11 @@ fn FileRow(row: Row) -> impl IntoView {
         },
     };
     let failed = row.report.as_ref().is_some_and(|r| r.error.is_some());
-    let diagnostics = row.report.as_ref().map(|r| r.diagnostics.clone()).unwrap_or_default();
+    let diagnostics = row
+        .report
+        .as_ref()
+        .map(|r| r.diagnostics.clone())
+        .unwrap_or_default();
     // Every string here comes from the user's file: Leptos sets it as text, never as markup.
     view! {
         <tr data-testid="file-row" data-file=row.name.clone() class:failed=failed>
@@ -257,10 +278,13 @@ async fn demo_blobs() -> Result<Vec<(String, Blob)>, String> {
         .as_string()
         .unwrap_or_default();
     let mut items = Vec::new();
-    for name in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+    for name in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
         let blob = fetch_blob(&format!("demo/{name}")).await?;
         items.push((name.to_string(), blob));
     }
     Ok(items)
 }
-

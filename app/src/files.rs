@@ -46,7 +46,9 @@ pub async fn fetch_blob(url: &str) -> Result<Blob, String> {
     if !response.ok() {
         return Err(format!("{url}: HTTP {}", response.status()));
     }
-    let blob = JsFuture::from(response.blob().map_err(js_msg)?).await.map_err(js_msg)?;
+    let blob = JsFuture::from(response.blob().map_err(js_msg)?)
+        .await
+        .map_err(js_msg)?;
     blob.dyn_into().map_err(js_msg)
 }
 

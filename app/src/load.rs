@@ -20,7 +20,9 @@ async fn sqljs() -> Result<SqlJs, String> {
     if let Some(s) = SQLJS.with(|s| s.borrow().clone()) {
         return Ok(s);
     }
-    let s = sqlsource_sqljs::init(SQLJS_WASM).await.map_err(|e| e.to_string())?;
+    let s = sqlsource_sqljs::init(SQLJS_WASM)
+        .await
+        .map_err(|e| e.to_string())?;
     SQLJS.with(|cell| *cell.borrow_mut() = Some(s.clone()));
     Ok(s)
 }
@@ -66,7 +68,9 @@ pub async fn load_blob(
 async fn load_export(session: &RefCell<Session>, name: &str, blob: &Blob, size: u64) -> FileReport {
     let sql = match sqljs().await {
         Ok(s) => s,
-        Err(e) => return FileReport::failed(name, InputKind::NsysSqlite, size, format!("sql.js: {e}")),
+        Err(e) => {
+            return FileReport::failed(name, InputKind::NsysSqlite, size, format!("sql.js: {e}"))
+        }
     };
     let bytes = match read_all(blob).await {
         Ok(b) => b,

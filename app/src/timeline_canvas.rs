@@ -28,7 +28,10 @@ pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
     // A new timeline resets the view to the whole run.
     Effect::new(move |_| {
         let t = timeline.get();
-        view.set((t.end_ns > t.start_ns).then_some(View { start_ns: t.start_ns as f64, end_ns: t.end_ns as f64 }));
+        view.set((t.end_ns > t.start_ns).then_some(View {
+            start_ns: t.start_ns as f64,
+            end_ns: t.end_ns as f64,
+        }));
     });
 
     Effect::new(move |_| {
@@ -42,26 +45,37 @@ pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
     let width = move || canvas.get().map(|c| c.width() as f64).unwrap_or(1000.0);
     let on_wheel = move |e: web_sys::WheelEvent| {
         e.prevent_default();
-        let Some(v) = view.get_untracked() else { return };
+        let Some(v) = view.get_untracked() else {
+            return;
+        };
         let w = width() - LABEL_WIDTH;
         let x = (e.offset_x() as f64 - LABEL_WIDTH).clamp(0.0, w);
         let at = v.start_ns + (v.end_ns - v.start_ns) * x / w;
         let factor = if e.delta_y() > 0.0 { 1.25 } else { 0.8 };
         let span = ((v.end_ns - v.start_ns) * factor).max(1000.0);
         let start = at - span * x / w;
-        view.set(Some(View { start_ns: start, end_ns: start + span }));
+        view.set(Some(View {
+            start_ns: start,
+            end_ns: start + span,
+        }));
     };
     let on_down = move |e: web_sys::MouseEvent| drag_from.set(Some(e.offset_x() as f64));
     let on_up = move |_| drag_from.set(None);
     let on_move = move |e: web_sys::MouseEvent| {
-        let (Some(from), Some(v)) = (drag_from.get_untracked(), view.get_untracked()) else { return };
+        let (Some(from), Some(v)) = (drag_from.get_untracked(), view.get_untracked()) else {
+            return;
+        };
         let dx = e.offset_x() as f64 - from;
         let ns = dx * (v.end_ns - v.start_ns) / (width() - LABEL_WIDTH);
-        view.set(Some(View { start_ns: v.start_ns - ns, end_ns: v.end_ns - ns }));
+        view.set(Some(View {
+            start_ns: v.start_ns - ns,
+            end_ns: v.end_ns - ns,
+        }));
         drag_from.set(Some(e.offset_x() as f64));
     };
 
-    let height = move || RULER_HEIGHT + ROW_HEIGHT * timeline.with(|t| t.tracks.len().max(1)) as f64 + 4.0;
+    let height =
+        move || RULER_HEIGHT + ROW_HEIGHT * timeline.with(|t| t.tracks.len().max(1)) as f64 + 4.0;
     view! {
         <section class="timeline">
             <h2>"Timeline"</h2>
@@ -97,8 +111,12 @@ fn op_colour(op: Option<OpType>) -> &'static str {
 }
 
 fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
-    let Ok(Some(ctx)) = canvas.get_context("2d") else { return };
-    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else { return };
+    let Ok(Some(ctx)) = canvas.get_context("2d") else {
+        return;
+    };
+    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
+        return;
+    };
     let w = canvas.width() as f64;
     let h = canvas.height() as f64;
     ctx.clear_rect(0.0, 0.0, w, h);

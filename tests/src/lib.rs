@@ -7,19 +7,29 @@ use std::path::PathBuf;
 pub fn real_fixtures() -> Option<PathBuf> {
     let dir = std::env::var_os("NCCLSCOPE_REAL_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/real")));
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../shared/fixtures/real"
+            ))
+        });
     if dir.join("nccl").is_dir() {
         Some(dir)
     } else {
-        eprintln!("notice: real fixtures not found at {}; test skipped", dir.display());
+        eprintln!(
+            "notice: real fixtures not found at {}; test skipped",
+            dir.display()
+        );
         None
     }
 }
 
-/// A fresh empty directory under the target dir, for one test's outputs.
+/// A fresh empty directory for one test's outputs (per process, so parallel runs never share).
 pub fn scratch_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let dir = std::env::temp_dir()
+        .join(format!("ncclscope-tests-{}", std::process::id()))
+        .join(name);
     let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("the target dir is writable");
+    std::fs::create_dir_all(&dir).expect("the temp dir is writable");
     dir
 }

@@ -29,7 +29,9 @@ pub fn sliding_window(
         let Some(sym) = kernel_symbol(&kernels[k], names.get(k).and_then(|n| n.as_ref())) else {
             continue;
         };
-        let Some(op) = sym.op.map(kernel_class) else { continue };
+        let Some(op) = sym.op.map(kernel_class) else {
+            continue;
+        };
         let end = (cursor + window).min(log_ops.len());
         if let Some(q) = (cursor..end).find(|&q| kernel_class(log_ops[q].op) == op) {
             out[k] = Some(q);

@@ -18,7 +18,5 @@ pub mod per_process;
 pub mod scoring;
 pub mod symbols;
 
-
-
 pub use per_process::{align_process, AlignConfig, AnomalyReport, KernelMatch, ProcessAlignment};
 pub use scoring::Scoring;

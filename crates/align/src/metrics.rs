@@ -25,19 +25,43 @@ pub fn score_pairs(predicted: &[(usize, usize)], truth: &[(usize, usize)]) -> Pr
     let ratio = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
     let precision = ratio(tp, tp + fp);
     let recall = ratio(tp, tp + fn_);
-    let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
-    Prf { tp, fp, fn_, precision, recall, f1 }
+    let f1 = if precision + recall == 0.0 {
+        0.0
+    } else {
+        2.0 * precision * recall / (precision + recall)
+    };
+    Prf {
+        tp,
+        fp,
+        fn_,
+        precision,
+        recall,
+        f1,
+    }
 }
 
 impl Prf {
     /// Pools several comparisons (micro-average: sums the counts).
     pub fn pool(parts: &[Prf]) -> Prf {
-        let (tp, fp, fn_) = parts.iter().fold((0, 0, 0), |a, p| (a.0 + p.tp, a.1 + p.fp, a.2 + p.fn_));
+        let (tp, fp, fn_) = parts
+            .iter()
+            .fold((0, 0, 0), |a, p| (a.0 + p.tp, a.1 + p.fp, a.2 + p.fn_));
         let ratio = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
         let precision = ratio(tp, tp + fp);
         let recall = ratio(tp, tp + fn_);
-        let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
-        Prf { tp, fp, fn_, precision, recall, f1 }
+        let f1 = if precision + recall == 0.0 {
+            0.0
+        } else {
+            2.0 * precision * recall / (precision + recall)
+        };
+        Prf {
+            tp,
+            fp,
+            fn_,
+            precision,
+            recall,
+            f1,
+        }
     }
 }
 

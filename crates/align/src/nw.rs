@@ -145,7 +145,11 @@ impl Alignment {
                 Step::GapA(_) => 1,
                 Step::GapB(_) => 2,
             };
-            run = if this != 0 && this == side { run + 1 } else { usize::from(this != 0) };
+            run = if this != 0 && this == side {
+                run + 1
+            } else {
+                usize::from(this != 0)
+            };
             side = this;
             best = best.max(run);
         }
@@ -176,11 +180,19 @@ pub fn path_score<S: Score + ?Sized>(sc: &S, steps: &[Step]) -> i64 {
                 run = 0;
             }
             Step::GapA(_) => {
-                run = if matches!(prev, Some(Step::GapA(_))) { run + 1 } else { 1 };
+                run = if matches!(prev, Some(Step::GapA(_))) {
+                    run + 1
+                } else {
+                    1
+                };
                 total += ga.cost(run);
             }
             Step::GapB(_) => {
-                run = if matches!(prev, Some(Step::GapB(_))) { run + 1 } else { 1 };
+                run = if matches!(prev, Some(Step::GapB(_))) {
+                    run + 1
+                } else {
+                    1
+                };
                 total += gb.cost(run);
             }
         }
@@ -201,8 +213,16 @@ struct Shape {
 impl Shape {
     fn new<S: Score + ?Sized>(sc: &S) -> Shape {
         let (ga, gb) = (sc.gap_a(), sc.gap_b());
-        let sh = Shape { ga, gb, ka: ga.states(), kb: gb.states() };
-        assert!(sh.n_states() <= 16, "gap caps too large: back-pointers hold 16 states");
+        let sh = Shape {
+            ga,
+            gb,
+            ka: ga.states(),
+            kb: gb.states(),
+        };
+        assert!(
+            sh.n_states() <= 16,
+            "gap caps too large: back-pointers hold 16 states"
+        );
         sh
     }
     fn n_states(&self) -> usize {
@@ -246,7 +266,11 @@ fn cell<S: Score + ?Sized>(
     if let Some(d) = diag {
         let s = sc.sub(i - 1, j - 1);
         if s > NEG / 2 {
-            let bonus = if i >= 2 && j >= 2 && d[0] > NEG / 2 { sc.run_bonus(i - 1, j - 1) } else { 0 };
+            let bonus = if i >= 2 && j >= 2 && d[0] > NEG / 2 {
+                sc.run_bonus(i - 1, j - 1)
+            } else {
+                0
+            };
             let (mut best, mut arg) = (d[0] + bonus, 0u8);
             for (t, &v) in d.iter().enumerate().skip(1) {
                 if v > best {
@@ -286,9 +310,9 @@ fn gap_states(
 ) {
     // Run of length 1: from M, from any state of the other side, and (linear gaps) from itself.
     let (mut best, mut arg) = (p[0], 0usize);
-    for t in other..other + k_other {
-        if p[t] > best {
-            best = p[t];
+    for (t, &v) in p.iter().enumerate().skip(other).take(k_other) {
+        if v > best {
+            best = v;
             arg = t;
         }
     }
@@ -324,15 +348,66 @@ enum Plan<'a> {
     Adaptive(usize),
 }
 
+/// Packs a cell's per-state back-pointers into 18 bits: only M, the first and the last gap
+/// state of each side have a choice (the middle gap states can only extend the shorter run).
+/// Bits 0–7: M's predecessor state and fusion length − 1; 8–11: X₁'s predecessor; 12: the last
+/// X state extends itself; 13–16 and 17: the same for Y.
+#[inline]
+fn pack(sh: &Shape, tb: &[u8]) -> u32 {
+    let last_self =
+        |first: usize, k: usize| u32::from(k >= 2 && tb[first + k - 1] as usize == first + k - 1);
+    u32::from(tb[0])
+        | u32::from(tb[sh.x(0)] & 15) << 8
+        | last_self(sh.x(0), sh.ka) << 12
+        | u32::from(tb[sh.y(0)] & 15) << 13
+        | last_self(sh.y(0), sh.kb) << 17
+}
+
+/// The back-pointer of `state` from a packed word (M keeps its fusion length in bits 4–7).
+#[inline]
+fn unpack(sh: &Shape, word: u32, state: usize) -> u8 {
+    if state == 0 {
+        return (word & 0xff) as u8;
+    }
+    let (first, k, shift) = if state < sh.y(0) {
+        (sh.x(0), sh.ka, 8)
+    } else {
+        (sh.y(0), sh.kb, 13)
+    };
+    let r = state - first;
+    let v = if r == 0 {
+        ((word >> shift) & 15) as usize
+    } else if r + 1 < k {
+        state - 1
+    } else if (word >> (shift + 4)) & 1 == 1 {
+        state
+    } else {
+        state - 1
+    };
+    v as u8
+}
+
 /// Runs the DP over rows `0..=n` and traces back; returns the alignment and the row bounds used.
-/// Memory: one byte per cell and state plus two rows of scores.
-fn run_band<S: Score + ?Sized>(sc: &S, n: usize, m: usize, plan: Plan<'_>) -> (Alignment, Vec<usize>, Vec<usize>) {
+/// Memory: one 32-bit word per cell plus two rows of scores.
+fn run_band<S: Score + ?Sized>(
+    sc: &S,
+    n: usize,
+    m: usize,
+    plan: Plan<'_>,
+) -> (Alignment, Vec<usize>, Vec<usize>) {
     let sh = Shape::new(sc);
     let ns = sh.n_states();
     let mut lo: Vec<usize> = Vec::with_capacity(n + 1);
     let mut hi: Vec<usize> = Vec::with_capacity(n + 1);
     let mut row_start = Vec::with_capacity(n + 2);
-    let mut bp: Vec<u8> = Vec::new();
+    // One packed back-pointer word per cell (see `pack`), reserved up front: this is the
+    // only allocation that grows with the band.
+    let cells = match plan {
+        Plan::Fixed(fl, fh) => fl.iter().zip(fh).map(|(l, h)| h - l + 1).sum(),
+        Plan::Adaptive(w) => (n + 1) * (2 * w + 2) + m + 1,
+    };
+    let mut bp: Vec<u32> = Vec::with_capacity(cells);
+    let mut tb = vec![0u8; ns];
     let mut prev: Vec<i64> = Vec::new();
     let mut cur: Vec<i64> = Vec::new();
     let mut tmp = vec![NEG; ns];
@@ -345,7 +420,11 @@ fn run_band<S: Score + ?Sized>(sc: &S, n: usize, m: usize, plan: Plan<'_>) -> (A
                     (0, w.min(m))
                 } else {
                     let l = best_col.saturating_sub(w).max(lo[i - 1]).min(hi[i - 1]);
-                    let h = if i == n { m } else { (best_col + 1 + w).min(m).max(l) };
+                    let h = if i == n {
+                        m
+                    } else {
+                        (best_col + 1 + w).min(m).max(l)
+                    };
                     (l, h)
                 }
             }
@@ -353,18 +432,18 @@ fn run_band<S: Score + ?Sized>(sc: &S, n: usize, m: usize, plan: Plan<'_>) -> (A
         lo.push(l);
         hi.push(h);
         let width = h - l + 1;
-        row_start.push(bp.len() / ns);
-        bp.resize(bp.len() + width * ns, 0);
+        row_start.push(bp.len());
         cur.clear();
         cur.resize(width * ns, NEG);
         // Best cell of this row, ties towards the straight diagonal, for the adaptive plan.
-        let expect = if n == 0 { 0 } else { i * m / n };
+        let expect = (i * m).checked_div(n).unwrap_or(0);
         let mut best = (NEG, usize::MAX);
         for j in l..=h {
             let c = j - l;
-            let b = &mut bp[(row_start[i] + c) * ns..(row_start[i] + c + 1) * ns];
+            let b = &mut tb[..];
             if i == 0 && j == 0 {
                 cur[0] = 0;
+                bp.push(0);
                 best = (0, 0);
                 continue;
             }
@@ -382,7 +461,11 @@ fn run_band<S: Score + ?Sized>(sc: &S, n: usize, m: usize, plan: Plan<'_>) -> (A
                 None
             };
             let (done, rest) = cur.split_at_mut(c * ns);
-            let left = if j > l { Some(&done[(c - 1) * ns..c * ns]) } else { None };
+            let left = if j > l {
+                Some(&done[(c - 1) * ns..c * ns])
+            } else {
+                None
+            };
             cell(&sh, sc, i, j, diag, up, left, &mut tmp, b);
             // Fusion: M(i,j) may also come from (i-1, j-len), pairing a_{i-1} with the last
             // `len` b symbols. The pair's back-pointer keeps `len - 1` in its high nibble.
@@ -415,6 +498,7 @@ fn run_band<S: Score + ?Sized>(sc: &S, n: usize, m: usize, plan: Plan<'_>) -> (A
                 }
             }
             rest[..ns].copy_from_slice(&tmp);
+            bp.push(pack(&sh, &tb));
             let v = tmp.iter().copied().max().unwrap_or(NEG);
             if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
                 best = (v, j);
@@ -436,11 +520,15 @@ fn run_band<S: Score + ?Sized>(sc: &S, n: usize, m: usize, plan: Plan<'_>) -> (A
     let (mut i, mut j) = (n, m);
     let mut steps = Vec::with_capacity(n + m);
     while i > 0 || j > 0 {
-        let b = &bp[(row_start[i] + j - lo[i]) * ns..][..ns];
-        let pred = (b[state] & 15) as usize;
+        let b = unpack(&sh, bp[row_start[i] + j - lo[i]], state);
+        let pred = (b & 15) as usize;
         if state == 0 {
-            let len = (b[state] >> 4) as usize + 1;
-            steps.push(if len == 1 { Step::Pair(i - 1, j - 1) } else { Step::Fused(i - 1, j - len, j - 1) });
+            let len = (b >> 4) as usize + 1;
+            steps.push(if len == 1 {
+                Step::Pair(i - 1, j - 1)
+            } else {
+                Step::Fused(i - 1, j - len, j - 1)
+            });
             i -= 1;
             j -= len;
         } else if state < 1 + sh.ka {
@@ -471,13 +559,22 @@ pub struct FastOptions {
     pub band: usize,
     /// Length of the key k-mers used as anchors.
     pub kmer: usize,
-    /// The path must stay this many columns inside the band, else the band doubles.
+    /// The path must stay this many columns (and a quarter of the band) inside the band,
+    /// else the band doubles.
     pub margin: usize,
+    /// Also require that doubling the band no longer improves the score (about 3× the work;
+    /// guards against a better route entirely outside a misplaced band).
+    pub verify: bool,
 }
 
 impl Default for FastOptions {
     fn default() -> Self {
-        FastOptions { band: 48, kmer: 12, margin: 4 }
+        FastOptions {
+            band: 32,
+            kmer: 12,
+            margin: 4,
+            verify: false,
+        }
     }
 }
 
@@ -489,7 +586,12 @@ pub fn align_fast<S: Score + ?Sized>(sc: &S, n: usize, m: usize) -> Alignment {
 }
 
 /// [`align_fast`] with explicit options.
-pub fn align_fast_with<S: Score + ?Sized>(sc: &S, n: usize, m: usize, opt: FastOptions) -> Alignment {
+pub fn align_fast_with<S: Score + ?Sized>(
+    sc: &S,
+    n: usize,
+    m: usize,
+    opt: FastOptions,
+) -> Alignment {
     let anchors = chain(match sc.anchor_hints() {
         Some(h) => h.into_iter().filter(|&(i, j)| i < n && j < m).collect(),
         None => kmer_anchors(sc, n, m, opt.kmer.max(adaptive_k(sc, n, m))),
@@ -510,7 +612,11 @@ pub fn align_fast_with<S: Score + ?Sized>(sc: &S, n: usize, m: usize, opt: FastO
             let (lo, hi) = band_rows(&centre, n, m, w);
             run_band(sc, n, m, Plan::Fixed(&lo, &hi))
         };
-        let clear = !near_edge(&al, &lo, &hi, m, opt.margin.min(w / 2));
+        // The path must keep a quarter of the band (at least `margin`) clear on both sides.
+        let clear = !near_edge(&al, &lo, &hi, m, opt.margin.max(w / 4).min(w / 2));
+        if clear && !opt.verify {
+            return al;
+        }
         if clear {
             if let Some(p) = prev.take() {
                 if p.score == al.score {
@@ -567,7 +673,9 @@ fn kmer_anchors<S: Score + ?Sized>(sc: &S, n: usize, m: usize, k: usize) -> Vec<
             if t >= k {
                 h = h.wrapping_sub(key(t - k).wrapping_add(0x9e37_79b9).wrapping_mul(pk));
             }
-            h = h.wrapping_mul(P).wrapping_add(key(t).wrapping_add(0x9e37_79b9));
+            h = h
+                .wrapping_mul(P)
+                .wrapping_add(key(t).wrapping_add(0x9e37_79b9));
             if t + 1 >= k {
                 out.push(h);
             }
@@ -641,7 +749,11 @@ fn centre_line(anchors: &[(usize, usize)], n: usize, m: usize) -> Vec<usize> {
             continue;
         }
         for (i, ci) in c.iter_mut().enumerate().take(i1 + 1).skip(i0) {
-            *ci = if i1 == i0 { j1 } else { j0 + (j1 - j0) * (i - i0) / (i1 - i0) };
+            *ci = if i1 == i0 {
+                j1
+            } else {
+                j0 + (j1 - j0) * (i - i0) / (i1 - i0)
+            };
         }
     }
     c
@@ -673,7 +785,8 @@ fn band_rows(c: &[usize], n: usize, m: usize, w: usize) -> (Vec<usize>, Vec<usiz
 /// Does the path pass within `margin` of a band edge that is not the matrix border?
 fn near_edge(al: &Alignment, lo: &[usize], hi: &[usize], m: usize, margin: usize) -> bool {
     let (mut i, mut j) = (0usize, 0usize);
-    let check = |i: usize, j: usize| (lo[i] > 0 && j < lo[i] + margin) || (hi[i] < m && j + margin > hi[i]);
+    let check =
+        |i: usize, j: usize| (lo[i] > 0 && j < lo[i] + margin) || (hi[i] < m && j + margin > hi[i]);
     if check(0, 0) {
         return true;
     }
@@ -754,7 +867,12 @@ mod tests {
             if self.a[i] != 0 {
                 return 1;
             }
-            (0..=j).rev().take(4).take_while(|&t| self.b[t] == 0).count().max(1)
+            (0..=j)
+                .rev()
+                .take(4)
+                .take_while(|&t| self.b[t] == 0)
+                .count()
+                .max(1)
         }
         fn fuse(&self, _i: usize, _j: usize, len: usize) -> i64 {
             200 + 150 * len as i64
@@ -767,7 +885,7 @@ mod tests {
     /// A base sequence, then two copies with random drops and duplications.
     fn noisy_pair(rng: &mut Rng, len: usize, alpha: u64) -> (Vec<u8>, Vec<u8>) {
         let base: Vec<u8> = (0..len).map(|_| rng.below(alpha) as u8).collect();
-        let mut noisy = |rng: &mut Rng| {
+        let noisy = |rng: &mut Rng| {
             let mut v = Vec::new();
             for &x in &base {
                 match rng.below(10) {
@@ -790,9 +908,21 @@ mod tests {
     fn full_and_fast_agree_on_random_sequences() {
         let mut rng = Rng::new(7);
         let models = [
-            GapModel { open: -500, step: -100, cap: 2 },
-            GapModel { open: -500, step: 300, cap: 1 },
-            GapModel { open: -400, step: 0, cap: 0 },
+            GapModel {
+                open: -500,
+                step: -100,
+                cap: 2,
+            },
+            GapModel {
+                open: -500,
+                step: 300,
+                cap: 1,
+            },
+            GapModel {
+                open: -400,
+                step: 0,
+                cap: 0,
+            },
         ];
         for round in 0..300 {
             let len = 1 + rng.below(if round % 10 == 0 { 400 } else { 60 }) as usize;
@@ -800,9 +930,18 @@ mod tests {
             let (a, b) = noisy_pair(&mut rng, len, alpha);
             let ga = models[rng.below(3) as usize];
             let gb = models[rng.below(3) as usize];
-            let sc = Letters { a: &a, b: &b, ga, gb };
+            let sc = Letters {
+                a: &a,
+                b: &b,
+                ga,
+                gb,
+            };
             let full = align_full(&sc, a.len(), b.len());
-            let opt = FastOptions { band: 8 + rng.below(40) as usize, kmer: 4, margin: 2 };
+            let opt = FastOptions {
+                band: 8 + rng.below(40) as usize,
+                kmer: 4,
+                margin: 2,
+            };
             let fast = align_fast_with(&sc, a.len(), b.len(), opt);
             assert_eq!(full.score, fast.score, "round {round}: {a:?} / {b:?}");
             assert_eq!(path_score(&sc, &full.steps), full.score, "round {round}");
@@ -812,13 +951,27 @@ mod tests {
 
     #[test]
     fn empty_sequences() {
-        let g = GapModel { open: -5, step: -1, cap: 2 };
+        let g = GapModel {
+            open: -5,
+            step: -1,
+            cap: 2,
+        };
         let a: Vec<u8> = vec![1, 2, 3];
-        let sc = Letters { a: &a, b: &[], ga: g, gb: g };
+        let sc = Letters {
+            a: &a,
+            b: &[],
+            ga: g,
+            gb: g,
+        };
         let al = align_fast(&sc, 3, 0);
         assert_eq!(al.steps.len(), 3);
         assert_eq!(al.score, -5 - 6 - 7);
-        let sc = Letters { a: &[], b: &[], ga: g, gb: g };
+        let sc = Letters {
+            a: &[],
+            b: &[],
+            ga: g,
+            gb: g,
+        };
         assert!(align_full(&sc, 0, 0).steps.is_empty());
     }
 
@@ -827,24 +980,47 @@ mod tests {
     #[ignore]
     fn timing_full_vs_fast() {
         let mut rng = Rng::new(11);
-        let g = GapModel { open: -500, step: -100, cap: 2 };
+        let g = GapModel {
+            open: -500,
+            step: -100,
+            cap: 1,
+        };
         for &len in &[250usize, 500, 1000, 2000] {
             let (a, b) = noisy_pair(&mut rng, len, 5);
-            let sc = Letters { a: &a, b: &b, ga: g, gb: g };
+            let sc = Letters {
+                a: &a,
+                b: &b,
+                ga: g,
+                gb: g,
+            };
             let t = std::time::Instant::now();
             let f = align_full(&sc, a.len(), b.len());
             let tf = t.elapsed();
             let t = std::time::Instant::now();
             let q = align_fast(&sc, a.len(), b.len());
             let tq = t.elapsed();
-            println!("len {len}: full {tf:?} fast {tq:?} (scores {} / {})", f.score, q.score);
+            println!(
+                "len {len}: full {tf:?} fast {tq:?} (scores {} / {})",
+                f.score, q.score
+            );
             assert_eq!(f.score, q.score);
         }
         let mut base_rng = Rng::new(12);
         let (a, b) = noisy_pair(&mut base_rng, 111_000, 5);
-        let sc = Letters { a: &a, b: &b, ga: g, gb: g };
+        let sc = Letters {
+            a: &a,
+            b: &b,
+            ga: g,
+            gb: g,
+        };
         let t = std::time::Instant::now();
         let q = align_fast(&sc, a.len(), b.len());
-        println!("{} x {}: fast {:?}, {} pairs", a.len(), b.len(), t.elapsed(), q.pairs().len());
+        println!(
+            "{} x {}: fast {:?}, {} pairs",
+            a.len(),
+            b.len(),
+            t.elapsed(),
+            q.pairs().len()
+        );
     }
 }

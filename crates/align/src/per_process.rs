@@ -170,9 +170,21 @@ pub fn align_process(
     }
     // 2. Log units.
     let (kept, dup_of) = dedup(log_ops, cfg.dedup_log);
-    let units: Vec<Unit> = kept.iter().map(|&l| Unit { members: vec![l], sym: log_symbol(&log_ops[l]) }).collect();
+    let units: Vec<Unit> = kept
+        .iter()
+        .map(|&l| Unit {
+            members: vec![l],
+            sym: log_symbol(&log_ops[l]),
+        })
+        .collect();
     let usym: Vec<Symbol> = units.iter().map(|u| u.sym.clone()).collect();
-    let ctx = Ctx { cfg, log_ops, units: &units, ksym: &ksym, usym: &usym };
+    let ctx = Ctx {
+        cfg,
+        log_ops,
+        units: &units,
+        ksym: &ksym,
+        usym: &usym,
+    };
 
     // 3. First pass on symbols alone.
     let all_u: Vec<usize> = (0..units.len()).collect();
@@ -185,7 +197,9 @@ pub fn align_process(
     if cfg.per_stream {
         let mut votes: HashMap<(u64, u64), usize> = HashMap::new();
         for (k, us) in &matches {
-            *votes.entry((usym[us[0]].stream, ksym[*k].stream)).or_default() += 1;
+            *votes
+                .entry((usym[us[0]].stream, ksym[*k].stream))
+                .or_default() += 1;
         }
         let mut v: Vec<((u64, u64), usize)> = votes.into_iter().collect();
         v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -201,17 +215,36 @@ pub fn align_process(
             groups = stream_map
                 .iter()
                 .map(|&(ls, ks)| {
-                    let k = all_k.iter().copied().filter(|&k| ksym[k].stream == ks).collect();
-                    let u = all_u.iter().copied().filter(|&u| usym[u].stream == ls).collect();
+                    let k = all_k
+                        .iter()
+                        .copied()
+                        .filter(|&k| ksym[k].stream == ks)
+                        .collect();
+                    let u = all_u
+                        .iter()
+                        .copied()
+                        .filter(|&u| usym[u].stream == ls)
+                        .collect();
                     (k, u)
                 })
                 .collect();
-            let k_rest: Vec<usize> = all_k.iter().copied().filter(|&k| !used_k.contains(&ksym[k].stream)).collect();
-            let u_rest: Vec<usize> = all_u.iter().copied().filter(|&u| !used_l.contains(&usym[u].stream)).collect();
+            let k_rest: Vec<usize> = all_k
+                .iter()
+                .copied()
+                .filter(|&k| !used_k.contains(&ksym[k].stream))
+                .collect();
+            let u_rest: Vec<usize> = all_u
+                .iter()
+                .copied()
+                .filter(|&u| !used_l.contains(&usym[u].stream))
+                .collect();
             if !k_rest.is_empty() && !u_rest.is_empty() {
                 groups.push((k_rest, u_rest));
             }
-            matches = groups.iter().flat_map(|(k, u)| align_group(&ctx, k, u, None)).collect();
+            matches = groups
+                .iter()
+                .flat_map(|(k, u)| align_group(&ctx, k, u, None))
+                .collect();
         }
     }
 
@@ -224,7 +257,10 @@ pub fn align_process(
             .collect();
         time = TimeModel::fit(diffs, cfg.min_time_scale_ns);
         if time.is_some() {
-            matches = groups.iter().flat_map(|(k, u)| align_group(&ctx, k, u, time)).collect();
+            matches = groups
+                .iter()
+                .flat_map(|(k, u)| align_group(&ctx, k, u, time))
+                .collect();
         }
     }
 
@@ -241,16 +277,31 @@ pub fn align_process(
         nccl_kernels: ksym.len(),
         log_ops: log_ops.len(),
         duplicate_log_ops: dup_of.iter().filter(|d| d.is_some()).count(),
-        stream_map: if cfg.per_stream { stream_map } else { Vec::new() },
+        stream_map: if cfg.per_stream {
+            stream_map
+        } else {
+            Vec::new()
+        },
         time_offset_ns: time.map(|t| t.offset_ns),
         ..AnomalyReport::default()
     };
     report.duplication_2to1 = !kept.is_empty() && report.duplicate_log_ops * 5 >= kept.len() * 2;
     let mut log_matched = vec![false; log_ops.len()];
-    let plain = Scorer { scoring: &cfg.scoring, kernels: &ksym, log: &usym, time: None };
+    let plain = Scorer {
+        scoring: &cfg.scoring,
+        kernels: &ksym,
+        log: &usym,
+        time: None,
+    };
     for ((k, us), &c) in matches.iter().zip(&confidence) {
-        let members: Vec<usize> = us.iter().flat_map(|&u| units[u].members.iter().copied()).collect();
-        let duplicates = members.iter().flat_map(|m| dups_of.get(m).cloned().unwrap_or_default()).collect();
+        let members: Vec<usize> = us
+            .iter()
+            .flat_map(|&u| units[u].members.iter().copied())
+            .collect();
+        let duplicates = members
+            .iter()
+            .flat_map(|m| dups_of.get(m).cloned().unwrap_or_default())
+            .collect();
         for &m in &members {
             log_matched[m] = true;
         }
@@ -262,10 +313,18 @@ pub fn align_process(
             report.fused_kernels += 1;
             report.fused_log_ops += members.len();
         }
-        per_kernel[kidx[*k]] = Some(KernelMatch { log_ops: members, duplicates, confidence: c });
+        per_kernel[kidx[*k]] = Some(KernelMatch {
+            log_ops: members,
+            duplicates,
+            confidence: c,
+        });
     }
     report.orphan_log_ops = kept.iter().copied().filter(|&l| !log_matched[l]).collect();
-    report.orphan_kernels = kidx.iter().copied().filter(|&k| per_kernel[k].is_none()).collect();
+    report.orphan_kernels = kidx
+        .iter()
+        .copied()
+        .filter(|&k| per_kernel[k].is_none())
+        .collect();
     ProcessAlignment { per_kernel, report }
 }
 
@@ -280,7 +339,16 @@ fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
     let mut kept = Vec::new();
     for (l, o) in log_ops.iter().enumerate() {
         // Grouped operations share an opCount: only a line identical in every field repeats.
-        let key = (o.comm, o.op_count, o.op as u8, o.root, o.count, o.datatype_code, o.sendbuff, o.recvbuff);
+        let key = (
+            o.comm,
+            o.op_count,
+            o.op as u8,
+            o.root,
+            o.count,
+            o.datatype_code,
+            o.sendbuff,
+            o.recvbuff,
+        );
         match seen.get(&key) {
             Some(&first) => dup_of[l] = Some(first),
             None => {
@@ -361,7 +429,11 @@ impl Score for Sub<'_> {
         let all = self.inner.anchor_hints()?;
         let kpos: HashMap<usize, usize> = self.k.iter().enumerate().map(|(p, &k)| (k, p)).collect();
         let upos: HashMap<usize, usize> = self.u.iter().enumerate().map(|(p, &u)| (u, p)).collect();
-        Some(all.into_iter().filter_map(|(k, u)| Some((*kpos.get(&k)?, *upos.get(&u)?))).collect())
+        Some(
+            all.into_iter()
+                .filter_map(|(k, u)| Some((*kpos.get(&k)?, *upos.get(&u)?)))
+                .collect(),
+        )
     }
 }
 
@@ -371,13 +443,22 @@ impl Score for Sub<'_> {
 fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<TimeModel>) -> Matches {
     let cfg = ctx.cfg;
     let sc = Sub {
-        inner: Scorer { scoring: &cfg.scoring, kernels: ctx.ksym, log: ctx.usym, time },
+        inner: Scorer {
+            scoring: &cfg.scoring,
+            kernels: ctx.ksym,
+            log: ctx.usym,
+            time,
+        },
         k,
         u,
         run_start: p2p_runs(ctx, u),
         fusion_extra: (cfg.fusion_extra * 100.0).round() as i64,
     };
-    let al = if cfg.reference { nw::align_full(&sc, k.len(), u.len()) } else { nw::align_fast(&sc, k.len(), u.len()) };
+    let al = if cfg.reference {
+        nw::align_full(&sc, k.len(), u.len())
+    } else {
+        nw::align_fast(&sc, k.len(), u.len())
+    };
     al.steps
         .iter()
         .filter_map(|s| match *s {
@@ -391,8 +472,19 @@ fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<TimeModel>)
 /// Confidence of each match: a logistic of its score (a plain op-name match of weight 1 gives
 /// 0.78, a mismatch ~0) times a context factor (how many of the neighbouring kernels, two each
 /// side in kernel order, are matched close by in the log).
-fn confidences(cfg: &AlignConfig, ksym: &[Symbol], usym: &[Symbol], m: &Matches, time: Option<TimeModel>) -> Vec<f64> {
-    let sc = Scorer { scoring: &cfg.scoring, kernels: ksym, log: usym, time };
+fn confidences(
+    cfg: &AlignConfig,
+    ksym: &[Symbol],
+    usym: &[Symbol],
+    m: &Matches,
+    time: Option<TimeModel>,
+) -> Vec<f64> {
+    let sc = Scorer {
+        scoring: &cfg.scoring,
+        kernels: ksym,
+        log: usym,
+        time,
+    };
     let by_k: HashMap<usize, usize> = m.iter().map(|(k, us)| (*k, us[0])).collect();
     m.iter()
         .map(|(k, us)| {
@@ -400,9 +492,15 @@ fn confidences(cfg: &AlignConfig, ksym: &[Symbol], usym: &[Symbol], m: &Matches,
             let s = 1.0 / (1.0 + (-sc.points(k, u) / 4.0).exp());
             let mut ctx = 0.0;
             for d in [1usize, 2] {
-                for (nk, nu) in [(k.checked_sub(d), u.checked_sub(d)), (Some(k + d), Some(u + d))] {
+                for (nk, nu) in [
+                    (k.checked_sub(d), u.checked_sub(d)),
+                    (Some(k + d), Some(u + d)),
+                ] {
                     if let (Some(nk), Some(nu)) = (nk, nu) {
-                        if by_k.get(&nk).is_some_and(|&mu| mu.abs_diff(nu) <= 2 + us.len()) {
+                        if by_k
+                            .get(&nk)
+                            .is_some_and(|&mu| mu.abs_diff(nu) <= 2 + us.len())
+                        {
                             ctx += 0.25;
                         }
                     }

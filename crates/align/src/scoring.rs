@@ -61,13 +61,28 @@ pub struct RichTerms {
 impl Scoring {
     /// The thesis' configuration (§4.2.2), with the run-length gap model described above.
     pub fn thesis() -> Scoring {
-        let gap = GapModel { open: -500, step: -100, cap: 1 };
-        Scoring { match_score: 5.0, mismatch: -15.0, run_bonus: 1.0, gap_kernel: gap, gap_log: gap, rich: None }
+        let gap = GapModel {
+            open: -500,
+            step: -100,
+            cap: 1,
+        };
+        Scoring {
+            match_score: 5.0,
+            mismatch: -15.0,
+            run_bonus: 1.0,
+            gap_kernel: gap,
+            gap_log: gap,
+            rich: None,
+        }
     }
 
     /// The richer configuration used by the pipeline.
     pub fn rich() -> Scoring {
-        let gap = GapModel { open: -500, step: 300, cap: 1 };
+        let gap = GapModel {
+            open: -500,
+            step: 300,
+            cap: 1,
+        };
         Scoring {
             match_score: 5.0,
             mismatch: -15.0,
@@ -109,7 +124,10 @@ impl TimeModel {
         dev.sort_unstable();
         let mad = dev[dev.len() / 2] as f64;
         let scale = ((4.0 * 1.4826 * mad) as i64).max(min_scale_ns).max(1);
-        Some(TimeModel { offset_ns: offset, scale_ns: scale })
+        Some(TimeModel {
+            offset_ns: offset,
+            scale_ns: scale,
+        })
     }
 }
 
@@ -139,7 +157,9 @@ impl Scorer<'_> {
         let (k, l) = (&self.kernels[i], &self.log[j]);
         let sc = self.scoring;
         let mut p = match (k.op, l.op) {
-            (Some(a), Some(b)) if kernel_class(a) == kernel_class(b) => sc.match_score * weight(Some(a)),
+            (Some(a), Some(b)) if kernel_class(a) == kernel_class(b) => {
+                sc.match_score * weight(Some(a))
+            }
             (None, Some(_)) if sc.rich.is_some() => sc.rich.as_ref().map_or(0.0, |r| r.unknown_op),
             _ => return sc.mismatch * (weight(k.op) + weight(l.op)) / 2.0,
         };
@@ -163,7 +183,11 @@ impl Scorer<'_> {
         }
         if let (Some(tm), Some(kt), Some(lt)) = (self.time, k.time_ns, l.time_ns) {
             let z = ((kt - lt - tm.offset_ns).abs() as f64) / tm.scale_ns as f64;
-            p += if z <= 1.0 { r.time_agree * (1.0 - z) } else { -(r.time_slope * (z - 1.0)).min(r.time_cap) };
+            p += if z <= 1.0 {
+                r.time_agree * (1.0 - z)
+            } else {
+                -(r.time_slope * (z - 1.0)).min(r.time_cap)
+            };
         }
         p
     }
@@ -196,8 +220,12 @@ impl Score for Scorer<'_> {
     /// scale) is an anchor: this makes the band dense and narrow when timestamps exist.
     fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
         let tm = self.time?;
-        let mut lt: Vec<(i64, usize)> =
-            self.log.iter().enumerate().filter_map(|(j, s)| s.time_ns.map(|t| (t, j))).collect();
+        let mut lt: Vec<(i64, usize)> = self
+            .log
+            .iter()
+            .enumerate()
+            .filter_map(|(j, s)| s.time_ns.map(|t| (t, j)))
+            .collect();
         if lt.is_empty() {
             return None;
         }
@@ -226,7 +254,12 @@ impl Score for Scorer<'_> {
 pub fn align_ops(kernels: &[OpType], log: &[OpType], scoring: &Scoring) -> nw::Alignment {
     let k: Vec<Symbol> = kernels.iter().map(|&o| op_symbol(o)).collect();
     let l: Vec<Symbol> = log.iter().map(|&o| op_symbol(o)).collect();
-    let sc = Scorer { scoring, kernels: &k, log: &l, time: None };
+    let sc = Scorer {
+        scoring,
+        kernels: &k,
+        log: &l,
+        time: None,
+    };
     nw::align_full(&sc, k.len(), l.len())
 }
 
@@ -235,7 +268,9 @@ mod tests {
     //! The five unit tests of the thesis (§4.3.1) with its reported outcomes.
     use super::*;
     use crate::nw::Step;
-    use OpType::{AllGather as AG, AllReduce as AR, Broadcast as BC, Recv, ReduceScatter as RS, Send};
+    use OpType::{
+        AllGather as AG, AllReduce as AR, Broadcast as BC, Recv, ReduceScatter as RS, Send,
+    };
 
     fn counts(k: &[OpType], l: &[OpType], al: &nw::Alignment) -> (usize, usize, usize) {
         let (mut m, mut mm, mut g) = (0, 0, 0);
@@ -274,7 +309,11 @@ mod tests {
         let al = align_ops(&k, &l, &Scoring::thesis());
         let (m, mm, _) = counts(&k, &l, &al);
         assert_eq!((m, mm), (5, 0));
-        let skipped = al.steps.iter().filter(|s| matches!(s, Step::GapB(_))).count();
+        let skipped = al
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::GapB(_)))
+            .count();
         assert_eq!(skipped * 2, l.len());
     }
 

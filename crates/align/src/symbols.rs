@@ -48,7 +48,10 @@ pub fn kernel_class(op: OpType) -> OpType {
 
 /// Does the reduction operator matter for this op (is it printed in its kernel name)?
 pub fn reduces(op: OpType) -> bool {
-    matches!(op, OpType::AllReduce | OpType::ReduceScatter | OpType::Reduce)
+    matches!(
+        op,
+        OpType::AllReduce | OpType::ReduceScatter | OpType::Reduce
+    )
 }
 
 /// Is this an NCCL kernel at all (`ncclKernel_*`, `ncclDevKernel_*`, `ncclSymkDevKernel_*`...)?
@@ -111,7 +114,11 @@ pub fn kernel_symbol(k: &Kernel, decoded: Option<&KernelName>) -> Option<Symbol>
     Some(Symbol {
         op,
         red_op: d.red_op,
-        datatype: if op.is_some_and(|o| o.is_p2p()) { None } else { d.datatype },
+        datatype: if op.is_some_and(|o| o.is_p2p()) {
+            None
+        } else {
+            d.datatype
+        },
         algo: d.algo,
         proto: d.proto,
         channels: (k.grid[0] > 0).then_some(k.grid[0]),
@@ -147,10 +154,22 @@ mod tests {
 
     #[test]
     fn fallback_decoder_prefers_long_names() {
-        assert_eq!(decode_kernel_op("ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*)"), Some(OpType::AllReduce));
-        assert_eq!(decode_kernel_op("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL"), Some(OpType::ReduceScatter));
-        assert_eq!(decode_kernel_op("ncclDevKernel_SendRecv(ncclDevKernelArgs)"), Some(OpType::SendRecv));
-        assert_eq!(decode_kernel_op("ncclDevKernel_Reduce_Sum_f16_RING_LL"), Some(OpType::Reduce));
+        assert_eq!(
+            decode_kernel_op("ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*)"),
+            Some(OpType::AllReduce)
+        );
+        assert_eq!(
+            decode_kernel_op("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL"),
+            Some(OpType::ReduceScatter)
+        );
+        assert_eq!(
+            decode_kernel_op("ncclDevKernel_SendRecv(ncclDevKernelArgs)"),
+            Some(OpType::SendRecv)
+        );
+        assert_eq!(
+            decode_kernel_op("ncclDevKernel_Reduce_Sum_f16_RING_LL"),
+            Some(OpType::Reduce)
+        );
         assert_eq!(decode_kernel_op("ncclDevKernel_Generic"), None);
         assert!(!is_nccl_kernel("volta_sgemm_128x64"));
     }

@@ -72,16 +72,24 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
         Drops::Log => (0.2, 0.0),
         Drops::Both => (0.2, 0.2),
     };
-    let process = ProcessKey { host: "node0".into(), pid: 1000 + rank };
+    let process = ProcessKey {
+        host: "node0".into(),
+        pid: 1000 + rank,
+    };
     let epoch = 1_760_000_000_000_000_000i64;
     let gpu_offset = -1_759_999_000_000_000_000i64; // nsys clock: session-relative
     let mut t = epoch;
     let mut gpu_free = 0i64;
     let mut op_counts = [0u64; 2];
-    let (mut log, mut kernels, mut names, mut truth) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut log, mut kernels, mut names, mut truth) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n_ops {
         t += 50_000 + rng.below(1_950_000) as i64;
-        let s = if g.two_streams { rng.below(2) as usize } else { 0 };
+        let s = if g.two_streams {
+            rng.below(2) as usize
+        } else {
+            0
+        };
         let x = rng.below(1000);
         let op = match x {
             0..=399 => OpType::AllReduce,
@@ -95,18 +103,35 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
         let dt = [DataType::Float16, DataType::Bfloat16, DataType::Float32][rng.below(3) as usize];
         let red = [RedOp::Sum, RedOp::Sum, RedOp::Max, RedOp::Avg][rng.below(4) as usize];
         let nch = [2u32, 4, 8, 16][rng.below(4) as usize];
-        let peer = if rng.below(2) == 0 { (rank + 1) % 4 } else { (rank + 3) % 4 };
-        let lines: Vec<OpType> = if op == OpType::SendRecv { vec![OpType::Send, OpType::Recv] } else { vec![op] };
+        let peer = if rng.below(2) == 0 {
+            (rank + 1) % 4
+        } else {
+            (rank + 3) % 4
+        };
+        let lines: Vec<OpType> = if op == OpType::SendRecv {
+            vec![OpType::Send, OpType::Recv]
+        } else {
+            vec![op]
+        };
         let op = if op.is_p2p() { OpType::SendRecv } else { op };
         // Kernel.
         let launch = t - epoch + 1_000_000_000 + rng.below(30_000) as i64;
         let start = (launch + 5_000 + rng.below(300_000) as i64).max(gpu_free + 1_000);
         let dur = 10_000 + rng.below(500_000) as i64;
-        gpu_free = if g.two_streams { gpu_free.max(start) } else { start + dur };
+        gpu_free = if g.two_streams {
+            gpu_free.max(start)
+        } else {
+            start + dur
+        };
         let kname = if op == OpType::SendRecv {
             "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)".to_string()
         } else {
-            format!("ncclDevKernel_{}_{}_{}_RING_LL(ncclDevKernelArgsStorage<4096ul>)", op.name(), "Sum", dtype_suffix(dt))
+            format!(
+                "ncclDevKernel_{}_{}_{}_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                op.name(),
+                "Sum",
+                dtype_suffix(dt)
+            )
         };
         let keep_k = !rng.chance(drop_k);
         let kernel_index = kernels.len();
@@ -164,7 +189,10 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
                 nchannels: (!lop.is_p2p()).then_some(nch),
                 rccl_task: None,
                 rccl_global_rank: None,
-                source: SourceLine { file: 0, line: log.len() as u64 + 1 },
+                source: SourceLine {
+                    file: 0,
+                    line: log.len() as u64 + 1,
+                },
             };
             if keep_l {
                 if keep_k {
@@ -177,7 +205,12 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
             }
         }
     }
-    Rank { log, kernels, names, truth }
+    Rank {
+        log,
+        kernels,
+        names,
+        truth,
+    }
 }
 
 struct Row {
@@ -194,23 +227,43 @@ fn run(g: Gen, seed: u64) -> Row {
         let thesis = align_process(&r.log, &r.kernels, &r.names, &AlignConfig::thesis());
         th.push(score_pairs(&thesis.pairs(), &r.truth));
         let base = sliding_window(&r.log, &r.kernels, &r.names, DEFAULT_WINDOW);
-        let bp: Vec<(usize, usize)> = base.iter().enumerate().filter_map(|(k, l)| Some(((*l)?, k))).collect();
+        let bp: Vec<(usize, usize)> = base
+            .iter()
+            .enumerate()
+            .filter_map(|(k, l)| Some(((*l)?, k)))
+            .collect();
         bl.push(score_pairs(&bp, &r.truth));
         let rich = align_process(&r.log, &r.kernels, &r.names, &AlignConfig::rich());
         assert_eq!(rich.report.mismatched, 0);
         ri.push(score_pairs(&rich.pairs(), &r.truth));
     }
-    Row { thesis: Prf::pool(&th), baseline: Prf::pool(&bl), rich: Prf::pool(&ri) }
+    Row {
+        thesis: Prf::pool(&th),
+        baseline: Prf::pool(&bl),
+        rich: Prf::pool(&ri),
+    }
 }
 
 #[test]
 fn table_4_5_like() {
     for timestamps in [false, true] {
         println!("timestamps: {timestamps}");
-        println!("{:<16} {:>8} {:>8} {:>8}", "scenario", "thesis", "baseline", "rich");
+        println!(
+            "{:<16} {:>8} {:>8} {:>8}",
+            "scenario", "thesis", "baseline", "rich"
+        );
         let mut sum = [0.0; 3];
-        for (n, drops) in [Drops::None, Drops::Nsys, Drops::Log, Drops::Both].into_iter().enumerate() {
-            let g = Gen { drops, timestamps, duplicate: false, two_streams: false, p2p_groups: false };
+        for (n, drops) in [Drops::None, Drops::Nsys, Drops::Log, Drops::Both]
+            .into_iter()
+            .enumerate()
+        {
+            let g = Gen {
+                drops,
+                timestamps,
+                duplicate: false,
+                two_streams: false,
+                p2p_groups: false,
+            };
             let row = run(g, 42 + n as u64);
             println!(
                 "{:<16} {:>8.3} {:>8.3} {:>8.3}",
@@ -223,9 +276,19 @@ fn table_4_5_like() {
             sum[1] += row.baseline.f1;
             sum[2] += row.rich.f1;
             let want = if timestamps { 0.99 } else { 0.97 };
-            assert!(row.rich.f1 >= want, "{drops:?} ts={timestamps}: rich F1 {:.3}", row.rich.f1);
+            assert!(
+                row.rich.f1 >= want,
+                "{drops:?} ts={timestamps}: rich F1 {:.3}",
+                row.rich.f1
+            );
         }
-        println!("{:<16} {:>8.3} {:>8.3} {:>8.3}", "average", sum[0] / 4.0, sum[1] / 4.0, sum[2] / 4.0);
+        println!(
+            "{:<16} {:>8.3} {:>8.3} {:>8.3}",
+            "average",
+            sum[0] / 4.0,
+            sum[1] / 4.0,
+            sum[2] / 4.0
+        );
     }
 }
 
@@ -233,7 +296,13 @@ fn table_4_5_like() {
 fn duplicated_logging_and_two_streams() {
     for timestamps in [false, true] {
         for (duplicate, two_streams) in [(true, false), (false, true), (true, true)] {
-            let g = Gen { drops: Drops::Both, timestamps, duplicate, two_streams, p2p_groups: true };
+            let g = Gen {
+                drops: Drops::Both,
+                timestamps,
+                duplicate,
+                two_streams,
+                p2p_groups: true,
+            };
             let row = run(g, 7);
             println!(
                 "dup={duplicate} streams2={two_streams} ts={timestamps}: thesis {:.3} baseline {:.3} rich {:.3}",
@@ -244,20 +313,36 @@ fn duplicated_logging_and_two_streams() {
     }
     // The report flags the 2:1 duplication and the fused Send/Recv kernels.
     let mut rng = Rng(3);
-    let g = Gen { drops: Drops::None, timestamps: false, duplicate: true, two_streams: false, p2p_groups: true };
+    let g = Gen {
+        drops: Drops::None,
+        timestamps: false,
+        duplicate: true,
+        two_streams: false,
+        p2p_groups: true,
+    };
     let r = make_rank(&mut rng, 0, 200, g);
     let a = align_process(&r.log, &r.kernels, &r.names, &AlignConfig::rich());
     assert!(a.report.duplication_2to1);
     assert_eq!(a.report.duplicate_log_ops * 2, r.log.len());
     assert!(a.report.fused_kernels > 0);
-    assert!(a.per_kernel.iter().flatten().all(|m| (0.0..=1.0).contains(&m.confidence)));
+    assert!(a
+        .per_kernel
+        .iter()
+        .flatten()
+        .all(|m| (0.0..=1.0).contains(&m.confidence)));
 }
 
 #[test]
 #[ignore]
 fn debug_errors() {
     let mut rng = Rng(42 + 3);
-    let g = Gen { drops: Drops::Both, timestamps: false, duplicate: false, two_streams: false, p2p_groups: false };
+    let g = Gen {
+        drops: Drops::Both,
+        timestamps: false,
+        duplicate: false,
+        two_streams: false,
+        p2p_groups: false,
+    };
     for rank in 0..4 {
         let r = make_rank(&mut rng, rank, 200, g);
         let a = align_process(&r.log, &r.kernels, &r.names, &AlignConfig::rich());
@@ -266,7 +351,13 @@ fn debug_errors() {
             if !truth.contains(&(l, k)) {
                 let tk = r.truth.iter().find(|t| t.1 == k);
                 let tl = r.truth.iter().find(|t| t.0 == l);
-                println!("FP log {l} {:?} kernel {k} {} truth-of-k {:?} truth-of-l {:?}", r.log[l].op, r.kernels[k].name.split('(').next().unwrap(), tk, tl);
+                println!(
+                    "FP log {l} {:?} kernel {k} {} truth-of-k {:?} truth-of-l {:?}",
+                    r.log[l].op,
+                    r.kernels[k].name.split('(').next().unwrap(),
+                    tk,
+                    tl
+                );
             }
         }
     }

@@ -20,7 +20,10 @@ pub struct AnalyzeArgs {
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let files = inputs::expand(&args.paths)?;
     let mut session = Session::default();
-    let reports: Vec<_> = files.iter().map(|f| inputs::load(&mut session, f)).collect();
+    let reports: Vec<_> = files
+        .iter()
+        .map(|f| inputs::load(&mut session, f))
+        .collect();
     for r in &reports {
         if let Some(e) = &r.error {
             eprintln!("ncclscope: {}: {e}", r.name);
@@ -30,11 +33,17 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
         if path.as_os_str() == "-" {
-            std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("standard output: {e}"))?;
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map_err(|e| format!("standard output: {e}"))?;
         } else {
             std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         }
     }
     let any_read = reports.iter().any(|r| r.error.is_none());
-    Ok(if any_read { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if any_read {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }

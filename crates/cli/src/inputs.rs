@@ -17,7 +17,9 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 
 fn walk(p: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if p.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()?;
         entries.sort();
         for e in entries {
             walk(&e, out)?;
@@ -57,7 +59,9 @@ pub fn load(session: &mut Session, path: &Path) -> FileReport {
                     Ok(0) => break,
                     Ok(n) => loader.feed(&buf[..n]),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return FileReport::failed(&name, InputKind::NcclLog, size, e.to_string()),
+                    Err(e) => {
+                        return FileReport::failed(&name, InputKind::NcclLog, size, e.to_string())
+                    }
                 }
             }
             session.add_log(loader.finish(size))

@@ -7,13 +7,18 @@ mod analyze;
 mod inputs;
 mod summary;
 mod synth_cmd;
+mod theory_cmd;
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(name = "ncclscope", version, about = "NCCL logs + Nsight Systems exports → per-operation timing, bandwidth and parallelism")]
+#[command(
+    name = "ncclscope",
+    version,
+    about = "NCCL logs + Nsight Systems exports → per-operation timing, bandwidth and parallelism"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -25,6 +30,8 @@ enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Generate a synthetic training run (logs, exports, truth.json) from a preset.
     Synth(synth_cmd::SynthArgs),
+    /// Theoretical communication volume of a model and parallel layout (no trace needed).
+    Theory(theory_cmd::TheoryArgs),
 }
 
 /// Runs the command line `args` (including the program name) and returns the exit status.
@@ -37,12 +44,17 @@ where
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     let result = match cli.command {
         Command::Analyze(args) => analyze::run(&args),
         Command::Synth(args) => synth_cmd::run(&args),
+        Command::Theory(args) => theory_cmd::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -17,7 +17,9 @@ fn rank_table(session: &Session) -> BTreeMap<ProcessKey, (u32, Option<u32>)> {
         }
         for init in &log.parsed.inits {
             all.insert(init.process.clone());
-            let e = best.entry(init.process.clone()).or_insert((0, init.rank, init.cuda_dev));
+            let e = best
+                .entry(init.process.clone())
+                .or_insert((0, init.rank, init.cuda_dev));
             if init.nranks > e.0 {
                 *e = (init.nranks, init.rank, init.cuda_dev);
             }
@@ -39,7 +41,11 @@ pub fn build(session: &Session, reports: &[FileReport]) -> Value {
     let mut ops: BTreeMap<&ProcessKey, BTreeMap<OpType, (u64, u64)>> = BTreeMap::new();
     for log in session.logs() {
         for op in &log.parsed.ops {
-            let e = ops.entry(&op.process).or_default().entry(op.op).or_default();
+            let e = ops
+                .entry(&op.process)
+                .or_default()
+                .entry(op.op)
+                .or_default();
             e.0 += 1;
             e.1 += op.msg_bytes();
         }
@@ -56,7 +62,15 @@ pub fn build(session: &Session, reports: &[FileReport]) -> Value {
             let per = ops.get(p);
             let mut by_type = Map::new();
             let mut bytes_by_type = Map::new();
-            for op in [OpType::AllReduce, OpType::AllGather, OpType::ReduceScatter, OpType::Broadcast, OpType::Reduce, OpType::Send, OpType::Recv] {
+            for op in [
+                OpType::AllReduce,
+                OpType::AllGather,
+                OpType::ReduceScatter,
+                OpType::Broadcast,
+                OpType::Reduce,
+                OpType::Send,
+                OpType::Recv,
+            ] {
                 by_type.insert(op.name().into(), json!(0));
             }
             for (op, (n, b)) in per.into_iter().flatten() {
@@ -119,7 +133,9 @@ fn input_entry(r: &FileReport) -> Value {
         "bytes": r.bytes,
         "warnings": r.diagnostics.len() + usize::from(r.error.is_some()),
     });
-    let obj = v.as_object_mut().expect("json! of an object literal is an object");
+    let obj = v
+        .as_object_mut()
+        .expect("json! of an object literal is an object");
     let fact_u64 = |k: &str| r.fact(k).and_then(|s| s.parse::<u64>().ok());
     match r.kind.label() {
         "nccl-log" => {

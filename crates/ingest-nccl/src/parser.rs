@@ -42,6 +42,9 @@ impl Hasher for FxHasher {
     fn write_usize(&mut self, i: usize) {
         self.write_u64(i as u64);
     }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
     fn write_i64(&mut self, i: i64) {
         self.write_u64(i as u64);
     }
@@ -77,9 +80,9 @@ pub struct LogParser {
     carry: Vec<u8>,
     carry_overlong: bool,
     line_no: u64,
-    hosts: HashMap<Vec<u8>, u32>,
+    hosts: HashMap<Vec<u8>, u32, FxBuild>,
     host_names: Vec<String>,
-    proc_ids: HashMap<(u32, u32), usize>,
+    proc_ids: HashMap<(u32, u32), usize, FxBuild>,
     procs: Vec<ProcState>,
     /// (process, comm, opCount, op, peer): p2p ops of one group share an opCount, so the peer is
     /// part of the key; for collectives it is 0.
@@ -106,9 +109,9 @@ impl LogParser {
             carry: Vec::new(),
             carry_overlong: false,
             line_no: 0,
-            hosts: HashMap::new(),
+            hosts: HashMap::default(),
             host_names: Vec::new(),
-            proc_ids: HashMap::new(),
+            proc_ids: HashMap::default(),
             procs: Vec::new(),
             seen_ops: HashSet::default(),
             diag_counts: BTreeMap::new(),
@@ -516,7 +519,7 @@ impl LogParser {
                 return;
             }
         };
-        let Some(op) = std::str::from_utf8(c.name).ok().and_then(OpType::from_name) else {
+        let Some(op) = scan::op_type(c.name) else {
             self.diag_msg(
                 Severity::Warning,
                 "per-collective line with an operation this build does not know",

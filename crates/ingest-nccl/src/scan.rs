@@ -3,10 +3,36 @@
 //! Everything works on `&[u8]` (never `&str`) so that a line cut in the middle of a UTF-8
 //! sequence, or plain binary garbage, can never make a parser panic; and nothing allocates.
 
-/// Splits on ASCII whitespace, skipping empty tokens (NCCL pads some fields with runs of spaces).
-pub(crate) fn tokens(b: &[u8]) -> impl Iterator<Item = &[u8]> {
-    b.split(|c| c.is_ascii_whitespace())
-        .filter(|t| !t.is_empty())
+/// Splits on spaces and tabs, skipping empty tokens (NCCL pads some fields with runs of spaces).
+pub(crate) fn tokens(b: &[u8]) -> Tokens<'_> {
+    Tokens { rest: b }
+}
+
+pub(crate) struct Tokens<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        loop {
+            if self.rest.is_empty() {
+                return None;
+            }
+            // Tokens are short: a plain loop beats a SIMD search's set-up cost here.
+            let end = self
+                .rest
+                .iter()
+                .position(|c| *c == b' ' || *c == b'\t')
+                .unwrap_or(self.rest.len());
+            let tok = self.rest.get(..end).unwrap_or_default();
+            self.rest = self.rest.get(end + 1..).unwrap_or_default();
+            if !tok.is_empty() {
+                return Some(tok);
+            }
+        }
+    }
 }
 
 /// Searchers built once: building a `memmem::Finder` per call costs more than the search itself
@@ -107,6 +133,25 @@ pub(crate) fn value_after<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     None
 }
 
+/// An operation name as NCCL prints it, without going through `str`.
+pub(crate) fn op_type(name: &[u8]) -> Option<model::OpType> {
+    use model::OpType;
+    Some(match name {
+        b"AllReduce" => OpType::AllReduce,
+        b"AllGather" => OpType::AllGather,
+        b"ReduceScatter" => OpType::ReduceScatter,
+        b"Broadcast" => OpType::Broadcast,
+        b"Reduce" => OpType::Reduce,
+        b"Send" => OpType::Send,
+        b"Recv" => OpType::Recv,
+        b"SendRecv" => OpType::SendRecv,
+        b"AllToAll" => OpType::AllToAll,
+        b"Gather" => OpType::Gather,
+        b"Scatter" => OpType::Scatter,
+        _ => return None,
+    })
+}
+
 /// Lossy text for kept strings (hosts, versions, messages).
 pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -136,6 +181,13 @@ mod tests {
         assert_eq!(dec_i64(b"-1"), Some(-1));
         assert_eq!(dec_u64(b"99999999999999999999999"), None);
         assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(
+            tokens(b"  a\tbb   c ").collect::<Vec<_>>(),
+            [&b"a"[..], b"bb", b"c"]
+        );
+        for op in model::OpType::ALL {
+            assert_eq!(op_type(op.name().as_bytes()), Some(op));
+        }
         assert_eq!(days_from_civil(2026, 4, 28), 20571);
     }
 }

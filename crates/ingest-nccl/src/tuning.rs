@@ -25,9 +25,7 @@ pub(crate) struct Tuning<'a> {
 
 impl Tuning<'_> {
     pub fn op(&self) -> Option<OpType> {
-        self.op_name
-            .and_then(|n| std::str::from_utf8(n).ok())
-            .and_then(OpType::from_name)
+        self.op_name.and_then(scan::op_type)
     }
 }
 

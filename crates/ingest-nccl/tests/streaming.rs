@@ -279,8 +279,15 @@ fn mutate(rng: &mut Rng, src: &[u8]) -> Vec<u8> {
 fn arbitrary_bytes_never_panic() {
     let mut corpus: Vec<Vec<u8>> = common::fixtures().into_iter().map(|(_, b)| b).collect();
     corpus.push(b"n:1:2 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=1] stream 0x1\n".to_vec());
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let deadline = Instant::now() + Duration::from_millis(1000);
+    // NCCLSCOPE_FUZZ_MS / NCCLSCOPE_FUZZ_SEED let a longer, differently seeded run be done by hand.
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let mut rng = Rng(env("NCCLSCOPE_FUZZ_SEED", 0x9e37_79b9_7f4a_7c15) | 1);
+    let deadline = Instant::now() + Duration::from_millis(env("NCCLSCOPE_FUZZ_MS", 1000));
     let mut runs = 0u32;
     while Instant::now() < deadline {
         let src = &corpus[rng.below(corpus.len())];

@@ -23,7 +23,12 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(path: &str, line: u64, severity: Severity, message: impl Into<String>) -> Self {
-        Diagnostic { path: path.to_string(), line, severity, message: message.into() }
+        Diagnostic {
+            path: path.to_string(),
+            line,
+            severity,
+            message: message.into(),
+        }
     }
 
     pub fn warning(path: &str, line: u64, message: impl Into<String>) -> Self {

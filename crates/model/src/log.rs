@@ -59,7 +59,8 @@ pub struct LogOp {
 impl LogOp {
     /// `count × sizeof(datatype)`, the contract's byte count; 0 for an unknown datatype.
     pub fn msg_bytes(&self) -> u64 {
-        self.datatype.map_or(0, |d| self.count.saturating_mul(d.size_bytes()))
+        self.datatype
+            .map_or(0, |d| self.count.saturating_mul(d.size_bytes()))
     }
 }
 

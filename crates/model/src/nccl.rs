@@ -212,12 +212,16 @@ impl Algo {
 
     pub fn from_name(s: &str) -> Option<Algo> {
         let up = s.to_ascii_uppercase();
-        Algo::ALL.iter().copied().find(|a| a.name() == up).or(match up.as_str() {
-            "COLLNETDIRECT" => Some(Algo::CollNetDirect),
-            "COLLNETCHAIN" => Some(Algo::CollNetChain),
-            "NVLSTREE" => Some(Algo::NvlsTree),
-            _ => None,
-        })
+        Algo::ALL
+            .iter()
+            .copied()
+            .find(|a| a.name() == up)
+            .or(match up.as_str() {
+                "COLLNETDIRECT" => Some(Algo::CollNetDirect),
+                "COLLNETCHAIN" => Some(Algo::CollNetChain),
+                "NVLSTREE" => Some(Algo::NvlsTree),
+                _ => None,
+            })
     }
 }
 

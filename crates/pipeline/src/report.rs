@@ -33,6 +33,9 @@ impl FileReport {
 
     /// The value of a headline count, if present.
     pub fn fact(&self, key: &str) -> Option<&str> {
-        self.facts.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.facts
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }

@@ -47,7 +47,11 @@ enum LoaderState {
 
 impl LogLoader {
     pub fn new(name: &str, file_index: u32) -> Self {
-        LogLoader { name: name.to_string(), file_index, state: LoaderState::Start }
+        LogLoader {
+            name: name.to_string(),
+            file_index,
+            state: LoaderState::Start,
+        }
     }
 
     pub fn feed(&mut self, chunk: &[u8]) {
@@ -72,7 +76,11 @@ impl LogLoader {
             LoaderState::Plain(p) => p.finish(),
             LoaderState::Gzip(buf) => ingest_nccl::parse_bytes(&self.name, self.file_index, &buf),
         };
-        LoadedLog { name: self.name, bytes, parsed }
+        LoadedLog {
+            name: self.name,
+            bytes,
+            parsed,
+        }
     }
 }
 
@@ -103,7 +111,11 @@ impl Session {
         self.next_file += 1;
         match ingest_nsys::read_export(db, name, &ReadOptions::default()) {
             Ok(export) => {
-                let loaded = LoadedExport { name: name.to_string(), bytes, export };
+                let loaded = LoadedExport {
+                    name: name.to_string(),
+                    bytes,
+                    export,
+                };
                 let report = export_report(&loaded);
                 self.exports.push(loaded);
                 report
@@ -120,20 +132,38 @@ impl Session {
             // An export covers one node (or one rank): its first host names every process in it.
             let host = e.hosts.first().cloned().unwrap_or_default();
             for k in &e.kernels {
-                by_gpu.entry((host.clone(), k.pid, k.device)).or_default().push(Span {
-                    start_ns: k.start_ns,
-                    end_ns: k.end_ns,
-                    op: decode_kernel_name(&k.name).and_then(|n| n.op),
-                });
+                by_gpu
+                    .entry((host.clone(), k.pid, k.device))
+                    .or_default()
+                    .push(Span {
+                        start_ns: k.start_ns,
+                        end_ns: k.end_ns,
+                        op: decode_kernel_name(&k.name).and_then(|n| n.op),
+                    });
             }
         }
-        let mut t = Timeline { tracks: Vec::new(), start_ns: i64::MAX, end_ns: i64::MIN };
+        let mut t = Timeline {
+            tracks: Vec::new(),
+            start_ns: i64::MAX,
+            end_ns: i64::MIN,
+        };
         for ((host, pid, device), mut spans) in by_gpu {
             spans.sort_by_key(|s| s.start_ns);
-            t.start_ns = t.start_ns.min(spans.first().map_or(i64::MAX, |s| s.start_ns));
-            t.end_ns = t.end_ns.max(spans.iter().map(|s| s.end_ns).max().unwrap_or(i64::MIN));
-            let host = if host.is_empty() { String::new() } else { format!("{host} ") };
-            t.tracks.push(Track { label: format!("{host}pid {pid} · GPU {device}"), spans });
+            t.start_ns = t
+                .start_ns
+                .min(spans.first().map_or(i64::MAX, |s| s.start_ns));
+            t.end_ns = t
+                .end_ns
+                .max(spans.iter().map(|s| s.end_ns).max().unwrap_or(i64::MIN));
+            let host = if host.is_empty() {
+                String::new()
+            } else {
+                format!("{host} ")
+            };
+            t.tracks.push(Track {
+                label: format!("{host}pid {pid} · GPU {device}"),
+                spans,
+            });
         }
         if t.tracks.is_empty() {
             t.start_ns = 0;
@@ -151,20 +181,35 @@ fn log_report(log: &LoadedLog) -> FileReport {
     let mut facts = vec![
         ("NCCL operations".to_string(), p.ops.len().to_string()),
         ("processes".to_string(), processes.len().to_string()),
-        ("communicators".to_string(), comms.len().max(p.inits.len()).to_string()),
+        (
+            "communicators".to_string(),
+            comms.len().max(p.inits.len()).to_string(),
+        ),
         ("init lines".to_string(), p.inits.len().to_string()),
     ];
-    facts.extend(by_type.iter().map(|(op, n)| (op.name().to_string(), n.to_string())));
+    facts.extend(
+        by_type
+            .iter()
+            .map(|(op, n)| (op.name().to_string(), n.to_string())),
+    );
     facts.push(("lines".to_string(), p.counters.total_lines.to_string()));
-    facts.push(("skipped lines".to_string(), p.counters.skipped_lines.to_string()));
+    facts.push((
+        "skipped lines".to_string(),
+        p.counters.skipped_lines.to_string(),
+    ));
     facts.push(("NCCL warnings".to_string(), p.warnings.len().to_string()));
-    let versions: BTreeSet<&str> =
-        p.processes.iter().filter_map(|pr| pr.nccl_version.as_deref()).chain(p.nccl_version.as_deref()).collect();
+    let versions: BTreeSet<&str> = p
+        .processes
+        .iter()
+        .filter_map(|pr| pr.nccl_version.as_deref())
+        .chain(p.nccl_version.as_deref())
+        .collect();
     FileReport {
         name: log.name.clone(),
         kind: InputKind::NcclLog,
         bytes: log.bytes,
-        version: (!versions.is_empty()).then(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
+        version: (!versions.is_empty())
+            .then(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
         facts,
         diagnostics: p.diagnostics.clone(),
         error: (p.ops.is_empty() && p.inits.is_empty() && p.counters.nccl_lines == 0)
@@ -176,7 +221,14 @@ fn export_report(loaded: &LoadedExport) -> FileReport {
     let e = &loaded.export;
     let facts = vec![
         ("NCCL kernels".to_string(), e.kernels.len().to_string()),
-        ("other kernels".to_string(), e.other_kernels.iter().map(|o| o.count).sum::<u64>().to_string()),
+        (
+            "other kernels".to_string(),
+            e.other_kernels
+                .iter()
+                .map(|o| o.count)
+                .sum::<u64>()
+                .to_string(),
+        ),
         ("hosts".to_string(), e.hosts.len().to_string()),
         ("GPUs".to_string(), e.gpus.len().to_string()),
         ("processes".to_string(), e.processes.len().to_string()),

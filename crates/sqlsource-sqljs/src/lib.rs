@@ -54,7 +54,9 @@ pub async fn init(wasm_url: &str) -> Result<SqlJs, SqlError> {
     let locate = Closure::<dyn Fn(String) -> String>::new(move |_file: String| url.clone());
     Reflect::set(&config, &"locateFile".into(), locate.as_ref()).map_err(js_err)?;
     let promise = init_sql_js(&config).map_err(js_err)?;
-    let module = wasm_bindgen_futures::JsFuture::from(promise).await.map_err(js_err)?;
+    let module = wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .map_err(js_err)?;
     // sql.js may call locateFile again lazily; it lives as long as the page.
     locate.forget();
     Ok(SqlJs { module })
@@ -69,7 +71,9 @@ impl SqlJs {
             .map_err(|_| SqlError::new("sql.js has no Database constructor"))?;
         let args = Array::of1(bytes);
         let db = Reflect::construct(&ctor, &args).map_err(js_err)?;
-        Ok(SqlJsDb { db: db.unchecked_into() })
+        Ok(SqlJsDb {
+            db: db.unchecked_into(),
+        })
     }
 }
 

@@ -48,7 +48,9 @@ pub struct SqlError {
 
 impl SqlError {
     pub fn new(message: impl Into<String>) -> Self {
-        SqlError { message: message.into() }
+        SqlError {
+            message: message.into(),
+        }
     }
 }
 

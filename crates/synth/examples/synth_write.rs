@@ -1,17 +1,20 @@
 //! `cargo run -p synth --example synth_write -- PRESET OUT_DIR`: writes a preset's run.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 3 {
-        eprintln!("usage: synth_write PRESET OUT_DIR");
+    if args.len() != 3 && args.len() != 4 {
+        eprintln!("usage: synth_write PRESET OUT_DIR [ITERATIONS]");
         for p in synth::presets() {
             eprintln!("  {:18} {}", p.name, p.description);
         }
         std::process::exit(2);
     }
-    let Some(p) = synth::preset(&args[1]) else {
+    let Some(mut p) = synth::preset(&args[1]) else {
         eprintln!("unknown preset {}", args[1]);
         std::process::exit(2);
     };
+    if let Some(it) = args.get(3).and_then(|s| s.parse().ok()) {
+        p.config.model.iterations = it;
+    }
     let t = std::time::Instant::now();
     let run = synth::generate_named(&p.config, Some(p.name));
     eprintln!("generated in {:?}", t.elapsed());

@@ -131,9 +131,9 @@ pub fn presets() -> Vec<Preset> {
         },
         Preset {
             name: "large-64",
-            description: "64 ranks (8 nodes × 8), TP8 PP2 DP4; smaller than the 10⁵ ops/rank goal (see README)",
+            description: "64 ranks (8 nodes × 8), TP8 PP2 DP4, 57 iterations: ~10⁴ ops per rank (set model.iterations = 570 for 10⁵)",
             config: {
-                let model = Model { layers: 16, global_batch: 64, iterations: 2, ..Model::thesis() };
+                let model = Model { layers: 16, global_batch: 64, iterations: 57, ..Model::thesis() };
                 let mut c = RunConfig::new(Layout { tp: 8, pp: 2, dp: 4, ..l() }, model);
                 c.nodes = 8;
                 c.gpus_per_node = 8;
@@ -144,9 +144,9 @@ pub fn presets() -> Vec<Preset> {
         },
         Preset {
             name: "huge-1024",
-            description: "1024 ranks (128 nodes × 8), TP8 PP4 DP32, one iteration (scale test)",
+            description: "1024 ranks (128 nodes × 8), TP8 PP4 DP32, one iteration of 2 microbatches (scale test)",
             config: {
-                let model = Model { layers: 8, global_batch: 128, iterations: 1, ..Model::thesis() };
+                let model = Model { layers: 8, global_batch: 256, iterations: 1, ..Model::thesis() };
                 let mut c = RunConfig::new(Layout { tp: 8, pp: 4, dp: 32, ..l() }, model);
                 c.nodes = 128;
                 c.gpus_per_node = 8;

@@ -7,7 +7,7 @@
 //! - [`volume`]: the per-rank byte formulas (thesis §2.4 and §5.3.5, extended with sequence and context
 //!   parallelism, ZeRO-1, virtual pipeline stages and the AllGather MoE dispatcher). Each function states
 //!   its formula and where it comes from.
-//! - [`estimate`]: applies the formulas to a whole [`TheoryConfig`] and returns one [`TheoryEntry`] per
+//! - [`mod@estimate`]: applies the formulas to a whole [`TheoryConfig`] and returns one [`TheoryEntry`] per
 //!   parallelism and rank role, covering all iterations.
 //! - [`time`]: the LBNL two-tier (NVLink domain / network) alpha-beta time of one collective, with
 //!   hardware presets.
