@@ -25,6 +25,17 @@ fn session() -> Rc<RefCell<Session>> {
     SESSION.with(Rc::clone)
 }
 
+/// `?digest` in the page's URL asks for each input's records digest (for engine comparisons).
+fn digests_wanted() -> bool {
+    web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .is_some_and(|q| {
+            q.trim_start_matches('?')
+                .split('&')
+                .any(|kv| kv == "digest")
+        })
+}
+
 /// A file in the list: its report once loaded, and bytes read so far while loading.
 #[derive(Clone, Debug, PartialEq)]
 struct Row {
@@ -39,6 +50,7 @@ pub fn App() -> impl IntoView {
     let rows = RwSignal::new(Vec::<Row>::new());
     let timeline = RwSignal::new(Timeline::default());
     let dragging = RwSignal::new(false);
+    session().borrow_mut().digests = digests_wanted();
 
     let load_all = move |items: Vec<(String, Blob)>| {
         spawn_local(async move {
@@ -213,6 +225,7 @@ fn FileRow(row: Row) -> impl IntoView {
         },
     };
     let failed = row.report.as_ref().is_some_and(|r| r.error.is_some());
+    let digest = row.report.as_ref().and_then(|r| r.digest.clone());
     let diagnostics = row
         .report
         .as_ref()
@@ -249,7 +262,10 @@ fn FileRow(row: Row) -> impl IntoView {
                     </details>
                 </Show>
             </td>
-            <td data-testid="status">{status}</td>
+            <td data-testid="status">
+                {status}
+                {digest.map(|d| view! { <code class="digest" data-testid="digest">{d}</code> })}
+            </td>
         </tr>
     }
 }

@@ -1,7 +1,7 @@
 //! One dropped or fetched file → a [`pipeline`] result: sniffed by content, logs parsed as they
 //! stream in, SQLite exports opened in sql.js and read through the same queries as natively.
 
-use pipeline::{sniff, FileReport, InputKind, LogLoader, Session};
+use pipeline::{sniff, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
 use sqlsource_sqljs::SqlJs;
 use std::cell::RefCell;
 use web_sys::Blob;
@@ -35,7 +35,8 @@ pub async fn load_blob(
     mut progress: impl FnMut(u64),
 ) -> FileReport {
     let size = blob.size() as u64;
-    let head = match blob.slice_with_f64_and_f64(0.0, 64.0) {
+    // The same head the command sniffs: a log's first NCCL line may follow a long preamble.
+    let head = match blob.slice_with_f64_and_f64(0.0, SNIFF_BYTES as f64) {
         Ok(h) => read_all(&h).await.map(|a| a.to_vec()).unwrap_or_default(),
         Err(_) => Vec::new(),
     };

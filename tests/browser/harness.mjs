@@ -69,10 +69,14 @@ export async function dropFiles(page, files) {
   }, payload);
 }
 
+let nativeBuilt = false;
+
 /** The native command's summary of the given inputs (the reference the page must agree with). */
 export function nativeSummary(files) {
   const bin = path.join(ROOT, 'target/debug/ncclscope');
-  if (!fs.existsSync(bin)) execFileSync('cargo', ['build', '-q', '-p', 'ncclscope-cli'], { cwd: ROOT, stdio: 'inherit' });
+  // Built once per test process, so a stale binary can never answer (a no-op when up to date).
+  if (!nativeBuilt) execFileSync('cargo', ['build', '-q', '-p', 'ncclscope-cli'], { cwd: ROOT, stdio: 'inherit' });
+  nativeBuilt = true;
   return JSON.parse(execFileSync(bin, ['analyze', '--json', '-', ...files], { cwd: ROOT, maxBuffer: 1 << 28 }).toString());
 }
 

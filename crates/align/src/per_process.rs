@@ -92,7 +92,8 @@ pub struct AnomalyReport {
     pub log_ops: usize,
     /// Kernels with a log op.
     pub matched: usize,
-    /// Matched kernels whose op disagrees with the log's (should be 0).
+    /// Matched kernels whose (known) op disagrees with the log's (should be 0; kernels whose
+    /// name gives no op, like `ncclDevKernel_Generic`, are matched by position and not counted).
     pub mismatched: usize,
     /// Kernels that absorbed several Send/Recv lines, and how many lines they absorbed.
     pub fused_kernels: usize,
@@ -106,8 +107,10 @@ pub struct AnomalyReport {
     pub orphan_kernels: Vec<usize>,
     /// Learned (log stream pointer, kernel stream id) pairs.
     pub stream_map: Vec<(u64, u64)>,
-    /// Kernel time − log time, when timestamps were used.
+    /// Kernel time − log time (median over the run), when timestamps were used.
     pub time_offset_ns: Option<i64>,
+    /// Its drift over the run, in parts per million.
+    pub time_drift_ppm: Option<f64>,
 }
 
 /// The result for one process.
@@ -251,21 +254,24 @@ pub fn align_process(
     // 5. Timestamps: offset from the last unit of each match (the kernel launches after it).
     let mut time = None;
     if cfg.use_timestamps {
-        let diffs: Vec<i64> = matches
+        let samples: Vec<(i64, i64)> = matches
             .iter()
-            .filter_map(|(k, us)| Some(ksym[*k].time_ns? - usym[*us.last()?].time_ns?))
+            .filter_map(|(k, us)| {
+                let lt = usym[*us.last()?].time_ns?;
+                Some((lt, ksym[*k].time_ns? - lt))
+            })
             .collect();
-        time = TimeModel::fit(diffs, cfg.min_time_scale_ns);
+        time = TimeModel::fit(samples, cfg.min_time_scale_ns);
         if time.is_some() {
             matches = groups
                 .iter()
-                .flat_map(|(k, u)| align_group(&ctx, k, u, time))
+                .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
                 .collect();
         }
     }
 
     // Output.
-    let confidence = confidences(cfg, &ksym, &usym, &matches, time);
+    let confidence = confidences(cfg, &ksym, &usym, &matches, time.as_ref());
     let mut per_kernel: Vec<Option<KernelMatch>> = vec![None; kernels.len()];
     let mut dups_of: HashMap<usize, Vec<usize>> = HashMap::new();
     for (l, d) in dup_of.iter().enumerate() {
@@ -282,7 +288,8 @@ pub fn align_process(
         } else {
             Vec::new()
         },
-        time_offset_ns: time.map(|t| t.offset_ns),
+        time_offset_ns: time.as_ref().map(TimeModel::typical_offset),
+        time_drift_ppm: time.as_ref().and_then(TimeModel::drift_ppm),
         ..AnomalyReport::default()
     };
     report.duplication_2to1 = !kept.is_empty() && report.duplicate_log_ops * 5 >= kept.len() * 2;
@@ -306,7 +313,7 @@ pub fn align_process(
             log_matched[m] = true;
         }
         report.matched += 1;
-        if us.iter().any(|&u| !plain.same_op(*k, u)) {
+        if ksym[*k].op.is_some() && us.iter().any(|&u| !plain.same_op(*k, u)) {
             report.mismatched += 1;
         }
         if members.len() > 1 {
@@ -440,7 +447,7 @@ impl Score for Sub<'_> {
 /// Aligns the kernels `k` with the units `u` (indices into the symbol lists); returns the
 /// matches. Pairs scoring ≤ 0 (different op classes) are dropped: a mismatch step is the
 /// aligner's way of saying "both are orphans here".
-fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<TimeModel>) -> Matches {
+fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<&TimeModel>) -> Matches {
     let cfg = ctx.cfg;
     let sc = Sub {
         inner: Scorer {
@@ -477,7 +484,7 @@ fn confidences(
     ksym: &[Symbol],
     usym: &[Symbol],
     m: &Matches,
-    time: Option<TimeModel>,
+    time: Option<&TimeModel>,
 ) -> Vec<f64> {
     let sc = Scorer {
         scoring: &cfg.scoring,
@@ -509,4 +516,140 @@ fn confidences(
             (s * (0.6 + 0.4 * ctx)).clamp(0.0, 1.0)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::log::{ProcessKey, SourceLine};
+    use model::{DataType, RedOp};
+
+    fn line(op: OpType, op_count: u64, root: i64) -> LogOp {
+        LogOp {
+            process: ProcessKey {
+                host: "h".into(),
+                pid: 1,
+            },
+            tid: 1,
+            cuda_dev: 0,
+            op,
+            op_count,
+            sendbuff: 0x10,
+            recvbuff: 0x20,
+            count: 1024,
+            datatype: Some(DataType::Float32),
+            datatype_code: 7,
+            red_op: RedOp::Sum,
+            root,
+            comm: 0xc0,
+            nranks: 4,
+            stream: 0x5,
+            timestamp_ns: None,
+            algo: None,
+            proto: None,
+            nchannels: None,
+            rccl_task: None,
+            rccl_global_rank: None,
+            source: SourceLine::default(),
+        }
+    }
+
+    fn kernel(name: &str, start_ns: i64) -> Kernel {
+        Kernel {
+            pid: 1,
+            start_ns,
+            end_ns: start_ns + 10,
+            device: 0,
+            stream: 13,
+            correlation_id: 0,
+            name: name.into(),
+            grid: [0, 1, 1],
+            block: [1, 1, 1],
+            static_shared_bytes: 0,
+            dynamic_shared_bytes: 0,
+            registers_per_thread: 0,
+            local_memory_total: 0,
+            launch_ns: None,
+            launch_tid: None,
+        }
+    }
+
+    #[test]
+    fn fusion_duplicates_orphans_and_foreign_kernels() {
+        let log = vec![
+            line(OpType::AllReduce, 1, 0),
+            line(OpType::AllReduce, 1, 0), // logged twice
+            line(OpType::Send, 2, 1),      // one group: one opCount
+            line(OpType::Recv, 2, 1),
+            line(OpType::AllGather, 3, 0), // no kernel
+            line(OpType::AllReduce, 4, 0),
+        ];
+        let kernels = vec![
+            kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100),
+            kernel("volta_sgemm_128x64_nn", 150),
+            kernel("ncclDevKernel_SendRecv", 200),
+            kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 300),
+            kernel("ncclDevKernel_Broadcast_RING_LL", 400), // no log line
+        ];
+        let names = vec![None; kernels.len()];
+        let a = align_process(&log, &kernels, &names, &AlignConfig::rich());
+        let m0 = a.per_kernel[0].as_ref().unwrap();
+        assert_eq!(
+            (m0.log_ops.clone(), m0.duplicates.clone()),
+            (vec![0], vec![1])
+        );
+        assert!(a.per_kernel[1].is_none());
+        assert_eq!(a.per_kernel[2].as_ref().unwrap().log_ops, vec![2, 3]);
+        assert_eq!(a.per_kernel[3].as_ref().unwrap().log_ops, vec![5]);
+        let r = &a.report;
+        assert_eq!((r.nccl_kernels, r.matched, r.mismatched), (4, 3, 0));
+        assert_eq!(
+            (r.fused_kernels, r.fused_log_ops, r.duplicate_log_ops),
+            (1, 2, 1)
+        );
+        assert_eq!(r.orphan_log_ops, vec![4]);
+        assert_eq!(r.orphan_kernels, vec![4]);
+        assert_eq!(a.pairs(), vec![(0, 0), (2, 2), (3, 2), (5, 3)]);
+        for m in a.per_kernel.iter().flatten() {
+            assert!(m.confidence > 0.5 && m.confidence <= 1.0, "{m:?}");
+        }
+        // The thesis' method: no dedup, no fusion; the SendRecv kernel takes one line.
+        let t = align_process(&log, &kernels, &names, &AlignConfig::thesis());
+        assert_eq!(t.report.matched, 3);
+        assert_eq!(t.report.duplicate_log_ops, 0);
+    }
+
+    #[test]
+    fn streams_are_learned_and_aligned_separately() {
+        // Two streams whose kernels interleave differently from the log's enqueue order.
+        let mut log = Vec::new();
+        let mut kernels = Vec::new();
+        for i in 0..40u64 {
+            let mut a = line(OpType::AllReduce, i + 1, 0);
+            a.stream = 0xa;
+            a.datatype = Some(DataType::Float16);
+            a.datatype_code = 6;
+            let mut b = line(OpType::AllGather, i + 1, 0);
+            b.stream = 0xb;
+            b.comm = 0xd0;
+            log.push(a);
+            log.push(b);
+            let mut ka = kernel(
+                "ncclDevKernel_AllReduce_Sum_f16_RING_LL",
+                1000 * i as i64 + 500,
+            );
+            ka.stream = 7;
+            let mut kb = kernel("ncclDevKernel_AllGather_f32_RING_LL", 1000 * i as i64 + 400);
+            kb.stream = 13;
+            kernels.push(ka);
+            kernels.push(kb);
+        }
+        let names = vec![None; kernels.len()];
+        let a = align_process(&log, &kernels, &names, &AlignConfig::rich());
+        let mut map = a.report.stream_map.clone();
+        map.sort();
+        assert_eq!(map, vec![(0xa, 7), (0xb, 13)]);
+        assert_eq!(a.report.matched, 80);
+        assert!(a.pairs().iter().all(|&(l, k)| l == k));
+    }
 }

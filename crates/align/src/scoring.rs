@@ -104,30 +104,83 @@ impl Scoring {
     }
 }
 
-/// Log time + offset ≈ kernel time, give or take `scale_ns`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Log time + offset(log time) ≈ kernel time, give or take `scale_ns`.
+///
+/// The offset is piecewise linear between knots, each the median (log time, kernel − log) of
+/// one chunk of trusted pairs: robust to the wrong pairs of a first pass (medians), and it
+/// follows clock drift between the CPU clock of the log and the clock of the profile (1 ppm is
+/// 3.6 ms per hour, far more than the launch jitter).
+#[derive(Debug, Clone, PartialEq)]
 pub struct TimeModel {
-    pub offset_ns: i64,
+    /// (log time, offset) knots, increasing in log time.
+    pub knots: Vec<(i64, i64)>,
     pub scale_ns: i64,
 }
 
+fn median(v: &mut [i64]) -> i64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
 impl TimeModel {
-    /// Robust fit from the time differences (kernel − log) of trusted pairs: the median is the
-    /// offset, four robust standard deviations (1.4826·MAD) the scale, at least `min_scale_ns`.
-    pub fn fit(mut diffs: Vec<i64>, min_scale_ns: i64) -> Option<TimeModel> {
-        if diffs.len() < 3 {
+    /// Fits from `(log time, kernel time − log time)` samples of trusted pairs. The scale is
+    /// four robust standard deviations (1.4826·MAD) of the residuals, at least `min_scale_ns`.
+    pub fn fit(mut samples: Vec<(i64, i64)>, min_scale_ns: i64) -> Option<TimeModel> {
+        if samples.len() < 3 {
             return None;
         }
-        diffs.sort_unstable();
-        let offset = diffs[diffs.len() / 2];
-        let mut dev: Vec<i64> = diffs.iter().map(|d| (d - offset).abs()).collect();
-        dev.sort_unstable();
-        let mad = dev[dev.len() / 2] as f64;
-        let scale = ((4.0 * 1.4826 * mad) as i64).max(min_scale_ns).max(1);
-        Some(TimeModel {
-            offset_ns: offset,
-            scale_ns: scale,
-        })
+        samples.sort_unstable();
+        let chunks = (samples.len() / 64).clamp(1, 64);
+        let size = samples.len().div_ceil(chunks);
+        let mut knots: Vec<(i64, i64)> = samples
+            .chunks(size)
+            .map(|c| {
+                let mut t: Vec<i64> = c.iter().map(|s| s.0).collect();
+                let mut d: Vec<i64> = c.iter().map(|s| s.1).collect();
+                (median(&mut t), median(&mut d))
+            })
+            .collect();
+        // A median of three neighbouring knots removes a chunk that a bad stretch captured.
+        if knots.len() >= 3 {
+            let raw = knots.clone();
+            for i in 1..raw.len() - 1 {
+                knots[i].1 = median(&mut [raw[i - 1].1, raw[i].1, raw[i + 1].1]);
+            }
+        }
+        knots.dedup_by_key(|k| k.0);
+        let mut tm = TimeModel { knots, scale_ns: 1 };
+        let mut dev: Vec<i64> = samples
+            .iter()
+            .map(|&(t, d)| (d - tm.offset_at(t)).abs())
+            .collect();
+        let mad = median(&mut dev) as f64;
+        tm.scale_ns = ((4.0 * 1.4826 * mad) as i64).max(min_scale_ns).max(1);
+        Some(tm)
+    }
+
+    /// The offset at a log time (constant beyond the first and last knots).
+    pub fn offset_at(&self, t: i64) -> i64 {
+        let k = &self.knots;
+        let p = k.partition_point(|&(kt, _)| kt <= t);
+        if p == 0 {
+            return k[0].1;
+        }
+        if p == k.len() {
+            return k[p - 1].1;
+        }
+        let ((t0, o0), (t1, o1)) = (k[p - 1], k[p]);
+        o0 + ((o1 - o0) as i128 * (t - t0) as i128 / (t1 - t0) as i128) as i64
+    }
+
+    /// The median offset, for reports.
+    pub fn typical_offset(&self) -> i64 {
+        median(&mut self.knots.iter().map(|k| k.1).collect::<Vec<_>>())
+    }
+
+    /// Drift in parts per million between the first and last knots.
+    pub fn drift_ppm(&self) -> Option<f64> {
+        let (&(t0, o0), &(t1, o1)) = (self.knots.first()?, self.knots.last()?);
+        (t1 > t0).then(|| (o1 - o0) as f64 / (t1 - t0) as f64 * 1e6)
     }
 }
 
@@ -136,7 +189,7 @@ pub struct Scorer<'a> {
     pub scoring: &'a Scoring,
     pub kernels: &'a [Symbol],
     pub log: &'a [Symbol],
-    pub time: Option<TimeModel>,
+    pub time: Option<&'a TimeModel>,
 }
 
 fn centi(x: f64) -> i64 {
@@ -182,7 +235,7 @@ impl Scorer<'_> {
             None => {}
         }
         if let (Some(tm), Some(kt), Some(lt)) = (self.time, k.time_ns, l.time_ns) {
-            let z = ((kt - lt - tm.offset_ns).abs() as f64) / tm.scale_ns as f64;
+            let z = ((kt - lt - tm.offset_at(lt)).abs() as f64) / tm.scale_ns as f64;
             p += if z <= 1.0 {
                 r.time_agree * (1.0 - z)
             } else {
@@ -233,7 +286,8 @@ impl Score for Scorer<'_> {
         let mut out = Vec::new();
         for (i, k) in self.kernels.iter().enumerate() {
             let Some(kt) = k.time_ns else { continue };
-            let want = kt - tm.offset_ns;
+            // Search by kernel time: the offset is taken at the approximate log time.
+            let want = kt - tm.offset_at(kt - tm.typical_offset());
             let p = lt.partition_point(|&(t, _)| t < want);
             let best = [p.wrapping_sub(1), p]
                 .into_iter()
@@ -337,9 +391,19 @@ mod tests {
 
     #[test]
     fn time_model_is_robust() {
-        let mut d: Vec<i64> = (0..100).map(|x| 1_000_000 + x * 100).collect();
-        d.extend([5, 9_999_999, -4]);
+        // 1000 pairs one millisecond apart, 10 ppm drift, 10 % wild pairs.
+        let mut d: Vec<(i64, i64)> = (0..1000i64)
+            .map(|x| (x * 1_000_000, 5_000_000 + x * 10 + (x * 7919) % 3000))
+            .collect();
+        for x in (0..1000).step_by(10) {
+            d[x].1 += 700_000;
+        }
         let tm = TimeModel::fit(d, 1000).unwrap();
-        assert!((tm.offset_ns - 1_005_000).abs() < 1_000);
+        for x in [0i64, 250, 500, 999] {
+            let want = 5_000_000 + x * 10 + 1500;
+            assert!((tm.offset_at(x * 1_000_000) - want).abs() < 1_000, "{x}");
+        }
+        assert!((tm.drift_ppm().unwrap() - 10.0).abs() < 1.0);
+        assert!(tm.scale_ns < 20_000);
     }
 }

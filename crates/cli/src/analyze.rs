@@ -12,6 +12,10 @@ pub struct AnalyzeArgs {
     /// Write the analysis summary JSON here (`-` for standard output).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Add each input's `records_digest` (a fingerprint of every record read; the page shows the
+    /// same one with `?digest` in its URL, so the two engines can be compared).
+    #[arg(long)]
+    digest: bool,
     /// Logs, exports, or directories (searched recursively).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
@@ -20,6 +24,7 @@ pub struct AnalyzeArgs {
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let files = inputs::expand(&args.paths)?;
     let mut session = Session::default();
+    session.digests = args.digest;
     let reports: Vec<_> = files
         .iter()
         .map(|f| inputs::load(&mut session, f))

@@ -136,6 +136,9 @@ fn input_entry(r: &FileReport) -> Value {
     let obj = v
         .as_object_mut()
         .expect("json! of an object literal is an object");
+    if let Some(d) = &r.digest {
+        obj.insert("records_digest".into(), json!(d));
+    }
     let fact_u64 = |k: &str| r.fact(k).and_then(|s| s.parse::<u64>().ok());
     match r.kind.label() {
         "nccl-log" => {

@@ -1,1 +1,22 @@
-//! Enrichment (being written).
+//! Enrichment: turns per-process NCCL log records (and kernel times aligned to them) into
+//! cross-rank facts — logical communicators and global ranks, matched collective instances,
+//! clock offsets, bandwidths against the topology's limits and the parallelism of each
+//! communicator (thesis §4.2.3–§4.2.5, see `THESIS-NOTES.md` §3).
+//!
+//! Every module takes plain data and returns plain data: no I/O, no threads, no clocks, so the
+//! crate runs unchanged in the browser (wasm32).
+
+pub mod bandwidth;
+pub mod clock;
+pub mod communicators;
+pub mod instances;
+pub mod parallelism;
+pub mod topology;
+
+pub use bandwidth::{bus_factor, theory_factors, Bandwidth, Theoretical};
+pub use clock::{synchronise, ClockSync, RankClock};
+pub use communicators::{group, Communicators, GroupedBy, LogicalComm};
+pub use instances::{match_instances, skew, Instance, Skew};
+pub use parallelism::{infer, CommParallelism, Hints, LayoutInference, Parallelism, Sizes};
+
+pub use topology::{Bottleneck, TopoIndex};

@@ -36,11 +36,12 @@ pub(crate) fn looks_like(body: &[u8]) -> bool {
 }
 
 fn op_name(body: &[u8]) -> Option<(&[u8], &[u8])> {
-    let colon = memchr::memchr(b':', body)?;
-    let name = body.get(..colon)?;
-    if name.is_empty() || !name.iter().all(|c| c.is_ascii_alphanumeric()) {
+    // Stop at the first non-alphanumeric byte: most bodies fail here within one word.
+    let colon = body.iter().position(|c| !c.is_ascii_alphanumeric())?;
+    if colon == 0 || body.get(colon) != Some(&b':') {
         return None;
     }
+    let name = body.get(..colon)?;
     let rest = body.get(colon + 1..)?.trim_ascii_start();
     rest.starts_with(b"opCount ").then_some((name, rest))
 }

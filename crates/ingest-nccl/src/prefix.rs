@@ -5,7 +5,7 @@
 //! host:12:34 [0] NCCL INFO <body>
 //! host:12:34 [0] init.cc:1197 NCCL WARN <body>                 (WARN carries file:line)
 //! [2026-04-28 14:14:49] host:12:34 [0] NCCL INFO <body>        (`[%F %T] `, NCCL 2.26+ or a collector)
-//! 1712345678.123456 host:12:34 [0] NCCL INFO <body>            (NCCL_DEBUG_TIMESTAMP_FORMAT "%s.%6f")
+//! 1712345678.123456 host:12:34 [0] NCCL INFO <body>            (NCCL_DEBUG_TIMESTAMP_FORMAT "%s.%6f", also in [])
 //! 3: host:12:34 [0] NCCL INFO <body>                           (srun -l)
 //! [1,0]<stdout>:host:12:34 [0] NCCL INFO <body>                (OpenMPI --tag-output, no space)
 //! (RayTrainWorker pid=615, ip=10.72.7.6) host:12:34 [0] ...    (Ray)
@@ -69,8 +69,12 @@ fn marker(line: &[u8], from: usize) -> Option<(usize, Level)> {
 
 /// Removes the last whitespace-separated token: (rest, token).
 fn pop_token(b: &[u8]) -> (&[u8], &[u8]) {
-    let b = b.trim_ascii_end();
-    match b.iter().rposition(|c| c.is_ascii_whitespace()) {
+    let end = b
+        .iter()
+        .rposition(|c| *c != b' ' && *c != b'\t')
+        .map_or(0, |i| i + 1);
+    let b = b.get(..end).unwrap_or_default();
+    match b.iter().rposition(|c| *c == b' ' || *c == b'\t') {
         Some(i) => (&b[..i], &b[i + 1..]),
         None => (&b[..0], b),
     }
@@ -126,7 +130,11 @@ fn head(pre: &[u8], level: Level) -> Head<'_> {
     h.origin = Some(o);
     // An optional timestamp right before the host.
     let (rest2, tok) = pop_token(rest);
-    if let Some(ns) = epoch_ts(tok) {
+    let bare = tok
+        .strip_prefix(b"[")
+        .and_then(|t| t.strip_suffix(b"]"))
+        .unwrap_or(tok);
+    if let Some(ns) = epoch_ts(bare) {
         h.ts_ns = Some(ns);
         h.ts_text = Some(tok);
     } else if tok.ends_with(b"]") {
@@ -156,7 +164,8 @@ fn epoch_ts(tok: &[u8]) -> Option<i64> {
     i64::try_from(secs * 1_000_000_000 + f * scale).ok()
 }
 
-/// `[2026-04-28` `14:14:49]` (optionally `14:14:49.123456]`) → epoch ns, taken as UTC.
+/// `[2026-04-28` `14:14:49]` (optionally `14:14:49.123456]`) → epoch ns. NCCL formats it in local
+/// time and does not say which zone; it is taken as UTC, so it orders lines but is not absolute.
 fn civil_ts(date: &[u8], time: &[u8]) -> Option<i64> {
     let date = date.strip_prefix(b"[")?;
     let time = time.strip_suffix(b"]")?;
@@ -256,6 +265,8 @@ mod tests {
         }
         let s = split_line(b"1712345678.123456 n:1:2 [0] NCCL INFO a").unwrap();
         assert_eq!(s.timestamp_ns, Some(1_712_345_678_123_456_000));
+        let s = split_line(b"[1712345678.5] n:1:2 [0] NCCL INFO a").unwrap();
+        assert_eq!(s.timestamp_ns, Some(1_712_345_678_500_000_000));
         let s = split_line(b"[2026-04-28 14:14:49] n:1:2 [0] init.cc:12 NCCL WARN oops").unwrap();
         assert_eq!(s.level, Level::Warn);
         assert_eq!(s.origin.unwrap().pid, 1);

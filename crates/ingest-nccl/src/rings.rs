@@ -78,7 +78,9 @@ pub(crate) fn parse(body: &[u8]) -> Option<RingLine> {
             next: scan::dec_i64(n)?,
         });
     }
-    if scan::FINDERS.coll_channels.find(b).is_some() {
+    // `16 coll channels, ...` or RCCL's `comm:0x..., ... coll channels:2`.
+    let gate = b.first().is_some_and(u8::is_ascii_digit) || b.starts_with(b"comm:");
+    if gate && scan::FINDERS.coll_channels.find(b).is_some() {
         let mut s = RingLine::Summary {
             comm: None,
             coll: None,

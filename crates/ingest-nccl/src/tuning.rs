@@ -29,8 +29,16 @@ impl Tuning<'_> {
     }
 }
 
+/// Cheap gate first (a digit, or a word then `:`/` [`), so most lines skip the search.
 pub(crate) fn looks_like(body: &[u8]) -> bool {
-    scan::FINDERS.bytes_arrow.find(body).is_some()
+    let b = body.trim_ascii_start();
+    let word = b
+        .iter()
+        .position(|c| !c.is_ascii_alphanumeric())
+        .unwrap_or(b.len());
+    let gate = b.first().is_some_and(u8::is_ascii_digit)
+        || (word > 0 && matches!(b.get(word..word + 2), Some(b": ") | Some(b" [")));
+    gate && scan::FINDERS.bytes_arrow.find(b).is_some()
 }
 
 /// `channel{Lo..Hi}={0..7}` → 8.

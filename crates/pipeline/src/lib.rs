@@ -6,11 +6,13 @@
 //! bytes (logs) or an open [`sqlsource::SqlSource`] (exports), so the same code runs natively and
 //! in the page.
 
+mod digest;
 mod report;
 mod session;
 mod sniff;
 mod timeline;
 
+pub use digest::records_digest;
 pub use report::FileReport;
 pub use session::{LogLoader, Session};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};

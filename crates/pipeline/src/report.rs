@@ -16,6 +16,8 @@ pub struct FileReport {
     pub diagnostics: Vec<Diagnostic>,
     /// Set when the file could not be used at all.
     pub error: Option<String>,
+    /// [`crate::records_digest`] of everything read from the file (equal across engines).
+    pub digest: Option<String>,
 }
 
 impl FileReport {
@@ -28,6 +30,7 @@ impl FileReport {
             facts: Vec::new(),
             diagnostics: Vec::new(),
             error: Some(error),
+            digest: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! Everything loaded so far, and the per-file reports.
 
+use crate::digest::records_digest;
 use crate::report::FileReport;
 use crate::sniff::InputKind;
 use crate::timeline::{Span, Timeline, Track};
@@ -29,6 +30,8 @@ pub struct Session {
     logs: Vec<LoadedLog>,
     exports: Vec<LoadedExport>,
     next_file: u32,
+    /// Fill [`FileReport::digest`] (costs a pass over every record; for engine comparisons).
+    pub digests: bool,
 }
 
 /// Streams one log in, chunk by chunk. gzip input is gathered and decompressed at the end
@@ -101,7 +104,10 @@ impl Session {
     /// Keeps a parsed log and reports on it.
     pub fn add_log(&mut self, log: LoadedLog) -> FileReport {
         self.next_file += 1;
-        let report = log_report(&log);
+        let mut report = log_report(&log);
+        if self.digests {
+            report.digest = Some(log_digest(&log.parsed));
+        }
         self.logs.push(log);
         report
     }
@@ -116,7 +122,10 @@ impl Session {
                     bytes,
                     export,
                 };
-                let report = export_report(&loaded);
+                let mut report = export_report(&loaded);
+                if self.digests {
+                    report.digest = Some(export_digest(&loaded.export));
+                }
                 self.exports.push(loaded);
                 report
             }
@@ -212,6 +221,7 @@ fn log_report(log: &LoadedLog) -> FileReport {
             .then(|| versions.into_iter().collect::<Vec<_>>().join(", ")),
         facts,
         diagnostics: p.diagnostics.clone(),
+        digest: None,
         error: (p.ops.is_empty() && p.inits.is_empty() && p.counters.nccl_lines == 0)
             .then(|| "no NCCL log lines found".to_string()),
     }
@@ -241,6 +251,84 @@ fn export_report(loaded: &LoadedExport) -> FileReport {
         version: e.schema_version.clone(),
         facts,
         diagnostics: e.diagnostics.clone(),
+        digest: None,
         error: None,
     }
+}
+
+/// The digest of what was read from a log, leaving out the names the caller gave the file
+/// (the path, and the paths inside diagnostics, whose count is in the counters).
+fn log_digest(p: &ParsedLog) -> String {
+    // Destructured without `..`: a new field must be placed here on purpose.
+    let ParsedLog {
+        path: _,
+        file_index,
+        ops,
+        inits,
+        processes,
+        channels,
+        init_timings,
+        destroys,
+        warnings,
+        diagnostics: _,
+        counters,
+        nccl_version,
+    } = p;
+    records_digest(&(
+        file_index,
+        ops,
+        inits,
+        processes,
+        channels,
+        init_timings,
+        destroys,
+        warnings,
+        counters,
+        nccl_version,
+    ))
+}
+
+/// The digest of what was read from an export, leaving out the caller's names for the file.
+fn export_digest(e: &NsysExport) -> String {
+    let NsysExport {
+        path: _,
+        schema_version,
+        product_version,
+        kernels,
+        other_kernels,
+        processes,
+        hosts,
+        gpus,
+        cuda_devices,
+        session_start,
+        nvtx,
+        iterations,
+        nccl_calls,
+        payload_schemas,
+        diagnostics,
+    } = e;
+    let messages: Vec<(&str, u64)> = diagnostics
+        .iter()
+        .map(|d| (d.message.as_str(), d.line))
+        .collect();
+    records_digest(&(
+        (
+            schema_version,
+            product_version,
+            kernels,
+            other_kernels,
+            processes,
+            hosts,
+            gpus,
+        ),
+        (
+            cuda_devices,
+            session_start,
+            nvtx,
+            iterations,
+            nccl_calls,
+            payload_schemas,
+            messages,
+        ),
+    ))
 }

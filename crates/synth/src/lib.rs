@@ -25,7 +25,7 @@ pub use layout::{Dim, Layout, MoeDispatcher};
 pub use model::Model;
 pub use nsysdb::Schema;
 pub use presets::{preset, presets, Preset};
-pub use write::write_run;
+pub use write::{write_preset, write_run};
 
 use ::model::{Algo, DataType, OpType, Proto};
 use logfmt::{Printer, Version};
@@ -320,7 +320,11 @@ pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
             } else {
                 4
             };
-            for (j, l) in logfmt::channels(v, &rb, me, nch).into_iter().enumerate() {
+            let next_remote = c.global_ranks[(me + 1) % c.global_ranks.len()] / gpn != p.node;
+            for (j, l) in logfmt::channels(v, &rb, me, nch, next_remote)
+                .into_iter()
+                .enumerate()
+            {
                 say(&mut lines, t + 100_000 + j as i64, tid_init, l);
             }
             say(

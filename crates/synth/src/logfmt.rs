@@ -245,7 +245,14 @@ pub fn topology(
 }
 
 /// Ring/tree/channel lines for one communicator on one member.
-pub fn channels(v: Version, ranks_bus: &[(u32, u64)], me: usize, nch: u32) -> Vec<String> {
+/// `next_remote`: the ring successor is on another node (network transport, not P2P/IPC).
+pub fn channels(
+    v: Version,
+    ranks_bus: &[(u32, u64)],
+    me: usize,
+    nch: u32,
+    next_remote: bool,
+) -> Vec<String> {
     let n = ranks_bus.len();
     let mut out = Vec::new();
     for c in 0..nch {
@@ -269,8 +276,13 @@ pub fn channels(v: Version, ranks_bus: &[(u32, u64)], me: usize, nch: u32) -> Ve
             let (r, b) = ranks_bus[me];
             let (nr, nb) = ranks_bus[next];
             let _ = (r, nr);
+            let via = if next_remote {
+                "[send] via NET/IB/0/GDRDMA"
+            } else {
+                "via P2P/IPC/read"
+            };
             out.push(format!(
-                "Channel {c:02}/0 : {me}[{b:x}] -> {next}[{nb:x}] via P2P/IPC/read"
+                "Channel {c:02}/0 : {me}[{b:x}] -> {next}[{nb:x}] {via}"
             ));
         }
     }

@@ -168,3 +168,15 @@ pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result
     )?;
     tx.commit()
 }
+
+/// Generates preset `name` and writes it to `out_dir` (what `ncclscope synth --preset NAME --out DIR`
+/// does). Errors with `InvalidInput` for an unknown name.
+pub fn write_preset(name: &str, out_dir: &Path) -> io::Result<()> {
+    let p = crate::preset(name).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("unknown synth preset `{name}`"),
+        )
+    })?;
+    write_run(&crate::generate_named(&p.config, Some(p.name)), out_dir)
+}

@@ -538,3 +538,57 @@ fn log_timestamps_precede_kernels_under_true_clock() {
     }
     assert!(checked > 100);
 }
+
+#[test]
+fn written_reports_are_byte_identical_for_a_seed() {
+    let c = small("align-nodrop");
+    let (a, b) = (tmp("det-a"), tmp("det-b"));
+    write_run(&generate(&c), &a).unwrap();
+    write_run(&generate(&c), &b).unwrap();
+    for e in std::fs::read_dir(&a).unwrap() {
+        let name = e.unwrap().file_name();
+        assert_eq!(
+            std::fs::read(a.join(&name)).unwrap(),
+            std::fs::read(b.join(&name)).unwrap(),
+            "{name:?}"
+        );
+    }
+    assert!(synth::write_preset("no-such-preset", &b).is_err());
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}
+
+#[test]
+fn drops_duplicates_and_orphans_show_in_the_truth() {
+    let clean = generate(&small("align-nodrop"));
+    let kdrop = generate(&small("align-kdrop20"));
+    let ldrop = generate(&small("align-ldrop20"));
+    let lines = |r: &synth::Run| -> u64 {
+        r.truth
+            .ranks
+            .iter()
+            .flat_map(|x| x.ops_by_type.values())
+            .sum()
+    };
+    let kr = kdrop.truth.kernels.len() as f64 / clean.truth.kernels.len() as f64;
+    let lr = lines(&ldrop) as f64 / lines(&clean) as f64;
+    assert!((0.72..0.88).contains(&kr), "kernel ratio {kr}");
+    assert!((0.72..0.88).contains(&lr), "line ratio {lr}");
+    assert_eq!(clean.truth.unmatched_kernels, 0);
+    assert_eq!(clean.truth.unmatched_log_ops, 0);
+    assert!(kdrop.truth.unmatched_log_ops > 0);
+    assert!(ldrop.truth.kernels.iter().any(|k| k.log_op.is_none()));
+
+    let tp2pp2 = generate(&small("tp2pp2"));
+    for r in &tp2pp2.truth.ranks {
+        // TP rank 0 of each group (global ranks 0 and 2) prints every line twice
+        assert_eq!(
+            r.duplicated_lines > 0,
+            r.global_rank % 2 == 0,
+            "rank {}",
+            r.global_rank
+        );
+    }
+    // 20 orphan AllReduce lines per rank: log ops without a kernel
+    assert!(tp2pp2.truth.unmatched_log_ops >= 4 * 20);
+}

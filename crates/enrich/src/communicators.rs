@@ -1,0 +1,363 @@
+//! Logical communicators across processes, and global ranks (thesis §4.2.3).
+//!
+//! Why: a communicator pointer (`comm 0x...`) is only meaningful inside one process; the same
+//! NCCL communicator has a different pointer in every member. Cross-rank analyses (instance
+//! matching, clock sync, parallelism) need the logical communicator, so (process, pointer) pairs
+//! are grouped:
+//! 1. by `commId` from the `Init COMPLETE` lines when the log prints it (a hash all members share);
+//! 2. otherwise by the thesis' sequence method: members of one communicator issue the same
+//!    collectives in the same order with the same count and datatype, and print the same nranks.
+//!
+//! Global rank of a process: its rank in the world communicator (the one with nranks = world
+//! size) when init lines give it; otherwise node index (hosts sorted by name) × GPUs per node +
+//! local rank (`cudaDev`), the thesis' rule.
+
+use model::log::{CommInit, LogOp, ProcessKey};
+use model::OpType;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// How the members of a logical communicator were tied together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupedBy {
+    /// The shared `commId` of the init lines.
+    CommId(u64),
+    /// Identical operation sequences and nranks. `ambiguous` when more processes shared the
+    /// sequence than nranks allows and they were split by consecutive global ranks (a guess).
+    Sequence { ambiguous: bool },
+}
+
+/// One communicator as the job sees it, across all its member processes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogicalComm {
+    /// `0x<commId>` when known, else `seq-<n>`.
+    pub id: String,
+    /// nranks as printed (may exceed `members.len()` when some logs are missing).
+    pub size: u32,
+    /// (process, its pointer for this communicator, its rank in the communicator), ordered by
+    /// rank in the communicator. Without init lines the rank is the position among the members'
+    /// global ranks (Megatron and PyTorch order group ranks ascending).
+    pub members: Vec<(ProcessKey, u64, u32)>,
+    /// Global ranks of the members, ascending.
+    pub global_ranks: Vec<u32>,
+    /// The communicator this one was split from (`ncclCommSplit`), as an index into
+    /// [`Communicators::comms`].
+    pub split_parent: Option<usize>,
+    pub grouped_by: GroupedBy,
+    /// Whether `members[..].2` came from init lines (false: inferred from global-rank order).
+    pub ranks_from_init: bool,
+}
+
+/// All logical communicators of a job and the global rank of every process.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Communicators {
+    pub comms: Vec<LogicalComm>,
+    /// Global rank per process.
+    pub ranks: BTreeMap<ProcessKey, u32>,
+    /// Largest nranks seen (the world communicator's size).
+    pub world_size: u32,
+    /// Whether `ranks` came from init lines (true) or from hosts and local ranks (false).
+    pub ranks_from_init: bool,
+    index: HashMap<(ProcessKey, u64), usize>,
+}
+
+impl Communicators {
+    /// Global rank of a process.
+    pub fn rank_of(&self, p: &ProcessKey) -> Option<u32> {
+        self.ranks.get(p).copied()
+    }
+
+    /// The logical communicator (index into `comms`) of a process' pointer.
+    pub fn comm_of(&self, p: &ProcessKey, comm: u64) -> Option<usize> {
+        self.index.get(&(p.clone(), comm)).copied()
+    }
+
+    /// The rank of a process inside logical communicator `c`.
+    pub fn rank_in(&self, c: usize, p: &ProcessKey) -> Option<u32> {
+        self.comms
+            .get(c)?
+            .members
+            .iter()
+            .find(|m| &m.0 == p)
+            .map(|m| m.2)
+    }
+}
+
+#[derive(Default)]
+struct Pair {
+    nranks: u32,
+    rank: Option<u32>,
+    comm_id: Option<u64>,
+    split_parent: Option<u64>,
+    /// Collective signature, duplicates removed: (op, count, datatype code).
+    seq: Vec<(OpType, u64, u32)>,
+    /// Distinct point-to-point (count, datatype) pairs, for communicators with no collective.
+    p2p: BTreeSet<(u64, u32)>,
+    last_op_count: Option<(u64, OpType)>,
+}
+
+/// Groups (process, pointer) pairs into logical communicators and assigns global ranks.
+pub fn group(inits: &[CommInit], ops: &[LogOp]) -> Communicators {
+    let mut pairs: BTreeMap<(ProcessKey, u64), Pair> = BTreeMap::new();
+    let mut cuda_dev: BTreeMap<ProcessKey, u32> = BTreeMap::new();
+    for i in inits {
+        let p = pairs.entry((i.process.clone(), i.comm)).or_default();
+        p.nranks = p.nranks.max(i.nranks);
+        p.rank = p.rank.or(Some(i.rank));
+        p.comm_id = p.comm_id.or(i.comm_id);
+        p.split_parent = p.split_parent.or(i.split_parent);
+        if let Some(d) = i.cuda_dev {
+            cuda_dev.entry(i.process.clone()).or_insert(d);
+        }
+    }
+    for o in ops {
+        let p = pairs.entry((o.process.clone(), o.comm)).or_default();
+        p.nranks = p.nranks.max(o.nranks);
+        cuda_dev.entry(o.process.clone()).or_insert(o.cuda_dev);
+        if o.op.is_p2p() {
+            p.p2p.insert((o.count, o.datatype_code));
+            continue;
+        }
+        // A line printed twice (same opCount, same op) is one operation.
+        if p.last_op_count == Some((o.op_count, o.op)) {
+            continue;
+        }
+        p.last_op_count = Some((o.op_count, o.op));
+        p.seq.push((o.op, o.count, o.datatype_code));
+    }
+    let world_size = pairs.values().map(|p| p.nranks).max().unwrap_or(0);
+    let (ranks, ranks_from_init) = global_ranks(&pairs, &cuda_dev, world_size);
+
+    // Group: commId first, else (nranks, sequence).
+    let mut by_id: BTreeMap<u64, Vec<(ProcessKey, u64)>> = BTreeMap::new();
+    type SeqKey = (u32, Vec<(OpType, u64, u32)>, BTreeSet<(u64, u32)>);
+    let mut by_seq: BTreeMap<SeqKey, Vec<(ProcessKey, u64)>> = BTreeMap::new();
+    for (k, p) in &pairs {
+        match p.comm_id {
+            Some(id) => by_id.entry(id).or_default().push(k.clone()),
+            None => {
+                let p2p = if p.seq.is_empty() {
+                    p.p2p.clone()
+                } else {
+                    BTreeSet::new()
+                };
+                by_seq
+                    .entry((p.nranks, p.seq.clone(), p2p))
+                    .or_default()
+                    .push(k.clone())
+            }
+        }
+    }
+    let rank_of = |k: &(ProcessKey, u64)| ranks.get(&k.0).copied().unwrap_or(u32::MAX);
+    let mut groups: Vec<(Vec<(ProcessKey, u64)>, GroupedBy, Option<u64>)> = Vec::new();
+    for (id, ms) in by_id {
+        groups.push((ms, GroupedBy::CommId(id), Some(id)));
+    }
+    for ((nranks, _, _), mut ms) in by_seq {
+        ms.sort_by_key(|k| (rank_of(k), k.clone()));
+        let n = nranks.max(1) as usize;
+        let ambiguous = ms.len() > n;
+        for chunk in ms.chunks(n) {
+            groups.push((chunk.to_vec(), GroupedBy::Sequence { ambiguous }, None));
+        }
+    }
+
+    let mut comms: Vec<LogicalComm> = Vec::new();
+    let mut seq_n = 0;
+    for (ms, by, id) in groups {
+        let size = ms
+            .iter()
+            .filter_map(|k| pairs.get(k))
+            .map(|p| p.nranks)
+            .max()
+            .unwrap_or(0);
+        let from_init = ms
+            .iter()
+            .all(|k| pairs.get(k).is_some_and(|p| p.rank.is_some()));
+        let mut by_global: Vec<(u32, (ProcessKey, u64))> =
+            ms.iter().map(|k| (rank_of(k), k.clone())).collect();
+        by_global.sort();
+        let mut members: Vec<(ProcessKey, u64, u32)> = by_global
+            .iter()
+            .enumerate()
+            .map(|(pos, (_, k))| {
+                let r = if from_init {
+                    pairs.get(k).and_then(|p| p.rank).unwrap_or(pos as u32)
+                } else {
+                    pos as u32
+                };
+                (k.0.clone(), k.1, r)
+            })
+            .collect();
+        members.sort_by(|a, b| (a.2, &a.0).cmp(&(b.2, &b.0)));
+        let mut global_ranks: Vec<u32> = by_global
+            .iter()
+            .map(|(g, _)| *g)
+            .filter(|&g| g != u32::MAX)
+            .collect();
+        global_ranks.sort_unstable();
+        let id = match id {
+            Some(i) => format!("0x{i:x}"),
+            None => {
+                seq_n += 1;
+                format!("seq-{seq_n}")
+            }
+        };
+        comms.push(LogicalComm {
+            id,
+            size,
+            members,
+            global_ranks,
+            split_parent: None,
+            grouped_by: by,
+            ranks_from_init: from_init,
+        });
+    }
+    // Stable order: largest first, then by rank set (the world communicator comes first).
+    comms.sort_by(|a, b| {
+        (std::cmp::Reverse(a.size), &a.global_ranks, &a.id).cmp(&(
+            std::cmp::Reverse(b.size),
+            &b.global_ranks,
+            &b.id,
+        ))
+    });
+    let mut index = HashMap::new();
+    for (ci, c) in comms.iter().enumerate() {
+        for m in &c.members {
+            index.insert((m.0.clone(), m.1), ci);
+        }
+    }
+    // Split parents: the parent pointer is in the same process.
+    for ci in 0..comms.len() {
+        let parent = comms[ci].members.iter().find_map(|m| {
+            let pp = pairs.get(&(m.0.clone(), m.1))?.split_parent?;
+            index.get(&(m.0.clone(), pp)).copied()
+        });
+        comms[ci].split_parent = parent;
+    }
+    Communicators {
+        comms,
+        ranks,
+        world_size,
+        ranks_from_init,
+        index,
+    }
+}
+
+/// Global ranks: from the world communicator's init lines when every process has one and they
+/// are distinct; else node index × GPUs per node + local rank.
+fn global_ranks(
+    pairs: &BTreeMap<(ProcessKey, u64), Pair>,
+    cuda_dev: &BTreeMap<ProcessKey, u32>,
+    world: u32,
+) -> (BTreeMap<ProcessKey, u32>, bool) {
+    let processes: BTreeSet<ProcessKey> = pairs.keys().map(|k| k.0.clone()).collect();
+    let mut from_init = BTreeMap::new();
+    for ((p, _), pair) in pairs {
+        if pair.nranks == world {
+            if let Some(r) = pair.rank {
+                from_init.entry(p.clone()).or_insert(r);
+            }
+        }
+    }
+    let distinct: BTreeSet<u32> = from_init.values().copied().collect();
+    if !processes.is_empty()
+        && from_init.len() == processes.len()
+        && distinct.len() == from_init.len()
+    {
+        return (from_init, true);
+    }
+    // Fallback (thesis §4.2.3): hosts sorted by name.
+    let mut per_host: BTreeMap<&str, Vec<&ProcessKey>> = BTreeMap::new();
+    for p in &processes {
+        per_host.entry(p.host.as_str()).or_default().push(p);
+    }
+    let gpn = per_host
+        .values()
+        .map(|ps| {
+            let by_count = ps.len() as u32;
+            let by_dev = ps
+                .iter()
+                .filter_map(|p| cuda_dev.get(*p))
+                .map(|d| d + 1)
+                .max()
+                .unwrap_or(0);
+            by_count.max(by_dev)
+        })
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let mut out = BTreeMap::new();
+    for (node, ps) in per_host.values().enumerate() {
+        for (i, p) in ps.iter().enumerate() {
+            let local = cuda_dev.get(*p).copied().unwrap_or(i as u32);
+            out.insert((*p).clone(), node as u32 * gpn + local);
+        }
+    }
+    (out, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::log::SourceLine;
+    use model::{DataType, RedOp};
+
+    fn pk(host: &str, pid: u32) -> ProcessKey {
+        ProcessKey {
+            host: host.into(),
+            pid,
+        }
+    }
+
+    fn op(p: &ProcessKey, dev: u32, comm: u64, oc: u64, op: OpType, count: u64, n: u32) -> LogOp {
+        LogOp {
+            process: p.clone(),
+            tid: 1,
+            cuda_dev: dev,
+            op,
+            op_count: oc,
+            sendbuff: 0,
+            recvbuff: 0,
+            count,
+            datatype: Some(DataType::Float16),
+            datatype_code: 6,
+            red_op: RedOp::Sum,
+            root: 0,
+            comm,
+            nranks: n,
+            stream: 0,
+            timestamp_ns: None,
+            algo: None,
+            proto: None,
+            nchannels: None,
+            rccl_task: None,
+            rccl_global_rank: None,
+            source: SourceLine::default(),
+        }
+    }
+
+    #[test]
+    fn sequence_method_without_init_lines() {
+        // 2 hosts × 2 GPUs; world comm (4 ranks) and two 2-rank comms with different sequences.
+        let ps = [pk("b", 10), pk("b", 11), pk("a", 20), pk("a", 21)];
+        let mut ops = Vec::new();
+        for (i, p) in ps.iter().enumerate() {
+            let dev = (i % 2) as u32;
+            ops.push(op(p, dev, 0x100 + i as u64, 0, OpType::AllReduce, 1, 4));
+            let (cnt, oc) = if i < 2 { (64, 0) } else { (128, 0) };
+            ops.push(op(p, dev, 0x200 + i as u64, oc, OpType::AllGather, cnt, 2));
+            // a duplicated line does not change the sequence
+            ops.push(op(p, dev, 0x200 + i as u64, oc, OpType::AllGather, cnt, 2));
+        }
+        let c = group(&[], &ops);
+        assert!(!c.ranks_from_init);
+        // hosts sorted: a → ranks 0,1; b → ranks 2,3
+        assert_eq!(c.rank_of(&ps[2]), Some(0));
+        assert_eq!(c.rank_of(&ps[1]), Some(3));
+        assert_eq!(c.comms.len(), 3);
+        assert_eq!(c.comms[0].global_ranks, vec![0, 1, 2, 3]);
+        assert_eq!(c.comms[1].global_ranks, vec![0, 1]);
+        assert_eq!(c.comms[2].global_ranks, vec![2, 3]);
+        assert_eq!(c.comm_of(&ps[0], 0x200), Some(2));
+    }
+}

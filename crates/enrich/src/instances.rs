@@ -1,0 +1,158 @@
+//! Cross-rank matching of collective instances.
+//!
+//! Why: one collective call is printed once by every member; clock sync (thesis §4.2.4), arrival
+//! skew and straggler detection compare the members' copies of the same call. NCCL's `opCount`
+//! is counted per communicator, so (logical communicator, opCount) names one instance. When the
+//! opCounts of a member are unusable (all equal, or going backwards, as in some RCCL builds and
+//! merged logs) the k-th distinct operation of each member is matched instead.
+
+use crate::communicators::Communicators;
+use model::log::LogOp;
+use model::OpType;
+use std::collections::{BTreeMap, HashMap};
+
+/// One collective (or grouped point-to-point) call as seen by all its members.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    /// Index into [`Communicators::comms`].
+    pub comm: usize,
+    /// The shared opCount, or `None` when matched by sequence position.
+    pub op_count: Option<u64>,
+    /// Position of the instance in the communicator's order.
+    pub seq: usize,
+    pub op: OpType,
+    /// (global rank, index into the ops slice of that rank's first line of this instance),
+    /// ascending by rank. Duplicated lines and the other ops of a Send/Recv group are left out.
+    pub per_rank: Vec<(u32, usize)>,
+    /// Every op line of the instance (duplicates and grouped Send/Recv included).
+    pub ops: Vec<usize>,
+}
+
+/// How unevenly the members arrived at one instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Skew {
+    /// Last start minus first start.
+    pub arrival_skew_ns: i64,
+    /// The last rank to arrive: the others waited for it.
+    pub slowest_rank: u32,
+    pub earliest_rank: u32,
+    /// Ranks with a time.
+    pub ranks: usize,
+}
+
+/// Matches every op line to its instance. Ops of processes or pointers not in `comms` are skipped.
+pub fn match_instances(comms: &Communicators, ops: &[LogOp]) -> Vec<Instance> {
+    // Ops per (logical comm, process), in input order.
+    let mut per_member: BTreeMap<(usize, u32), Vec<usize>> = BTreeMap::new();
+    for (i, o) in ops.iter().enumerate() {
+        let (Some(c), Some(r)) = (comms.comm_of(&o.process, o.comm), comms.rank_of(&o.process))
+        else {
+            continue;
+        };
+        per_member.entry((c, r)).or_default().push(i);
+    }
+    // A communicator uses opCounts only when every member's are non-decreasing and not all equal.
+    let mut usable: HashMap<usize, bool> = HashMap::new();
+    for ((c, _), idx) in &per_member {
+        let oc: Vec<u64> = idx.iter().map(|&i| ops[i].op_count).collect();
+        let ok = oc.windows(2).all(|w| w[0] <= w[1]) && (oc.len() < 2 || oc[0] != oc[oc.len() - 1]);
+        let e = usable.entry(*c).or_insert(true);
+        *e &= ok;
+    }
+    let mut out: BTreeMap<(usize, u64), Instance> = BTreeMap::new();
+    for ((c, r), idx) in &per_member {
+        let by_count = usable.get(c).copied().unwrap_or(false);
+        // Sequence position: a new operation starts when the opCount or the op changes (a
+        // duplicated line repeats both; a Send/Recv group shares its opCount).
+        let mut pos = 0u64;
+        let mut prev: Option<(u64, OpType)> = None;
+        for &i in idx {
+            let o = &ops[i];
+            let grouped = prev.is_some_and(|(pc, pop)| {
+                pc == o.op_count && (pop == o.op || (pop.is_p2p() && o.op.is_p2p()))
+            });
+            if prev.is_some() && !grouped {
+                pos += 1;
+            }
+            prev = Some((o.op_count, o.op));
+            let key = if by_count { o.op_count } else { pos };
+            let inst = out.entry((*c, key)).or_insert_with(|| Instance {
+                comm: *c,
+                op_count: by_count.then_some(o.op_count),
+                seq: 0,
+                op: o.op,
+                per_rank: Vec::new(),
+                ops: Vec::new(),
+            });
+            inst.ops.push(i);
+            if !inst.per_rank.iter().any(|(rr, _)| rr == r) {
+                inst.per_rank.push((*r, i));
+            }
+        }
+    }
+    let mut v: Vec<Instance> = out.into_values().collect();
+    let mut seq: HashMap<usize, usize> = HashMap::new();
+    for inst in v.iter_mut() {
+        inst.per_rank.sort_unstable();
+        let s = seq.entry(inst.comm).or_insert(0);
+        inst.seq = *s;
+        *s += 1;
+    }
+    v
+}
+
+/// Arrival skew of one instance given a start time per op (`starts[i]` for `ops[i]`, e.g. the
+/// start of the kernel aligned to it). `None` with fewer than two timed ranks.
+pub fn skew(inst: &Instance, starts: &[Option<i64>]) -> Option<Skew> {
+    let timed: Vec<(i64, u32)> = inst
+        .per_rank
+        .iter()
+        .filter_map(|&(r, i)| starts.get(i).copied().flatten().map(|t| (t, r)))
+        .collect();
+    if timed.len() < 2 {
+        return None;
+    }
+    let first = timed.iter().min()?;
+    let last = timed.iter().max()?;
+    Some(Skew {
+        arrival_skew_ns: last.0 - first.0,
+        slowest_rank: last.1,
+        earliest_rank: first.1,
+        ranks: timed.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::communicators::group;
+
+    #[test]
+    fn matches_dp4_instances_and_skew() {
+        let p = synth::preset("dp4").expect("preset");
+        let run = synth::generate(&p.config);
+        let mut ops = Vec::new();
+        let mut inits = Vec::new();
+        for (i, (name, bytes)) in run.files.iter().enumerate() {
+            let log = ingest_nccl::parse_bytes(name, i as u32, bytes);
+            ops.extend(log.ops);
+            inits.extend(log.inits);
+        }
+        let comms = group(&inits, &ops);
+        let inst = match_instances(&comms, &ops);
+        assert!(!inst.is_empty());
+        // Every instance of this clean run has all 4 ranks.
+        assert!(inst.iter().all(|i| i.per_rank.len() == 4));
+        // Every op belongs to exactly one instance.
+        assert_eq!(inst.iter().map(|i| i.ops.len()).sum::<usize>(), ops.len());
+        let first = &inst[0];
+        let mut starts = vec![None; ops.len()];
+        for (k, &(_, i)) in first.per_rank.iter().enumerate() {
+            starts[i] = Some(1_000 + 10 * k as i64);
+        }
+        let s = skew(first, &starts).expect("skew");
+        assert_eq!(s.arrival_skew_ns, 30);
+        assert_eq!(s.slowest_rank, 3);
+        assert_eq!(s.earliest_rank, 0);
+    }
+}
