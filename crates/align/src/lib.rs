@@ -7,7 +7,7 @@
 //! * [`nw`] — a generic global aligner (full reference and a fast banded one);
 //! * [`symbols`] — the only place that knows NCCL op names and weights;
 //! * [`scoring`] — the thesis scoring and a richer one, as [`nw::Score`] implementations;
-//! * [`per_process`] — [`align_process`]: dedup, Send/Recv grouping, streams, timestamps;
+//! * [`per_process`] — [`align_process`]: duplicates, Send/Recv fusion, streams, timestamps;
 //! * [`baseline`] — the thesis' sliding-window baseline;
 //! * [`metrics`] — precision/recall/F1 against ground truth.
 

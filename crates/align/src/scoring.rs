@@ -11,7 +11,7 @@
 //!
 //! [`Scoring::rich`] adds evidence the thesis left unused: datatype, reduction, algorithm and
 //! protocol where the kernel name carries them, channel count against `gridX`, and CPU
-//! timestamps against kernel launch times (a constant offset estimated robustly by the caller,
+//! timestamps against kernel launch times (a drifting offset estimated robustly by the caller,
 //! see [`TimeModel`]). Its gaps are affine (−5 to open, −2 to extend): drops come in bursts, and
 //! a burst should not be forced into mismatches.
 //!

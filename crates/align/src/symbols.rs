@@ -22,7 +22,7 @@ pub struct Symbol {
     pub stream: u64,
     /// Log: CPU timestamp; kernel: launch time, else start time.
     pub time_ns: Option<i64>,
-    /// Number of log lines behind this symbol (a grouped Send/Recv run has several).
+    /// Number of log lines behind this symbol (1; kept for callers that pre-group lines).
     pub members: u32,
 }
 
@@ -86,21 +86,6 @@ pub fn log_symbol(op: &LogOp) -> Symbol {
         time_ns: op.timestamp_ns,
         members: 1,
     }
-}
-
-/// One symbol for a run of grouped Send/Recv lines, which NCCL runs as one SendRecv kernel.
-pub fn group_symbol(ops: &[&LogOp]) -> Symbol {
-    let first = ops[0];
-    let mut s = log_symbol(first);
-    s.op = Some(OpType::SendRecv);
-    s.red_op = None;
-    s.algo = None;
-    s.proto = None;
-    s.channels = None;
-    // p2p kernels carry no datatype worth comparing (they move bytes).
-    s.datatype = None;
-    s.members = ops.len() as u32;
-    s
 }
 
 /// A kernel's symbol, `None` for a non-NCCL kernel. `decoded` (from the full decoder) wins over

@@ -34,7 +34,8 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
             eprintln!("ncclscope: {}: {e}", r.name);
         }
     }
-    let summary = summary::build(&session, &reports);
+    let alignments = pipeline::align_session(&session, &align::AlignConfig::rich());
+    let summary = summary::build(&session, &reports, &alignments);
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
         if path.as_os_str() == "-" {

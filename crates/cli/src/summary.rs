@@ -2,7 +2,7 @@
 
 use model::log::ProcessKey;
 use model::OpType;
-use pipeline::{FileReport, Session};
+use pipeline::{Alignments, FileReport, Session};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,7 +34,7 @@ fn rank_table(session: &Session) -> BTreeMap<ProcessKey, (u32, Option<u32>)> {
         .collect()
 }
 
-pub fn build(session: &Session, reports: &[FileReport]) -> Value {
+pub fn build(session: &Session, reports: &[FileReport], alignments: &Alignments) -> Value {
     let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
 
     let ranks_of = rank_table(session);
@@ -85,8 +85,7 @@ pub fn build(session: &Session, reports: &[FileReport]) -> Value {
                 "ops_by_type": by_type,
                 "bytes_by_type": bytes_by_type,
                 "kernels": kernels_by_pid.get(&p.pid).copied().unwrap_or(0),
-                // Alignment of log operations to kernels is not part of this build yet.
-                "matched_ops": 0,
+                "matched_ops": alignments.get(p).map_or(0, |m| m.matched_kernels()),
             })
         })
         .collect();
@@ -109,7 +108,54 @@ pub fn build(session: &Session, reports: &[FileReport]) -> Value {
         })
         .collect();
 
+    let log_ops: u64 = session
+        .logs()
+        .iter()
+        .map(|l| l.parsed.ops.len() as u64)
+        .sum();
+    let kernels: u64 = session
+        .exports()
+        .iter()
+        .map(|e| e.export.kernels.len() as u64)
+        .sum();
+    let matched: u64 = alignments
+        .processes
+        .iter()
+        .map(|m| m.matched_kernels())
+        .sum();
+    // On a process seen on one side only, everything on the other side is unmatched.
+    let unmatched_log_ops: u64 = alignments
+        .processes
+        .iter()
+        .map(|m| m.unmatched_log_ops())
+        .sum::<u64>()
+        + log_ops
+        - alignments
+            .processes
+            .iter()
+            .map(|m| m.log_ops.len() as u64)
+            .sum::<u64>();
+    let alignment = json!({
+        "log_ops": log_ops,
+        "kernels": kernels,
+        "matched": matched,
+        "unmatched_log_ops": unmatched_log_ops,
+        "unmatched_kernels": kernels - matched,
+        "processes_log_only": alignments.log_only.iter().map(|p| format!("{}:{}", p.host, p.pid)).collect::<Vec<_>>(),
+        "processes_kernels_only": alignments.kernels_only.iter().map(|p| format!("{}:{}", p.host, p.pid)).collect::<Vec<_>>(),
+    });
+
     let mut warnings: Vec<Value> = Vec::new();
+    if !alignments.processes.is_empty()
+        || (!session.logs().is_empty() && !session.exports().is_empty())
+    {
+        for p in &alignments.log_only {
+            warnings.push(json!({"path": "", "line": 0, "message": format!("process {}:{} has log operations but no kernels in any export", p.host, p.pid)}));
+        }
+        for p in &alignments.kernels_only {
+            warnings.push(json!({"path": "", "line": 0, "message": format!("process {}:{} has NCCL kernels but no log operations", p.host, p.pid)}));
+        }
+    }
     for r in reports {
         if let Some(e) = &r.error {
             warnings.push(json!({"path": r.name, "line": 0, "message": e}));
@@ -122,6 +168,7 @@ pub fn build(session: &Session, reports: &[FileReport]) -> Value {
         "inputs": inputs,
         "ranks": ranks,
         "communicators": communicators,
+        "alignment": alignment,
         "warnings": warnings,
     })
 }

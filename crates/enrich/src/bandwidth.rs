@@ -124,6 +124,18 @@ pub fn measure(
     })
 }
 
+/// [`measure`] for one log line that took `duration_ns` (its kernel's duration), on the
+/// communicator's bottleneck when known. `None` for an unknown datatype or no duration.
+pub fn for_log_op(
+    op: &model::log::LogOp,
+    duration_ns: i64,
+    bottleneck: Option<(f64, &str)>,
+) -> Option<Bandwidth> {
+    let size = op.datatype?.size_bytes();
+    let bytes = op_bytes(op.op, op.count, size, op.nranks);
+    measure(op.op, op.algo, op.nranks, bytes, duration_ns, bottleneck)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

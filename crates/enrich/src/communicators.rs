@@ -90,6 +90,8 @@ struct Pair {
     split_parent: Option<u64>,
     /// Collective signature, duplicates removed: (op, count, datatype code).
     seq: Vec<(OpType, u64, u32)>,
+    /// Log timestamp of each `seq` entry, when the log has them.
+    stamps: Vec<Option<i64>>,
     /// Distinct point-to-point (count, datatype) pairs, for communicators with no collective.
     p2p: BTreeSet<(u64, u32)>,
     last_op_count: Option<(u64, OpType)>,
@@ -123,6 +125,7 @@ pub fn group(inits: &[CommInit], ops: &[LogOp]) -> Communicators {
         }
         p.last_op_count = Some((o.op_count, o.op));
         p.seq.push((o.op, o.count, o.datatype_code));
+        p.stamps.push(o.timestamp_ns);
     }
     let world_size = pairs.values().map(|p| p.nranks).max().unwrap_or(0);
     let (ranks, ranks_from_init) = global_ranks(&pairs, &cuda_dev, world_size);
@@ -148,16 +151,17 @@ pub fn group(inits: &[CommInit], ops: &[LogOp]) -> Communicators {
         }
     }
     let rank_of = |k: &(ProcessKey, u64)| ranks.get(&k.0).copied().unwrap_or(u32::MAX);
-    let mut groups: Vec<(Vec<(ProcessKey, u64)>, GroupedBy, Option<u64>)> = Vec::new();
+    type Group = (Vec<(ProcessKey, u64)>, GroupedBy, Option<u64>);
+    let mut groups: Vec<Group> = Vec::new();
     for (id, ms) in by_id {
         groups.push((ms, GroupedBy::CommId(id), Some(id)));
     }
     for ((nranks, _, _), mut ms) in by_seq {
         ms.sort_by_key(|k| (rank_of(k), k.clone()));
         let n = nranks.max(1) as usize;
-        let ambiguous = ms.len() > n;
-        for chunk in ms.chunks(n) {
-            groups.push((chunk.to_vec(), GroupedBy::Sequence { ambiguous }, None));
+        let (parts, ambiguous) = split(ms, n, &pairs);
+        for part in parts {
+            groups.push((part, GroupedBy::Sequence { ambiguous }, None));
         }
     }
 
@@ -227,12 +231,11 @@ pub fn group(inits: &[CommInit], ops: &[LogOp]) -> Communicators {
         }
     }
     // Split parents: the parent pointer is in the same process.
-    for ci in 0..comms.len() {
-        let parent = comms[ci].members.iter().find_map(|m| {
+    for c in comms.iter_mut() {
+        c.split_parent = c.members.iter().find_map(|m| {
             let pp = pairs.get(&(m.0.clone(), m.1))?.split_parent?;
             index.get(&(m.0.clone(), pp)).copied()
         });
-        comms[ci].split_parent = parent;
     }
     Communicators {
         comms,
@@ -240,6 +243,75 @@ pub fn group(inits: &[CommInit], ops: &[LogOp]) -> Communicators {
         world_size,
         ranks_from_init,
         index,
+    }
+}
+
+/// Splits processes that share one operation sequence into communicators of `n` members.
+/// Megatron's groups along one dimension are either runs of consecutive ranks or strided sets,
+/// so those two partitions of the members (sorted by global rank) are the candidates. A
+/// candidate is invalid when a group would hold one rank-in-communicator twice (init lines give
+/// it even without a commId); among valid ones, log timestamps decide (members of one
+/// communicator print the same collective at nearly the same time); failing both, consecutive
+/// runs are taken and the result is flagged ambiguous.
+fn split(
+    ms: Vec<(ProcessKey, u64)>,
+    n: usize,
+    pairs: &BTreeMap<(ProcessKey, u64), Pair>,
+) -> (Vec<Vec<(ProcessKey, u64)>>, bool) {
+    if ms.len() <= n || ms.len() % n != 0 {
+        let parts = ms.chunks(n).map(|c| c.to_vec()).collect();
+        return (parts, ms.len() > n);
+    }
+    let k = ms.len() / n;
+    let consecutive: Vec<Vec<(ProcessKey, u64)>> = ms.chunks(n).map(|c| c.to_vec()).collect();
+    let strided: Vec<Vec<(ProcessKey, u64)>> = (0..k)
+        .map(|j| ms.iter().skip(j).step_by(k).cloned().collect())
+        .collect();
+    let valid = |parts: &Vec<Vec<(ProcessKey, u64)>>| {
+        parts.iter().all(|g| {
+            let ranks: Vec<u32> = g.iter().filter_map(|m| pairs.get(m)?.rank).collect();
+            let distinct: BTreeSet<u32> = ranks.iter().copied().collect();
+            distinct.len() == ranks.len()
+        })
+    };
+    // Total spread of the members' timestamps of the same sequence position.
+    let cost = |parts: &Vec<Vec<(ProcessKey, u64)>>| -> Option<i64> {
+        let mut total = 0i64;
+        let mut any = false;
+        for g in parts {
+            let stamps: Vec<&Vec<Option<i64>>> = g
+                .iter()
+                .filter_map(|m| pairs.get(m))
+                .map(|p| &p.stamps)
+                .collect();
+            let len = stamps.iter().map(|s| s.len()).min().unwrap_or(0);
+            for i in 0..len {
+                let ts: Vec<i64> = stamps.iter().filter_map(|s| s[i]).collect();
+                if ts.len() == g.len() {
+                    any = true;
+                    total += ts.iter().max().unwrap_or(&0) - ts.iter().min().unwrap_or(&0);
+                }
+            }
+        }
+        any.then_some(total)
+    };
+    let candidates: Vec<Vec<Vec<(ProcessKey, u64)>>> = [consecutive, strided]
+        .into_iter()
+        .filter(|c| valid(c))
+        .collect();
+    match candidates.len() {
+        0 => (ms.chunks(n).map(|c| c.to_vec()).collect(), true),
+        1 => (candidates.into_iter().next().unwrap_or_default(), false),
+        _ => {
+            let costs: Vec<Option<i64>> = candidates.iter().map(|c| cost(c)).collect();
+            match (costs[0], costs[1]) {
+                (Some(a), Some(b)) if a != b => {
+                    let pick = usize::from(b < a);
+                    (candidates.into_iter().nth(pick).unwrap_or_default(), false)
+                }
+                _ => (candidates.into_iter().next().unwrap_or_default(), true),
+            }
+        }
     }
 }
 
@@ -359,5 +431,94 @@ mod tests {
         assert_eq!(c.comms[1].global_ranks, vec![0, 1]);
         assert_eq!(c.comms[2].global_ranks, vec![2, 3]);
         assert_eq!(c.comm_of(&ps[0], 0x200), Some(2));
+    }
+
+    fn load(name: &str) -> (synth::Run, Vec<CommInit>, Vec<LogOp>) {
+        let p = synth::preset(name).expect("preset");
+        let run = synth::generate(&p.config);
+        let mut ops = Vec::new();
+        let mut inits = Vec::new();
+        for (i, (file, bytes)) in run.files.iter().enumerate() {
+            let log = ingest_nccl::parse_bytes(file, i as u32, bytes);
+            ops.extend(log.ops);
+            inits.extend(log.inits);
+        }
+        (run, inits, ops)
+    }
+
+    /// Rank sets of the truth and of ours, as sorted multisets.
+    fn sets(run: &synth::Run, c: &Communicators) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
+        let mut t: Vec<Vec<u32>> = run
+            .truth
+            .communicators
+            .iter()
+            .map(|c| {
+                let mut g = c.global_ranks.clone();
+                g.sort_unstable();
+                g
+            })
+            .collect();
+        let mut o: Vec<Vec<u32>> = c.comms.iter().map(|c| c.global_ranks.clone()).collect();
+        t.sort();
+        o.sort();
+        (t, o)
+    }
+
+    #[test]
+    fn synth_runs_by_comm_id() {
+        for name in ["tp2pp2", "demo"] {
+            let (run, inits, ops) = load(name);
+            let c = group(&inits, &ops);
+            assert!(c.ranks_from_init);
+            for r in &run.truth.ranks {
+                let pk = pk(&r.host, r.pid);
+                assert_eq!(c.rank_of(&pk), Some(r.global_rank), "{name}");
+            }
+            let (t, o) = sets(&run, &c);
+            assert_eq!(t, o, "{name}");
+            // Pointers: every truth member's pointer maps to the communicator with its commId.
+            for tc in &run.truth.communicators {
+                let lc = c.comms.iter().find(|l| l.id == tc.id).expect("commId");
+                for (g, ptr) in tc.global_ranks.iter().zip(&tc.pointers) {
+                    let m = lc.members.iter().find(|m| c.rank_of(&m.0) == Some(*g));
+                    assert_eq!(
+                        m.map(|m| format!("0x{:x}", m.1)).as_deref(),
+                        Some(ptr.as_str())
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn synth_runs_by_sequence() {
+        // Without commIds, and without any init line: the thesis' method.
+        for name in ["dp4", "tp4", "ep4-alltoall"] {
+            let (run, _, ops) = load(name);
+            let c = group(&[], &ops);
+            assert!(!c.ranks_from_init);
+            for r in &run.truth.ranks {
+                assert_eq!(
+                    c.rank_of(&pk(&r.host, r.pid)),
+                    Some(r.global_rank),
+                    "{name}"
+                );
+            }
+            let (t, o) = sets(&run, &c);
+            assert_eq!(t, o, "{name}");
+        }
+        // tp2pp2: init lines without commId; the ranks in the communicator and the timestamps
+        // resolve TP (consecutive) and PP (strided) groups sharing one sequence.
+        let (run, mut inits, ops) = load("tp2pp2");
+        for i in inits.iter_mut() {
+            i.comm_id = None;
+        }
+        let c = group(&inits, &ops);
+        let (t, o) = sets(&run, &c);
+        assert_eq!(t, o);
+        assert!(c
+            .comms
+            .iter()
+            .all(|l| l.grouped_by == GroupedBy::Sequence { ambiguous: false }));
     }
 }

@@ -122,6 +122,21 @@ pub fn skew(inst: &Instance, starts: &[Option<i64>]) -> Option<Skew> {
     })
 }
 
+/// The (global rank, time) lists [`crate::clock::synchronise`] takes: one per instance with at
+/// least two timed ranks, `starts[i]` being the time of `ops[i]` (e.g. its kernel's start).
+pub fn timed(instances: &[Instance], starts: &[Option<i64>]) -> Vec<Vec<(u32, i64)>> {
+    instances
+        .iter()
+        .map(|inst| {
+            inst.per_rank
+                .iter()
+                .filter_map(|&(r, i)| starts.get(i).copied().flatten().map(|t| (r, t)))
+                .collect::<Vec<_>>()
+        })
+        .filter(|v| v.len() >= 2)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +169,6 @@ mod tests {
         assert_eq!(s.arrival_skew_ns, 30);
         assert_eq!(s.slowest_rank, 3);
         assert_eq!(s.earliest_rank, 0);
+        assert_eq!(timed(&inst, &starts).len(), 1);
     }
 }

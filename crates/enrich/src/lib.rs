@@ -13,10 +13,11 @@ pub mod instances;
 pub mod parallelism;
 pub mod topology;
 
-pub use bandwidth::{bus_factor, theory_factors, Bandwidth, Theoretical};
+pub use bandwidth::{
+    bus_factor, for_log_op, measure, op_bytes, theory_factors, Bandwidth, Theoretical,
+};
 pub use clock::{synchronise, ClockSync, RankClock};
 pub use communicators::{group, Communicators, GroupedBy, LogicalComm};
-pub use instances::{match_instances, skew, Instance, Skew};
+pub use instances::{match_instances, skew, timed, Instance, Skew};
 pub use parallelism::{infer, CommParallelism, Hints, LayoutInference, Parallelism, Sizes};
-
-pub use topology::{Bottleneck, TopoIndex};
+pub use topology::{comm_gpus, Bottleneck, TopoIndex};

@@ -368,7 +368,8 @@ fn fit(s: &Signature, d: Parallelism, intensity: f64) -> f64 {
             (EP, true, _) => 3.0,
             (_, true, _) => -3.0,
             (CP, false, true) => 3.0,
-            (PP, false, true) => 1.0,
+            // Interleaved pipelines also wrap (last stage → first), so a ring is still PP-ish.
+            (PP, false, true) => 2.0,
             (PP, false, false) => 3.0,
             (CP, false, false) => 1.0,
             (EP, false, _) => -2.0,
@@ -396,7 +397,7 @@ fn fit(s: &Signature, d: Parallelism, intensity: f64) -> f64 {
     }
 }
 
-fn describe_ops(s: &Signature, per: f64, unit: &str) -> String {
+fn describe_ops(s: &Signature, per: f64, unit: &str, each: bool) -> String {
     let mut parts = Vec::new();
     for (n, name) in [
         (s.ar, "AllReduce"),
@@ -412,7 +413,11 @@ fn describe_ops(s: &Signature, per: f64, unit: &str) -> String {
     if parts.is_empty() {
         return "only scalar collectives".into();
     }
-    let mut t = format!("{} {unit}", parts.join(" + "));
+    let mut t = format!(
+        "{} {unit}{}",
+        parts.join(" + "),
+        if each { " each" } else { "" }
+    );
     if s.p2p > 0 {
         t.push_str(if s.all_to_all {
             ", grouped to all peers"
@@ -610,11 +615,11 @@ pub fn infer(comms: &Communicators, ops: &[LogOp], hints: &Hints) -> LayoutInfer
         dim_evidence.insert(
             d,
             format!(
-                "{} communicators of {} {} ranks, {} each → {}={}",
+                "{} communicators of {} {} ranks, {} → {}={}",
                 members.len(),
                 set.len(),
                 shape(set),
-                describe_ops(&sigs[rep], per, unit),
+                describe_ops(&sigs[rep], per, unit, true),
                 d.name(),
                 layout.size(d)
             ),
@@ -631,7 +636,7 @@ pub fn infer(comms: &Communicators, ops: &[LogOp], hints: &Hints) -> LayoutInfer
                     format!(
                         "{}; this one: {}",
                         dim_evidence.get(&d).cloned().unwrap_or_default(),
-                        describe_ops(&sigs[i], per, unit)
+                        describe_ops(&sigs[i], per, unit, false)
                     ),
                 ),
                 Role::Embedding => (
@@ -691,7 +696,10 @@ fn factorisations(world: u32, allowed: &BTreeSet<u32>) -> Vec<Sizes> {
             }
             return;
         }
-        for &f in allowed.iter().filter(|&&f| f >= 1 && left % f == 0) {
+        for &f in allowed
+            .iter()
+            .filter(|&&f| f >= 1 && left.is_multiple_of(f))
+        {
             cur.set(d, f);
             rec(i + 1, left / f, cur, allowed, out);
         }

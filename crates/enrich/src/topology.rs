@@ -103,6 +103,15 @@ impl TopoIndex {
         TopoIndex { hosts }
     }
 
+    /// Builds from parsed logs: every process' first topology block, keyed by its host.
+    pub fn from_logs(logs: &[ingest_nccl::ParsedLog]) -> TopoIndex {
+        TopoIndex::build(logs.iter().flat_map(|l| {
+            l.processes
+                .iter()
+                .filter_map(|p| p.topology.as_ref().map(|t| (p.process.host.as_str(), t)))
+        }))
+    }
+
     /// GPUs (bus ids) a host's topology lists.
     pub fn gpus_of(&self, host: &str) -> Vec<String> {
         self.hosts
@@ -183,6 +192,21 @@ impl TopoIndex {
             .map(|l| l.bw_gbps)
             .reduce(f64::min)
     }
+}
+
+/// (host, bus id) of every member of a logical communicator whose init line printed a bus id:
+/// the input of [`TopoIndex::communicator`].
+pub fn comm_gpus(
+    comm: &crate::communicators::LogicalComm,
+    inits: &[model::log::CommInit],
+) -> Vec<(String, String)> {
+    comm.members
+        .iter()
+        .filter_map(|(p, ptr, _)| {
+            let i = inits.iter().find(|i| &i.process == p && i.comm == *ptr)?;
+            Some((p.host.clone(), normalise_bus_id(i.bus_id.as_deref()?)))
+        })
+        .collect()
 }
 
 /// Widest (max-min bandwidth) path between two nodes of one host, not through the network.
@@ -276,5 +300,37 @@ node01:1:1 [0] NCCL INFO ==========================================
             .unwrap();
         assert_eq!(u.gbps, 12.5);
         assert_eq!(normalise_bus_id("0000:1B:00.0"), "1b000");
+    }
+
+    #[test]
+    fn demo_run_bottlenecks() {
+        // 2 nodes × 4 GPUs (NVLink 150 GB/s inside, 25 GB/s network between).
+        let p = synth::preset("demo").expect("preset");
+        let run = synth::generate(&p.config);
+        let logs: Vec<_> = run
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, (n, b))| ingest_nccl::parse_bytes(n, i as u32, b))
+            .collect();
+        let idx = TopoIndex::from_logs(&logs);
+        let inits: Vec<_> = logs.iter().flat_map(|l| l.inits.clone()).collect();
+        let ops: Vec<_> = logs.iter().flat_map(|l| l.ops.clone()).collect();
+        let comms = crate::communicators::group(&inits, &ops);
+        let world = &comms.comms[0];
+        assert_eq!(world.size, 8);
+        let b = idx
+            .communicator(&comm_gpus(world, &inits))
+            .expect("bottleneck");
+        assert_eq!((b.gbps, b.kind), (25.0, Some(LinkKind::Net)));
+        let tp = comms
+            .comms
+            .iter()
+            .find(|c| c.global_ranks == vec![0, 1])
+            .expect("a TP pair");
+        let b = idx
+            .communicator(&comm_gpus(tp, &inits))
+            .expect("bottleneck");
+        assert_eq!((b.gbps, b.kind), (150.0, Some(LinkKind::Nvl)));
     }
 }

@@ -46,10 +46,57 @@ fn op_name(body: &[u8]) -> Option<(&[u8], &[u8])> {
     rest.starts_with(b"opCount ").then_some((name, rest))
 }
 
+/// Splits `<key><value>` off the front of `r`: the value runs to the next space (or the end).
+fn field<'a>(r: &mut &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let rest = r.strip_prefix(key)?;
+    let end = rest.iter().position(|c| *c == b' ').unwrap_or(rest.len());
+    let (val, after) = rest.split_at(end);
+    *r = after.strip_prefix(b" ").unwrap_or(after);
+    Some(val)
+}
+
+/// The line exactly as NCCL prints it (fields in order, single spaces, nothing after `stream`):
+/// parsed front to back without the key lookup. `None` sends the line to the general parser,
+/// which gives the same result for every line this accepts (and names the error otherwise).
+fn canonical<'a>(name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
+    let mut r = rest;
+    let op_count = scan::hex_u64(field(&mut r, b"opCount ")?)?;
+    let sendbuff = scan::ptr(field(&mut r, b"sendbuff ")?)?;
+    let recvbuff = scan::ptr(field(&mut r, b"recvbuff ")?)?;
+    let count = scan::dec_u64(field(&mut r, b"count ")?)?;
+    let datatype = scan::dec_u32(field(&mut r, b"datatype ")?)?;
+    let red_op = scan::dec_u32(field(&mut r, b"op ")?)?;
+    let root = scan::dec_i64(field(&mut r, b"root ")?)?;
+    let comm = scan::ptr(field(&mut r, b"comm ")?)?;
+    let nranks = scan::dec_u32(field(&mut r, b"[nranks=")?.strip_suffix(b"]")?)?;
+    let stream = scan::ptr(field(&mut r, b"stream ")?)?;
+    if !r.is_empty() {
+        return None;
+    }
+    Some(Coll {
+        name,
+        op_count,
+        sendbuff,
+        recvbuff,
+        count,
+        datatype,
+        red_op,
+        root,
+        comm,
+        nranks,
+        stream,
+        rccl_task: None,
+        rccl_global_rank: None,
+    })
+}
+
 /// Parses a body already known to look like a per-collective line. `Err` names the first
 /// missing or malformed field (a truncated or garbled line).
 pub(crate) fn parse(body: &[u8]) -> Result<Coll<'_>, &'static str> {
     let (name, rest) = op_name(body).ok_or("not a per-collective line")?;
+    if let Some(c) = canonical(name, rest) {
+        return Ok(c);
+    }
     let mut c = Coll {
         name,
         op_count: 0,

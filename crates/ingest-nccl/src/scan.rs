@@ -51,7 +51,21 @@ pub(crate) static FINDERS: std::sync::LazyLock<Finders> = std::sync::LazyLock::n
 
 /// Position of `needle` in `hay` (for rare paths; hot paths use [`FINDERS`]).
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(hay, needle)
+    // `memmem::find` builds a searcher per call, which costs more than scanning a log line.
+    let (&first, tail) = needle.split_first()?;
+    if hay.len() > 256 {
+        return memchr::memmem::find(hay, needle);
+    }
+    let mut from = 0;
+    while let Some(i) = hay.get(from..).and_then(|h| memchr::memchr(first, h)) {
+        let at = from + i;
+        let rest = hay.get(at + 1..)?;
+        if rest.starts_with(tail) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -63,14 +77,30 @@ pub(crate) fn dec_u64(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 20 {
         return None;
     }
+    // Up to 19 digits cannot overflow a u64: no checked arithmetic on the common path.
+    let (head, last) = if b.len() == 20 {
+        (&b[..19], b.get(19))
+    } else {
+        (b, None)
+    };
     let mut v: u64 = 0;
-    for &c in b {
-        if !c.is_ascii_digit() {
+    for &c in head {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
             return None;
         }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+        v = v * 10 + u64::from(d);
     }
-    Some(v)
+    match last {
+        None => Some(v),
+        Some(&c) => {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v.checked_mul(10)?.checked_add(u64::from(d))
+        }
+    }
 }
 
 pub(crate) fn dec_u32(b: &[u8]) -> Option<u32> {

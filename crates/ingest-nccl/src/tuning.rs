@@ -50,8 +50,43 @@ fn channel_range(tok: &[u8]) -> Option<u32> {
     hi.checked_sub(lo)?.checked_add(1)
 }
 
+/// `Algo::from_name` without its allocation: names are ASCII and at most 16 bytes, so anything
+/// longer (or not UTF-8) cannot match.
+fn algo_name(v: &[u8]) -> Option<Algo> {
+    let mut buf = [0u8; 16];
+    let up = upper(v, &mut buf)?;
+    match Algo::ALL.iter().copied().find(|a| a.name() == up) {
+        Some(a) => Some(a),
+        None => Algo::from_name(up),
+    }
+}
+
+/// `Proto::from_name` without its allocation.
+fn proto_name(v: &[u8]) -> Option<Proto> {
+    match v {
+        b"SIMPLE" => Some(Proto::Simple),
+        b"LL" => Some(Proto::LL),
+        b"LL128" => Some(Proto::LL128),
+        _ => {
+            let mut buf = [0u8; 16];
+            Proto::from_name(upper(v, &mut buf)?)
+        }
+    }
+}
+
+/// ASCII upper case of a short UTF-8 token, in `buf`.
+fn upper<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> Option<&'b str> {
+    let dst = buf.get_mut(..v.len())?;
+    dst.copy_from_slice(v);
+    dst.make_ascii_uppercase();
+    std::str::from_utf8(dst).ok()
+}
+
 pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
-    let arrow = scan::find(body, b" Bytes -> ").ok_or("not a tuning line")?;
+    let arrow = scan::FINDERS
+        .bytes_arrow
+        .find(body)
+        .ok_or("not a tuning line")?;
     let head = body.get(..arrow).unwrap_or_default().trim_ascii_start();
     let tail = body.get(arrow + 10..).unwrap_or_default();
     // head: `N`, `Op: N` or `Op [Symmetric]: N`.
@@ -96,7 +131,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
                 let v = val.ok_or("missing algorithm")?;
                 t.algo = match scan::dec_u32(v) {
                     Some(code) => Algo::from_code(code),
-                    None => std::str::from_utf8(v).ok().and_then(Algo::from_name),
+                    None => algo_name(v),
                 };
                 if t.algo.is_none() {
                     return Err("unknown algorithm in tuning line");
@@ -107,7 +142,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
                 let v = val.ok_or("missing protocol")?;
                 t.proto = match scan::dec_u32(v) {
                     Some(code) => Proto::from_code(code),
-                    None => std::str::from_utf8(v).ok().and_then(Proto::from_name),
+                    None => proto_name(v),
                 };
                 if t.proto.is_none() {
                     return Err("unknown protocol in tuning line");

@@ -2,16 +2,18 @@
 //!
 //! Inputs are added one file at a time ([`Session::add_log`], [`Session::add_export`]); each
 //! returns a [`FileReport`] for the file list, and the session keeps the parsed records for the
-//! later stages and the views ([`Session::timeline`]). No I/O happens here: the caller brings
+//! later stages ([`align_session`]) and the views ([`Session::timeline`]). No I/O happens here: the caller brings
 //! bytes (logs) or an open [`sqlsource::SqlSource`] (exports), so the same code runs natively and
 //! in the page.
 
+mod alignment;
 mod digest;
 mod report;
 mod session;
 mod sniff;
 mod timeline;
 
+pub use alignment::{align_session, Alignments, ProcessMatch};
 pub use digest::records_digest;
 pub use report::FileReport;
 pub use session::{LogLoader, Session};

@@ -44,7 +44,7 @@ pub struct LogLoader {
 
 enum LoaderState {
     Start,
-    Plain(LogParser),
+    Plain(Box<LogParser>),
     Gzip(Vec<u8>),
 }
 
@@ -62,7 +62,7 @@ impl LogLoader {
             self.state = if chunk.starts_with(&[0x1f, 0x8b]) {
                 LoaderState::Gzip(Vec::new())
             } else {
-                LoaderState::Plain(LogParser::new(&self.name, self.file_index))
+                LoaderState::Plain(Box::new(LogParser::new(&self.name, self.file_index)))
             };
         }
         match &mut self.state {

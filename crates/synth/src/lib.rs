@@ -17,6 +17,7 @@ pub mod nsysdb;
 pub mod presets;
 pub mod rng;
 pub mod schedule;
+pub mod stream;
 pub mod timing;
 pub mod truth;
 pub mod write;
@@ -25,6 +26,7 @@ pub use layout::{Dim, Layout, MoeDispatcher};
 pub use model::Model;
 pub use nsysdb::Schema;
 pub use presets::{preset, presets, Preset};
+pub use stream::{write_preset_streaming, write_streaming, StreamStats};
 pub use write::{write_preset, write_run};
 
 use ::model::{Algo, DataType, OpType, Proto};
@@ -127,13 +129,13 @@ const BUS_IDS: [u64; 8] = [
 /// (correlation id, (communicator, opCount) it executes, kernel short name).
 type KernelRef = (u32, Option<(usize, u64)>, String);
 
-struct Proc {
-    rank: u32,
-    node: u32,
-    local: u32,
-    host: String,
-    pid: u32,
-    printer: Printer,
+pub(crate) struct Proc {
+    pub(crate) rank: u32,
+    pub(crate) node: u32,
+    pub(crate) local: u32,
+    pub(crate) host: String,
+    pub(crate) pid: u32,
+    pub(crate) printer: Printer,
 }
 
 fn channels_for(bytes: u64, intra: bool) -> u32 {
@@ -159,8 +161,61 @@ pub fn generate(cfg: &RunConfig) -> Run {
     generate_named(cfg, None)
 }
 
-/// As [`generate`], recording the preset name in the truth.
-pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
+/// Everything shared by all ranks: schedule, simulated times, processes and clocks. Why a
+/// separate step: the per-rank output ([`rank_out`]) depends only on this, so the streaming writer
+/// can produce one rank at a time in bounded memory while [`generate`] collects them all.
+pub(crate) struct Plan<'a> {
+    pub(crate) cfg: &'a RunConfig,
+    pub(crate) v: Version,
+    pub(crate) gpn: u32,
+    pub(crate) nodes: u32,
+    pub(crate) comms: comms::Comms,
+    pub(crate) calls: Vec<Vec<schedule::Call>>,
+    pub(crate) timed: Vec<Vec<timing::Timed>>,
+    pub(crate) procs: Vec<Proc>,
+    /// Per node (offset ns, drift ppm).
+    pub(crate) clocks: Vec<(i64, f64)>,
+    /// Latest kernel end over ranks `0..=r` (the truncated last line of rank r is stamped after
+    /// it, as the sequential generator always did).
+    pub(crate) end_prefix: Vec<i64>,
+}
+
+impl Plan<'_> {
+    /// Report clock of a node: ns since the capture started (SESSION_LEAD before t0), plus the
+    /// node's offset and drift.
+    pub(crate) fn gpu(&self, node: u32, t: i64) -> i64 {
+        let (off, drift) = self.clocks[node as usize];
+        let s = t + SESSION_LEAD_NS;
+        s + off + (drift * 1e-6 * s as f64) as i64
+    }
+    pub(crate) fn end_max(&self) -> i64 {
+        self.end_prefix.last().copied().unwrap_or(0)
+    }
+    pub(crate) fn host(node: u32) -> String {
+        format!("node{:02}", node + 1)
+    }
+    /// Per-node capture duration (ANALYSIS_DETAILS).
+    pub(crate) fn duration_ns(&self, node: u32) -> i64 {
+        self.gpu(node, self.end_max()) + 1_000_000
+    }
+}
+
+/// One rank's share of a run.
+pub(crate) struct RankOut {
+    /// Log lines in time order (garbled lines already applied), with their true times.
+    pub(crate) stamps: Vec<i64>,
+    pub(crate) texts: Vec<String>,
+    /// The cut last line, when the run has one.
+    pub(crate) tail: Option<String>,
+    pub(crate) krows: Vec<KernelRow>,
+    pub(crate) nvtx: Vec<NvtxRow>,
+    pub(crate) truth_rank: TruthRank,
+    pub(crate) kernels: Vec<TruthKernel>,
+    pub(crate) unmatched_log_ops: u64,
+    pub(crate) unmatched_kernels: u64,
+}
+
+pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
     let v = Version::parse(&cfg.nccl_version);
     let layout = &cfg.layout;
     let world = layout.world();
@@ -221,309 +276,209 @@ pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
             }
         })
         .collect();
-    // Report clock of a node: ns since the capture started (SESSION_LEAD before t0), plus the
-    // node's offset and drift.
-    let gpu = |node: u32, t: i64| -> i64 {
-        let (off, drift) = clocks[node as usize];
-        let s = t + SESSION_LEAD_NS;
-        s + off + (drift * 1e-6 * s as f64) as i64
-    };
-    let multi_node = nodes > 1;
-
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut all_lines: Vec<(i64, u32, u64, String)> = Vec::new();
-    let mut truth_ranks = Vec::new();
-    let mut truth_kernels = Vec::new();
-    let mut kernels_by_node: Vec<Vec<KernelRow>> = vec![Vec::new(); nodes as usize];
-    let mut nvtx_by_node: Vec<Vec<NvtxRow>> = vec![Vec::new(); nodes as usize];
-    let mut unmatched_log_ops = 0u64;
-    let mut unmatched_kernels = 0u64;
+    let mut end_prefix = Vec::with_capacity(world as usize);
     let mut end_max = 0i64;
+    for (list, tl) in calls.iter().zip(&timed) {
+        for (c, tm) in list.iter().zip(tl) {
+            if !c.orphan {
+                end_max = end_max.max(tm.end_ns);
+            }
+        }
+        end_prefix.push(end_max);
+    }
 
-    for p in &procs {
-        let r = p.rank as usize;
-        let mut rng = Rng::derive(cfg.seed, 0x1000 + r as u64);
-        let mut lines: Vec<(i64, String)> = Vec::new();
-        let tid_init = p.pid + 31 + (rng.range(0, 40) as u32);
-        let ts = |t: i64| {
-            if cfg.timestamps {
-                Some(EPOCH_NS + t)
-            } else {
-                None
-            }
-        };
-        let say = |lines: &mut Vec<(i64, String)>, t: i64, tid: u32, body: String| {
-            lines.push((t, format!("{}{}", p.printer.prefix(tid, ts(t)), body)));
-        };
-        // Banner and init.
-        let mut t = -4_000_000_000 + r as i64 * 1_000;
-        say(
-            &mut lines,
-            t,
-            p.pid,
-            format!("Bootstrap : Using eth0:10.0.{}.{}<0>", p.node, 10 + p.local),
-        );
-        say(
-            &mut lines,
-            t + 100,
-            p.pid,
-            format!("NCCL version {}+cuda12.2", v),
-        );
-        say(&mut lines, t + 200, p.pid, "cudaDriverVersion 12020".into());
-        say(
-            &mut lines,
-            t + 300,
-            tid_init,
-            if multi_node {
-                "Using network IB".into()
-            } else {
-                "Using network Socket".into()
-            },
-        );
-        let node_bus: Vec<u64> = (0..gpn).map(|i| BUS_IDS[i as usize % 8]).collect();
-        let bus = BUS_IDS[p.local as usize % 8];
-        for (k, &ci) in comms.of_rank[r].iter().enumerate() {
-            let c = &comms.list[ci];
-            let me = c.member(p.rank);
-            t = -3_000_000_000 + k as i64 * 200_000_000 + r as i64 * 1_000;
-            if v.at_least(18) {
-                say(
-                    &mut lines,
-                    t,
-                    tid_init,
-                    logfmt::init_start(
-                        c.pointers[me],
-                        me as u32,
-                        c.size(),
-                        p.local,
-                        bus,
-                        c.comm_id,
-                    ),
-                );
-            }
-            if k == 0 {
-                for (j, l) in
-                    logfmt::topology(v, &node_bus, p.local, 150.0, cfg.net_gbps, multi_node)
-                        .into_iter()
-                        .enumerate()
-                {
-                    say(&mut lines, t + 1_000 + j as i64, tid_init, l);
-                }
-            }
-            let rb: Vec<(u32, u64)> = c
-                .global_ranks
-                .iter()
-                .map(|&g| (g, BUS_IDS[(g % gpn) as usize % 8]))
-                .collect();
-            let nch = if c.global_ranks.iter().all(|g| g / gpn == p.node) {
-                2
-            } else {
-                4
-            };
-            let next_remote = c.global_ranks[(me + 1) % c.global_ranks.len()] / gpn != p.node;
-            for (j, l) in logfmt::channels(v, &rb, me, nch, next_remote)
+    Plan {
+        cfg,
+        v,
+        gpn,
+        nodes,
+        comms,
+        calls,
+        timed,
+        procs,
+        clocks,
+        end_prefix,
+    }
+}
+
+pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
+    let cfg = pl.cfg;
+    let v = pl.v;
+    let layout = &cfg.layout;
+    let imp = &cfg.imperfections;
+    let comms = &pl.comms;
+    let calls = &pl.calls;
+    let timed = &pl.timed;
+    let gpn = pl.gpn;
+    let multi_node = pl.nodes > 1;
+    let gpu = |node: u32, t: i64| pl.gpu(node, t);
+    let mut nvtx: Vec<NvtxRow> = Vec::new();
+    let mut truth_kernels: Vec<TruthKernel> = Vec::new();
+    let mut out_unmatched_kernels = 0u64;
+    let r = p.rank as usize;
+    let mut rng = Rng::derive(cfg.seed, 0x1000 + r as u64);
+    let mut lines: Vec<(i64, String)> = Vec::new();
+    let tid_init = p.pid + 31 + (rng.range(0, 40) as u32);
+    let ts = |t: i64| {
+        if cfg.timestamps {
+            Some(EPOCH_NS + t)
+        } else {
+            None
+        }
+    };
+    let say = |lines: &mut Vec<(i64, String)>, t: i64, tid: u32, body: String| {
+        lines.push((t, format!("{}{}", p.printer.prefix(tid, ts(t)), body)));
+    };
+    // Banner and init.
+    let mut t = -4_000_000_000 + r as i64 * 1_000;
+    say(
+        &mut lines,
+        t,
+        p.pid,
+        format!("Bootstrap : Using eth0:10.0.{}.{}<0>", p.node, 10 + p.local),
+    );
+    say(
+        &mut lines,
+        t + 100,
+        p.pid,
+        format!("NCCL version {}+cuda12.2", v),
+    );
+    say(&mut lines, t + 200, p.pid, "cudaDriverVersion 12020".into());
+    say(
+        &mut lines,
+        t + 300,
+        tid_init,
+        if multi_node {
+            "Using network IB".into()
+        } else {
+            "Using network Socket".into()
+        },
+    );
+    let node_bus: Vec<u64> = (0..gpn).map(|i| BUS_IDS[i as usize % 8]).collect();
+    let bus = BUS_IDS[p.local as usize % 8];
+    for (k, &ci) in comms.of_rank[r].iter().enumerate() {
+        let c = &comms.list[ci];
+        let me = c.member(p.rank);
+        t = -3_000_000_000 + k as i64 * 200_000_000 + r as i64 * 1_000;
+        if v.at_least(18) {
+            say(
+                &mut lines,
+                t,
+                tid_init,
+                logfmt::init_start(c.pointers[me], me as u32, c.size(), p.local, bus, c.comm_id),
+            );
+        }
+        if k == 0 {
+            for (j, l) in logfmt::topology(v, &node_bus, p.local, 150.0, cfg.net_gbps, multi_node)
                 .into_iter()
                 .enumerate()
             {
-                say(&mut lines, t + 100_000 + j as i64, tid_init, l);
+                say(&mut lines, t + 1_000 + j as i64, tid_init, l);
             }
-            say(
-                &mut lines,
-                t + 150_000_000,
-                p.pid,
-                logfmt::init_complete(
-                    v,
-                    c.pointers[me],
-                    me as u32,
-                    c.size(),
-                    p.local,
-                    bus,
-                    c.comm_id,
-                ),
-            );
         }
-
-        // Operations.
-        let dup = imp.duplicate_logging_rank_per_tp_group && layout.coord(p.rank, Dim::TP) == 0;
-        let mut op_counts: HashMap<usize, u64> = HashMap::new();
-        let mut printed: HashMap<(usize, u64), u32> = HashMap::new();
-        let mut ops_by_type: BTreeMap<String, u64> = BTreeMap::new();
-        let mut bytes_by_type: BTreeMap<String, u64> = BTreeMap::new();
-        for op in [
-            OpType::AllReduce,
-            OpType::AllGather,
-            OpType::ReduceScatter,
-            OpType::Broadcast,
-            OpType::Reduce,
-            OpType::Send,
-            OpType::Recv,
-        ] {
-            ops_by_type.insert(op.name().into(), 0);
-            bytes_by_type.insert(op.name().into(), 0);
-        }
-        let mut duplicated = 0u64;
-        let mut corr: u32 = 100 + rng.range(0, 50) as u32;
-        let mut krows: Vec<KernelRow> = Vec::new();
-        let mut kernel_refs: Vec<KernelRef> = Vec::new();
-        let orphan_kernel_at: Vec<usize> = (0..imp.orphan_sendrecv_kernels)
-            .map(|_| rng.range(0, calls[r].len().max(1) as u64) as usize)
+        let rb: Vec<(u32, u64)> = c
+            .global_ranks
+            .iter()
+            .map(|&g| (g, BUS_IDS[(g % gpn) as usize % 8]))
             .collect();
-        let compute_stream = 7u32;
-        for (i, call) in calls[r].iter().enumerate() {
-            let tm = timed[r][i];
-            let c = &comms.list[call.comm()];
-            let me = c.member(p.rank);
-            let oc = *op_counts
-                .entry(call.comm())
-                .and_modify(|x| *x += 1)
-                .or_insert(0);
-            // Compute kernels in the gap before the call.
-            if call.compute_ns > 0 {
-                let gap_end = tm.arrive_ns - 1_000;
-                let nk = 1 + (call.compute_ns / 400_000).min(2) as i64;
-                let span = (gap_end - tm.gap_start_ns).max(nk);
-                for k in 0..nk {
-                    let s = tm.gap_start_ns + span * k / nk + 500;
-                    let e = tm.gap_start_ns + span * (k + 1) / nk;
-                    let (short, dem) = nsysdb::COMPUTE_KERNELS[rng.range(0, 4) as usize];
-                    corr += 1;
-                    krows.push(KernelRow {
-                        pid: p.pid,
-                        tid: p.pid,
-                        device: p.local,
-                        stream_id: compute_stream,
-                        correlation_id: corr,
-                        start_ns: gpu(p.node, s),
-                        end_ns: gpu(p.node, e.max(s + 1_000)),
-                        launch_ns: gpu(p.node, s - 8_000),
-                        short: short.into(),
-                        demangled: dem.into(),
-                        mangled: short.into(),
-                        grid_x: 108 + rng.range(0, 400) as u32,
-                        block_x: 256,
-                        registers: 128,
-                        static_shared: 0,
-                        dynamic_shared: 49152,
-                    });
-                }
-            }
-            if orphan_kernel_at.contains(&i) && !call.orphan {
-                let s = tm.gap_start_ns + 2_000;
-                let names = nsysdb::nccl_kernel(v, OpType::SendRecv, DataType::Int8, false);
+        let nch = if c.global_ranks.iter().all(|g| g / gpn == p.node) {
+            2
+        } else {
+            4
+        };
+        let next_remote = c.global_ranks[(me + 1) % c.global_ranks.len()] / gpn != p.node;
+        for (j, l) in logfmt::channels(v, &rb, me, nch, next_remote)
+            .into_iter()
+            .enumerate()
+        {
+            say(&mut lines, t + 100_000 + j as i64, tid_init, l);
+        }
+        say(
+            &mut lines,
+            t + 150_000_000,
+            p.pid,
+            logfmt::init_complete(
+                v,
+                c.pointers[me],
+                me as u32,
+                c.size(),
+                p.local,
+                bus,
+                c.comm_id,
+            ),
+        );
+    }
+
+    // Operations.
+    let dup = imp.duplicate_logging_rank_per_tp_group && layout.coord(p.rank, Dim::TP) == 0;
+    let mut op_counts: HashMap<usize, u64> = HashMap::new();
+    let mut printed: HashMap<(usize, u64), u32> = HashMap::new();
+    let mut ops_by_type: BTreeMap<String, u64> = BTreeMap::new();
+    let mut bytes_by_type: BTreeMap<String, u64> = BTreeMap::new();
+    for op in [
+        OpType::AllReduce,
+        OpType::AllGather,
+        OpType::ReduceScatter,
+        OpType::Broadcast,
+        OpType::Reduce,
+        OpType::Send,
+        OpType::Recv,
+    ] {
+        ops_by_type.insert(op.name().into(), 0);
+        bytes_by_type.insert(op.name().into(), 0);
+    }
+    let mut duplicated = 0u64;
+    let mut corr: u32 = 100 + rng.range(0, 50) as u32;
+    let mut krows: Vec<KernelRow> = Vec::new();
+    let mut kernel_refs: Vec<KernelRef> = Vec::new();
+    let orphan_kernel_at: Vec<usize> = (0..imp.orphan_sendrecv_kernels)
+        .map(|_| rng.range(0, calls[r].len().max(1) as u64) as usize)
+        .collect();
+    let compute_stream = 7u32;
+    for (i, call) in calls[r].iter().enumerate() {
+        let tm = timed[r][i];
+        let c = &comms.list[call.comm()];
+        let me = c.member(p.rank);
+        let oc = *op_counts
+            .entry(call.comm())
+            .and_modify(|x| *x += 1)
+            .or_insert(0);
+        // Compute kernels in the gap before the call.
+        if call.compute_ns > 0 {
+            let gap_end = tm.arrive_ns - 1_000;
+            let nk = 1 + (call.compute_ns / 400_000).min(2) as i64;
+            let span = (gap_end - tm.gap_start_ns).max(nk);
+            for k in 0..nk {
+                let s = tm.gap_start_ns + span * k / nk + 500;
+                let e = tm.gap_start_ns + span * (k + 1) / nk;
+                let (short, dem) = nsysdb::COMPUTE_KERNELS[rng.range(0, 4) as usize];
                 corr += 1;
-                let n = orphan_kernel_at.iter().filter(|&&x| x == i).count();
-                for _ in 0..n {
-                    krows.push(KernelRow {
-                        pid: p.pid,
-                        tid: p.pid,
-                        device: p.local,
-                        stream_id: c.stream_ids[me],
-                        correlation_id: corr,
-                        start_ns: gpu(p.node, s),
-                        end_ns: gpu(p.node, s + 9_000),
-                        launch_ns: gpu(p.node, s - 6_000),
-                        short: names.short.clone(),
-                        demangled: names.demangled.clone(),
-                        mangled: names.mangled.clone(),
-                        grid_x: 2,
-                        block_x: 640,
-                        registers: 96,
-                        static_shared: 0,
-                        dynamic_shared: 0,
-                    });
-                    kernel_refs.push((corr, None, names.short.clone()));
-                    corr += 1;
-                }
+                krows.push(KernelRow {
+                    pid: p.pid,
+                    tid: p.pid,
+                    device: p.local,
+                    stream_id: compute_stream,
+                    correlation_id: corr,
+                    start_ns: gpu(p.node, s),
+                    end_ns: gpu(p.node, e.max(s + 1_000)),
+                    launch_ns: gpu(p.node, s - 8_000),
+                    short: short.into(),
+                    demangled: dem.into(),
+                    mangled: short.into(),
+                    grid_x: 108 + rng.range(0, 400) as u32,
+                    block_x: 256,
+                    registers: 128,
+                    static_shared: 0,
+                    dynamic_shared: 49152,
+                });
             }
-            // Log lines.
-            let mut total_bytes = 0;
-            for o in &call.ops {
-                let bytes = o.count * o.dtype.size_bytes();
-                total_bytes += bytes;
-                let buf = 0x7f00_0000_0000 + (rng.range(0x100, 0xff_ffff) << 12);
-                let line = logfmt::op_line(
-                    v,
-                    o.op,
-                    oc,
-                    buf,
-                    if o.op == OpType::AllReduce {
-                        buf
-                    } else {
-                        buf + 0x20_0000
-                    },
-                    o.count,
-                    o.dtype.code(),
-                    o.redop,
-                    o.root,
-                    c.pointers[me],
-                    c.size(),
-                    c.streams[me],
-                );
-                let times = if dup { 2 } else { 1 };
-                for k in 0..times {
-                    if imp.drop_log_pct > 0.0 && rng.chance(imp.drop_log_pct / 100.0) {
-                        continue;
-                    }
-                    say(&mut lines, tm.arrive_ns + k, p.pid, line.clone());
-                    *ops_by_type.entry(o.op.name().into()).or_default() += 1;
-                    *bytes_by_type.entry(o.op.name().into()).or_default() += bytes;
-                    *printed.entry((call.comm(), oc)).or_default() += 1;
-                    if k == 1 {
-                        duplicated += 1;
-                    }
-                }
-            }
-            let intra = c.global_ranks.iter().all(|g| g / gpn == p.node);
-            if !call.is_p2p() {
-                let o = &call.ops[0];
-                let nbytes = match o.op {
-                    OpType::AllGather | OpType::ReduceScatter => total_bytes * c.size() as u64,
-                    _ => total_bytes,
-                };
-                let tree = o.op == OpType::AllReduce && !intra && nbytes > 1 << 20;
-                let algo = if tree { Algo::Tree } else { Algo::Ring };
-                let nch = channels_for(nbytes, intra);
-                let time = (tm.end_ns - tm.start_ns) as f64 / 1000.0;
-                if let Some(tl) =
-                    logfmt::tuning_line(v, o.op, nbytes, algo, proto_for(nbytes), nch, time)
-                {
-                    say(&mut lines, tm.arrive_ns + 2, p.pid, tl);
-                }
-            }
-            if call.orphan {
-                continue;
-            }
-            // Kernels.
-            let units: Vec<(OpType, DataType)> = if call.is_p2p() {
-                if imp.sendrecv_fusion {
-                    vec![(OpType::SendRecv, call.ops[0].dtype); call.kernels.max(1) as usize]
-                } else {
-                    call.ops
-                        .iter()
-                        .map(|o| (OpType::SendRecv, o.dtype))
-                        .collect()
-                }
-            } else {
-                vec![(call.ops[0].op, call.ops[0].dtype)]
-            };
-            let nu = units.len() as i64;
-            let dur = (tm.end_ns - tm.start_ns).max(nu * 2_000);
-            for (k, (op, dt)) in units.into_iter().enumerate() {
-                let k = k as i64;
-                corr += 1;
-                if imp.drop_kernel_pct > 0.0 && rng.chance(imp.drop_kernel_pct / 100.0) {
-                    continue;
-                }
-                let s = tm.start_ns + dur * k / nu;
-                let e = tm.start_ns + dur * (k + 1) / nu - if k + 1 < nu { 500 } else { 0 };
-                let nbytes = total_bytes * if call.is_p2p() { 1 } else { c.size() as u64 };
-                let tree = op == OpType::AllReduce && !intra && nbytes > 1 << 20;
-                let names = nsysdb::nccl_kernel(v, op, dt, tree);
-                let grid_x = if call.is_p2p() {
-                    (2 * call.ops.len() as u32).min(32)
-                } else {
-                    channels_for(nbytes, intra)
-                };
+        }
+        if orphan_kernel_at.contains(&i) && !call.orphan {
+            let s = tm.gap_start_ns + 2_000;
+            let names = nsysdb::nccl_kernel(v, OpType::SendRecv, DataType::Int8, false);
+            corr += 1;
+            let n = orphan_kernel_at.iter().filter(|&&x| x == i).count();
+            for _ in 0..n {
                 krows.push(KernelRow {
                     pid: p.pid,
                     tid: p.pid,
@@ -531,212 +486,283 @@ pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
                     stream_id: c.stream_ids[me],
                     correlation_id: corr,
                     start_ns: gpu(p.node, s),
-                    end_ns: gpu(p.node, e),
-                    launch_ns: gpu(p.node, tm.arrive_ns + 1_000),
+                    end_ns: gpu(p.node, s + 9_000),
+                    launch_ns: gpu(p.node, s - 6_000),
                     short: names.short.clone(),
-                    demangled: names.demangled,
-                    mangled: names.mangled,
-                    grid_x,
-                    block_x: if call.is_p2p() { 640 } else { 512 },
+                    demangled: names.demangled.clone(),
+                    mangled: names.mangled.clone(),
+                    grid_x: 2,
+                    block_x: 640,
                     registers: 96,
                     static_shared: 0,
                     dynamic_shared: 0,
                 });
-                kernel_refs.push((corr, Some((call.comm(), oc)), names.short));
-            }
-            end_max = end_max.max(tm.end_ns);
-        }
-        // NVTX: iterations and contiguous phase runs.
-        let mut run_start: Option<(usize, schedule::Phase, Option<u32>)> = None;
-        let n_calls = calls[r].len();
-        let close = |from: usize, to: usize, text: String, nv: &mut Vec<NvtxRow>| {
-            let s = timed[r][from].gap_start_ns;
-            let e = timed[r][to].end_ns.max(s + 1);
-            nv.push(NvtxRow {
-                pid: p.pid,
-                tid: p.pid,
-                start_ns: gpu(p.node, s),
-                end_ns: gpu(p.node, e),
-                text,
-            });
-        };
-        let nv = &mut nvtx_by_node[p.node as usize];
-        for i in 0..=n_calls {
-            let key = calls[r].get(i).map(|c| (c.phase, c.iteration));
-            if let Some((s, ph, it)) = run_start {
-                if key != Some((ph, it)) {
-                    if ph != schedule::Phase::Startup {
-                        close(s, i - 1, ph.name().to_string(), nv);
-                    }
-                    run_start = None;
-                }
-            }
-            if run_start.is_none() {
-                if let Some((ph, it)) = key {
-                    run_start = Some((i, ph, it));
-                }
+                kernel_refs.push((corr, None, names.short.clone()));
+                corr += 1;
             }
         }
-        for it in 0..cfg.model.iterations {
-            let idx: Vec<usize> = (0..n_calls)
-                .filter(|&i| calls[r][i].iteration == Some(it))
-                .collect();
-            if let (Some(&a), Some(&b)) = (idx.first(), idx.last()) {
-                close(a, b, format!("iteration {it}"), nv);
-            }
-        }
-        // Truth for this rank's kernels.
-        let mut kcount = 0;
-        let mut matched = 0;
-        for (corr, lo, name) in kernel_refs {
-            kcount += 1;
-            let log_op = lo.and_then(|(ci, oc)| {
-                printed.get(&(ci, oc)).map(|_| LogOpRef {
-                    comm: logfmt::ptr(comms.list[ci].pointers[comms.list[ci].member(p.rank)]),
-                    op_count: oc,
-                })
-            });
-            if log_op.is_some() {
-                matched += 1;
-            } else {
-                unmatched_kernels += 1;
-            }
-            truth_kernels.push(TruthKernel {
-                pid: p.pid,
-                host: p.host.clone(),
-                global_rank: p.rank,
-                correlation_id: corr,
-                name,
-                log_op,
-            });
-        }
-        let with_kernel: std::collections::HashSet<(usize, u64)> = truth_kernels
-            .iter()
-            .filter(|k| k.global_rank == p.rank)
-            .filter_map(|k| k.log_op.as_ref())
-            .filter_map(|lo| {
-                comms.of_rank[r]
-                    .iter()
-                    .find(|&&ci| {
-                        logfmt::ptr(comms.list[ci].pointers[comms.list[ci].member(p.rank)])
-                            == lo.comm
-                    })
-                    .map(|&ci| (ci, lo.op_count))
-            })
-            .collect();
-        unmatched_log_ops += printed
-            .iter()
-            .filter(|(k, _)| !with_kernel.contains(k))
-            .map(|(_, n)| *n as u64)
-            .sum::<u64>();
-        kernels_by_node[p.node as usize].extend(krows);
-        truth_ranks.push(TruthRank {
-            global_rank: p.rank,
-            host: p.host.clone(),
-            pid: p.pid,
-            local_rank: p.local,
-            ops_by_type,
-            bytes_by_type,
-            kernels: kcount,
-            matched_ops: matched,
-            duplicated_lines: duplicated,
-        });
-
-        // Imperfect text: garbled and truncated non-operation lines.
-        lines.sort_by_key(|(t, _)| *t);
-        let mut texts: Vec<String> = lines.iter().map(|(_, l)| l.clone()).collect();
-        let stamps: Vec<i64> = lines.iter().map(|(t, _)| *t).collect();
-        let candidates: Vec<usize> = (0..texts.len())
-            .filter(|&i| !texts[i].contains(": opCount "))
-            .collect();
-        for _ in 0..imp.garbled_lines {
-            if candidates.is_empty() {
-                break;
-            }
-            let i = candidates[rng.range(0, candidates.len() as u64) as usize];
-            let other = p.printer.prefix(p.pid + 7, None);
-            texts[i] = format!("{}{}", &other[..other.len() / 2], texts[i]);
-        }
-        let mut tail: Option<String> = None;
-        if imp.truncated_last_line {
-            let c = &comms.list[comms.world];
-            let me = c.member(p.rank);
-            let l = format!(
-                "{}comm {} rank {} nranks {} cudaDev {} busId {:x} - Destroy COMPLETE",
-                p.printer.prefix(p.pid, ts(end_max + 1_000_000)),
-                logfmt::ptr(c.pointers[me]),
-                me,
+        // Log lines.
+        let mut total_bytes = 0;
+        for o in &call.ops {
+            let bytes = o.count * o.dtype.size_bytes();
+            total_bytes += bytes;
+            let buf = 0x7f00_0000_0000 + (rng.range(0x100, 0xff_ffff) << 12);
+            let line = logfmt::op_line(
+                v,
+                o.op,
+                oc,
+                buf,
+                if o.op == OpType::AllReduce {
+                    buf
+                } else {
+                    buf + 0x20_0000
+                },
+                o.count,
+                o.dtype.code(),
+                o.redop,
+                o.root,
+                c.pointers[me],
                 c.size(),
-                p.local,
-                bus
+                c.streams[me],
             );
-            tail = Some(l[..l.len() * 2 / 3].to_string());
-        }
-        if cfg.combined_log {
-            for (k, (t, l)) in stamps.into_iter().zip(texts).enumerate() {
-                all_lines.push((t, p.rank, k as u64, l));
+            let times = if dup { 2 } else { 1 };
+            for k in 0..times {
+                if imp.drop_log_pct > 0.0 && rng.chance(imp.drop_log_pct / 100.0) {
+                    continue;
+                }
+                say(&mut lines, tm.arrive_ns + k, p.pid, line.clone());
+                *ops_by_type.entry(o.op.name().into()).or_default() += 1;
+                *bytes_by_type.entry(o.op.name().into()).or_default() += bytes;
+                *printed.entry((call.comm(), oc)).or_default() += 1;
+                if k == 1 {
+                    duplicated += 1;
+                }
             }
-            if let Some(tl) = tail {
-                all_lines.push((i64::MAX, p.rank, u64::MAX, tl));
+        }
+        let intra = c.global_ranks.iter().all(|g| g / gpn == p.node);
+        if !call.is_p2p() {
+            let o = &call.ops[0];
+            let nbytes = match o.op {
+                OpType::AllGather | OpType::ReduceScatter => total_bytes * c.size() as u64,
+                _ => total_bytes,
+            };
+            let tree = o.op == OpType::AllReduce && !intra && nbytes > 1 << 20;
+            let algo = if tree { Algo::Tree } else { Algo::Ring };
+            let nch = channels_for(nbytes, intra);
+            let time = (tm.end_ns - tm.start_ns) as f64 / 1000.0;
+            if let Some(tl) =
+                logfmt::tuning_line(v, o.op, nbytes, algo, proto_for(nbytes), nch, time)
+            {
+                say(&mut lines, tm.arrive_ns + 2, p.pid, tl);
+            }
+        }
+        if call.orphan {
+            continue;
+        }
+        // Kernels.
+        let units: Vec<(OpType, DataType)> = if call.is_p2p() {
+            if imp.sendrecv_fusion {
+                vec![(OpType::SendRecv, call.ops[0].dtype); call.kernels.max(1) as usize]
+            } else {
+                call.ops
+                    .iter()
+                    .map(|o| (OpType::SendRecv, o.dtype))
+                    .collect()
             }
         } else {
-            let mut s = texts.join("\n");
-            s.push('\n');
-            if let Some(tl) = tail {
-                s.push_str(&tl);
+            vec![(call.ops[0].op, call.ops[0].dtype)]
+        };
+        let nu = units.len() as i64;
+        let dur = (tm.end_ns - tm.start_ns).max(nu * 2_000);
+        for (k, (op, dt)) in units.into_iter().enumerate() {
+            let k = k as i64;
+            corr += 1;
+            if imp.drop_kernel_pct > 0.0 && rng.chance(imp.drop_kernel_pct / 100.0) {
+                continue;
             }
-            files.push((
-                format!("nccl_debug_{}_{}.log", p.host, p.pid),
-                s.into_bytes(),
-            ));
+            let s = tm.start_ns + dur * k / nu;
+            let e = tm.start_ns + dur * (k + 1) / nu - if k + 1 < nu { 500 } else { 0 };
+            let nbytes = total_bytes * if call.is_p2p() { 1 } else { c.size() as u64 };
+            let tree = op == OpType::AllReduce && !intra && nbytes > 1 << 20;
+            let names = nsysdb::nccl_kernel(v, op, dt, tree);
+            let grid_x = if call.is_p2p() {
+                (2 * call.ops.len() as u32).min(32)
+            } else {
+                channels_for(nbytes, intra)
+            };
+            krows.push(KernelRow {
+                pid: p.pid,
+                tid: p.pid,
+                device: p.local,
+                stream_id: c.stream_ids[me],
+                correlation_id: corr,
+                start_ns: gpu(p.node, s),
+                end_ns: gpu(p.node, e),
+                launch_ns: gpu(p.node, tm.arrive_ns + 1_000),
+                short: names.short.clone(),
+                demangled: names.demangled,
+                mangled: names.mangled,
+                grid_x,
+                block_x: if call.is_p2p() { 640 } else { 512 },
+                registers: 96,
+                static_shared: 0,
+                dynamic_shared: 0,
+            });
+            kernel_refs.push((corr, Some((call.comm(), oc)), names.short));
         }
     }
-    if cfg.combined_log {
-        all_lines.sort_by_key(|a| (a.0, a.1, a.2));
-        let mut s = String::new();
-        let n = all_lines.len();
-        for (k, (_, _, _, l)) in all_lines.into_iter().enumerate() {
-            s.push_str(&l);
-            if k + 1 < n || !imp.truncated_last_line {
-                s.push('\n');
+    // NVTX: iterations and contiguous phase runs.
+    let mut run_start: Option<(usize, schedule::Phase, Option<u32>)> = None;
+    let n_calls = calls[r].len();
+    let close = |from: usize, to: usize, text: String, nv: &mut Vec<NvtxRow>| {
+        let s = timed[r][from].gap_start_ns;
+        let e = timed[r][to].end_ns.max(s + 1);
+        nv.push(NvtxRow {
+            pid: p.pid,
+            tid: p.pid,
+            start_ns: gpu(p.node, s),
+            end_ns: gpu(p.node, e),
+            text,
+        });
+    };
+    let nv = &mut nvtx;
+    for i in 0..=n_calls {
+        let key = calls[r].get(i).map(|c| (c.phase, c.iteration));
+        if let Some((s, ph, it)) = run_start {
+            if key != Some((ph, it)) {
+                if ph != schedule::Phase::Startup {
+                    close(s, i - 1, ph.name().to_string(), nv);
+                }
+                run_start = None;
             }
         }
-        files.push(("nccl_debug_combined.log".into(), s.into_bytes()));
+        if run_start.is_none() {
+            if let Some((ph, it)) = key {
+                run_start = Some((i, ph, it));
+            }
+        }
     }
-
-    let reports: Vec<NodeReport> = (0..nodes)
-        .map(|n| {
-            let host = format!("node{:02}", n + 1);
-            let processes = procs
+    for it in 0..cfg.model.iterations {
+        let idx: Vec<usize> = (0..n_calls)
+            .filter(|&i| calls[r][i].iteration == Some(it))
+            .collect();
+        if let (Some(&a), Some(&b)) = (idx.first(), idx.last()) {
+            close(a, b, format!("iteration {it}"), nv);
+        }
+    }
+    // Truth for this rank's kernels.
+    let mut kcount = 0;
+    let mut matched = 0;
+    for (corr, lo, name) in kernel_refs {
+        kcount += 1;
+        let log_op = lo.and_then(|(ci, oc)| {
+            printed.get(&(ci, oc)).map(|_| LogOpRef {
+                comm: logfmt::ptr(comms.list[ci].pointers[comms.list[ci].member(p.rank)]),
+                op_count: oc,
+            })
+        });
+        if log_op.is_some() {
+            matched += 1;
+        } else {
+            out_unmatched_kernels += 1;
+        }
+        truth_kernels.push(TruthKernel {
+            pid: p.pid,
+            host: p.host.clone(),
+            global_rank: p.rank,
+            correlation_id: corr,
+            name,
+            log_op,
+        });
+    }
+    let with_kernel: std::collections::HashSet<(usize, u64)> = truth_kernels
+        .iter()
+        .filter(|k| k.global_rank == p.rank)
+        .filter_map(|k| k.log_op.as_ref())
+        .filter_map(|lo| {
+            comms.of_rank[r]
                 .iter()
-                .filter(|p| p.node == n)
-                .map(|p| (p.pid, p.local, "python3".to_string()))
-                .collect();
-            let mut kernels = std::mem::take(&mut kernels_by_node[n as usize]);
-            kernels.sort_by_key(|k| (k.start_ns, k.pid, k.correlation_id));
-            NodeReport {
-                host,
-                schema: cfg.schema,
-                processes,
-                kernels,
-                nvtx: std::mem::take(&mut nvtx_by_node[n as usize]),
-                session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,
-                duration_ns: gpu(n, end_max) + 1_000_000,
-            }
+                .find(|&&ci| {
+                    logfmt::ptr(comms.list[ci].pointers[comms.list[ci].member(p.rank)]) == lo.comm
+                })
+                .map(|&ci| (ci, lo.op_count))
         })
         .collect();
+    let out_unmatched_log_ops: u64 = printed
+        .iter()
+        .filter(|(k, _)| !with_kernel.contains(k))
+        .map(|(_, n)| *n as u64)
+        .sum::<u64>();
+    let truth_rank = TruthRank {
+        global_rank: p.rank,
+        host: p.host.clone(),
+        pid: p.pid,
+        local_rank: p.local,
+        ops_by_type,
+        bytes_by_type,
+        kernels: kcount,
+        matched_ops: matched,
+        duplicated_lines: duplicated,
+    };
 
-    let truth = Truth {
+    // Imperfect text: garbled and truncated non-operation lines.
+    lines.sort_by_key(|(t, _)| *t);
+    let mut texts: Vec<String> = lines.iter().map(|(_, l)| l.clone()).collect();
+    let stamps: Vec<i64> = lines.iter().map(|(t, _)| *t).collect();
+    let candidates: Vec<usize> = (0..texts.len())
+        .filter(|&i| !texts[i].contains(": opCount "))
+        .collect();
+    for _ in 0..imp.garbled_lines {
+        if candidates.is_empty() {
+            break;
+        }
+        let i = candidates[rng.range(0, candidates.len() as u64) as usize];
+        let other = p.printer.prefix(p.pid + 7, None);
+        texts[i] = format!("{}{}", &other[..other.len() / 2], texts[i]);
+    }
+    let mut tail: Option<String> = None;
+    if imp.truncated_last_line {
+        let c = &comms.list[comms.world];
+        let me = c.member(p.rank);
+        let l = format!(
+            "{}comm {} rank {} nranks {} cudaDev {} busId {:x} - Destroy COMPLETE",
+            p.printer.prefix(p.pid, ts(pl.end_prefix[r] + 1_000_000)),
+            logfmt::ptr(c.pointers[me]),
+            me,
+            c.size(),
+            p.local,
+            bus
+        );
+        tail = Some(l[..l.len() * 2 / 3].to_string());
+    }
+    RankOut {
+        stamps,
+        texts,
+        tail,
+        krows,
+        nvtx,
+        truth_rank,
+        kernels: truth_kernels,
+        unmatched_log_ops: out_unmatched_log_ops,
+        unmatched_kernels: out_unmatched_kernels,
+    }
+}
+
+/// The truth of a run except its kernels and ranks (filled by the caller).
+pub(crate) fn truth_skeleton(pl: &Plan, preset: Option<&str>, files: Vec<String>) -> Truth {
+    let cfg = pl.cfg;
+    Truth {
         preset: preset.map(str::to_string),
-        nccl_version: v.to_string(),
+        nccl_version: pl.v.to_string(),
         seed: cfg.seed,
         t0_ns: EPOCH_NS,
         session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,
-        layout: layout.clone(),
+        layout: cfg.layout.clone(),
         model: cfg.model.clone(),
-        microbatches_per_iteration: cfg.model.microbatches(layout.data_parallel()),
-        ranks: truth_ranks,
-        communicators: comms
+        microbatches_per_iteration: cfg.model.microbatches(cfg.layout.data_parallel()),
+        ranks: Vec::new(),
+        communicators: pl
+            .comms
             .list
             .iter()
             .map(|c| TruthComm {
@@ -747,26 +773,112 @@ pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
                 pointers: c.pointers.iter().map(|&x| logfmt::ptr(x)).collect(),
             })
             .collect(),
-        kernels: truth_kernels,
-        clocks: (0..nodes)
+        kernels: Vec::new(),
+        clocks: (0..pl.nodes)
             .map(|n| TruthClock {
-                host: format!("node{:02}", n + 1),
-                offset_ns: clocks[n as usize].0,
-                drift_ppm: clocks[n as usize].1,
+                host: Plan::host(n),
+                offset_ns: pl.clocks[n as usize].0,
+                drift_ppm: pl.clocks[n as usize].1,
             })
             .collect(),
-        unmatched_log_ops,
-        unmatched_kernels,
+        unmatched_log_ops: 0,
+        unmatched_kernels: 0,
         files: files
-            .iter()
-            .map(|(n, _)| n.clone())
-            .chain((0..nodes).map(|n| format!("report_node{:02}.sqlite", n + 1)))
+            .into_iter()
+            .chain((0..pl.nodes).map(|n| format!("report_{}.sqlite", Plan::host(n))))
             .collect(),
-    };
+    }
+}
+
+/// File name of one process' log.
+pub(crate) fn log_name(p: &Proc) -> String {
+    format!("nccl_debug_{}_{}.log", p.host, p.pid)
+}
+
+/// As [`generate`], recording the preset name in the truth.
+pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
+    let pl = plan(cfg);
+    let nodes = pl.nodes;
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut all_lines: Vec<(i64, u32, u64, String)> = Vec::new();
+    let mut truth_ranks = Vec::new();
+    let mut truth_kernels = Vec::new();
+    let mut kernels_by_node: Vec<Vec<KernelRow>> = vec![Vec::new(); nodes as usize];
+    let mut nvtx_by_node: Vec<Vec<NvtxRow>> = vec![Vec::new(); nodes as usize];
+    let mut unmatched_log_ops = 0u64;
+    let mut unmatched_kernels = 0u64;
+    for p in &pl.procs {
+        let out = rank_out(&pl, p);
+        kernels_by_node[p.node as usize].extend(out.krows);
+        nvtx_by_node[p.node as usize].extend(out.nvtx);
+        truth_ranks.push(out.truth_rank);
+        truth_kernels.extend(out.kernels);
+        unmatched_log_ops += out.unmatched_log_ops;
+        unmatched_kernels += out.unmatched_kernels;
+        if cfg.combined_log {
+            for (k, (t, l)) in out.stamps.into_iter().zip(out.texts).enumerate() {
+                all_lines.push((t, p.rank, k as u64, l));
+            }
+            if let Some(tl) = out.tail {
+                all_lines.push((i64::MAX, p.rank, u64::MAX, tl));
+            }
+        } else {
+            let mut s = out.texts.join("\n");
+            s.push('\n');
+            if let Some(tl) = out.tail {
+                s.push_str(&tl);
+            }
+            files.push((log_name(p), s.into_bytes()));
+        }
+    }
+    if cfg.combined_log {
+        all_lines.sort_by_key(|a| (a.0, a.1, a.2));
+        let mut s = String::new();
+        let n = all_lines.len();
+        for (k, (_, _, _, l)) in all_lines.into_iter().enumerate() {
+            s.push_str(&l);
+            if k + 1 < n || !cfg.imperfections.truncated_last_line {
+                s.push('\n');
+            }
+        }
+        files.push(("nccl_debug_combined.log".into(), s.into_bytes()));
+    }
+
+    let reports: Vec<NodeReport> = (0..nodes)
+        .map(|n| {
+            let mut kernels = std::mem::take(&mut kernels_by_node[n as usize]);
+            kernels.sort_by_key(|k| (k.start_ns, k.pid, k.correlation_id));
+            NodeReport {
+                host: Plan::host(n),
+                schema: cfg.schema,
+                processes: pl.node_processes(n),
+                kernels,
+                nvtx: std::mem::take(&mut nvtx_by_node[n as usize]),
+                session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,
+                duration_ns: pl.duration_ns(n),
+            }
+        })
+        .collect();
+    let mut truth = truth_skeleton(&pl, preset, files.iter().map(|(n, _)| n.clone()).collect());
+    truth.ranks = truth_ranks;
+    truth.kernels = truth_kernels;
+    truth.unmatched_log_ops = unmatched_log_ops;
+    truth.unmatched_kernels = unmatched_kernels;
     Run {
         config: cfg.clone(),
         files,
         reports,
         truth,
+    }
+}
+
+impl Plan<'_> {
+    /// (pid, device, process name) of every process on node `n`.
+    pub(crate) fn node_processes(&self, n: u32) -> Vec<(u32, u32, String)> {
+        self.procs
+            .iter()
+            .filter(|p| p.node == n)
+            .map(|p| (p.pid, p.local, "python3".to_string()))
+            .collect()
     }
 }

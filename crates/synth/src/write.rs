@@ -1,6 +1,6 @@
 //! The only module that touches the file system: writes a generated [`Run`] to a directory.
 
-use crate::nsysdb::{global_pid, global_tid, NodeReport, Schema};
+use crate::nsysdb::{global_pid, global_tid, KernelRow, NodeReport, NvtxRow, Schema};
 use crate::Run;
 use rusqlite::{params, Connection};
 use std::collections::HashMap;
@@ -33,59 +33,95 @@ pub fn write_run(run: &Run, out_dir: &Path) -> io::Result<()> {
 pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result<()> {
     conn.execute_batch(rep.schema.ddl())?;
     let tx = conn.transaction()?;
-    {
-        let mut strings: HashMap<String, i64> = HashMap::new();
-        let mut ins_str = tx.prepare("INSERT INTO StringIds (id, value) VALUES (?1, ?2)")?;
-        let mut sid = |s: &str, ins: &mut rusqlite::Statement| -> rusqlite::Result<i64> {
-            if let Some(id) = strings.get(s) {
-                return Ok(*id);
-            }
-            let id = strings.len() as i64 + 1;
-            ins.execute(params![id, s])?;
-            strings.insert(s.to_string(), id);
-            Ok(id)
+    let mut rw = ReportRows::begin(&tx, rep.schema, &rep.processes)?;
+    rw.insert(&tx, &rep.kernels, &rep.nvtx)?;
+    finish_report(&tx, rep.schema, rep.session_start_utc_ns, rep.duration_ns)?;
+    tx.commit()
+}
+
+/// Incremental filling of one report: processes first, then kernels and NVTX ranges in as many
+/// batches as the caller likes (the streaming writer sends one rank per transaction), then
+/// [`finish_report`]. Why: `StringIds` and `gridId` must stay consistent across batches.
+pub struct ReportRows {
+    schema: Schema,
+    strings: HashMap<String, i64>,
+    launch: i64,
+    grid_id: i64,
+}
+
+impl ReportRows {
+    fn sid(&mut self, conn: &Connection, s: &str) -> rusqlite::Result<i64> {
+        if let Some(id) = self.strings.get(s) {
+            return Ok(*id);
+        }
+        let id = self.strings.len() as i64 + 1;
+        conn.prepare_cached("INSERT INTO StringIds (id, value) VALUES (?1, ?2)")?
+            .execute(params![id, s])?;
+        self.strings.insert(s.to_string(), id);
+        Ok(id)
+    }
+
+    /// Writes the process and device tables (the DDL must already be there).
+    pub fn begin(
+        conn: &Connection,
+        schema: Schema,
+        processes: &[(u32, u32, String)],
+    ) -> rusqlite::Result<ReportRows> {
+        let mut rw = ReportRows {
+            schema,
+            strings: HashMap::new(),
+            launch: 0,
+            grid_id: 0,
         };
-        let launch = sid("cudaLaunchKernel", &mut ins_str)?;
-        for (pid, dev, name) in &rep.processes {
-            tx.execute(
+        rw.launch = rw.sid(conn, "cudaLaunchKernel")?;
+        for (pid, dev, name) in processes {
+            conn.execute(
                 "INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?1, ?2, ?3)",
                 params![global_pid(*pid), pid, name],
             )?;
-            let tn = sid("python3", &mut ins_str)?;
-            tx.execute(
+            let tn = rw.sid(conn, "python3")?;
+            conn.execute(
                 "INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?1, 0, ?2)",
                 params![tn, global_tid(*pid, *pid)],
             )?;
-            if rep.schema == Schema::V3_17 {
-                tx.execute(
+            if schema == Schema::V3_17 {
+                conn.execute(
                     "INSERT INTO TARGET_INFO_CUDA_DEVICE (gpuId, cudaId, pid) VALUES (?1, ?2, ?3)",
                     params![dev, dev, pid],
                 )?;
             }
         }
-        if rep.schema == Schema::V3_17 {
-            let mut devs: Vec<u32> = rep.processes.iter().map(|p| p.1).collect();
+        if schema == Schema::V3_17 {
+            let mut devs: Vec<u32> = processes.iter().map(|p| p.1).collect();
             devs.sort_unstable();
             devs.dedup();
             for d in devs {
-                tx.execute(
+                conn.execute(
                     "INSERT INTO TARGET_INFO_GPU (vmId, id, name, busLocation, isDiscrete, smCount, cuDevice, computeMajor, computeMinor) VALUES (0, ?1, 'NVIDIA A100-SXM4-80GB', ?2, 1, 108, ?1, 8, 0)",
                     params![d, format!("0000:{:02x}:00.0", 0x18 + d * 0x10)],
                 )?;
             }
         }
-        let mut ins_k = tx.prepare(match rep.schema {
+        Ok(rw)
+    }
+
+    /// Inserts kernels (with their launch calls) and NVTX ranges.
+    pub fn insert(
+        &mut self,
+        conn: &Connection,
+        kernels: &[KernelRow],
+        nvtx: &[NvtxRow],
+    ) -> rusqlite::Result<()> {
+        let ins_k_sql = match self.schema {
             Schema::V3_17 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, ?8, ?9, 0, 0, ?10, ?11, 1, 1, ?12, 1, 1, ?13, ?14, 0, 0, ?15, 0, NULL, 1)",
             Schema::V3_25 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig, tensorSizeMinusOneElements) VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, ?8, ?9, 0, 0, ?10, ?11, 1, 1, ?12, 1, 1, ?13, ?14, 0, 0, ?15, 0, NULL, 1, '')",
-        })?;
-        let mut ins_r = tx.prepare(
-            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue, callchainId) VALUES (?1, ?2, 1, ?3, ?4, ?5, 0, NULL)",
-        )?;
-        for (grid_id, k) in rep.kernels.iter().enumerate() {
-            let d = sid(&k.demangled, &mut ins_str)?;
-            let s = sid(&k.short, &mut ins_str)?;
-            let m = sid(&k.mangled, &mut ins_str)?;
-            ins_k.execute(params![
+        };
+        for k in kernels {
+            let d = self.sid(conn, &k.demangled)?;
+            let s = self.sid(conn, &k.short)?;
+            let m = self.sid(conn, &k.mangled)?;
+            self.grid_id += 1;
+            conn.prepare_cached(ins_k_sql)?.execute(params![
                 k.start_ns,
                 k.end_ns,
                 k.device,
@@ -100,20 +136,23 @@ pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result
                 k.block_x,
                 k.static_shared,
                 k.dynamic_shared,
-                grid_id as i64 + 1
+                self.grid_id
             ])?;
-            ins_r.execute(params![
+            conn.prepare_cached(
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue, callchainId) VALUES (?1, ?2, 1, ?3, ?4, ?5, 0, NULL)",
+            )?
+            .execute(params![
                 k.launch_ns,
                 k.launch_ns + 3_000,
                 global_tid(k.pid, k.tid),
                 k.correlation_id,
-                launch
+                self.launch
             ])?;
         }
-        let mut ins_n = tx.prepare(
+        let mut ins_n = conn.prepare_cached(
             "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, endGlobalTid, domainId) VALUES (?1, ?2, 59, ?3, ?4, ?4, 0)",
         )?;
-        for n in &rep.nvtx {
+        for n in nvtx {
             ins_n.execute(params![
                 n.start_ns,
                 n.end_ns,
@@ -121,7 +160,17 @@ pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result
                 global_tid(n.pid, n.tid)
             ])?;
         }
+        Ok(())
     }
+}
+
+/// Enumerations, session start, export metadata and capture duration: the rows written last.
+pub fn finish_report(
+    tx: &Connection,
+    schema: Schema,
+    session_start_utc_ns: i64,
+    duration_ns: i64,
+) -> rusqlite::Result<()> {
     for (id, name, label) in [
         (33, "NVTX_CATEGORY", "NVTX Category"),
         (34, "NVTX_MARK", "NVTX Mark"),
@@ -140,20 +189,20 @@ pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result
     )?;
     tx.execute(
         "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (?1, 'synthetic', 'synthetic')",
-        params![rep.session_start_utc_ns],
+        params![session_start_utc_ns],
     )?;
     for (name, value) in [
         (
             "EXPORT_SCHEMA_VERSION_MAJOR",
-            rep.schema.label().split('.').next().unwrap_or("3"),
+            schema.label().split('.').next().unwrap_or("3"),
         ),
         (
             "EXPORT_SCHEMA_VERSION_MINOR",
-            rep.schema.label().split('.').nth(1).unwrap_or("0"),
+            schema.label().split('.').nth(1).unwrap_or("0"),
         ),
         (
             "EXPORT_SCHEMA_VERSION_MICRO",
-            rep.schema.label().split('.').nth(2).unwrap_or("0"),
+            schema.label().split('.').nth(2).unwrap_or("0"),
         ),
         ("EXPORT_PRODUCT", "ncclscope-synth"),
     ] {
@@ -164,13 +213,14 @@ pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result
     }
     tx.execute(
         "INSERT INTO ANALYSIS_DETAILS (globalVid, duration, startTime, stopTime) VALUES (0, ?1, 0, ?1)",
-        params![rep.duration_ns],
+        params![duration_ns],
     )?;
-    tx.commit()
+    Ok(())
 }
 
 /// Generates preset `name` and writes it to `out_dir` (what `ncclscope synth --preset NAME --out DIR`
-/// does). Errors with `InvalidInput` for an unknown name.
+/// does). Errors with `InvalidInput` for an unknown name. Large presets are streamed
+/// ([`crate::write_preset_streaming`]).
 pub fn write_preset(name: &str, out_dir: &Path) -> io::Result<()> {
     let p = crate::preset(name).ok_or_else(|| {
         io::Error::new(
@@ -178,5 +228,12 @@ pub fn write_preset(name: &str, out_dir: &Path) -> io::Result<()> {
             format!("unknown synth preset `{name}`"),
         )
     })?;
+    if p.config.layout.world() >= STREAMING_MIN_RANKS {
+        return crate::stream::write_streaming(&p.config, Some(p.name), out_dir).map(|_| ());
+    }
     write_run(&crate::generate_named(&p.config, Some(p.name)), out_dir)
 }
+
+/// From this many ranks on, [`write_preset`] streams (`large-64`, `huge-1024`): building those runs
+/// in memory takes gigabytes.
+pub const STREAMING_MIN_RANKS: u32 = 64;

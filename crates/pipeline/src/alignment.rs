@@ -1,0 +1,129 @@
+//! Runs the aligner per process: a process's log operations (from any log, a combined log
+//! included) against its NCCL kernels (from any export), keyed by host and pid. Processes seen
+//! on one side only are listed, never guessed.
+
+use crate::session::Session;
+use align::{align_process, AlignConfig, ProcessAlignment};
+use ingest_nsys::decode_kernel_name;
+use model::log::{LogOp, ProcessKey};
+use model::nsys::Kernel;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The alignment of one process.
+pub struct ProcessMatch {
+    pub process: ProcessKey,
+    pub log_ops: Vec<LogOp>,
+    pub kernels: Vec<Kernel>,
+    pub alignment: ProcessAlignment,
+}
+
+impl ProcessMatch {
+    /// Kernels that carry a log operation.
+    pub fn matched_kernels(&self) -> u64 {
+        self.alignment
+            .per_kernel
+            .iter()
+            .filter(|m| m.is_some())
+            .count() as u64
+    }
+
+    /// Log lines that no kernel accounts for (neither matched, fused, nor a duplicate of a match).
+    pub fn unmatched_log_ops(&self) -> u64 {
+        let accounted: usize = self
+            .alignment
+            .per_kernel
+            .iter()
+            .flatten()
+            .map(|m| m.log_ops.len() + m.duplicates.len())
+            .sum();
+        (self.log_ops.len() - accounted.min(self.log_ops.len())) as u64
+    }
+}
+
+/// Every process's alignment, and the processes found on one side only.
+#[derive(Default)]
+pub struct Alignments {
+    pub processes: Vec<ProcessMatch>,
+    /// Processes with log operations but no kernels in any export.
+    pub log_only: Vec<ProcessKey>,
+    /// Processes with NCCL kernels but no log operations.
+    pub kernels_only: Vec<ProcessKey>,
+}
+
+impl Alignments {
+    /// The alignment of one process, if it was aligned.
+    pub fn get(&self, process: &ProcessKey) -> Option<&ProcessMatch> {
+        self.processes.iter().find(|p| &p.process == process)
+    }
+}
+
+/// Aligns every process present in both a log and an export.
+pub fn align_session(session: &Session, cfg: &AlignConfig) -> Alignments {
+    let mut ops: BTreeMap<ProcessKey, Vec<LogOp>> = BTreeMap::new();
+    for log in session.logs() {
+        for op in &log.parsed.ops {
+            ops.entry(op.process.clone()).or_default().push(op.clone());
+        }
+    }
+    let mut kernels: BTreeMap<ProcessKey, Vec<Kernel>> = BTreeMap::new();
+    for e in session.exports() {
+        // An export covers one node (or one rank): its first host names every process in it.
+        let host = e.export.hosts.first().cloned().unwrap_or_default();
+        for k in &e.export.kernels {
+            kernels
+                .entry(ProcessKey {
+                    host: host.clone(),
+                    pid: k.pid,
+                })
+                .or_default()
+                .push(k.clone());
+        }
+    }
+    adopt_hostless_kernels(&ops, &mut kernels);
+    let mut out = Alignments::default();
+    let keys: BTreeSet<ProcessKey> = ops.keys().chain(kernels.keys()).cloned().collect();
+    for key in keys {
+        match (ops.remove(&key), kernels.remove(&key)) {
+            (Some(log_ops), Some(mut ks)) => {
+                ks.sort_by_key(|k| (k.start_ns, k.correlation_id));
+                let names: Vec<_> = ks.iter().map(|k| decode_kernel_name(&k.name)).collect();
+                let alignment = align_process(&log_ops, &ks, &names, cfg);
+                out.processes.push(ProcessMatch {
+                    process: key,
+                    log_ops,
+                    kernels: ks,
+                    alignment,
+                });
+            }
+            (Some(_), None) => out.log_only.push(key),
+            (None, Some(_)) => out.kernels_only.push(key),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// An export without a hostname (older exports, or a table not written) keys its processes by
+/// pid alone. Such a pid is given to the log process of the same pid when exactly one exists:
+/// two hosts may reuse a pid, and then nothing is guessed.
+fn adopt_hostless_kernels(
+    ops: &BTreeMap<ProcessKey, Vec<LogOp>>,
+    kernels: &mut BTreeMap<ProcessKey, Vec<Kernel>>,
+) {
+    let hostless: Vec<ProcessKey> = kernels
+        .keys()
+        .filter(|k| k.host.is_empty())
+        .cloned()
+        .collect();
+    for key in hostless {
+        let mut candidates = ops
+            .keys()
+            .filter(|p| p.pid == key.pid && !kernels.contains_key(*p));
+        if let (Some(owner), None) = (candidates.next(), candidates.next()) {
+            let owner = owner.clone();
+            if let Some(ks) = kernels.remove(&key) {
+                kernels.insert(owner, ks);
+            }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Streaming writer: generates and writes a run one rank at a time, in bounded memory.
+//!
+//! Why: [`crate::generate`] keeps every log line, kernel row and truth entry of every rank in
+//! memory, which for `large-64` (64 ranks × 10⁵ operations) is ~10 GB. Here only the schedule and
+//! simulated times of all ranks stay resident (the simulation synchronises ranks, so it needs
+//! them all); text, kernel rows and truth entries of one rank are produced, written and dropped:
+//! the log through a `BufWriter`, kernels into the node's SQLite report in one transaction per
+//! rank, truth kernels appended to `truth.json` as they come.
+//!
+//! Differences from [`crate::write_run`] (same content otherwise, same seed → same logs):
+//! - report rows are in rank order, not sorted by start time across a node (`gridId` follows);
+//! - `truth.json` lists kernels in the compact form `{pid, correlation_id, log_op}` (the contract
+//!   fields; `"kernels_compact": true` says so) and puts `ranks` after `kernels`;
+//! - a combined log needs all ranks' lines at once, so such configs fall back to the in-memory path.
+
+use crate::truth::{LogOpRef, TruthRank};
+use crate::write::{finish_report, ReportRows};
+use crate::{log_name, plan, rank_out, Plan, RunConfig};
+use rusqlite::Connection;
+use serde::Serialize;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What a streaming write produced (figures for the scale report).
+#[derive(Debug, Clone, Default)]
+pub struct StreamStats {
+    pub ranks: u32,
+    /// Per-collective operations (log lines counted as the truth counts them), all ranks.
+    pub ops: u64,
+    pub log_bytes: u64,
+    pub report_bytes: u64,
+    pub truth_bytes: u64,
+    pub kernels: u64,
+    /// Schedule + timing simulation (held in memory).
+    pub plan_time: Duration,
+    /// Everything: plan, text, reports, truth.
+    pub total_time: Duration,
+    /// Time spent producing log text only (rank generation minus SQLite and truth writes).
+    pub generate_time: Duration,
+}
+
+/// Compact truth kernel: the contract fields only.
+#[derive(Serialize)]
+struct CompactKernel<'a> {
+    pid: u32,
+    correlation_id: u32,
+    log_op: &'a Option<LogOpRef>,
+}
+
+fn sql_err(e: rusqlite::Error) -> io::Error {
+    io::Error::other(e)
+}
+
+fn json<T: Serialize>(w: &mut impl Write, key: &str, v: &T) -> io::Result<()> {
+    write!(w, "\"{key}\":")?;
+    serde_json::to_writer(&mut *w, v).map_err(io::Error::other)?;
+    w.write_all(b",")
+}
+
+/// Generates preset `name` and writes it to `out_dir` rank by rank (see the module doc).
+pub fn write_preset_streaming(name: &str, out_dir: &Path) -> io::Result<StreamStats> {
+    let p = crate::preset(name).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("unknown synth preset `{name}`"),
+        )
+    })?;
+    write_streaming(&p.config, Some(p.name), out_dir)
+}
+
+/// Generates `cfg` and writes it to `out_dir` rank by rank.
+pub fn write_streaming(
+    cfg: &RunConfig,
+    preset: Option<&str>,
+    out_dir: &Path,
+) -> io::Result<StreamStats> {
+    let t0 = Instant::now();
+    std::fs::create_dir_all(out_dir)?;
+    if cfg.combined_log {
+        let run = crate::generate_named(cfg, preset);
+        crate::write_run(&run, out_dir)?;
+        return Ok(StreamStats {
+            ranks: run.truth.ranks.len() as u32,
+            ops: run
+                .truth
+                .ranks
+                .iter()
+                .map(|r| r.ops_by_type.values().sum::<u64>())
+                .sum(),
+            log_bytes: run.files.iter().map(|f| f.1.len() as u64).sum(),
+            kernels: run.truth.kernels.len() as u64,
+            total_time: t0.elapsed(),
+            ..StreamStats::default()
+        });
+    }
+    let pl = plan(cfg);
+    let mut st = StreamStats {
+        ranks: pl.procs.len() as u32,
+        plan_time: t0.elapsed(),
+        ..StreamStats::default()
+    };
+    let log_names: Vec<String> = pl.procs.iter().map(log_name).collect();
+    let skel = crate::truth_skeleton(&pl, preset, log_names);
+
+    let truth_path = out_dir.join("truth.json");
+    let mut tw = BufWriter::with_capacity(1 << 20, File::create(&truth_path)?);
+    tw.write_all(b"{")?;
+    json(&mut tw, "preset", &skel.preset)?;
+    json(&mut tw, "nccl_version", &skel.nccl_version)?;
+    json(&mut tw, "seed", &skel.seed)?;
+    json(&mut tw, "t0_ns", &skel.t0_ns)?;
+    json(&mut tw, "session_start_utc_ns", &skel.session_start_utc_ns)?;
+    json(&mut tw, "layout", &skel.layout)?;
+    json(&mut tw, "model", &skel.model)?;
+    json(
+        &mut tw,
+        "microbatches_per_iteration",
+        &skel.microbatches_per_iteration,
+    )?;
+    json(&mut tw, "communicators", &skel.communicators)?;
+    json(&mut tw, "clocks", &skel.clocks)?;
+    json(&mut tw, "kernels_compact", &true)?;
+    tw.write_all(b"\"kernels\":[")?;
+
+    let mut first_kernel = true;
+    let mut ranks: Vec<TruthRank> = Vec::with_capacity(pl.procs.len());
+    let (mut unmatched_log_ops, mut unmatched_kernels) = (0u64, 0u64);
+    for node in 0..pl.nodes {
+        let path = out_dir.join(format!("report_{}.sqlite", Plan::host(node)));
+        if path.exists() {
+            std::fs::remove_file(&path)?;
+        }
+        let mut conn = Connection::open(&path).map_err(sql_err)?;
+        // Nothing to recover on a crash (the file is regenerated), so skip the journal.
+        conn.execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")
+            .map_err(sql_err)?;
+        conn.execute_batch(cfg.schema.ddl()).map_err(sql_err)?;
+        let tx = conn.transaction().map_err(sql_err)?;
+        let mut rows =
+            ReportRows::begin(&tx, cfg.schema, &pl.node_processes(node)).map_err(sql_err)?;
+        tx.commit().map_err(sql_err)?;
+        for p in pl.procs.iter().filter(|p| p.node == node) {
+            let tg = Instant::now();
+            let out = rank_out(&pl, p);
+            let mut lw =
+                BufWriter::with_capacity(1 << 20, File::create(out_dir.join(log_name(p)))?);
+            for l in &out.texts {
+                lw.write_all(l.as_bytes())?;
+                lw.write_all(b"\n")?;
+                st.log_bytes += l.len() as u64 + 1;
+            }
+            if let Some(tl) = &out.tail {
+                lw.write_all(tl.as_bytes())?;
+                st.log_bytes += tl.len() as u64;
+            }
+            lw.flush()?;
+            st.generate_time += tg.elapsed();
+
+            let tx = conn.transaction().map_err(sql_err)?;
+            rows.insert(&tx, &out.krows, &out.nvtx).map_err(sql_err)?;
+            tx.commit().map_err(sql_err)?;
+
+            for k in &out.kernels {
+                if !first_kernel {
+                    tw.write_all(b",")?;
+                }
+                first_kernel = false;
+                serde_json::to_writer(
+                    &mut tw,
+                    &CompactKernel {
+                        pid: k.pid,
+                        correlation_id: k.correlation_id,
+                        log_op: &k.log_op,
+                    },
+                )
+                .map_err(io::Error::other)?;
+            }
+            st.kernels += out.kernels.len() as u64;
+            st.ops += out.truth_rank.ops_by_type.values().sum::<u64>();
+            unmatched_log_ops += out.unmatched_log_ops;
+            unmatched_kernels += out.unmatched_kernels;
+            ranks.push(out.truth_rank);
+        }
+        let tx = conn.transaction().map_err(sql_err)?;
+        finish_report(
+            &tx,
+            cfg.schema,
+            skel.session_start_utc_ns,
+            pl.duration_ns(node),
+        )
+        .map_err(sql_err)?;
+        tx.commit().map_err(sql_err)?;
+        drop(conn);
+        st.report_bytes += std::fs::metadata(&path)?.len();
+    }
+    tw.write_all(b"],")?;
+    json(&mut tw, "ranks", &ranks)?;
+    json(&mut tw, "unmatched_log_ops", &unmatched_log_ops)?;
+    json(&mut tw, "unmatched_kernels", &unmatched_kernels)?;
+    tw.write_all(b"\"files\":")?;
+    serde_json::to_writer(&mut tw, &skel.files).map_err(io::Error::other)?;
+    tw.write_all(b"}")?;
+    tw.flush()?;
+    drop(tw);
+    st.truth_bytes = std::fs::metadata(&truth_path)?.len();
+    st.total_time = t0.elapsed();
+    Ok(st)
+}
