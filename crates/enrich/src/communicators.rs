@@ -258,7 +258,7 @@ fn split(
     n: usize,
     pairs: &BTreeMap<(ProcessKey, u64), Pair>,
 ) -> (Vec<Vec<(ProcessKey, u64)>>, bool) {
-    if ms.len() <= n || ms.len() % n != 0 {
+    if ms.len() <= n || !ms.len().is_multiple_of(n) {
         let parts = ms.chunks(n).map(|c| c.to_vec()).collect();
         return (parts, ms.len() > n);
     }
@@ -303,7 +303,7 @@ fn split(
         0 => (ms.chunks(n).map(|c| c.to_vec()).collect(), true),
         1 => (candidates.into_iter().next().unwrap_or_default(), false),
         _ => {
-            let costs: Vec<Option<i64>> = candidates.iter().map(|c| cost(c)).collect();
+            let costs: Vec<Option<i64>> = candidates.iter().map(cost).collect();
             match (costs[0], costs[1]) {
                 (Some(a), Some(b)) if a != b => {
                     let pick = usize::from(b < a);

@@ -124,6 +124,15 @@ impl Sizes {
         (rank / self.stride(d)) % self.size(d).max(1)
     }
 
+    /// `rank`'s group along one dimension, ascending (O(size), for large worlds).
+    pub fn dim_group(&self, rank: u32, d: Parallelism) -> Vec<u32> {
+        let stride = self.stride(d);
+        let base = rank - self.coord(rank, d) * stride;
+        (0..self.size(d).max(1))
+            .map(|i| base + i * stride)
+            .collect()
+    }
+
     /// The ranks sharing every coordinate with `rank` except those in `dims`, ascending.
     pub fn group(&self, rank: u32, dims: &[Parallelism]) -> Vec<u32> {
         (0..self.world())
@@ -222,7 +231,7 @@ fn role(sizes: &Sizes, set: &[u32]) -> Role {
         }
     }
     if sizes.pp > 2 && set.len() == 2 {
-        let g = sizes.group(first, &[Parallelism::PP]);
+        let g = sizes.dim_group(first, Parallelism::PP);
         if g.first() == Some(&set[0]) && g.last() == Some(&set[1]) {
             return Role::Embedding;
         }
@@ -501,10 +510,18 @@ pub fn infer(comms: &Communicators, ops: &[LogOp], hints: &Hints) -> LayoutInfer
                 }
             })
             .collect();
+        let mut evidence = format!("given: {}", sizes.describe());
+        if sizes.world() != comms.world_size {
+            evidence.push_str(&format!(
+                " (world {} but the logs show {} ranks)",
+                sizes.world(),
+                comms.world_size
+            ));
+        }
         return LayoutInference {
             sizes: Some(sizes),
             comms: out,
-            evidence: format!("given: {}", sizes.describe()),
+            evidence,
             confidence: 1.0,
         };
     }
@@ -572,7 +589,10 @@ pub fn infer(comms: &Communicators, ops: &[LogOp], hints: &Hints) -> LayoutInfer
                 continue;
             }
             score -= 0.1;
-            let groups: BTreeSet<Vec<u32>> = (0..world).map(|r| layout.group(r, &[d])).collect();
+            let groups: Vec<Vec<u32>> = (0..world)
+                .filter(|&r| layout.coord(r, d) == 0)
+                .map(|r| layout.dim_group(r, d))
+                .collect();
             let missing = groups.iter().filter(|g| !present.contains(g)).count();
             score -= 4.0 * missing as f64 / groups.len().max(1) as f64;
         }
@@ -630,7 +650,9 @@ pub fn infer(comms: &Communicators, ops: &[LogOp], hints: &Hints) -> LayoutInfer
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let (p, ev) = match role(&layout, &c.global_ranks) {
+            let r = role(&layout, &c.global_ranks);
+            let explained = r != Role::Unexplained;
+            let (p, ev) = match r {
                 Role::Dim(d) => (
                     d,
                     format!(
@@ -661,11 +683,8 @@ pub fn infer(comms: &Communicators, ops: &[LogOp], hints: &Hints) -> LayoutInfer
                 comm: i,
                 parallelism: p,
                 evidence: ev,
-                confidence: if p == Parallelism::Unknown {
-                    0.0
-                } else {
-                    confidence
-                },
+                // "spans TP×PP" is as sure as the layout; an unexplained set is not sure at all.
+                confidence: if explained { confidence } else { 0.0 },
             }
         })
         .collect();
@@ -851,6 +870,8 @@ mod tests {
         check("ep4-alltoall");
     }
 
+    /// Inference on every small preset, printed (the crate report's table):
+    /// `cargo test -p enrich --release survey -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn survey() {
@@ -900,6 +921,11 @@ mod tests {
         assert_eq!(s.group(0, &[Parallelism::TP]), vec![0, 1]);
         assert_eq!(s.group(0, &[Parallelism::DP]), vec![0, 2]);
         assert_eq!(s.group(0, &[Parallelism::PP]), vec![0, 4]);
+        assert_eq!(s.dim_group(5, Parallelism::PP), vec![1, 5]);
+        assert_eq!(
+            s.group(5, &[Parallelism::TP, Parallelism::PP]),
+            vec![0, 1, 4, 5]
+        );
         assert_eq!(
             role(&s, &[0, 1, 4, 5]),
             Role::Combined(vec![Parallelism::TP, Parallelism::PP])

@@ -55,6 +55,80 @@ impl Hasher for FxHasher {
 
 type FxBuild = BuildHasherDefault<FxHasher>;
 
+/// Which (process, comm, op, peer, opCount) were seen, for duplicate detection. opCounts of one
+/// communicator are mostly consecutive, so each (process, comm, op, peer) keeps a bitmap from its
+/// first opCount up; values the bitmap would have to grow too far for (sparse or going back) go
+/// to a hash set. The bitmap never exceeds a word per value plus a few, and lookups stay in cache.
+#[derive(Default)]
+struct SeenOps {
+    slots: Vec<SeenSlot>,
+    index: HashMap<(usize, u64, OpType, i64), usize, FxBuild>,
+    last: Option<((usize, u64, OpType, i64), usize)>,
+}
+
+#[derive(Default)]
+struct SeenSlot {
+    base: u64,
+    bits: Vec<u64>,
+    n: usize,
+    extra: HashSet<u64, FxBuild>,
+}
+
+impl SeenOps {
+    /// True when the op was not seen before (like `HashSet::insert`).
+    fn insert(&mut self, key: (usize, u64, OpType, i64), op_count: u64) -> bool {
+        let slot = match self.last {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let next = self.slots.len();
+                let i = *self.index.entry(key).or_insert(next);
+                if i == next {
+                    self.slots.push(SeenSlot {
+                        base: op_count,
+                        ..SeenSlot::default()
+                    });
+                }
+                self.last = Some((key, i));
+                i
+            }
+        };
+        match self.slots.get_mut(slot) {
+            Some(s) => s.insert(op_count),
+            None => true,
+        }
+    }
+}
+
+impl SeenSlot {
+    fn insert(&mut self, v: u64) -> bool {
+        let Some(off) = v.checked_sub(self.base) else {
+            return self.extra.insert(v);
+        };
+        let word = usize::try_from(off / 64).unwrap_or(usize::MAX);
+        if word >= self.bits.len() {
+            // Grow only while the bitmap stays within a word per value (plus a little).
+            if word > self.n.saturating_add(64) {
+                return self.extra.insert(v);
+            }
+            self.bits.resize(word + 1, 0);
+        }
+        let mask = 1u64 << (off % 64);
+        let Some(w) = self.bits.get_mut(word) else {
+            return self.extra.insert(v);
+        };
+        if *w & mask != 0 {
+            return false;
+        }
+        // Stored in the set while it was out of the bitmap's range.
+        if !self.extra.is_empty() && self.extra.contains(&v) {
+            return false;
+        }
+        *w |= mask;
+        self.n += 1;
+        true
+    }
+}
+
 /// Longer lines are not NCCL output; refusing them bounds the carry buffer.
 const MAX_LINE: usize = 64 * 1024;
 /// Diagnostics of one kind beyond this are counted, not listed (one summary line at the end).
@@ -86,7 +160,7 @@ pub struct LogParser {
     procs: Vec<ProcState>,
     /// (process, comm, opCount, op, peer): p2p ops of one group share an opCount, so the peer is
     /// part of the key; for collectives it is 0.
-    seen_ops: HashSet<(usize, u64, u64, OpType, i64), FxBuild>,
+    seen_ops: SeenOps,
     diag_counts: BTreeMap<&'static str, u64>,
     /// Channel lines waiting for the `Init COMPLETE` of their thread.
     pending_channels: HashMap<(usize, u32), CommChannels>,
@@ -96,6 +170,7 @@ pub struct LogParser {
     last_proc: Option<usize>,
     /// (host, pid, process index) of the previous header.
     last_origin: Option<(Vec<u8>, u32, usize)>,
+    head_cache: prefix::HeadCache,
 }
 
 impl LogParser {
@@ -113,13 +188,14 @@ impl LogParser {
             host_names: Vec::new(),
             proc_ids: HashMap::default(),
             procs: Vec::new(),
-            seen_ops: HashSet::default(),
+            seen_ops: SeenOps::default(),
             diag_counts: BTreeMap::new(),
             pending_channels: HashMap::new(),
             pending_order: Vec::new(),
             pending_banner: None,
             last_proc: None,
             last_origin: None,
+            head_cache: prefix::HeadCache::default(),
         }
     }
 
@@ -335,7 +411,7 @@ impl LogParser {
             self.out.counters.blank_lines += 1;
             return;
         }
-        let Some(s) = prefix::split_line(line) else {
+        let Some(s) = prefix::split_line_cached(line, Some(&mut self.head_cache)) else {
             self.headerless(line);
             return;
         };
@@ -484,8 +560,8 @@ impl LogParser {
         }
         if coll::looks_like(body) {
             self.coll(proc, tid, dev, ts, body);
-        } else if tuning::looks_like(body) {
-            self.tuning(proc, tid, body);
+        } else if let Some(arrow) = tuning::arrow(body) {
+            self.tuning(proc, tid, body, arrow);
         } else if let Some(ev) = init::classify(body) {
             self.init_event(proc, tid, ev, body);
         } else if init::is_timings(body) {
@@ -536,7 +612,7 @@ impl LogParser {
             return;
         };
         let peer = if op.is_p2p() { c.root } else { 0 };
-        if !self.seen_ops.insert((p, c.comm, c.op_count, op, peer)) {
+        if !self.seen_ops.insert((p, c.comm, op, peer), c.op_count) {
             self.out.counters.duplicate_ops += 1;
             self.diag_msg(
                 Severity::Warning,
@@ -588,8 +664,8 @@ impl LogParser {
         }
     }
 
-    fn tuning(&mut self, proc: Option<usize>, tid: u32, body: &[u8]) {
-        let t = match tuning::parse(body) {
+    fn tuning(&mut self, proc: Option<usize>, tid: u32, body: &[u8], arrow: usize) {
+        let t = match tuning::parse_at(body, arrow) {
             Ok(t) => t,
             Err(why) => {
                 self.out.counters.garbled_lines += 1;
@@ -848,4 +924,53 @@ fn version_token(rest: &[u8]) -> Option<String> {
     v.first()
         .is_some_and(|c| c.is_ascii_digit())
         .then(|| scan::text(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bitmap-backed set answers exactly like a hash set of the whole key, for consecutive,
+    /// repeated, backwards, sparse and huge opCounts.
+    #[test]
+    fn seen_ops_matches_hash_set() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut fast = SeenOps::default();
+        let mut slow: HashSet<(usize, u64, OpType, i64, u64)> = HashSet::new();
+        let mut next = [0u64; 4];
+        for i in 0..200_000u32 {
+            let p = (rnd() % 2) as usize;
+            let comm = rnd() % 2;
+            let op = if rnd() % 3 == 0 {
+                OpType::Send
+            } else {
+                OpType::AllReduce
+            };
+            let peer = (rnd() % 2) as i64;
+            let lane = (p * 2 + comm as usize) % 4;
+            let v = match rnd() % 10 {
+                0 => rnd(),
+                1 => rnd() % 5000,
+                2 => next[lane].saturating_sub(rnd() % 300),
+                3 => next[lane] + rnd() % 10_000,
+                4 => u64::MAX - rnd() % 3,
+                _ => {
+                    next[lane] += 1;
+                    next[lane]
+                }
+            };
+            let key = (p, comm, op, peer);
+            assert_eq!(
+                fast.insert(key, v),
+                slow.insert((p, comm, op, peer, v)),
+                "step {i}: {key:?} {v}"
+            );
+        }
+    }
 }

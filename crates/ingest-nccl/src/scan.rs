@@ -38,13 +38,11 @@ impl<'a> Iterator for Tokens<'a> {
 /// Searchers built once: building a `memmem::Finder` per call costs more than the search itself
 /// on a short line, and these run on every line.
 pub(crate) struct Finders {
-    pub nccl: memchr::memmem::Finder<'static>,
     pub bytes_arrow: memchr::memmem::Finder<'static>,
     pub coll_channels: memchr::memmem::Finder<'static>,
 }
 
 pub(crate) static FINDERS: std::sync::LazyLock<Finders> = std::sync::LazyLock::new(|| Finders {
-    nccl: memchr::memmem::Finder::new(b"NCCL "),
     bytes_arrow: memchr::memmem::Finder::new(b" Bytes -> "),
     coll_channels: memchr::memmem::Finder::new(b"coll channels"),
 });
@@ -128,16 +126,31 @@ pub(crate) fn hex_u64(b: &[u8]) -> Option<u64> {
     }
     let mut v: u64 = 0;
     for &c in b {
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => return None,
-        };
+        let d = HEX[usize::from(c)];
+        if d > 15 {
+            return None;
+        }
         v = (v << 4) | u64::from(d);
     }
     Some(v)
 }
+
+/// Hex digit values; 0xff for every other byte.
+static HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
 
 /// A `%p` pointer: `0x7f..` or glibc's `(nil)` for null.
 pub(crate) fn ptr(b: &[u8]) -> Option<u64> {

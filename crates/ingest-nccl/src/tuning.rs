@@ -31,6 +31,11 @@ impl Tuning<'_> {
 
 /// Cheap gate first (a digit, or a word then `:`/` [`), so most lines skip the search.
 pub(crate) fn looks_like(body: &[u8]) -> bool {
+    arrow(body).is_some()
+}
+
+/// [`looks_like`] and, when it holds, the position of ` Bytes -> ` in `body` (for [`parse_at`]).
+pub(crate) fn arrow(body: &[u8]) -> Option<usize> {
     let b = body.trim_ascii_start();
     let word = b
         .iter()
@@ -38,7 +43,13 @@ pub(crate) fn looks_like(body: &[u8]) -> bool {
         .unwrap_or(b.len());
     let gate = b.first().is_some_and(u8::is_ascii_digit)
         || (word > 0 && matches!(b.get(word..word + 2), Some(b": ") | Some(b" [")));
-    gate && scan::FINDERS.bytes_arrow.find(b).is_some()
+    if !gate {
+        return None;
+    }
+    // The first match in the trimmed text is the first in the body: a match starting in the
+    // dropped spaces would need the text to start with `Bytes -> `, which fails the gate.
+    let lead = body.len() - b.len();
+    scan::FINDERS.bytes_arrow.find(b).map(|i| i + lead)
 }
 
 /// `channel{Lo..Hi}={0..7}` → 8.
@@ -82,11 +93,17 @@ fn upper<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> Option<&'b str> {
     std::str::from_utf8(dst).ok()
 }
 
+#[cfg(test)]
 pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
     let arrow = scan::FINDERS
         .bytes_arrow
         .find(body)
         .ok_or("not a tuning line")?;
+    parse_at(body, arrow)
+}
+
+/// Parses a tuning line whose ` Bytes -> ` is at `arrow` (from [`arrow`]).
+pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static str> {
     let head = body.get(..arrow).unwrap_or_default().trim_ascii_start();
     let tail = body.get(arrow + 10..).unwrap_or_default();
     // head: `N`, `Op: N` or `Op [Symmetric]: N`.

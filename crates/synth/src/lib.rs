@@ -13,6 +13,7 @@ pub mod comms;
 pub mod layout;
 pub mod logfmt;
 pub mod model;
+pub mod ncclnvtx;
 pub mod nsysdb;
 pub mod presets;
 pub mod rng;
@@ -76,6 +77,10 @@ pub struct RunConfig {
     pub net_gbps: f64,
     pub imperfections: Imperfections,
     pub seed: u64,
+    /// NCCL's own NVTX ranges with binary payloads in the reports ([`ncclnvtx`]); only where a
+    /// real capture has them: schema 3.25 and NCCL ≥ 2.19.
+    #[serde(default)]
+    pub nccl_nvtx: bool,
 }
 
 impl RunConfig {
@@ -98,7 +103,15 @@ impl RunConfig {
                 ..Imperfections::default()
             },
             seed: 1,
+            nccl_nvtx: false,
         }
+    }
+
+    /// Whether the reports carry NCCL's NVTX domain (option on, and schema/version have it).
+    pub fn emits_nccl_nvtx(&self) -> bool {
+        self.nccl_nvtx
+            && self.schema == Schema::V3_25
+            && Version::parse(&self.nccl_version).at_least(19)
     }
 }
 
@@ -209,6 +222,7 @@ pub(crate) struct RankOut {
     pub(crate) tail: Option<String>,
     pub(crate) krows: Vec<KernelRow>,
     pub(crate) nvtx: Vec<NvtxRow>,
+    pub(crate) nccl_nvtx: Vec<ncclnvtx::NcclNvtxRow>,
     pub(crate) truth_rank: TruthRank,
     pub(crate) kernels: Vec<TruthKernel>,
     pub(crate) unmatched_log_ops: u64,
@@ -313,6 +327,19 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     let multi_node = pl.nodes > 1;
     let gpu = |node: u32, t: i64| pl.gpu(node, t);
     let mut nvtx: Vec<NvtxRow> = Vec::new();
+    let nccl_on = cfg.emits_nccl_nvtx();
+    let mut nccl_nvtx: Vec<ncclnvtx::NcclNvtxRow> = Vec::new();
+    let mut nccl_range = |s: i64, e: i64, function: &'static str, f: Option<ncclnvtx::Fields>| {
+        nccl_nvtx.push(ncclnvtx::NcclNvtxRow {
+            pid: p.pid,
+            tid: p.pid,
+            start_ns: pl.gpu(p.node, s),
+            end_ns: pl.gpu(p.node, e),
+            function,
+            payload: f
+                .and_then(|f| ncclnvtx::schema_of(function).map(|sc| ncclnvtx::encode(sc, &f))),
+        });
+    };
     let mut truth_kernels: Vec<TruthKernel> = Vec::new();
     let mut out_unmatched_kernels = 0u64;
     let r = p.rank as usize;
@@ -392,6 +419,20 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             .enumerate()
         {
             say(&mut lines, t + 100_000 + j as i64, tid_init, l);
+        }
+        if nccl_on {
+            nccl_range(
+                t,
+                t + 150_000_000,
+                "ncclCommInitRankConfig",
+                Some(ncclnvtx::Fields {
+                    comm_hash: c.comm_id,
+                    int_a: c.size() as i32,
+                    int_b: me as i32,
+                    int_c: p.local as i32,
+                    ..Default::default()
+                }),
+            );
         }
         say(
             &mut lines,
@@ -537,6 +578,47 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                 if k == 1 {
                     duplicated += 1;
                 }
+            }
+        }
+        if nccl_on {
+            // The API calls happen on the CPU just before the line's time; grouped calls are
+            // bracketed by ncclGroupStart/ncclGroupEnd, as in the real capture.
+            let a = tm.arrive_ns;
+            let n = call.ops.len() as i64;
+            let grouped = n > 1 || call.is_p2p();
+            if grouped {
+                nccl_range(
+                    a - 2_400 - 400 * n,
+                    a - 2_100 - 400 * n,
+                    "ncclGroupStart",
+                    None,
+                );
+            }
+            for (j, o) in call.ops.iter().enumerate() {
+                let oc_ = &comms.list[o.comm];
+                let int_a = match o.op {
+                    OpType::Send | OpType::Recv => {
+                        o.peer.map(|q| oc_.member(q) as i32).unwrap_or(-1)
+                    }
+                    _ => o.root as i32,
+                };
+                let f = ncclnvtx::Fields {
+                    comm_hash: oc_.comm_id,
+                    bytes: o.count * o.dtype.size_bytes(),
+                    int_a,
+                    redop: o.redop,
+                    ..Default::default()
+                };
+                let (s, e) = if grouped {
+                    let s = a - 2_000 - 400 * (n - j as i64);
+                    (s, s + 300)
+                } else {
+                    (a - 2_000, a + 800)
+                };
+                nccl_range(s, e, ncclnvtx::function_of(o.op), Some(f));
+            }
+            if grouped {
+                nccl_range(a - 2_000, a + 800, "ncclGroupEnd", None);
             }
         }
         let intra = c.global_ranks.iter().all(|g| g / gpn == p.node);
@@ -741,6 +823,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         tail,
         krows,
         nvtx,
+        nccl_nvtx,
         truth_rank,
         kernels: truth_kernels,
         unmatched_log_ops: out_unmatched_log_ops,
@@ -805,12 +888,14 @@ pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
     let mut truth_kernels = Vec::new();
     let mut kernels_by_node: Vec<Vec<KernelRow>> = vec![Vec::new(); nodes as usize];
     let mut nvtx_by_node: Vec<Vec<NvtxRow>> = vec![Vec::new(); nodes as usize];
+    let mut nccl_by_node: Vec<Vec<ncclnvtx::NcclNvtxRow>> = vec![Vec::new(); nodes as usize];
     let mut unmatched_log_ops = 0u64;
     let mut unmatched_kernels = 0u64;
     for p in &pl.procs {
         let out = rank_out(&pl, p);
         kernels_by_node[p.node as usize].extend(out.krows);
         nvtx_by_node[p.node as usize].extend(out.nvtx);
+        nccl_by_node[p.node as usize].extend(out.nccl_nvtx);
         truth_ranks.push(out.truth_rank);
         truth_kernels.extend(out.kernels);
         unmatched_log_ops += out.unmatched_log_ops;
@@ -854,6 +939,7 @@ pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
                 processes: pl.node_processes(n),
                 kernels,
                 nvtx: std::mem::take(&mut nvtx_by_node[n as usize]),
+                nccl_nvtx: std::mem::take(&mut nccl_by_node[n as usize]),
                 session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,
                 duration_ns: pl.duration_ns(n),
             }

@@ -28,6 +28,17 @@ impl std::fmt::Display for Version {
     }
 }
 
+/// One release of every NCCL minor version the generator speaks, 2.18–2.28 (any other
+/// `2.x.y` string parses too and gets the formats of its minor version). Formats change at:
+/// 2.19 kernels `ncclKernel_*` → `ncclDevKernel_*`; 2.20 tuning lines appear (`N Bytes -> Algo
+/// a proto p time t`); 2.21 Send prints `sendbuff (nil)`, topology ids `0-…`; 2.22 kernels take
+/// `ncclDevKernelArgsStorage<4096>`, Init COMPLETE names `ncclCommInitRank`; 2.23 tuning lines
+/// name the collective; 2.24 they print algorithm/protocol names and a channel range.
+pub const NCCL_VERSIONS: [&str; 11] = [
+    "2.18.3", "2.19.3", "2.20.5", "2.21.5", "2.22.3", "2.23.4", "2.24.3", "2.25.1", "2.26.2",
+    "2.27.5", "2.28.3",
+];
+
 /// Who prints: `host:pid:tid [cudaDev]`.
 #[derive(Debug, Clone)]
 pub struct Printer {

@@ -175,6 +175,8 @@ pub struct NodeReport {
     pub processes: Vec<(u32, u32, String)>,
     pub kernels: Vec<KernelRow>,
     pub nvtx: Vec<NvtxRow>,
+    /// NCCL's own ranges (empty unless [`crate::RunConfig::nccl_nvtx`]).
+    pub nccl_nvtx: Vec<crate::ncclnvtx::NcclNvtxRow>,
     /// UTC epoch ns at the start of the capture.
     pub session_start_utc_ns: i64,
     pub duration_ns: i64,

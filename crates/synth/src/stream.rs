@@ -124,6 +124,7 @@ pub fn write_streaming(
     json(&mut tw, "kernels_compact", &true)?;
     tw.write_all(b"\"kernels\":[")?;
 
+    let nccl = cfg.emits_nccl_nvtx();
     let mut first_kernel = true;
     let mut ranks: Vec<TruthRank> = Vec::with_capacity(pl.procs.len());
     let (mut unmatched_log_ops, mut unmatched_kernels) = (0u64, 0u64);
@@ -139,7 +140,7 @@ pub fn write_streaming(
         conn.execute_batch(cfg.schema.ddl()).map_err(sql_err)?;
         let tx = conn.transaction().map_err(sql_err)?;
         let mut rows =
-            ReportRows::begin(&tx, cfg.schema, &pl.node_processes(node)).map_err(sql_err)?;
+            ReportRows::begin(&tx, cfg.schema, &pl.node_processes(node), nccl).map_err(sql_err)?;
         tx.commit().map_err(sql_err)?;
         for p in pl.procs.iter().filter(|p| p.node == node) {
             let tg = Instant::now();
@@ -160,6 +161,7 @@ pub fn write_streaming(
 
             let tx = conn.transaction().map_err(sql_err)?;
             rows.insert(&tx, &out.krows, &out.nvtx).map_err(sql_err)?;
+            rows.insert_nccl(&tx, &out.nccl_nvtx).map_err(sql_err)?;
             tx.commit().map_err(sql_err)?;
 
             for k in &out.kernels {
@@ -189,6 +191,7 @@ pub fn write_streaming(
             cfg.schema,
             skel.session_start_utc_ns,
             pl.duration_ns(node),
+            nccl,
         )
         .map_err(sql_err)?;
         tx.commit().map_err(sql_err)?;

@@ -1,5 +1,6 @@
 //! The only module that touches the file system: writes a generated [`Run`] to a directory.
 
+use crate::ncclnvtx::{self, NcclNvtxRow};
 use crate::nsysdb::{global_pid, global_tid, KernelRow, NodeReport, NvtxRow, Schema};
 use crate::Run;
 use rusqlite::{params, Connection};
@@ -33,9 +34,17 @@ pub fn write_run(run: &Run, out_dir: &Path) -> io::Result<()> {
 pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result<()> {
     conn.execute_batch(rep.schema.ddl())?;
     let tx = conn.transaction()?;
-    let mut rw = ReportRows::begin(&tx, rep.schema, &rep.processes)?;
+    let nccl = !rep.nccl_nvtx.is_empty();
+    let mut rw = ReportRows::begin(&tx, rep.schema, &rep.processes, nccl)?;
     rw.insert(&tx, &rep.kernels, &rep.nvtx)?;
-    finish_report(&tx, rep.schema, rep.session_start_utc_ns, rep.duration_ns)?;
+    rw.insert_nccl(&tx, &rep.nccl_nvtx)?;
+    finish_report(
+        &tx,
+        rep.schema,
+        rep.session_start_utc_ns,
+        rep.duration_ns,
+        nccl,
+    )?;
     tx.commit()
 }
 
@@ -61,11 +70,13 @@ impl ReportRows {
         Ok(id)
     }
 
-    /// Writes the process and device tables (the DDL must already be there).
+    /// Writes the process and device tables (the DDL must already be there), and with
+    /// `nccl_nvtx` NCCL's NVTX domain and payload schemas for every process.
     pub fn begin(
         conn: &Connection,
         schema: Schema,
         processes: &[(u32, u32, String)],
+        nccl_nvtx: bool,
     ) -> rusqlite::Result<ReportRows> {
         let mut rw = ReportRows {
             schema,
@@ -100,6 +111,29 @@ impl ReportRows {
                     "INSERT INTO TARGET_INFO_GPU (vmId, id, name, busLocation, isDiscrete, smCount, cuDevice, computeMajor, computeMinor) VALUES (0, ?1, 'NVIDIA A100-SXM4-80GB', ?2, 1, 108, ?1, 8, 0)",
                     params![d, format!("0000:{:02x}:00.0", 0x18 + d * 0x10)],
                 )?;
+            }
+        }
+        if nccl_nvtx {
+            // One registration per process, as the real export lists them.
+            for (pid, _, _) in processes {
+                conn.execute(
+                    "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (0, NULL, 75, 'NCCL', ?1, ?2)",
+                    params![global_tid(*pid, *pid), ncclnvtx::DOMAIN_ID],
+                )?;
+                for sc in &ncclnvtx::SCHEMAS {
+                    conn.execute(
+                        "INSERT INTO NVTX_PAYLOAD_SCHEMAS (domainId, schemaId, name, type, flags, numEntries, payloadSize, alignTo) VALUES (?1, ?2, NULL, 1, NULL, ?3, ?4, NULL)",
+                        params![ncclnvtx::DOMAIN_ID, sc.id as i64, sc.entries.len() as i64, sc.size as i64],
+                    )?;
+                    for (idx, (ty, name, off)) in sc.entries.iter().enumerate() {
+                        // The real export leaves offset 0 NULL.
+                        let off = (*off > 0).then_some(*off as i64);
+                        conn.execute(
+                            "INSERT INTO NVTX_PAYLOAD_SCHEMA_ENTRIES (domainId, schemaId, idx, flags, type, name, description, arrayOrUnionDetail, offset) VALUES (?1, ?2, ?3, NULL, ?4, ?5, NULL, NULL, ?6)",
+                            params![ncclnvtx::DOMAIN_ID, sc.id as i64, idx as i64, *ty as i64, name, off],
+                        )?;
+                    }
+                }
             }
         }
         Ok(rw)
@@ -162,6 +196,26 @@ impl ReportRows {
         }
         Ok(())
     }
+
+    /// Inserts ranges of NCCL's NVTX domain: name as a registered string (`textId`), payload
+    /// bytes in `binaryData`.
+    pub fn insert_nccl(&mut self, conn: &Connection, rows: &[NcclNvtxRow]) -> rusqlite::Result<()> {
+        for n in rows {
+            let text_id = self.sid(conn, n.function)?;
+            conn.prepare_cached(
+                "INSERT INTO NVTX_EVENTS (start, end, eventType, globalTid, textId, domainId, binaryData) VALUES (?1, ?2, 59, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                n.start_ns,
+                n.end_ns,
+                global_tid(n.pid, n.tid),
+                text_id,
+                ncclnvtx::DOMAIN_ID,
+                n.payload
+            ])?;
+        }
+        Ok(())
+    }
 }
 
 /// Enumerations, session start, export metadata and capture duration: the rows written last.
@@ -170,7 +224,14 @@ pub fn finish_report(
     schema: Schema,
     session_start_utc_ns: i64,
     duration_ns: i64,
+    nccl_nvtx: bool,
 ) -> rusqlite::Result<()> {
+    if nccl_nvtx {
+        tx.execute(
+            "INSERT INTO ENUM_NSYS_EVENT_TYPE (id, name, label) VALUES (75, 'NVTX_DOMAIN_CREATE', 'NVTX Domain Create')",
+            [],
+        )?;
+    }
     for (id, name, label) in [
         (33, "NVTX_CATEGORY", "NVTX Category"),
         (34, "NVTX_MARK", "NVTX Mark"),

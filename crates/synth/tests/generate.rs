@@ -330,6 +330,21 @@ fn line_shapes_match_real_logs_of_the_same_version() {
             "NVIDIA-nccl_issue1038_uniqueid-reinit_init_2.18.3.log",
             r"NCCL INFO NCCL version",
         ),
+        (
+            "2.19.3",
+            "NVIDIA-nccl_issue1267_socket-family0_init-1rank_2.19.3.log",
+            r"Init START",
+        ),
+        (
+            "2.22.3",
+            "NVIDIA-nccl-tests_issue273_special-topology_init-timings-8ranks_2.22_b.log",
+            r"Init COMPLETE",
+        ),
+        (
+            "2.22.3",
+            "NVIDIA-nccl_issue1453_h100-poor-allreduce_tuning-oldfmt_2.22.log",
+            r"Bytes -> Algo",
+        ),
     ];
     for (ver, file, pat) in cases {
         let Some(real) = read(file) else {

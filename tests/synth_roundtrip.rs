@@ -1,0 +1,129 @@
+//! The generator's runs, analysed by the command, give back exactly the generator's truth:
+//! per-rank operation counts and bytes per type, kernels per rank, global ranks, and the
+//! communicator groups (by commId).
+
+use ncclscope_tests::scratch_dir;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::ExitCode;
+
+fn analyze(dir: &std::path::Path) -> Value {
+    let out = dir.join("summary.json");
+    let code = ncclscope_cli::run([
+        "ncclscope",
+        "analyze",
+        "--json",
+        out.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
+/// Per (host, pid): the fields both sides must agree on.
+fn by_process(ranks: &Value) -> BTreeMap<(String, u64), (u64, Value, Value)> {
+    ranks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            // Zero counts are written by one side and left out by the other: compare non-zero ones.
+            let nonzero = |v: &Value| -> Value {
+                v.as_object()
+                    .map(|m| {
+                        m.iter()
+                            .filter(|(_, n)| n.as_u64() != Some(0))
+                            .map(|(k, n)| (k.clone(), n.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let key = (
+                r["host"].as_str().unwrap().to_string(),
+                r["pid"].as_u64().unwrap(),
+            );
+            (
+                key,
+                (
+                    r["global_rank"].as_u64().unwrap(),
+                    nonzero(&r["ops_by_type"]),
+                    nonzero(&r["bytes_by_type"]),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn comm_groups(comms: &Value) -> BTreeSet<Vec<u64>> {
+    comms
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["global_ranks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+fn check_preset(name: &str) {
+    let dir = scratch_dir(&format!("roundtrip-{name}"));
+    let preset = synth::preset(name).unwrap_or_else(|| panic!("preset {name}"));
+    let run = synth::generate(&preset.config);
+    synth::write_run(&run, &dir).unwrap();
+    let truth: Value = serde_json::from_slice(&run.truth_json()).unwrap();
+    std::fs::remove_file(dir.join("truth.json")).unwrap();
+    let summary = analyze(&dir);
+
+    assert_eq!(
+        by_process(&summary["ranks"]),
+        by_process(&truth["ranks"]),
+        "{name}: per-rank counts and bytes"
+    );
+    let kernels_truth: u64 = truth["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kernels"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        summary["alignment"]["kernels"].as_u64(),
+        Some(kernels_truth),
+        "{name}: NCCL kernels"
+    );
+    assert_eq!(
+        comm_groups(&summary["communicators"]),
+        comm_groups(&truth["communicators"]),
+        "{name}: communicator groups"
+    );
+}
+
+#[test]
+fn thesis_presets_round_trip() {
+    for name in [
+        "dp4",
+        "dp4-distopt",
+        "pp4",
+        "tp2pp2",
+        "ep4-alltoall",
+        "ep4-allgather",
+    ] {
+        check_preset(name);
+    }
+}
+
+#[test]
+fn alignment_scenario_presets_round_trip() {
+    for name in ["align-nodrop", "align-bothdrop20"] {
+        check_preset(name);
+    }
+}
+
+#[test]
+fn demo_round_trips() {
+    check_preset("demo");
+}
