@@ -3,13 +3,14 @@
 use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use pipeline::{FileReport, Session, Timeline};
+use pipeline::{FileReport, ProcessSummary, Session, Timeline};
 use std::cell::RefCell;
 use std::rc::Rc;
 use web_sys::{Blob, File, FileList};
 
 use crate::files::fetch_blob;
 use crate::load::load_blob;
+use crate::ranks::RankTable;
 use crate::timeline_canvas::TimelineCanvas;
 
 /// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
@@ -49,6 +50,7 @@ struct Row {
 pub fn App() -> impl IntoView {
     let rows = RwSignal::new(Vec::<Row>::new());
     let timeline = RwSignal::new(Timeline::default());
+    let ranks = RwSignal::new(Vec::<ProcessSummary>::new());
     let dragging = RwSignal::new(false);
     session().borrow_mut().digests = digests_wanted();
 
@@ -75,7 +77,12 @@ pub fn App() -> impl IntoView {
                     r[at].report = Some(report);
                 });
             }
-            timeline.set(session.borrow().timeline());
+            let s = session.borrow();
+            // Adding files re-runs the alignment over everything loaded so far.
+            let alignments = pipeline::align_session(&s, &align::AlignConfig::rich());
+            let processes = pipeline::process_summaries(&s, &alignments);
+            timeline.set(s.timeline(&processes));
+            ranks.set(processes);
         });
     };
 
@@ -150,6 +157,7 @@ pub fn App() -> impl IntoView {
             <Show when=move || !rows.with(Vec::is_empty)>
                 <FileList rows=rows.into() />
                 <TimelineCanvas timeline=timeline.into() />
+                <RankTable ranks=ranks.into() />
             </Show>
             <p class="privacy">"Files are read in this tab only; nothing is uploaded."</p>
         </div>

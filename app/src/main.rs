@@ -3,6 +3,7 @@
 mod app;
 mod files;
 mod load;
+mod ranks;
 mod timeline_canvas;
 
 fn main() {

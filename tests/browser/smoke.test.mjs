@@ -50,6 +50,17 @@ test('a real NCCL log, dropped on the page, reports the native operation count',
     assert.equal(native.kind, 'nccl-log');
     assert.ok(native.nccl_ops > 0);
     assert.equal(Number(await fact(s.page, path.basename(f), 'NCCL operations')), native.nccl_ops);
+    // The per-rank table agrees with the command's `ranks`, operation type by type.
+    const ranks = nativeSummary([f]).ranks;
+    await s.page.getByTestId('rank-table').waitFor();
+    assert.equal(await s.page.getByTestId('rank-row').count(), ranks.length);
+    for (const r of ranks) {
+      const row = s.page.locator(`[data-testid=rank-row][data-rank="${r.global_rank}"]`);
+      for (const [op, n] of Object.entries(r.ops_by_type).filter(([, n]) => n > 0)) {
+        const shown = await row.locator(`[data-op="${op}"] b`).textContent();
+        assert.equal(Number(shown.split(' ')[0]), n, `rank ${r.global_rank} ${op}`);
+      }
+    }
     assert.deepEqual(s.errors, []);
   });
 });
@@ -62,7 +73,31 @@ test('the demo run opens a multi-rank timeline', async () => {
     await summary.filter({ hasText: /[1-9]\d* tracks, [1-9]\d* kernels/ }).waitFor({ timeout: 60_000 });
     const [, tracks] = (await summary.textContent()).match(/(\d+) tracks/);
     assert.ok(Number(tracks) >= 2, 'a multi-rank run has several tracks');
+    // Every rank of the demo has most of its kernels matched to log operations.
+    const rows = s.page.getByTestId('rank-row');
+    assert.equal(await rows.count(), Number(tracks));
+    for (const text of await rows.getByTestId('matched').allTextContents()) {
+      const [matched, kernels] = text.split(' / ').map(Number);
+      assert.ok(kernels > 0 && matched / kernels > 0.8, `matched ${text}`);
+    }
     assert.deepEqual(s.errors, []);
+  });
+});
+
+test('markup in a log is shown as text, never run', async () => {
+  const hostile = '<img src=x onerror=alert(1)>';
+  const line = `${hostile}:12:34 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 root 0 comm 0x2 [nranks=2] stream 0x3\n`
+    + `host<b>x</b>:5:6 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 root 0 comm 0x2 [nranks=2] stream 0x3\n`;
+  const dialogs = [];
+  s.page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+  await withScreenshot(s.page, 'hostile', async () => {
+    await s.page.goto(s.url);
+    await s.page.getByTestId('file-input').setInputFiles([{ name: '<script>x</script>.log', mimeType: 'text/plain', buffer: Buffer.from(line) }]);
+    await s.page.getByTestId('file-row').locator('[data-testid=status]').filter({ hasText: /^(loaded|error)/ }).waitFor();
+    await s.page.waitForTimeout(500);
+    assert.deepEqual(dialogs, []);
+    assert.equal(await s.page.locator('img, script:not([src]):not([type])').evaluateAll((els) => els.filter((e) => e.closest('.page')).length), 0);
+    assert.ok((await s.page.locator('.page').textContent()).includes('<script>x</script>.log'), 'the name is shown as text');
   });
 });
 

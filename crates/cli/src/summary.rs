@@ -6,60 +6,17 @@ use pipeline::{Alignments, FileReport, Session};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Per process: its global rank and local GPU, from the init line of its largest communicator
-/// (the world, where the log has it), else from the order of sorted hosts and pids.
-fn rank_table(session: &Session) -> BTreeMap<ProcessKey, (u32, Option<u32>)> {
-    let mut best: BTreeMap<ProcessKey, (u32, u32, Option<u32>)> = BTreeMap::new(); // nranks, rank, dev
-    let mut all: BTreeSet<ProcessKey> = BTreeSet::new();
-    for log in session.logs() {
-        for op in &log.parsed.ops {
-            all.insert(op.process.clone());
-        }
-        for init in &log.parsed.inits {
-            all.insert(init.process.clone());
-            let e = best
-                .entry(init.process.clone())
-                .or_insert((0, init.rank, init.cuda_dev));
-            if init.nranks > e.0 {
-                *e = (init.nranks, init.rank, init.cuda_dev);
-            }
-        }
-    }
-    all.into_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let (rank, dev) = best.get(&p).map_or((i as u32, None), |&(_, r, d)| (r, d));
-            (p, (rank, dev))
-        })
-        .collect()
-}
-
 pub fn build(session: &Session, reports: &[FileReport], alignments: &Alignments) -> Value {
     let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
 
-    let ranks_of = rank_table(session);
-    let mut ops: BTreeMap<&ProcessKey, BTreeMap<OpType, (u64, u64)>> = BTreeMap::new();
-    for log in session.logs() {
-        for op in &log.parsed.ops {
-            let e = ops
-                .entry(&op.process)
-                .or_default()
-                .entry(op.op)
-                .or_default();
-            e.0 += 1;
-            e.1 += op.msg_bytes();
-        }
-    }
-    let mut kernels_by_pid: BTreeMap<u32, u64> = BTreeMap::new();
-    for e in session.exports() {
-        for k in &e.export.kernels {
-            *kernels_by_pid.entry(k.pid).or_default() += 1;
-        }
-    }
-    let ranks: Vec<Value> = ranks_of
+    let processes = pipeline::process_summaries(session, alignments);
+    let ranks_of: BTreeMap<&ProcessKey, u32> = processes
         .iter()
-        .map(|(p, &(rank, dev))| {
-            let per = ops.get(p);
+        .map(|p| (&p.process, p.global_rank))
+        .collect();
+    let ranks: Vec<Value> = processes
+        .iter()
+        .map(|p| {
             let mut by_type = Map::new();
             let mut bytes_by_type = Map::new();
             for op in [
@@ -73,19 +30,20 @@ pub fn build(session: &Session, reports: &[FileReport], alignments: &Alignments)
             ] {
                 by_type.insert(op.name().into(), json!(0));
             }
-            for (op, (n, b)) in per.into_iter().flatten() {
+            for (op, (n, b)) in &p.ops {
                 by_type.insert(op.name().into(), json!(n));
                 bytes_by_type.insert(op.name().into(), json!(b));
             }
             json!({
-                "global_rank": rank,
-                "host": p.host,
-                "pid": p.pid,
-                "local_rank": dev,
+                "global_rank": p.global_rank,
+                "host": p.process.host,
+                "pid": p.process.pid,
+                "local_rank": p.local_rank,
+                "nccl_version": p.nccl_version,
                 "ops_by_type": by_type,
                 "bytes_by_type": bytes_by_type,
-                "kernels": kernels_by_pid.get(&p.pid).copied().unwrap_or(0),
-                "matched_ops": alignments.get(p).map_or(0, |m| m.matched_kernels()),
+                "kernels": p.kernels,
+                "matched_ops": p.matched_kernels,
             })
         })
         .collect();
@@ -95,7 +53,7 @@ pub fn build(session: &Session, reports: &[FileReport], alignments: &Alignments)
         for init in &log.parsed.inits {
             if let Some(id) = init.comm_id {
                 let e = comms.entry(id).or_insert((init.nranks, BTreeSet::new()));
-                if let Some(&(rank, _)) = ranks_of.get(&init.process) {
+                if let Some(&rank) = ranks_of.get(&init.process) {
                     e.1.insert(rank);
                 }
             }

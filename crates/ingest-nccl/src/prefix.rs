@@ -166,12 +166,18 @@ fn timestamp<'a>(h: &mut Head<'a>, pre: &'a [u8], rest: &'a [u8]) {
     }
 }
 
-/// The `host:pid:tid [dev] ` of the previous INFO line (from its origin token to the marker):
-/// consecutive lines mostly share it, and then only the timestamp before it needs reading.
+/// The `host:pid:tid [dev] ` of recent INFO lines (from the origin token to the marker): lines
+/// mostly repeat one of a few threads' headers, and then only the timestamp before it needs
+/// reading.
 #[derive(Default)]
 pub(crate) struct HeadCache {
+    slots: [CachedTail; 4],
+    next: usize,
+}
+
+#[derive(Default)]
+struct CachedTail {
     tail: Vec<u8>,
-    valid: bool,
     dev: u32,
     pid: u32,
     tid: u32,
@@ -182,12 +188,15 @@ pub(crate) struct HeadCache {
 
 /// [`head`] for an INFO line, through the cache. `head` reads tokens from the right: the device
 /// token, then the origin token, both found by the whitespace before them. When `pre` ends with
-/// the cached tail and the tail starts `pre` or follows whitespace, those two reads give the same
-/// tokens as last time, so only the text before the tail is left to read.
+/// a cached tail and the tail starts `pre` or follows whitespace, those two reads give the same
+/// tokens as when it was cached, so only the text before the tail is left to read.
 fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
-    let n = cache.tail.len();
-    if cache.valid && pre.ends_with(&cache.tail) {
-        let start = pre.len() - n;
+    for c in &cache.slots {
+        // An empty tail is a free slot (a cached one always holds the origin token).
+        if c.tail.is_empty() || !pre.ends_with(&c.tail) {
+            continue;
+        }
+        let start = pre.len() - c.tail.len();
         let rest = match start.checked_sub(1) {
             None => Some(&pre[..0]),
             Some(ws) => match pre.get(ws) {
@@ -195,15 +204,15 @@ fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
                 _ => None,
             },
         };
-        let host = pre.get(start + cache.host_start..start + cache.host_start + cache.host_len);
+        let host = pre.get(start + c.host_start..start + c.host_start + c.host_len);
         if let (Some(rest), Some(host)) = (rest, host) {
             let mut h = Head {
                 origin: Some(Origin {
                     host,
-                    pid: cache.pid,
-                    tid: cache.tid,
+                    pid: c.pid,
+                    tid: c.tid,
                 }),
-                dev: Some(cache.dev),
+                dev: Some(c.dev),
                 ts_ns: None,
                 ts_text: None,
             };
@@ -212,19 +221,19 @@ fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
         }
     }
     let (h, at) = head_at(pre, Level::Info);
-    match (at, h.origin, h.dev) {
-        (Some(at), Some(o), Some(dev)) => {
-            let tail = pre.get(at..).unwrap_or_default();
-            cache.tail.clear();
-            cache.tail.extend_from_slice(tail);
-            cache.valid = true;
-            cache.dev = dev;
-            cache.pid = o.pid;
-            cache.tid = o.tid;
-            cache.host_start = o.host.as_ptr() as usize - tail.as_ptr() as usize;
-            cache.host_len = o.host.len();
+    if let (Some(at), Some(o), Some(dev)) = (at, h.origin, h.dev) {
+        let tail = pre.get(at..).unwrap_or_default();
+        let i = cache.next % cache.slots.len();
+        cache.next = i + 1;
+        if let Some(c) = cache.slots.get_mut(i) {
+            c.tail.clear();
+            c.tail.extend_from_slice(tail);
+            c.dev = dev;
+            c.pid = o.pid;
+            c.tid = o.tid;
+            c.host_start = o.host.as_ptr() as usize - tail.as_ptr() as usize;
+            c.host_len = o.host.len();
         }
-        _ => cache.valid = false,
     }
     h
 }

@@ -8,6 +8,7 @@
 
 mod alignment;
 mod digest;
+mod processes;
 mod report;
 mod session;
 mod sniff;
@@ -15,6 +16,7 @@ mod timeline;
 
 pub use alignment::{align_session, Alignments, ProcessMatch};
 pub use digest::records_digest;
+pub use processes::{process_summaries, CommView, ProcessSummary};
 pub use report::FileReport;
 pub use session::{LogLoader, Session};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};

@@ -1,6 +1,7 @@
 //! Everything loaded so far, and the per-file reports.
 
 use crate::digest::records_digest;
+use crate::processes::ProcessSummary;
 use crate::report::FileReport;
 use crate::sniff::InputKind;
 use crate::timeline::{Span, Timeline, Track};
@@ -133,8 +134,9 @@ impl Session {
         }
     }
 
-    /// One track per GPU of each process in the exports, NCCL kernels only.
-    pub fn timeline(&self) -> Timeline {
+    /// One track per GPU of each process in the exports, NCCL kernels only, labelled and
+    /// ordered by global rank where the logs name the process (`processes`).
+    pub fn timeline(&self, processes: &[ProcessSummary]) -> Timeline {
         let mut by_gpu: BTreeMap<(String, u32, u32), Vec<Span>> = BTreeMap::new();
         for loaded in &self.exports {
             let e = &loaded.export;
@@ -151,11 +153,22 @@ impl Session {
                     });
             }
         }
+        // A hostless export's pid belongs to the one log process with that pid, if only one.
+        let rank_of = |host: &str, pid: u32| -> Option<(u32, &str)> {
+            let mut m = processes
+                .iter()
+                .filter(|p| p.process.pid == pid && (host.is_empty() || p.process.host == host));
+            match (m.next(), m.next()) {
+                (Some(p), None) => Some((p.global_rank, p.process.host.as_str())),
+                _ => None,
+            }
+        };
         let mut t = Timeline {
             tracks: Vec::new(),
             start_ns: i64::MAX,
             end_ns: i64::MIN,
         };
+        let mut keyed: Vec<((u32, u32, u32), Track)> = Vec::new();
         for ((host, pid, device), mut spans) in by_gpu {
             spans.sort_by_key(|s| s.start_ns);
             t.start_ns = t
@@ -164,16 +177,15 @@ impl Session {
             t.end_ns = t
                 .end_ns
                 .max(spans.iter().map(|s| s.end_ns).max().unwrap_or(i64::MIN));
-            let host = if host.is_empty() {
-                String::new()
-            } else {
-                format!("{host} ")
+            let (order, label) = match rank_of(&host, pid) {
+                Some((rank, h)) => (rank, format!("rank {rank} · {h} · GPU {device}")),
+                None if host.is_empty() => (u32::MAX, format!("pid {pid} · GPU {device}")),
+                None => (u32::MAX, format!("{host} pid {pid} · GPU {device}")),
             };
-            t.tracks.push(Track {
-                label: format!("{host}pid {pid} · GPU {device}"),
-                spans,
-            });
+            keyed.push(((order, pid, device), Track { label, spans }));
         }
+        keyed.sort_by_key(|(k, _)| *k);
+        t.tracks = keyed.into_iter().map(|(_, track)| track).collect();
         if t.tracks.is_empty() {
             t.start_ns = 0;
             t.end_ns = 0;

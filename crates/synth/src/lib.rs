@@ -3,7 +3,9 @@
 //! Why: real multi-node NCCL logs with matching Nsight exports and known answers are rare; the
 //! analyzer's alignment, communicator grouping, clock synchronisation and volume checks are
 //! tested against runs generated here, whose truth is exact. Everything is produced in memory by
-//! [`generate`] (deterministic for a seed); [`write_run`] puts it on disk.
+//! [`generate`] (deterministic for a seed); [`write_run`] puts it on disk. Large runs go through
+//! [`write_streaming`] / [`write_preset_streaming`] (module [`stream`]), which writes one rank at a
+//! time from the same per-rank generator (`rank_out`) in bounded memory.
 //!
 //! Output of a run: NCCL debug logs (one per process `nccl_debug_<host>_<pid>.log`, or one combined
 //! `nccl_debug_combined.log`), one Nsight Systems SQLite export per node (`report_<host>.sqlite`,
@@ -789,8 +791,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
 
     // Imperfect text: garbled and truncated non-operation lines.
     lines.sort_by_key(|(t, _)| *t);
-    let mut texts: Vec<String> = lines.iter().map(|(_, l)| l.clone()).collect();
-    let stamps: Vec<i64> = lines.iter().map(|(t, _)| *t).collect();
+    let (stamps, mut texts): (Vec<i64>, Vec<String>) = lines.into_iter().unzip();
     let candidates: Vec<usize> = (0..texts.len())
         .filter(|&i| !texts[i].contains(": opCount "))
         .collect();

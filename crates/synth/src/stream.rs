@@ -5,7 +5,8 @@
 //! simulated times of all ranks stay resident (the simulation synchronises ranks, so it needs
 //! them all); text, kernel rows and truth entries of one rank are produced, written and dropped:
 //! the log through a `BufWriter`, kernels into the node's SQLite report in one transaction per
-//! rank, truth kernels appended to `truth.json` as they come.
+//! rank, truth kernels appended to `truth.json` as they come. A worker thread generates rank r+1
+//! while rank r is written (at most two ranks' outputs alive).
 //!
 //! Differences from [`crate::write_run`] (same content otherwise, same seed → same logs):
 //! - report rows are in rank order, not sorted by start time across a node (`gridId` follows);
@@ -15,7 +16,7 @@
 
 use crate::truth::{LogOpRef, TruthRank};
 use crate::write::{finish_report, ReportRows};
-use crate::{log_name, plan, rank_out, Plan, RunConfig};
+use crate::{log_name, plan, rank_out, Plan, RankOut, RunConfig};
 use rusqlite::Connection;
 use serde::Serialize;
 use std::fs::File;
@@ -37,7 +38,8 @@ pub struct StreamStats {
     pub plan_time: Duration,
     /// Everything: plan, text, reports, truth.
     pub total_time: Duration,
-    /// Time spent producing log text only (rank generation minus SQLite and truth writes).
+    /// Time the worker thread spent producing the ranks' log text, kernel rows and truth
+    /// (concurrent with the writing; excludes SQLite, file and JSON output).
     pub generate_time: Duration,
 }
 
@@ -128,76 +130,94 @@ pub fn write_streaming(
     let mut first_kernel = true;
     let mut ranks: Vec<TruthRank> = Vec::with_capacity(pl.procs.len());
     let (mut unmatched_log_ops, mut unmatched_kernels) = (0u64, 0u64);
-    for node in 0..pl.nodes {
-        let path = out_dir.join(format!("report_{}.sqlite", Plan::host(node)));
-        if path.exists() {
-            std::fs::remove_file(&path)?;
-        }
-        let mut conn = Connection::open(&path).map_err(sql_err)?;
-        // Nothing to recover on a crash (the file is regenerated), so skip the journal.
-        conn.execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")
-            .map_err(sql_err)?;
-        conn.execute_batch(cfg.schema.ddl()).map_err(sql_err)?;
-        let tx = conn.transaction().map_err(sql_err)?;
-        let mut rows =
-            ReportRows::begin(&tx, cfg.schema, &pl.node_processes(node), nccl).map_err(sql_err)?;
-        tx.commit().map_err(sql_err)?;
-        for p in pl.procs.iter().filter(|p| p.node == node) {
-            let tg = Instant::now();
-            let out = rank_out(&pl, p);
-            let mut lw =
-                BufWriter::with_capacity(1 << 20, File::create(out_dir.join(log_name(p)))?);
-            for l in &out.texts {
-                lw.write_all(l.as_bytes())?;
-                lw.write_all(b"\n")?;
-                st.log_bytes += l.len() as u64 + 1;
-            }
-            if let Some(tl) = &out.tail {
-                lw.write_all(tl.as_bytes())?;
-                st.log_bytes += tl.len() as u64;
-            }
-            lw.flush()?;
-            st.generate_time += tg.elapsed();
-
-            let tx = conn.transaction().map_err(sql_err)?;
-            rows.insert(&tx, &out.krows, &out.nvtx).map_err(sql_err)?;
-            rows.insert_nccl(&tx, &out.nccl_nvtx).map_err(sql_err)?;
-            tx.commit().map_err(sql_err)?;
-
-            for k in &out.kernels {
-                if !first_kernel {
-                    tw.write_all(b",")?;
+    // Two stages: a worker thread produces the ranks' outputs in rank order while this thread
+    // writes the previous one (logs, SQLite, truth); the bounded channel keeps at most two ranks
+    // in memory besides the plan.
+    std::thread::scope(|scope| -> io::Result<()> {
+        let (tx_out, rx_out) = std::sync::mpsc::sync_channel::<(RankOut, Duration)>(1);
+        let pl_ref = &pl;
+        scope.spawn(move || {
+            for p in &pl_ref.procs {
+                let tg = Instant::now();
+                let out = rank_out(pl_ref, p);
+                if tx_out.send((out, tg.elapsed())).is_err() {
+                    return; // the writer failed and hung up
                 }
-                first_kernel = false;
-                serde_json::to_writer(
-                    &mut tw,
-                    &CompactKernel {
-                        pid: k.pid,
-                        correlation_id: k.correlation_id,
-                        log_op: &k.log_op,
-                    },
-                )
-                .map_err(io::Error::other)?;
             }
-            st.kernels += out.kernels.len() as u64;
-            st.ops += out.truth_rank.ops_by_type.values().sum::<u64>();
-            unmatched_log_ops += out.unmatched_log_ops;
-            unmatched_kernels += out.unmatched_kernels;
-            ranks.push(out.truth_rank);
+        });
+        for node in 0..pl.nodes {
+            let path = out_dir.join(format!("report_{}.sqlite", Plan::host(node)));
+            if path.exists() {
+                std::fs::remove_file(&path)?;
+            }
+            let mut conn = Connection::open(&path).map_err(sql_err)?;
+            // Nothing to recover on a crash (the file is regenerated), so skip the journal.
+            conn.execute_batch("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;")
+                .map_err(sql_err)?;
+            conn.execute_batch(cfg.schema.ddl()).map_err(sql_err)?;
+            let tx = conn.transaction().map_err(sql_err)?;
+            let mut rows = ReportRows::begin(&tx, cfg.schema, &pl.node_processes(node), nccl)
+                .map_err(sql_err)?;
+            tx.commit().map_err(sql_err)?;
+            for p in pl.procs.iter().filter(|p| p.node == node) {
+                let (out, took) = rx_out
+                    .recv()
+                    .map_err(|_| io::Error::other("rank generator stopped"))?;
+                st.generate_time += took;
+                let mut lw =
+                    BufWriter::with_capacity(1 << 20, File::create(out_dir.join(log_name(p)))?);
+                for l in &out.texts {
+                    lw.write_all(l.as_bytes())?;
+                    lw.write_all(b"\n")?;
+                    st.log_bytes += l.len() as u64 + 1;
+                }
+                if let Some(tl) = &out.tail {
+                    lw.write_all(tl.as_bytes())?;
+                    st.log_bytes += tl.len() as u64;
+                }
+                lw.flush()?;
+
+                let tx = conn.transaction().map_err(sql_err)?;
+                rows.insert(&tx, &out.krows, &out.nvtx).map_err(sql_err)?;
+                rows.insert_nccl(&tx, &out.nccl_nvtx).map_err(sql_err)?;
+                tx.commit().map_err(sql_err)?;
+
+                for k in &out.kernels {
+                    if !first_kernel {
+                        tw.write_all(b",")?;
+                    }
+                    first_kernel = false;
+                    serde_json::to_writer(
+                        &mut tw,
+                        &CompactKernel {
+                            pid: k.pid,
+                            correlation_id: k.correlation_id,
+                            log_op: &k.log_op,
+                        },
+                    )
+                    .map_err(io::Error::other)?;
+                }
+                st.kernels += out.kernels.len() as u64;
+                st.ops += out.truth_rank.ops_by_type.values().sum::<u64>();
+                unmatched_log_ops += out.unmatched_log_ops;
+                unmatched_kernels += out.unmatched_kernels;
+                ranks.push(out.truth_rank);
+            }
+            let tx = conn.transaction().map_err(sql_err)?;
+            finish_report(
+                &tx,
+                cfg.schema,
+                skel.session_start_utc_ns,
+                pl.duration_ns(node),
+                nccl,
+            )
+            .map_err(sql_err)?;
+            tx.commit().map_err(sql_err)?;
+            drop(conn);
+            st.report_bytes += std::fs::metadata(&path)?.len();
         }
-        let tx = conn.transaction().map_err(sql_err)?;
-        finish_report(
-            &tx,
-            cfg.schema,
-            skel.session_start_utc_ns,
-            pl.duration_ns(node),
-            nccl,
-        )
-        .map_err(sql_err)?;
-        tx.commit().map_err(sql_err)?;
-        drop(conn);
-        st.report_bytes += std::fs::metadata(&path)?.len();
-    }
+        Ok(())
+    })?;
     tw.write_all(b"],")?;
     json(&mut tw, "ranks", &ranks)?;
     json(&mut tw, "unmatched_log_ops", &unmatched_log_ops)?;

@@ -108,6 +108,9 @@ fn scale_presets_have_the_benchmark_sizes() {
     assert_eq!(preset("huge-1024").unwrap().config.layout.world(), 1024);
 }
 
+/// (type, name, offset) of a schema entry as the export lists it.
+type SchemaEntry = (i64, String, usize);
+
 fn le(b: &[u8], off: usize, n: usize) -> u64 {
     let mut v = [0u8; 8];
     v[..n].copy_from_slice(&b[off..off + n]);
@@ -142,7 +145,7 @@ fn nccl_nvtx_payloads_decode_by_their_schema_entries() {
         .unwrap();
     assert_eq!(domain, "NCCL");
     // schemaId -> (payloadSize, [(type, name, offset)])
-    let mut schemas: HashMap<i64, (usize, Vec<(i64, String, usize)>)> = HashMap::new();
+    let mut schemas: HashMap<i64, (usize, Vec<SchemaEntry>)> = HashMap::new();
     for row in c
         .prepare("SELECT DISTINCT schemaId, payloadSize FROM NVTX_PAYLOAD_SCHEMAS")
         .unwrap()

@@ -1,0 +1,182 @@
+//! One summary per process seen in the logs: its global rank, what it did (operations and bytes
+//! per type), its communicators, its topology and how many of its kernels were matched. The page's
+//! per-rank table and the command's `ranks` both read this.
+
+use crate::alignment::Alignments;
+use crate::session::Session;
+use ingest_nccl::topo::{NodeKind, Topology};
+use model::log::ProcessKey;
+use model::OpType;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One communicator as one process knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommView {
+    pub ptr: u64,
+    pub comm_id: Option<u64>,
+    pub rank: Option<u32>,
+    pub nranks: u32,
+    /// Per-collective lines on this communicator.
+    pub ops: u64,
+}
+
+/// What the page shows of one process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessSummary {
+    pub process: ProcessKey,
+    pub global_rank: u32,
+    /// Where the global rank came from: an init line or the order of sorted hosts and pids.
+    pub rank_from_init: bool,
+    pub local_rank: Option<u32>,
+    pub nccl_version: Option<String>,
+    /// Operations and bytes (`count × sizeof(datatype)`) per type.
+    pub ops: BTreeMap<OpType, (u64, u64)>,
+    pub comms: Vec<CommView>,
+    pub topology: Option<Topology>,
+    pub kernels: u64,
+    pub matched_kernels: u64,
+}
+
+impl ProcessSummary {
+    /// GPUs and links of the topology, one short line each (`GPU 1000 (0)`, `GPU 1000 → GPU 2000 NVL 80.0 GB/s`).
+    pub fn topology_lines(&self) -> Vec<String> {
+        let Some(t) = &self.topology else {
+            return Vec::new();
+        };
+        let name = |i: usize| {
+            t.nodes
+                .get(i)
+                .map_or_else(|| "?".to_string(), |n| format!("{:?} {}", n.kind, n.id))
+        };
+        let mut lines: Vec<String> = t
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Gpu)
+            .map(|n| {
+                let rank = n
+                    .local_rank
+                    .map(|r| format!(" (local rank {r})"))
+                    .unwrap_or_default();
+                format!(
+                    "GPU {} bus {}{rank}",
+                    n.id,
+                    n.bus_id.as_deref().unwrap_or("?")
+                )
+            })
+            .collect();
+        lines.extend(t.links.iter().map(|l| {
+            format!(
+                "{} → {}  {} {:.1} GB/s",
+                name(l.from),
+                name(l.to),
+                l.label,
+                l.bw_gbps
+            )
+        }));
+        lines
+    }
+}
+
+/// Per process: its global rank and local GPU, from the init line of its largest communicator
+/// (the world, where the log has it), else from the order of sorted hosts and pids.
+pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<ProcessSummary> {
+    let mut all: BTreeSet<ProcessKey> = BTreeSet::new();
+    let mut world: BTreeMap<ProcessKey, (u32, u32, Option<u32>)> = BTreeMap::new(); // nranks, rank, dev
+    let mut ops: BTreeMap<ProcessKey, BTreeMap<OpType, (u64, u64)>> = BTreeMap::new();
+    let mut comms: BTreeMap<ProcessKey, BTreeMap<u64, CommView>> = BTreeMap::new();
+    let mut info: BTreeMap<ProcessKey, (Option<String>, Option<Topology>)> = BTreeMap::new();
+    // The CUDA device the operation lines print (`[3]`), for processes without init lines.
+    let mut op_dev: BTreeMap<ProcessKey, u32> = BTreeMap::new();
+    for log in session.logs() {
+        let p = &log.parsed;
+        for pi in &p.processes {
+            all.insert(pi.process.clone());
+            let e = info.entry(pi.process.clone()).or_default();
+            e.0 =
+                e.0.take()
+                    .or_else(|| pi.nccl_version.clone())
+                    .or_else(|| p.nccl_version.clone());
+            e.1 = e.1.take().or_else(|| pi.topology.clone());
+        }
+        for init in &p.inits {
+            all.insert(init.process.clone());
+            let w = world
+                .entry(init.process.clone())
+                .or_insert((0, init.rank, init.cuda_dev));
+            if init.nranks > w.0 {
+                *w = (init.nranks, init.rank, init.cuda_dev);
+            }
+            let c = comms
+                .entry(init.process.clone())
+                .or_default()
+                .entry(init.comm)
+                .or_insert(CommView {
+                    ptr: init.comm,
+                    comm_id: None,
+                    rank: None,
+                    nranks: init.nranks,
+                    ops: 0,
+                });
+            c.comm_id = c.comm_id.or(init.comm_id);
+            c.rank = Some(init.rank);
+        }
+        for op in &p.ops {
+            all.insert(op.process.clone());
+            op_dev.entry(op.process.clone()).or_insert(op.cuda_dev);
+            let e = ops
+                .entry(op.process.clone())
+                .or_default()
+                .entry(op.op)
+                .or_default();
+            e.0 += 1;
+            e.1 += op.msg_bytes();
+            let c = comms
+                .entry(op.process.clone())
+                .or_default()
+                .entry(op.comm)
+                .or_insert(CommView {
+                    ptr: op.comm,
+                    comm_id: None,
+                    rank: None,
+                    nranks: op.nranks,
+                    ops: 0,
+                });
+            c.ops += 1;
+        }
+    }
+    let mut kernels_by_pid: BTreeMap<u32, u64> = BTreeMap::new();
+    for e in session.exports() {
+        for k in &e.export.kernels {
+            *kernels_by_pid.entry(k.pid).or_default() += 1;
+        }
+    }
+    let mut out: Vec<ProcessSummary> = all
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let w = world.get(&p).copied();
+            let (nccl_version, topology) = info.remove(&p).unwrap_or_default();
+            let aligned = alignments.get(&p);
+            ProcessSummary {
+                global_rank: w.map_or(i as u32, |w| w.1),
+                rank_from_init: w.is_some(),
+                local_rank: w.and_then(|w| w.2).or_else(|| op_dev.get(&p).copied()),
+                nccl_version,
+                ops: ops.remove(&p).unwrap_or_default(),
+                comms: comms
+                    .remove(&p)
+                    .map(|m| m.into_values().collect())
+                    .unwrap_or_default(),
+                topology,
+                kernels: aligned.map_or_else(
+                    || kernels_by_pid.get(&p.pid).copied().unwrap_or(0),
+                    |m| m.kernels.len() as u64,
+                ),
+                matched_kernels: aligned.map_or(0, |m| m.matched_kernels()),
+                process: p,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| (a.global_rank, &a.process).cmp(&(b.global_rank, &b.process)));
+    out
+}
