@@ -70,6 +70,24 @@ fn comm_groups(comms: &Value) -> BTreeSet<Vec<u64>> {
         .collect()
 }
 
+/// Communicator rank set → its parallelism label.
+fn comm_labels(comms: &Value) -> BTreeMap<Vec<u64>, String> {
+    comms
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let ranks = c["global_ranks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_u64().unwrap())
+                .collect();
+            (ranks, c["parallelism"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
 fn check_preset(name: &str) {
     let dir = scratch_dir(&format!("roundtrip-{name}"));
     let preset = synth::preset(name).unwrap_or_else(|| panic!("preset {name}"));

@@ -78,11 +78,10 @@ pub fn App() -> impl IntoView {
                 });
             }
             let s = session.borrow();
-            // Adding files re-runs the alignment over everything loaded so far.
-            let alignments = pipeline::align_session(&s, &align::AlignConfig::rich());
-            let processes = pipeline::process_summaries(&s, &alignments);
-            timeline.set(s.timeline(&processes));
-            ranks.set(processes);
+            // Adding files re-runs the analysis over everything loaded so far.
+            let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
+            timeline.set(s.timeline(&analysis.processes));
+            ranks.set(analysis.processes);
         });
     };
 

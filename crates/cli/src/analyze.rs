@@ -2,7 +2,7 @@
 
 use crate::{inputs, summary};
 use clap::Args;
-use pipeline::Session;
+use pipeline::{Session, UserSizes};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +12,25 @@ pub struct AnalyzeArgs {
     /// Write the analysis summary JSON here (`-` for standard output).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Model and parallelism description (TOML, see CONTRACT.md); its `[parallel]` sizes label
+    /// the communicators.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Tensor-parallel size (overrides the config file).
+    #[arg(long)]
+    tp: Option<u32>,
+    /// Pipeline-parallel size.
+    #[arg(long)]
+    pp: Option<u32>,
+    /// Data-parallel size.
+    #[arg(long)]
+    dp: Option<u32>,
+    /// Expert-parallel size.
+    #[arg(long)]
+    ep: Option<u32>,
+    /// Context-parallel size.
+    #[arg(long)]
+    cp: Option<u32>,
     /// Add each input's `records_digest` (a fingerprint of every record read; the page shows the
     /// same one with `?digest` in its URL, so the two engines can be compared).
     #[arg(long)]
@@ -34,8 +53,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
             eprintln!("ncclscope: {}: {e}", r.name);
         }
     }
-    let alignments = pipeline::align_session(&session, &align::AlignConfig::rich());
-    let summary = summary::build(&session, &reports, &alignments);
+    let sizes = user_sizes(args)?;
+    let analysis = pipeline::analyse(&session, &sizes);
+    let summary = summary::build(&session, &reports, &analysis);
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
         if path.as_os_str() == "-" {
@@ -52,4 +72,46 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::from(2)
     })
+}
+
+/// The parallel sizes: `--tp` and friends over the config file's `[parallel]` table.
+fn user_sizes(args: &AnalyzeArgs) -> Result<UserSizes, String> {
+    let mut sizes = UserSizes::default();
+    if let Some(path) = &args.config {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Some(parallel) = table.get("parallel").and_then(|p| p.as_table()) {
+            let size = |key: &str| -> Result<Option<u32>, String> {
+                match parallel.get(key) {
+                    None => Ok(None),
+                    Some(v) => v
+                        .as_integer()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .filter(|&n| n > 0)
+                        .map(Some)
+                        .ok_or_else(|| {
+                            format!(
+                                "{}: [parallel] {key} must be a positive integer",
+                                path.display()
+                            )
+                        }),
+                }
+            };
+            sizes = UserSizes {
+                tp: size("tp")?,
+                pp: size("pp")?,
+                dp: size("dp")?,
+                ep: size("ep")?,
+                cp: size("cp")?,
+            };
+        }
+    }
+    sizes.tp = args.tp.or(sizes.tp);
+    sizes.pp = args.pp.or(sizes.pp);
+    sizes.dp = args.dp.or(sizes.dp);
+    sizes.ep = args.ep.or(sizes.ep);
+    sizes.cp = args.cp.or(sizes.cp);
+    Ok(sizes)
 }

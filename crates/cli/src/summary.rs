@@ -1,19 +1,14 @@
 //! The summary JSON of `analyze --json`; field names are the contract's.
 
-use model::log::ProcessKey;
 use model::OpType;
-use pipeline::{Alignments, FileReport, Session};
+use pipeline::{Analysis, FileReport, Session};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
 
-pub fn build(session: &Session, reports: &[FileReport], alignments: &Alignments) -> Value {
+pub fn build(session: &Session, reports: &[FileReport], analysis: &Analysis) -> Value {
+    let alignments = &analysis.alignments;
     let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
 
-    let processes = pipeline::process_summaries(session, alignments);
-    let ranks_of: BTreeMap<&ProcessKey, u32> = processes
-        .iter()
-        .map(|p| (&p.process, p.global_rank))
-        .collect();
+    let processes = &analysis.processes;
     let ranks: Vec<Value> = processes
         .iter()
         .map(|p| {
@@ -48,23 +43,30 @@ pub fn build(session: &Session, reports: &[FileReport], alignments: &Alignments)
         })
         .collect();
 
-    let mut comms: BTreeMap<u64, (u32, BTreeSet<u32>)> = BTreeMap::new();
-    for log in session.logs() {
-        for init in &log.parsed.inits {
-            if let Some(id) = init.comm_id {
-                let e = comms.entry(id).or_insert((init.nranks, BTreeSet::new()));
-                if let Some(&rank) = ranks_of.get(&init.process) {
-                    e.1.insert(rank);
-                }
-            }
-        }
-    }
-    let communicators: Vec<Value> = comms
+    let labels = &analysis.layout.comms;
+    let communicators: Vec<Value> = analysis
+        .communicators
+        .comms
         .iter()
-        .map(|(id, (size, members))| {
-            json!({"id": format!("{id:#x}"), "size": size, "global_ranks": members, "parallelism": "unknown"})
+        .enumerate()
+        .map(|(i, c)| {
+            let label = labels.iter().find(|l| l.comm == i);
+            json!({
+                "id": c.id,
+                "size": c.size,
+                "global_ranks": c.global_ranks,
+                "parallelism": label.map_or("unknown", |l| l.parallelism.name()),
+                "parallelism_confidence": label.map(|l| l.confidence),
+                "parallelism_evidence": label.map(|l| l.evidence.clone()),
+            })
         })
         .collect();
+    let layout = &analysis.layout;
+    let layout = json!({
+        "sizes": layout.sizes.map(|s| json!({"tp": s.tp, "cp": s.cp, "ep": s.ep, "dp": s.dp, "pp": s.pp})),
+        "evidence": layout.evidence,
+        "confidence": layout.confidence,
+    });
 
     let log_ops: u64 = session
         .logs()
@@ -126,6 +128,7 @@ pub fn build(session: &Session, reports: &[FileReport], alignments: &Alignments)
         "inputs": inputs,
         "ranks": ranks,
         "communicators": communicators,
+        "layout": layout,
         "alignment": alignment,
         "warnings": warnings,
     })

@@ -50,7 +50,9 @@ pub(crate) static FINDERS: std::sync::LazyLock<Finders> = std::sync::LazyLock::n
 /// Position of `needle` in `hay` (for rare paths; hot paths use [`FINDERS`]).
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     // `memmem::find` builds a searcher per call, which costs more than scanning a log line.
-    let (&first, tail) = needle.split_first()?;
+    let Some((&first, tail)) = needle.split_first() else {
+        return Some(0);
+    };
     if hay.len() > 256 {
         return memchr::memmem::find(hay, needle);
     }
@@ -232,5 +234,39 @@ mod tests {
             assert_eq!(op_type(op.name().as_bytes()), Some(op));
         }
         assert_eq!(days_from_civil(2026, 4, 28), 20571);
+        for t in [
+            "0",
+            "19",
+            "18446744073709551615",
+            "18446744073709551616",
+            "1a",
+            "",
+            " 1",
+        ] {
+            assert_eq!(dec_u64(t.as_bytes()), t.parse::<u64>().ok(), "{t:?}");
+        }
+    }
+
+    /// The short-haystack search finds what `memmem` finds.
+    #[test]
+    fn find_matches_memmem() {
+        let hay = b"NCCL NCCL INFO  a] b] ..- Init COMPLETE NCCL version 2 NCCL WAR";
+        for n in [
+            &b""[..],
+            b"N",
+            b"NCCL ",
+            b"NCCL INF",
+            b"NCCL WAR",
+            b"] ",
+            b"..",
+            b"- Init COMPLETE",
+            b"NCCL version ",
+            b"zz",
+        ] {
+            for start in 0..hay.len() {
+                let h = &hay[start..];
+                assert_eq!(find(h, n), memchr::memmem::find(h, n));
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@
 //! in the page.
 
 mod alignment;
+mod analysis;
 mod digest;
 mod processes;
 mod report;
@@ -15,7 +16,9 @@ mod sniff;
 mod timeline;
 
 pub use alignment::{align_session, Alignments, ProcessMatch};
+pub use analysis::{analyse, Analysis, UserSizes};
 pub use digest::records_digest;
+pub use enrich::{Hints, Sizes};
 pub use processes::{process_summaries, CommView, ProcessSummary};
 pub use report::FileReport;
 pub use session::{LogLoader, Session};

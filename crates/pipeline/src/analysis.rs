@@ -1,0 +1,137 @@
+//! Everything computed from the loaded inputs, in one pass: alignment per process, logical
+//! communicators and global ranks, the parallelism of each communicator, and the per-process
+//! summaries the views show. Re-run whenever inputs are added.
+
+use crate::alignment::{align_session, Alignments};
+use crate::processes::{process_summaries, ProcessSummary};
+use crate::session::Session;
+use align::AlignConfig;
+use enrich::{Communicators, Hints, LayoutInference, Sizes};
+use model::log::{CommInit, LogOp};
+
+/// The analysis of a session.
+pub struct Analysis {
+    pub alignments: Alignments,
+    pub communicators: Communicators,
+    pub layout: LayoutInference,
+    pub processes: Vec<ProcessSummary>,
+}
+
+/// Parallel sizes as the user gave them (`--tp 2`, a config file): any subset.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserSizes {
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub dp: Option<u32>,
+    pub ep: Option<u32>,
+    pub cp: Option<u32>,
+}
+
+impl UserSizes {
+    pub fn is_empty(&self) -> bool {
+        *self == UserSizes::default()
+    }
+
+    /// The full layout for `world` ranks: sizes not given are 1, except DP, which takes what
+    /// the others leave (`world / (tp·pp·ep·cp)`) when it was not given. `None` when the given
+    /// sizes do not multiply to the world.
+    pub fn resolve(&self, world: u32) -> Option<Sizes> {
+        if self.is_empty() || world == 0 {
+            return None;
+        }
+        let (tp, pp, ep, cp) = (
+            self.tp.unwrap_or(1),
+            self.pp.unwrap_or(1),
+            self.ep.unwrap_or(1),
+            self.cp.unwrap_or(1),
+        );
+        let others = tp.checked_mul(pp)?.checked_mul(ep)?.checked_mul(cp)?.max(1);
+        let dp = self.dp.unwrap_or(world / others);
+        let sizes = Sizes { tp, cp, ep, dp, pp };
+        (others.checked_mul(dp)? == world).then_some(sizes)
+    }
+}
+
+/// Analyses everything loaded, with the parallel sizes the user gave, if any.
+pub fn analyse(session: &Session, user: &UserSizes) -> Analysis {
+    let alignments = align_session(session, &AlignConfig::rich());
+    // Communicators span processes, and a process's lines may be spread over several logs.
+    let inits: Vec<CommInit> = session
+        .logs()
+        .iter()
+        .flat_map(|l| l.parsed.inits.iter().cloned())
+        .collect();
+    let ops: Vec<LogOp> = session
+        .logs()
+        .iter()
+        .flat_map(|l| l.parsed.ops.iter().cloned())
+        .collect();
+    let communicators = enrich::group(&inits, &ops);
+    let hints = Hints {
+        sizes: user.resolve(communicators.world_size),
+        iterations: iterations_seen(session),
+    };
+    let layout = enrich::infer(&communicators, &ops, &hints);
+    let mut processes = process_summaries(session, &alignments);
+    for p in &mut processes {
+        if let Some(rank) = communicators.rank_of(&p.process) {
+            p.global_rank = rank;
+        }
+    }
+    processes.sort_by(|a, b| (a.global_rank, &a.process).cmp(&(b.global_rank, &b.process)));
+    Analysis {
+        alignments,
+        communicators,
+        layout,
+        processes,
+    }
+}
+
+/// Iterations as the exports' NVTX iteration ranges count them (per process; the largest count).
+fn iterations_seen(session: &Session) -> Option<u32> {
+    session
+        .exports()
+        .iter()
+        .filter_map(|e| {
+            let mut per_pid: std::collections::BTreeMap<u32, u32> =
+                std::collections::BTreeMap::new();
+            for &i in &e.export.iterations {
+                if let Some(r) = e.export.nvtx.get(i) {
+                    *per_pid.entry(r.pid).or_default() += 1;
+                }
+            }
+            per_pid.into_values().max()
+        })
+        .max()
+        .filter(|&n| n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_sizes_resolve_against_the_world() {
+        let tp2 = UserSizes {
+            tp: Some(2),
+            ..UserSizes::default()
+        };
+        assert_eq!(
+            tp2.resolve(8),
+            Some(Sizes {
+                tp: 2,
+                cp: 1,
+                ep: 1,
+                dp: 4,
+                pp: 1
+            })
+        );
+        let wrong = UserSizes {
+            tp: Some(2),
+            dp: Some(3),
+            ..UserSizes::default()
+        };
+        assert_eq!(wrong.resolve(8), None);
+        assert_eq!(UserSizes::default().resolve(8), None);
+    }
+}
