@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use web_sys::{Blob, File, FileList};
 
+use crate::communicators::{CommPanel, Communicators};
 use crate::files::fetch_blob;
 use crate::load::load_blob;
 use crate::ranks::RankTable;
@@ -51,6 +52,7 @@ pub fn App() -> impl IntoView {
     let rows = RwSignal::new(Vec::<Row>::new());
     let timeline = RwSignal::new(Timeline::default());
     let ranks = RwSignal::new(Vec::<ProcessSummary>::new());
+    let comms = RwSignal::new(CommPanel::default());
     let dragging = RwSignal::new(false);
     session().borrow_mut().digests = digests_wanted();
 
@@ -81,6 +83,7 @@ pub fn App() -> impl IntoView {
             // Adding files re-runs the analysis over everything loaded so far.
             let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
             timeline.set(s.timeline(&analysis.processes));
+            comms.set(CommPanel::from_analysis(&analysis));
             ranks.set(analysis.processes);
         });
     };
@@ -157,6 +160,7 @@ pub fn App() -> impl IntoView {
                 <FileList rows=rows.into() />
                 <TimelineCanvas timeline=timeline.into() />
                 <RankTable ranks=ranks.into() />
+                <Communicators panel=comms.into() />
             </Show>
             <p class="privacy">"Files are read in this tab only; nothing is uploaded."</p>
         </div>

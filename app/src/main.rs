@@ -1,6 +1,7 @@
 //! The ncclscope page. Everything runs in this tab: no byte of a dropped file leaves the machine.
 
 mod app;
+mod communicators;
 mod files;
 mod load;
 mod ranks;

@@ -76,6 +76,10 @@ test('the demo run opens a multi-rank timeline', async () => {
     // Every rank of the demo has most of its kernels matched to log operations.
     const rows = s.page.getByTestId('rank-row');
     assert.equal(await rows.count(), Number(tracks));
+    // The layout is inferred from the trace: the demo is TP=2 × DP=2 × PP=2.
+    await s.page.getByTestId('layout').filter({ hasText: /TP=2 CP=1 EP=1 DP=2 PP=2/ }).waitFor();
+    const labels = new Set(await s.page.getByTestId('comm-row').getByTestId('parallelism').allTextContents());
+    for (const p of ['TP', 'DP', 'PP']) assert.ok(labels.has(p), `a ${p} communicator among ${[...labels]}`);
     for (const text of await rows.getByTestId('matched').allTextContents()) {
       const [matched, kernels] = text.split(' / ').map(Number);
       assert.ok(kernels > 0 && matched / kernels > 0.8, `matched ${text}`);

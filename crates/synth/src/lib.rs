@@ -144,6 +144,7 @@ const BUS_IDS: [u64; 8] = [
 /// (correlation id, (communicator, opCount) it executes, kernel short name).
 type KernelRef = (u32, Option<(usize, u64)>, String);
 
+/// One process: one rank on one GPU of one node.
 pub(crate) struct Proc {
     pub(crate) rank: u32,
     pub(crate) node: u32,
@@ -231,6 +232,7 @@ pub(crate) struct RankOut {
     pub(crate) unmatched_kernels: u64,
 }
 
+/// Schedules every rank, simulates the run and draws processes and clocks.
 pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
     let v = Version::parse(&cfg.nccl_version);
     let layout = &cfg.layout;
@@ -317,6 +319,8 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
     }
 }
 
+/// Everything one process contributes: its log text, kernel and NVTX rows, and truth. Depends
+/// only on the plan and the rank (own random stream), so ranks can be produced in any grouping.
 pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     let cfg = pl.cfg;
     let v = pl.v;
@@ -344,6 +348,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     };
     let mut truth_kernels: Vec<TruthKernel> = Vec::new();
     let mut out_unmatched_kernels = 0u64;
+    let mut name_cache: HashMap<(OpType, DataType, bool), nsysdb::KernelNames> = HashMap::new();
     let r = p.rank as usize;
     let mut rng = Rng::derive(cfg.seed, 0x1000 + r as u64);
     let mut lines: Vec<(i64, String)> = Vec::new();
@@ -356,7 +361,9 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         }
     };
     let say = |lines: &mut Vec<(i64, String)>, t: i64, tid: u32, body: String| {
-        lines.push((t, format!("{}{}", p.printer.prefix(tid, ts(t)), body)));
+        let mut l = p.printer.prefix(tid, ts(t));
+        l.push_str(&body);
+        lines.push((t, l));
     };
     // Banner and init.
     let mut t = -4_000_000_000 + r as i64 * 1_000;
@@ -668,7 +675,11 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             let e = tm.start_ns + dur * (k + 1) / nu - if k + 1 < nu { 500 } else { 0 };
             let nbytes = total_bytes * if call.is_p2p() { 1 } else { c.size() as u64 };
             let tree = op == OpType::AllReduce && !intra && nbytes > 1 << 20;
-            let names = nsysdb::nccl_kernel(v, op, dt, tree);
+            // A handful of distinct names per run: format them once.
+            let names = name_cache
+                .entry((op, dt, tree))
+                .or_insert_with(|| nsysdb::nccl_kernel(v, op, dt, tree))
+                .clone();
             let grid_x = if call.is_p2p() {
                 (2 * call.ops.len() as u32).min(32)
             } else {

@@ -50,18 +50,22 @@ pub struct Printer {
 impl Printer {
     /// `host:pid:tid [dev] NCCL INFO ` with an optional `%s.%6f ` epoch timestamp.
     pub fn prefix(&self, tid: u32, ts_ns: Option<i64>) -> String {
-        let mut s = String::new();
+        use std::fmt::Write;
+        // Called for every line: one allocation, room for a typical body too.
+        let mut s = String::with_capacity(self.host.len() + 200);
         if let Some(t) = ts_ns {
-            s.push_str(&format!(
+            let _ = write!(
+                s,
                 "{}.{:06} ",
                 t / 1_000_000_000,
                 (t % 1_000_000_000) / 1000
-            ));
+            );
         }
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "{}:{}:{} [{}] NCCL INFO ",
             self.host, self.pid, tid, self.dev
-        ));
+        );
         s
     }
 }
