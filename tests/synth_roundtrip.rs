@@ -1,23 +1,59 @@
 //! The generator's runs, analysed by the command, give back exactly the generator's truth:
-//! per-rank operation counts and bytes per type, kernels per rank, global ranks, and the
-//! communicator groups (by commId).
+//! per-rank operation counts and bytes per type, kernels per rank, global ranks, the
+//! communicator groups, and the parallelism inferred for each communicator.
 
 use ncclscope_tests::scratch_dir;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
+/// Runs `analyze` on a run's directory; returns the summary, and checks the Chrome trace and
+/// the CSV it writes: the trace against the Trace Event Format, the CSV one row per NCCL kernel.
 fn analyze(dir: &std::path::Path) -> Value {
     let out = dir.join("summary.json");
+    let trace = dir.join("trace.json.out");
+    let csv = dir.join("ops.csv.out");
     let code = ncclscope_cli::run([
         "ncclscope",
         "analyze",
         "--json",
         out.to_str().unwrap(),
+        "--chrome-trace",
+        trace.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
         dir.to_str().unwrap(),
     ]);
     assert_eq!(code, ExitCode::SUCCESS);
-    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
+    export::validate_trace(&trace)
+        .unwrap_or_else(|e| panic!("{}: invalid Chrome trace: {e}", dir.display()));
+    let kernel_events = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "nccl")
+        .count();
+    let kernels = summary["alignment"]["kernels"].as_u64().unwrap() as usize;
+    assert_eq!(
+        kernel_events,
+        kernels,
+        "{}: one trace event per NCCL kernel",
+        dir.display()
+    );
+    let rows = std::fs::read_to_string(csv)
+        .unwrap()
+        .split("\r\n")
+        .filter(|l| !l.is_empty())
+        .count();
+    assert_eq!(
+        rows,
+        kernels + 1,
+        "{}: a CSV row per NCCL kernel, plus the header",
+        dir.display()
+    );
+    summary
 }
 
 /// Per (host, pid): the fields both sides must agree on.
@@ -117,6 +153,12 @@ fn check_preset(name: &str) {
         comm_groups(&summary["communicators"]),
         comm_groups(&truth["communicators"]),
         "{name}: communicator groups"
+    );
+    // The layout is inferred from the trace alone: no sizes were given.
+    assert_eq!(
+        comm_labels(&summary["communicators"]),
+        comm_labels(&truth["communicators"]),
+        "{name}: parallelism"
     );
 }
 

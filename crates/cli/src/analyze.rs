@@ -4,7 +4,7 @@ use crate::{inputs, summary};
 use clap::Args;
 use pipeline::{Session, UserSizes};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -12,6 +12,12 @@ pub struct AnalyzeArgs {
     /// Write the analysis summary JSON here (`-` for standard output).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Write a Chrome Trace Event Format JSON (loads in Perfetto and chrome://tracing).
+    #[arg(long)]
+    chrome_trace: Option<PathBuf>,
+    /// Write the enriched operations as CSV, one row per NCCL kernel.
+    #[arg(long)]
+    csv: Option<PathBuf>,
     /// Model and parallelism description (TOML, see CONTRACT.md); its `[parallel]` sizes label
     /// the communicators.
     #[arg(long)]
@@ -58,13 +64,15 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let summary = summary::build(&session, &reports, &analysis);
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
-        if path.as_os_str() == "-" {
-            std::io::stdout()
-                .write_all(text.as_bytes())
-                .map_err(|e| format!("standard output: {e}"))?;
-        } else {
-            std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        }
+        write_output(path, text.as_bytes())?;
+    }
+    if let Some(path) = &args.chrome_trace {
+        let text = serde_json::to_string(&export::chrome_trace(&session, &analysis))
+            .map_err(|e| e.to_string())?;
+        write_output(path, text.as_bytes())?;
+    }
+    if let Some(path) = &args.csv {
+        write_output(path, export::enriched_csv(&session, &analysis).as_bytes())?;
     }
     let any_read = reports.iter().any(|r| r.error.is_none());
     Ok(if any_read {
@@ -114,4 +122,15 @@ fn user_sizes(args: &AnalyzeArgs) -> Result<UserSizes, String> {
     sizes.ep = args.ep.or(sizes.ep);
     sizes.cp = args.cp.or(sizes.cp);
     Ok(sizes)
+}
+
+/// Writes an output file, or standard output for `-`.
+fn write_output(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if path.as_os_str() == "-" {
+        std::io::stdout()
+            .write_all(bytes)
+            .map_err(|e| format!("standard output: {e}"))
+    } else {
+        std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+    }
 }

@@ -37,8 +37,16 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
     if let Some(seed) = args.seed {
         preset.config.seed = seed;
     }
-    let run = synth::generate(&preset.config);
-    synth::write_run(&run, out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // Large runs are written rank by rank in bounded memory; small ones are built whole.
+    let written = if preset.config.layout.world() >= synth::write::STREAMING_MIN_RANKS {
+        synth::write_streaming(&preset.config, Some(preset.name), out).map(|_| ())
+    } else {
+        synth::write_run(
+            &synth::generate_named(&preset.config, Some(preset.name)),
+            out,
+        )
+    };
+    written.map_err(|e| format!("{}: {e}", out.display()))?;
     eprintln!("ncclscope: wrote preset {name} to {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@
 //! them all); text, kernel rows and truth entries of one rank are produced, written and dropped:
 //! the log through a `BufWriter`, kernels into the node's SQLite report in one transaction per
 //! rank, truth kernels appended to `truth.json` as they come. A worker thread generates rank r+1
-//! while rank r is written (at most two ranks' outputs alive).
+//! while rank r is written (at most three ranks' outputs alive: written, queued, in the making).
 //!
 //! Differences from [`crate::write_run`] (same content otherwise, same seed → same logs):
 //! - report rows are in rank order, not sorted by start time across a node (`gridId` follows);
@@ -131,8 +131,8 @@ pub fn write_streaming(
     let mut ranks: Vec<TruthRank> = Vec::with_capacity(pl.procs.len());
     let (mut unmatched_log_ops, mut unmatched_kernels) = (0u64, 0u64);
     // Two stages: a worker thread produces the ranks' outputs in rank order while this thread
-    // writes the previous one (logs, SQLite, truth); the bounded channel keeps at most two ranks
-    // in memory besides the plan.
+    // writes the previous one (logs, SQLite, truth); the bounded channel keeps at most three ranks
+    // (written, queued, in the making) in memory besides the plan.
     std::thread::scope(|scope| -> io::Result<()> {
         let (tx_out, rx_out) = std::sync::mpsc::sync_channel::<(RankOut, Duration)>(1);
         let pl_ref = &pl;

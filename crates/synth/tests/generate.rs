@@ -345,6 +345,11 @@ fn line_shapes_match_real_logs_of_the_same_version() {
             "NVIDIA-nccl_issue1453_h100-poor-allreduce_tuning-oldfmt_2.22.log",
             r"Bytes -> Algo",
         ),
+        (
+            "2.25.1",
+            "NVIDIA-nccl_issue1646_b200-slow-initrankconfig_init_2.25.1.log",
+            r"NCCL INFO NCCL version",
+        ),
     ];
     for (ver, file, pat) in cases {
         let Some(real) = read(file) else {

@@ -97,8 +97,8 @@ fn scale_presets_have_the_benchmark_sizes() {
     let p = preset("large-64").unwrap().config;
     assert_eq!(p.layout.world(), 64);
     let comms = synth::comms::Comms::build(&p.layout, p.seed);
-    // Every pipeline stage's first and last rank: at least 10⁵ operations each.
-    for r in [0, 7, 8, 56, 63] {
+    // Every rank: at least 10⁵ operations.
+    for r in 0..64 {
         let ops: usize = synth::schedule::build(&p.layout, &p.model, &comms, r)
             .iter()
             .map(|c| c.ops.len())

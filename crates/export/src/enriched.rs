@@ -1,0 +1,332 @@
+//! One enriched record per NCCL kernel: the kernel's timing and identity, and — when the aligner
+//! matched it to log lines — the log's operation, sizes, bandwidths against the topology's
+//! bottleneck and the communicator's parallelism (thesis §4.2.5–§4.2.6, figure 4.2).
+//!
+//! Why a shared builder: the Chrome trace and the CSV show the same fields; building them once
+//! keeps the two exports identical row for row.
+//!
+//! Ranks: a process's global rank comes from the communicators (init lines or the thesis' host
+//! order), else from the per-process summaries; processes with kernels but no log lines get
+//! ranks after the last known one, so every kernel has a place on the timeline.
+
+use crate::fields::*;
+use align::KernelMatch;
+use enrich::{Bottleneck, TopoIndex};
+use model::log::{LogOp, ProcessKey};
+use model::nsys::{Kernel, NvtxRange};
+use model::OpType;
+use pipeline::{Analysis, Session};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One NCCL kernel with every field of [`crate::fields::all_fields`] in `args`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelRecord {
+    pub rank: u32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// The log operation's name when matched, else the kernel name's op, else `NCCL kernel`.
+    pub name: String,
+    pub matched: bool,
+    /// The communicator's parallelism (`DP`, ..., `unknown`) for matched kernels.
+    pub parallelism: Option<&'static str>,
+    pub args: Map<String, Value>,
+}
+
+/// Everything the exports show.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    /// Ordered by rank, then start time.
+    pub kernels: Vec<KernelRecord>,
+    /// Host of every rank that has kernels or NVTX ranges.
+    pub ranks: BTreeMap<u32, String>,
+    /// NVTX ranges per rank, with the rank they belong to.
+    pub nvtx: Vec<(u32, NvtxRange)>,
+}
+
+/// Builds the enriched records of every NCCL kernel in the session's exports.
+pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
+    let ranks = assign_ranks(analysis);
+    let bottlenecks = comm_bottlenecks(session, analysis);
+    let mut out = Records::default();
+    for pm in &analysis.alignments.processes {
+        let Some(&rank) = ranks.get(&pm.process) else {
+            continue;
+        };
+        out.ranks.insert(rank, pm.process.host.clone());
+        for (i, k) in pm.kernels.iter().enumerate() {
+            let m = pm.alignment.per_kernel.get(i).and_then(|m| m.as_ref());
+            let ctx = Ctx {
+                process: &pm.process,
+                rank,
+                analysis,
+                bottlenecks: &bottlenecks,
+            };
+            out.kernels
+                .push(ctx.record(k, m.map(|m| (m, &pm.log_ops[..]))));
+        }
+    }
+    // Kernels-only processes: their kernels straight from the exports.
+    let kernels_only: BTreeSet<&ProcessKey> = analysis.alignments.kernels_only.iter().collect();
+    for e in session.exports() {
+        let host = e.export.hosts.first().cloned().unwrap_or_default();
+        for k in &e.export.kernels {
+            let key = ProcessKey {
+                host: host.clone(),
+                pid: k.pid,
+            };
+            if !kernels_only.contains(&key) {
+                continue;
+            }
+            let Some(&rank) = ranks.get(&key) else {
+                continue;
+            };
+            out.ranks.insert(rank, key.host.clone());
+            let ctx = Ctx {
+                process: &key,
+                rank,
+                analysis,
+                bottlenecks: &bottlenecks,
+            };
+            out.kernels.push(ctx.record(k, None));
+        }
+    }
+    out.kernels.sort_by_key(|r| (r.rank, r.start_ns, r.end_ns));
+    // NVTX ranges of every process that has a rank.
+    for e in session.exports() {
+        let host = e.export.hosts.first().cloned().unwrap_or_default();
+        for r in &e.export.nvtx {
+            if let Some(rank) = rank_of_export_pid(&ranks, &host, r.pid) {
+                out.ranks.entry(rank).or_insert_with(|| host.clone());
+                out.nvtx.push((rank, r.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Global rank per process: known ranks first, kernels-only processes after the last one.
+fn assign_ranks(analysis: &Analysis) -> BTreeMap<ProcessKey, u32> {
+    let mut ranks: BTreeMap<ProcessKey, u32> = BTreeMap::new();
+    for p in &analysis.processes {
+        let r = analysis
+            .communicators
+            .rank_of(&p.process)
+            .unwrap_or(p.global_rank);
+        ranks.insert(p.process.clone(), r);
+    }
+    for pm in &analysis.alignments.processes {
+        if !ranks.contains_key(&pm.process) {
+            let r = analysis.communicators.rank_of(&pm.process);
+            let next = next_rank(&ranks);
+            ranks.insert(pm.process.clone(), r.unwrap_or(next));
+        }
+    }
+    for key in &analysis.alignments.kernels_only {
+        if !ranks.contains_key(key) {
+            let next = next_rank(&ranks);
+            ranks.insert(key.clone(), next);
+        }
+    }
+    ranks
+}
+
+fn next_rank(ranks: &BTreeMap<ProcessKey, u32>) -> u32 {
+    ranks.values().max().map_or(0, |r| r + 1)
+}
+
+/// The rank of a pid seen in an export of `host`; a hostless export's pid belongs to the one
+/// ranked process with that pid, if only one (as the aligner adopts hostless kernels).
+fn rank_of_export_pid(ranks: &BTreeMap<ProcessKey, u32>, host: &str, pid: u32) -> Option<u32> {
+    let key = ProcessKey {
+        host: host.to_string(),
+        pid,
+    };
+    if let Some(&r) = ranks.get(&key) {
+        return Some(r);
+    }
+    if !host.is_empty() {
+        return None;
+    }
+    let mut m = ranks.iter().filter(|(k, _)| k.pid == pid);
+    match (m.next(), m.next()) {
+        (Some((_, &r)), None) => Some(r),
+        _ => None,
+    }
+}
+
+/// The bottleneck of every logical communicator whose members' GPUs the topology knows.
+fn comm_bottlenecks(session: &Session, analysis: &Analysis) -> Vec<Option<Bottleneck>> {
+    let topo = TopoIndex::build(session.logs().iter().flat_map(|l| {
+        l.parsed
+            .processes
+            .iter()
+            .filter_map(|p| p.topology.as_ref().map(|t| (p.process.host.as_str(), t)))
+    }));
+    let inits: Vec<_> = session
+        .logs()
+        .iter()
+        .flat_map(|l| l.parsed.inits.iter().cloned())
+        .collect();
+    analysis
+        .communicators
+        .comms
+        .iter()
+        .map(|c| topo.communicator(&enrich::comm_gpus(c, &inits)))
+        .collect()
+}
+
+/// What one process's records share.
+struct Ctx<'a> {
+    process: &'a ProcessKey,
+    rank: u32,
+    analysis: &'a Analysis,
+    bottlenecks: &'a [Option<Bottleneck>],
+}
+
+impl Ctx<'_> {
+    fn record(&self, k: &Kernel, m: Option<(&KernelMatch, &[LogOp])>) -> KernelRecord {
+        let mut args = Map::new();
+        let mut put = |key: &str, v: Value| {
+            args.insert(key.to_string(), v);
+        };
+        put(CUDA_KERNEL, json!(k.name));
+        put(CUDA_STREAM_ID, json!(k.stream));
+        put(CUDA_CORRELATION_ID, json!(k.correlation_id));
+        put(GLOBAL_RANK, json!(self.rank));
+        put(HOST, json!(self.process.host));
+        put(PROCESS_ID, json!(self.process.pid));
+        let ops: Vec<&LogOp> = m
+            .map(|(m, ops)| m.log_ops.iter().filter_map(|&i| ops.get(i)).collect())
+            .unwrap_or_default();
+        let matched = !ops.is_empty();
+        put(MATCH, json!(if matched { MATCHED } else { UNMATCHED }));
+        put(
+            CONFIDENCE,
+            m.map_or(Value::Null, |(m, _)| json!(m.confidence)),
+        );
+        let (name, parallelism) = match ops.first() {
+            Some(&first) => {
+                let op = fused_op(&ops);
+                let parallelism = self.log_fields(&mut args, k, op, &ops, first);
+                (op.name().to_string(), Some(parallelism))
+            }
+            None => {
+                for f in all_fields() {
+                    args.entry(f).or_insert(Value::Null);
+                }
+                let name = ingest_nsys::decode_kernel_name(&k.name)
+                    .and_then(|n| n.op)
+                    .map_or("NCCL kernel", |op| op.name());
+                (name.to_string(), None)
+            }
+        };
+        KernelRecord {
+            rank: self.rank,
+            start_ns: k.start_ns,
+            end_ns: k.end_ns,
+            name,
+            matched,
+            parallelism,
+            args,
+        }
+    }
+
+    /// The log-derived fields of a matched kernel; returns the communicator's parallelism.
+    fn log_fields(
+        &self,
+        args: &mut Map<String, Value>,
+        k: &Kernel,
+        op: OpType,
+        ops: &[&LogOp],
+        first: &LogOp,
+    ) -> &'static str {
+        let mut put = |key: &str, v: Value| {
+            args.insert(key.to_string(), v);
+        };
+        // Fused Send/Recv lines: one kernel moved all of them, so sizes add up.
+        let count: u64 = ops.iter().map(|o| o.count).sum();
+        let msg: u64 = ops.iter().map(|o| o.msg_bytes()).sum();
+        let n = first.nranks;
+        put(OP_COUNT_HEX, json!(format!("{:x}", first.op_count)));
+        put(COMMUNICATOR_PTR, json!(format!("0x{:x}", first.comm)));
+        put(ELEMENT_COUNT, json!(count));
+        put(
+            DATA_TYPE,
+            first.datatype.map_or_else(
+                || json!(first.datatype_code.to_string()),
+                |d| json!(d.name()),
+            ),
+        );
+        put(
+            REDUCTION_OP,
+            if reduces(op) {
+                json!(first.red_op.name())
+            } else {
+                Value::Null
+            },
+        );
+        put(MESSAGE_SIZE_BYTES, json!(msg));
+        put(BUS_FACTOR, json!(enrich::bus_factor(op, first.algo, n)));
+        put(NCCL_ALGORITHM, json!(first.algo.map(|a| a.name())));
+        put(PROTOCOL, json!(first.proto.map(|p| p.name())));
+        put(CHANNELS, json!(first.nchannels));
+        put(COMMUNICATOR_SIZE, json!(n));
+        let comm = self
+            .analysis
+            .communicators
+            .comm_of(self.process, first.comm);
+        let parallelism = comm
+            .and_then(|c| self.analysis.layout.comms.iter().find(|p| p.comm == c))
+            .map_or("unknown", |p| p.parallelism.name());
+        put(PARALLELISM_TYPE, json!(parallelism));
+        let bottleneck = comm.and_then(|c| self.bottlenecks.get(c)?.as_ref());
+        let bytes: Option<u64> = ops
+            .iter()
+            .map(|o| {
+                let size = o.datatype?.size_bytes();
+                Some(enrich::op_bytes(o.op, o.count, size, o.nranks))
+            })
+            .sum();
+        let bw = bytes.and_then(|b| {
+            enrich::measure(
+                op,
+                first.algo,
+                n,
+                b,
+                k.end_ns - k.start_ns,
+                bottleneck.map(|x| (x.gbps, x.name.as_str())),
+            )
+        });
+        put(ALGO_BW, json!(bw.as_ref().map(|b| b.algo_bw_gbps)));
+        put(BUS_BW, json!(bw.as_ref().map(|b| b.bus_bw_gbps)));
+        let t = bw.as_ref().and_then(|b| b.theoretical.as_ref());
+        put(THEORETICAL_ALGO_BW, json!(t.map(|t| t.algo_bw_gbps)));
+        put(THEORETICAL_BUS_BW, json!(t.map(|t| t.bus_bw_gbps)));
+        put(EFFICIENCY, json!(t.map(|t| t.efficiency)));
+        put(BUS_EFFICIENCY, json!(t.map(|t| t.bus_efficiency)));
+        put(BOTTLENECK, json!(bottleneck.map(|b| b.name.clone())));
+        put(BOTTLENECK_BW, json!(bottleneck.map(|b| b.gbps)));
+        parallelism
+    }
+}
+
+/// The operation of a kernel that carries several log lines: their shared op, else SendRecv
+/// (grouped Send and Recv fused into one kernel).
+fn fused_op(ops: &[&LogOp]) -> OpType {
+    let first = ops[0].op;
+    if ops.iter().all(|o| o.op == first) {
+        first
+    } else {
+        OpType::SendRecv
+    }
+}
+
+/// Whether the operation applies its reduction (`op` is printed for every line, but means
+/// something only for these).
+fn reduces(op: OpType) -> bool {
+    matches!(
+        op,
+        OpType::AllReduce | OpType::Reduce | OpType::ReduceScatter
+    )
+}
