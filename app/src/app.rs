@@ -281,7 +281,8 @@ fn FileRow(row: Row) -> impl IntoView {
     }
 }
 
-fn human_bytes(n: u64) -> String {
+/// A byte count for people: `1.50 MB` (decimal units, as NCCL's tools print them).
+pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
     let mut v = n as f64;
     let mut unit = 0;
@@ -292,7 +293,7 @@ fn human_bytes(n: u64) -> String {
     if unit == 0 {
         format!("{n} B")
     } else {
-        format!("{v:.1} {}", UNITS[unit])
+        format!("{v:.2} {}", UNITS[unit])
     }
 }
 

@@ -4,20 +4,7 @@
 use leptos::prelude::*;
 use pipeline::ProcessSummary;
 
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1000.0 && unit < UNITS.len() - 1 {
-        v /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.2} {}", UNITS[unit])
-    }
-}
+use crate::app::human_bytes as bytes;
 
 #[component]
 pub fn RankTable(ranks: Signal<Vec<ProcessSummary>>) -> impl IntoView {

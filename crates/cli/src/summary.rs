@@ -14,15 +14,7 @@ pub fn build(session: &Session, reports: &[FileReport], analysis: &Analysis) -> 
         .map(|p| {
             let mut by_type = Map::new();
             let mut bytes_by_type = Map::new();
-            for op in [
-                OpType::AllReduce,
-                OpType::AllGather,
-                OpType::ReduceScatter,
-                OpType::Broadcast,
-                OpType::Reduce,
-                OpType::Send,
-                OpType::Recv,
-            ] {
+            for op in OpType::CONTRACT {
                 by_type.insert(op.name().into(), json!(0));
             }
             for (op, (n, b)) in &p.ops {

@@ -32,6 +32,17 @@ impl OpType {
         OpType::Scatter,
     ];
 
+    /// The operations the contract's `ops_by_type` always lists (with 0 when absent).
+    pub const CONTRACT: [OpType; 7] = [
+        OpType::AllReduce,
+        OpType::AllGather,
+        OpType::ReduceScatter,
+        OpType::Broadcast,
+        OpType::Reduce,
+        OpType::Send,
+        OpType::Recv,
+    ];
+
     /// NCCL's own spelling, as in logs and kernel names.
     pub fn name(self) -> &'static str {
         match self {

@@ -77,6 +77,26 @@ impl ProcessSummary {
     }
 }
 
+/// The view of communicator `ptr` of `process`, made empty on first sight.
+fn comm_view<'a>(
+    comms: &'a mut BTreeMap<ProcessKey, BTreeMap<u64, CommView>>,
+    process: &ProcessKey,
+    ptr: u64,
+    nranks: u32,
+) -> &'a mut CommView {
+    comms
+        .entry(process.clone())
+        .or_default()
+        .entry(ptr)
+        .or_insert(CommView {
+            ptr,
+            comm_id: None,
+            rank: None,
+            nranks,
+            ops: 0,
+        })
+}
+
 /// Per process: its global rank and local GPU, from the init line of its largest communicator
 /// (the world, where the log has it), else from the order of sorted hosts and pids.
 pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<ProcessSummary> {
@@ -106,17 +126,7 @@ pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<Proc
             if init.nranks > w.0 {
                 *w = (init.nranks, init.rank, init.cuda_dev);
             }
-            let c = comms
-                .entry(init.process.clone())
-                .or_default()
-                .entry(init.comm)
-                .or_insert(CommView {
-                    ptr: init.comm,
-                    comm_id: None,
-                    rank: None,
-                    nranks: init.nranks,
-                    ops: 0,
-                });
+            let c = comm_view(&mut comms, &init.process, init.comm, init.nranks);
             c.comm_id = c.comm_id.or(init.comm_id);
             c.rank = Some(init.rank);
         }
@@ -130,17 +140,7 @@ pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<Proc
                 .or_default();
             e.0 += 1;
             e.1 += op.msg_bytes();
-            let c = comms
-                .entry(op.process.clone())
-                .or_default()
-                .entry(op.comm)
-                .or_insert(CommView {
-                    ptr: op.comm,
-                    comm_id: None,
-                    rank: None,
-                    nranks: op.nranks,
-                    ops: 0,
-                });
+            let c = comm_view(&mut comms, &op.process, op.comm, op.nranks);
             c.ops += 1;
         }
     }
