@@ -54,6 +54,9 @@ export async function withScreenshot(page, name, body) {
 
 /** Drops files on the page through a synthetic drag-and-drop DataTransfer. */
 export async function dropFiles(page, files) {
+  // The app registers its drop listeners when it mounts, after its wasm has loaded: a drop
+  // dispatched before that would fall on a page that ignores it.
+  await page.getByTestId('load-demo').waitFor();
   const payload = files.map((f) => ({ name: path.basename(f), b64: fs.readFileSync(f).toString('base64') }));
   await page.evaluate((items) => {
     const dt = new DataTransfer();
