@@ -206,6 +206,7 @@ pub fn write_streaming(
             let tx = conn.transaction().map_err(sql_err)?;
             finish_report(
                 &tx,
+                &Plan::host(node),
                 cfg.schema,
                 skel.session_start_utc_ns,
                 pl.duration_ns(node),

@@ -40,6 +40,7 @@ pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result
     rw.insert_nccl(&tx, &rep.nccl_nvtx)?;
     finish_report(
         &tx,
+        &rep.host,
         rep.schema,
         rep.session_start_utc_ns,
         rep.duration_ns,
@@ -218,9 +219,11 @@ impl ReportRows {
     }
 }
 
-/// Enumerations, session start, export metadata and capture duration: the rows written last.
+/// Enumerations, session start, the node's hostname, export metadata and capture duration:
+/// the rows written last.
 pub fn finish_report(
     tx: &Connection,
+    host: &str,
     schema: Schema,
     session_start_utc_ns: i64,
     duration_ns: i64,
@@ -247,6 +250,11 @@ pub fn finish_report(
     tx.execute(
         "INSERT INTO ENUM_NSYS_EVENT_CLASS (id, name, label) VALUES (1, 'TRACE_PROCESS_EVENT_CUDA_RUNTIME', 'CUDA Runtime API')",
         [],
+    )?;
+    // As nsys writes it (nameEnum 619 in the real exports): how an export names its node.
+    tx.execute(
+        "INSERT INTO TARGET_INFO_SYSTEM_ENV (globalVid, devStateName, name, nameEnum, value) VALUES (281474976710656, 'Local (CLI)', 'Hostname', 619, ?1)",
+        params![host],
     )?;
     tx.execute(
         "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (?1, 'synthetic', 'synthetic')",

@@ -186,3 +186,11 @@ CREATE TABLE ANALYSIS_DETAILS (
     stopTime                    INTEGER   NOT NULL                     -- Trace stop timestamp in nanoseconds.
 );
 
+-- Verbatim from a real schema-3.25 export (the reference dump lists the table without its DDL).
+CREATE TABLE TARGET_INFO_SYSTEM_ENV (
+    globalVid                   INTEGER,                               -- Serialized GlobalId.
+    devStateName                TEXT      NOT NULL,                    -- Device state name.
+    name                        TEXT      NOT NULL,                    -- Property name.
+    nameEnum                    INTEGER   NOT NULL,                    -- Property enum value.
+    value                       TEXT      NOT NULL                     -- Property value.
+);
