@@ -22,30 +22,13 @@ pub fn score_pairs(predicted: &[(usize, usize)], truth: &[(usize, usize)]) -> Pr
     let tp = p.intersection(&t).count();
     let fp = p.len() - tp;
     let fn_ = t.len() - tp;
-    let ratio = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
-    let precision = ratio(tp, tp + fp);
-    let recall = ratio(tp, tp + fn_);
-    let f1 = if precision + recall == 0.0 {
-        0.0
-    } else {
-        2.0 * precision * recall / (precision + recall)
-    };
-    Prf {
-        tp,
-        fp,
-        fn_,
-        precision,
-        recall,
-        f1,
-    }
+    Prf::from_counts(tp, fp, fn_)
 }
 
 impl Prf {
-    /// Pools several comparisons (micro-average: sums the counts).
-    pub fn pool(parts: &[Prf]) -> Prf {
-        let (tp, fp, fn_) = parts
-            .iter()
-            .fold((0, 0, 0), |a, p| (a.0 + p.tp, a.1 + p.fp, a.2 + p.fn_));
+    /// The rates of true positives, false positives and false negatives; a rate with nothing
+    /// to count is 1 (nothing to find, nothing wrong).
+    pub fn from_counts(tp: usize, fp: usize, fn_: usize) -> Prf {
         let ratio = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
         let precision = ratio(tp, tp + fp);
         let recall = ratio(tp, tp + fn_);
@@ -62,6 +45,14 @@ impl Prf {
             recall,
             f1,
         }
+    }
+
+    /// Pools several comparisons (micro-average: sums the counts).
+    pub fn pool(parts: &[Prf]) -> Prf {
+        let (tp, fp, fn_) = parts
+            .iter()
+            .fold((0, 0, 0), |a, p| (a.0 + p.tp, a.1 + p.fp, a.2 + p.fn_));
+        Prf::from_counts(tp, fp, fn_)
     }
 }
 

@@ -465,15 +465,8 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     let mut printed: HashMap<(usize, u64), u32> = HashMap::new();
     let mut ops_by_type: BTreeMap<String, u64> = BTreeMap::new();
     let mut bytes_by_type: BTreeMap<String, u64> = BTreeMap::new();
-    for op in [
-        OpType::AllReduce,
-        OpType::AllGather,
-        OpType::ReduceScatter,
-        OpType::Broadcast,
-        OpType::Reduce,
-        OpType::Send,
-        OpType::Recv,
-    ] {
+    // The contract's keys are always present, with 0 where nothing was logged.
+    for op in OpType::CONTRACT {
         ops_by_type.insert(op.name().into(), 0);
         bytes_by_type.insert(op.name().into(), 0);
     }
