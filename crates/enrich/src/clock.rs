@@ -379,14 +379,7 @@ mod tests {
         // together) matched across ranks through the truth's kernel → (comm, opCount) map.
         use crate::communicators::group;
         use model::log::ProcessKey;
-        let p = synth::preset("demo").expect("preset");
-        let run = synth::generate(&p.config);
-        let (mut ops, mut inits) = (Vec::new(), Vec::new());
-        for (i, (f, b)) in run.files.iter().enumerate() {
-            let log = ingest_nccl::parse_bytes(f, i as u32, b);
-            ops.extend(log.ops);
-            inits.extend(log.inits);
-        }
+        let (run, inits, ops) = crate::test_support::preset_logs("demo");
         let comms = group(&inits, &ops);
         let mut ends: BTreeMap<(u32, i64), i64> = BTreeMap::new();
         for rep in &run.reports {

@@ -434,16 +434,7 @@ mod tests {
     }
 
     fn load(name: &str) -> (synth::Run, Vec<CommInit>, Vec<LogOp>) {
-        let p = synth::preset(name).expect("preset");
-        let run = synth::generate(&p.config);
-        let mut ops = Vec::new();
-        let mut inits = Vec::new();
-        for (i, (file, bytes)) in run.files.iter().enumerate() {
-            let log = ingest_nccl::parse_bytes(file, i as u32, bytes);
-            ops.extend(log.ops);
-            inits.extend(log.inits);
-        }
-        (run, inits, ops)
+        crate::test_support::preset_logs(name)
     }
 
     /// Rank sets of the truth and of ours, as sorted multisets.

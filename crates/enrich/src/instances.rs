@@ -144,15 +144,7 @@ mod tests {
 
     #[test]
     fn matches_dp4_instances_and_skew() {
-        let p = synth::preset("dp4").expect("preset");
-        let run = synth::generate(&p.config);
-        let mut ops = Vec::new();
-        let mut inits = Vec::new();
-        for (i, (name, bytes)) in run.files.iter().enumerate() {
-            let log = ingest_nccl::parse_bytes(name, i as u32, bytes);
-            ops.extend(log.ops);
-            inits.extend(log.inits);
-        }
+        let (_run, inits, ops) = crate::test_support::preset_logs("dp4");
         let comms = group(&inits, &ops);
         let inst = match_instances(&comms, &ops);
         assert!(!inst.is_empty());

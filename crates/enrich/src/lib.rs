@@ -13,6 +13,9 @@ pub mod instances;
 pub mod parallelism;
 pub mod topology;
 
+#[cfg(test)]
+mod test_support;
+
 pub use bandwidth::{
     bus_factor, for_log_op, measure, op_bytes, theory_factors, Bandwidth, Theoretical,
 };

@@ -743,15 +743,7 @@ mod tests {
     }
 
     fn load(name: &str) -> Case {
-        let p = synth::preset(name).expect("preset");
-        let run = synth::generate(&p.config);
-        let mut ops = Vec::new();
-        let mut inits = Vec::new();
-        for (i, (file, bytes)) in run.files.iter().enumerate() {
-            let log = ingest_nccl::parse_bytes(file, i as u32, bytes);
-            ops.extend(log.ops);
-            inits.extend(log.inits);
-        }
+        let (run, inits, ops) = crate::test_support::preset_logs(name);
         let comms = group(&inits, &ops);
         let l = &run.truth.layout;
         Case {
