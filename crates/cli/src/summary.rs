@@ -97,6 +97,8 @@ pub fn build(session: &Session, reports: &[FileReport], analysis: &Analysis) -> 
         "processes_kernels_only": alignments.kernels_only.iter().map(|p| format!("{}:{}", p.host, p.pid)).collect::<Vec<_>>(),
     });
 
+    let clocks = clocks_entry(analysis);
+
     let mut warnings: Vec<Value> = Vec::new();
     if !alignments.processes.is_empty()
         || (!session.logs().is_empty() && !session.exports().is_empty())
@@ -122,7 +124,37 @@ pub fn build(session: &Session, reports: &[FileReport], analysis: &Analysis) -> 
         "communicators": communicators,
         "layout": layout,
         "alignment": alignment,
+        "clocks": clocks,
         "warnings": warnings,
+    })
+}
+
+/// Every rank's clock against the reference rank's: `t_rank = t_ref + offset_ns +
+/// drift_ppm·1e−6·(t_ref − reference_ns)`. Ranks with no shared collective are left out.
+fn clocks_entry(analysis: &Analysis) -> Value {
+    let c = &analysis.clocks;
+    let ranks: Vec<Value> = c
+        .ranks
+        .iter()
+        .map(|(rank, rc)| {
+            let host = analysis
+                .processes
+                .iter()
+                .find(|p| p.global_rank == *rank)
+                .map(|p| p.process.host.as_str());
+            json!({
+                "global_rank": rank,
+                "host": host,
+                "offset_ns": rc.offset_ns,
+                "drift_ppm": rc.drift_ppm,
+                "samples": rc.samples,
+            })
+        })
+        .collect();
+    json!({
+        "reference_rank": c.reference_rank,
+        "reference_ns": c.reference_ns,
+        "ranks": ranks,
     })
 }
 

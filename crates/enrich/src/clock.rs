@@ -68,12 +68,76 @@ fn median(v: &mut [f64]) -> Option<f64> {
 
 /// Least-squares slope of y on x; `None` when x has no spread or the slope is not significant
 /// (|slope| < 3 standard errors: a short run cannot show a few ppm under µs-level jitter, and
-/// then the thesis' no-drift assumption is the better answer).
+/// then the thesis' no-drift assumption is the better answer). The points are a pair's inliers
+/// ([`consensus`]), so least squares is safe.
 fn slope(points: &[(f64, f64)]) -> Option<f64> {
-    let n = points.len() as f64;
+    least_squares(points)
+}
+
+/// How far (ns) a pair's difference may stray from its line and still count: kernel ends of one
+/// collective jitter by about a microsecond on each side.
+const INLIER_TOLERANCE_NS: f64 = 5_000.0;
+/// Candidate lines tried per pair.
+const CONSENSUS_TRIALS: usize = 96;
+
+/// The points of a pair that lie on the line most of them agree on (RANSAC with deterministic
+/// sampling; candidate lines through two samples, and level lines through one).
+///
+/// Why not a median or least squares: when the aligner slips on one rank for a stretch of the
+/// run, that stretch's samples differ by whole operations (milliseconds); they can be half of a
+/// pair's samples and spread over several levels, which breaks a median and any least-squares
+/// fit, while the right samples still form the largest set on one line.
+fn consensus(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    if points.len() < 3 {
+        return points.to_vec();
+    }
+    let on_line = |b: f64, a: f64, p: &(f64, f64)| (p.1 - a - b * p.0).abs() <= INLIER_TOLERANCE_NS;
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ points.len() as u64;
+    let mut pick = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % points.len()
+    };
+    // Lines are scored on at most ~2 000 evenly spread samples: the count only ranks candidates.
+    let step = points.len().div_ceil(2_000);
+    let scored: Vec<(f64, f64)> = points.iter().copied().step_by(step).collect();
+    let (mut best, mut best_line) = (0usize, (0.0, points[0].1));
+    for _ in 0..CONSENSUS_TRIALS {
+        let (p, q) = (points[pick()], points[pick()]);
+        let mut candidates = vec![(0.0, p.1)];
+        if q.0 != p.0 {
+            let b = (q.1 - p.1) / (q.0 - p.0);
+            candidates.push((b, p.1 - b * p.0));
+        }
+        for (b, a) in candidates {
+            let n = scored.iter().filter(|p| on_line(b, a, p)).count();
+            if n > best {
+                best = n;
+                best_line = (b, a);
+            }
+        }
+    }
+    let (b, a) = best_line;
+    points
+        .iter()
+        .copied()
+        .filter(|p| on_line(b, a, p))
+        .collect()
+}
+
+/// Least-squares slope, if significant.
+fn least_squares(points: &[(f64, f64)]) -> Option<f64> {
     if points.len() < 3 {
         return None;
     }
+    let (b, _, se) = fit(points)?;
+    (b.abs() >= 3.0 * se).then_some(b)
+}
+
+/// Least-squares (slope, intercept, standard error of the slope).
+fn fit(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    let n = points.len() as f64;
     let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
     let my = points.iter().map(|p| p.1).sum::<f64>() / n;
     let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
@@ -86,8 +150,57 @@ fn slope(points: &[(f64, f64)]) -> Option<f64> {
         .iter()
         .map(|p| (p.1 - my - b * (p.0 - mx)).powi(2))
         .sum();
-    let se = (sse / (n - 2.0) / sxx).sqrt();
-    (b.abs() >= 3.0 * se).then_some(b)
+    let se = if n > 2.0 {
+        (sse / (n - 2.0) / sxx).sqrt()
+    } else {
+        f64::INFINITY
+    };
+    Some((b, my - b * mx, se))
+}
+
+/// An edge whose pair disagrees with the solution by more than this (ns) is an outlier.
+const EDGE_TOLERANCE_NS: f64 = 2_000.0;
+
+/// [`solve`] for offsets, then again without the edges that disagree with the answer.
+///
+/// Why: a pair with few shared instances, most of them matched to the wrong instance, gives a
+/// wrong difference that least squares would spread over every rank. Each rank keeps its
+/// best-supported edge, so no rank is cut off.
+fn solve_robust(
+    ranks: &[u32],
+    reference: u32,
+    edges: &[(u32, u32, f64, f64)],
+) -> BTreeMap<u32, f64> {
+    let mut v = solve(ranks, reference, edges, 1e-3);
+    for _ in 0..3 {
+        let residual = |e: &(u32, u32, f64, f64)| (v[&e.0] - v[&e.1] - e.2).abs();
+        let mut keep: Vec<bool> = edges
+            .iter()
+            .map(|e| residual(e) <= EDGE_TOLERANCE_NS)
+            .collect();
+        if keep.iter().all(|&k| k) {
+            break;
+        }
+        for &r in ranks {
+            let touches = |e: &(u32, u32, f64, f64)| e.0 == r || e.1 == r;
+            if !edges.iter().zip(&keep).any(|(e, &k)| k && touches(e)) {
+                if let Some(best) = (0..edges.len())
+                    .filter(|&i| touches(&edges[i]))
+                    .max_by(|&a, &b| edges[a].3.total_cmp(&edges[b].3))
+                {
+                    keep[best] = true;
+                }
+            }
+        }
+        let kept: Vec<(u32, u32, f64, f64)> = edges
+            .iter()
+            .zip(&keep)
+            .filter(|(_, &k)| k)
+            .map(|(e, _)| *e)
+            .collect();
+        v = solve(ranks, reference, &kept, 1e-3);
+    }
+    v
 }
 
 /// Gauss–Seidel solution of `v_r − v_q ≈ diff` over weighted edges (r, q, diff, weight), with
@@ -183,6 +296,11 @@ pub fn synchronise(
             }
         }
     }
+    // A stretch of kernels matched to the wrong instances (a rank whose alignment slipped)
+    // differs by whole operations, milliseconds: keep each pair's consistent samples only.
+    for pts in pairs.values_mut() {
+        *pts = consensus(pts);
+    }
     let ranks: Vec<u32> = samples.keys().copied().collect();
     let Some(&reference_rank) = ranks.first() else {
         return ClockSync::default();
@@ -232,7 +350,7 @@ pub fn synchronise(
             (r, q, median(&mut level).unwrap_or(0.0), pts.len() as f64)
         })
         .collect();
-    let offset = solve(&ranks, reference_rank, &offset_edges, 1e-3);
+    let offset = solve_robust(&ranks, reference_rank, &offset_edges);
     let ranks = ranks
         .iter()
         .map(|&r| {
@@ -304,6 +422,53 @@ mod tests {
         for (r, o) in off.iter().enumerate() {
             let c = s.ranks[&(r as u32)];
             assert!((c.offset_ns - o).abs() < 200.0, "rank {r}: {}", c.offset_ns);
+        }
+    }
+
+    #[test]
+    fn a_slipped_alignment_does_not_move_the_clocks() {
+        // Rank 2's kernels matched to the wrong instance (3 ms earlier) for the last 40 % of
+        // the run, as when an aligner slips after a dropped kernel: a least-squares slope
+        // breaks, and a median drifts to the edge of the right cluster.
+        let off = [0.0, 50e6, -30e6];
+        let drift = [0.0, 3.0, -2.0];
+        let (mut obs, t0) = observe(&off, &drift, 80, 400.0);
+        for inst in obs.iter_mut().skip(48) {
+            inst[2].1 -= 3_000_000;
+        }
+        let s = synchronise(&obs, None);
+        for r in 0..3 {
+            let c = s.ranks[&(r as u32)];
+            let expect = off[r] + drift[r] * 1e-6 * (s.reference_ns - t0) as f64;
+            assert!((c.offset_ns - expect).abs() < 1_000.0, "rank {r}: {c:?}");
+            assert!((c.drift_ppm - drift[r]).abs() < 1.0, "rank {r}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_weak_pair_does_not_move_the_clocks() {
+        // Ranks 1 and 2 share only a few instances, all matched to the wrong operation
+        // (137 µs apart): their pair disagrees with the well-supported pairs through rank 0.
+        let off = [0.0, 20e3, -40e3];
+        let (mut obs, _) = observe(&off, &[0.0; 3], 60, 300.0);
+        for inst in &mut obs {
+            inst.truncate(2); // ranks 0 and 1 only
+        }
+        let (mut with2, _) = observe(&off, &[0.0; 3], 60, 300.0);
+        for inst in &mut with2 {
+            inst.remove(1); // ranks 0 and 2 only
+        }
+        obs.extend(with2);
+        let (mut weak, _) = observe(&off, &[0.0; 3], 8, 300.0);
+        for inst in &mut weak {
+            inst.remove(0);
+            inst[1].1 += 137_000;
+        }
+        obs.extend(weak);
+        let s = synchronise(&obs, None);
+        for (r, expect) in off.iter().enumerate() {
+            let c = s.ranks[&(r as u32)];
+            assert!((c.offset_ns - expect).abs() < 1_000.0, "rank {r}: {c:?}");
         }
     }
 
@@ -438,7 +603,7 @@ mod tests {
             let err =
                 (c.offset_ns - expect).abs() + (c.drift_ppm - tc.drift_ppm).abs() * 1e-6 * span;
             assert!(
-                err < 5_000.0,
+                err < 1_000.0,
                 "rank {}: {c:?} vs {expect} ({err} ns)",
                 r.global_rank
             );

@@ -3,8 +3,9 @@
 //! the process's NVTX ranges — so Perfetto and `chrome://tracing` show every rank's
 //! communication against its training phases, with figure 4.2's fields on hover.
 //!
-//! Times: `ts` and `dur` are microseconds (the format's unit) as floats, from the exports'
-//! kernel clock as read; clock synchronisation across ranks is a later step.
+//! Times: `ts` and `dur` are microseconds (the format's unit) as floats, synchronised to the
+//! lowest rank's clock (so ranks of different nodes line up); each kernel's `args` keep the
+//! times its own clock read.
 
 use crate::enriched::{kernel_records, Records};
 use crate::fields::{COMMUNICATOR_SIZE, MESSAGE_SIZE_BYTES, OP_COUNT_HEX, PARALLELISM_TYPE};

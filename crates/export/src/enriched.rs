@@ -23,6 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelRecord {
     pub rank: u32,
+    /// Synchronised to the reference rank's clock ([`pipeline::Analysis::clocks`]); the times as
+    /// read are in `args` ([`OWN_CLOCK_START_NS`]).
     pub start_ns: i64,
     pub end_ns: i64,
     /// The log operation's name when matched, else the kernel name's op, else `NCCL kernel`.
@@ -98,7 +100,11 @@ pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
         for r in &e.export.nvtx {
             if let Some(rank) = rank_of_export_pid(&ranks, &host, r.pid) {
                 out.ranks.entry(rank).or_insert_with(|| host.clone());
-                out.nvtx.push((rank, r.clone()));
+                let clocks = &analysis.clocks;
+                let mut r = r.clone();
+                r.start_ns = clocks.to_sync(rank, r.start_ns);
+                r.end_ns = r.end_ns.map(|t| clocks.to_sync(rank, t));
+                out.nvtx.push((rank, r));
             }
         }
     }
@@ -221,10 +227,13 @@ impl Ctx<'_> {
                 (name.to_string(), None)
             }
         };
+        args.insert(OWN_CLOCK_START_NS.into(), json!(k.start_ns));
+        args.insert(OWN_CLOCK_END_NS.into(), json!(k.end_ns));
+        let clocks = &self.analysis.clocks;
         KernelRecord {
             rank: self.rank,
-            start_ns: k.start_ns,
-            end_ns: k.end_ns,
+            start_ns: clocks.to_sync(self.rank, k.start_ns),
+            end_ns: clocks.to_sync(self.rank, k.end_ns),
             name,
             matched,
             parallelism,

@@ -56,9 +56,14 @@ pub const EFFICIENCY: &str = "Efficiency";
 pub const BUS_EFFICIENCY: &str = "Bus Efficiency";
 pub const BOTTLENECK: &str = "Bottleneck";
 pub const BOTTLENECK_BW: &str = "Bottleneck BW (GB/s)";
+/// The kernel's times as its own node's clock read them (the event's `ts` and the CSV's
+/// `Start (ns)` are synchronised to the lowest rank's clock).
+pub const OWN_CLOCK_START_NS: &str = "Own Clock Start (ns)";
+pub const OWN_CLOCK_END_NS: &str = "Own Clock End (ns)";
 
-/// Fields beyond the contract's (figure 4.2's theoretical side and the alignment's confidence).
-pub const EXTRA_FIELDS: [&str; 9] = [
+/// Fields beyond the contract's (figure 4.2's theoretical side, the alignment's confidence, and
+/// the unsynchronised times).
+pub const EXTRA_FIELDS: [&str; 11] = [
     CONFIDENCE,
     PROTOCOL,
     CHANNELS,
@@ -68,13 +73,16 @@ pub const EXTRA_FIELDS: [&str; 9] = [
     BUS_EFFICIENCY,
     BOTTLENECK,
     BOTTLENECK_BW,
+    OWN_CLOCK_START_NS,
+    OWN_CLOCK_END_NS,
 ];
 
 /// Values of [`MATCH`].
 pub const MATCHED: &str = "matched";
 pub const UNMATCHED: &str = "unmatched";
 
-/// CSV-only timing columns (the trace carries timing in `ts`/`dur`).
+/// CSV-only timing columns (the trace carries timing in `ts`/`dur`), synchronised across
+/// ranks.
 pub const NAME: &str = "Name";
 pub const START_NS: &str = "Start (ns)";
 pub const END_NS: &str = "End (ns)";

@@ -3,10 +3,11 @@
 //! summaries the views show. Re-run whenever inputs are added.
 
 use crate::alignment::{align_session, Alignments};
+use crate::clocks::synchronise_clocks;
 use crate::processes::{process_summaries, ProcessSummary};
 use crate::session::Session;
 use align::AlignConfig;
-use enrich::{Communicators, Hints, LayoutInference, Sizes};
+use enrich::{ClockSync, Communicators, Hints, LayoutInference, Sizes};
 use model::log::{CommInit, LogOp};
 
 /// The analysis of a session.
@@ -15,6 +16,8 @@ pub struct Analysis {
     pub communicators: Communicators,
     pub layout: LayoutInference,
     pub processes: Vec<ProcessSummary>,
+    /// Every rank's clock against the lowest rank's, from the aligned collectives' kernels.
+    pub clocks: ClockSync,
 }
 
 /// Parallel sizes as the user gave them (`--tp 2`, a config file): any subset.
@@ -79,11 +82,13 @@ pub fn analyse(session: &Session, user: &UserSizes) -> Analysis {
         }
     }
     processes.sort_by(|a, b| (a.global_rank, &a.process).cmp(&(b.global_rank, &b.process)));
+    let clocks = synchronise_clocks(&alignments, &communicators);
     Analysis {
         alignments,
         communicators,
         layout,
         processes,
+        clocks,
     }
 }
 

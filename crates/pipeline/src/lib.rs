@@ -8,6 +8,7 @@
 
 mod alignment;
 mod analysis;
+mod clocks;
 mod digest;
 mod processes;
 mod report;
@@ -17,7 +18,9 @@ mod timeline;
 
 pub use alignment::{align_session, Alignments, ProcessMatch};
 pub use analysis::{analyse, Analysis, UserSizes};
+pub use clocks::synchronise_clocks;
 pub use digest::records_digest;
+pub use enrich::ClockSync;
 pub use enrich::{Hints, Sizes};
 pub use processes::{process_summaries, CommView, ProcessSummary};
 pub use report::FileReport;

@@ -233,7 +233,20 @@ fn resolve(
         .chain(std::iter::once(out[r][i].start_ns))
         .max()
         .unwrap_or(0);
-    let d = transfer_ns(c, comms, r as u32, hw, &mut rngs[r]);
-    out[r][i].end_ns = sync + d;
+    // A collective's members finish together (the last chunk reaches everyone at once, within
+    // the ~µs a kernel needs to notice): the first member resolved draws the duration, the others
+    // end with it up to a sub-µs jitter. Clock synchronisation relies on exactly this.
+    let finished = if c.is_p2p() {
+        None
+    } else {
+        partners
+            .iter()
+            .map(|&(q, j)| out[q as usize][j].end_ns)
+            .find(|&e| e > 0)
+    };
+    out[r][i].end_ns = match finished {
+        Some(e) => (e + rngs[r].range(0, 1_000) as i64 - 500).max(sync),
+        None => sync + transfer_ns(c, comms, r as u32, hw, &mut rngs[r]),
+    };
     free[r] = out[r][i].end_ns;
 }

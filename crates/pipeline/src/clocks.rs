@@ -1,0 +1,52 @@
+//! Clock synchronisation of the aligned kernels (thesis §4.2.4, with drift).
+//!
+//! Why kernel ends: a collective's kernel starts when its rank launches it and then waits for
+//! the others, but every member's kernel finishes within about a microsecond of the others once
+//! the last chunk arrives. So the end times of one collective instance, read on each rank's own
+//! clock, differ by the clocks' offsets. The instance is (logical communicator, opCount) of the
+//! log operation the aligner matched to each kernel. Send/Recv kernels are left out: a pair
+//! finishes together, but grouped sends finish with different peers.
+
+use crate::alignment::Alignments;
+use enrich::{ClockSync, Communicators};
+use model::OpType;
+use std::collections::BTreeMap;
+
+/// Estimates every rank's clock offset and drift, relative to the lowest rank.
+///
+/// Ranks of one host share a clock (and so one drift), which makes drift visible from the
+/// instances of any of them.
+pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators) -> ClockSync {
+    let mut instances: BTreeMap<(usize, u64), Vec<(u32, i64)>> = BTreeMap::new();
+    let mut hosts: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut node_of: BTreeMap<u32, u32> = BTreeMap::new();
+    for pm in &alignments.processes {
+        let Some(rank) = communicators.rank_of(&pm.process) else {
+            continue;
+        };
+        let next = hosts.len() as u32;
+        let node = *hosts.entry(pm.process.host.as_str()).or_insert(next);
+        node_of.insert(rank, node);
+        for (k, m) in pm.kernels.iter().zip(&pm.alignment.per_kernel) {
+            let Some(&first) = m.as_ref().and_then(|m| m.log_ops.first()) else {
+                continue;
+            };
+            let op = &pm.log_ops[first];
+            if matches!(op.op, OpType::Send | OpType::Recv) {
+                continue;
+            }
+            let Some(comm) = communicators.comm_of(&pm.process, op.comm) else {
+                continue;
+            };
+            instances
+                .entry((comm, op.op_count))
+                .or_default()
+                .push((rank, k.end_ns));
+        }
+    }
+    let observed: Vec<Vec<(u32, i64)>> = instances
+        .into_values()
+        .filter(|members| members.len() >= 2)
+        .collect();
+    enrich::synchronise(&observed, Some(&node_of))
+}
