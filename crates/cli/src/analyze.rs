@@ -6,6 +6,7 @@ use pipeline::{Session, UserSizes};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use theory::TheoryConfig;
 
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
@@ -60,8 +61,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
         }
     }
     let sizes = user_sizes(args)?;
+    let theory = theory_config(args)?;
     let analysis = pipeline::analyse(&session, &sizes);
-    let summary = summary::build(&session, &reports, &analysis);
+    let summary = summary::build(&session, &reports, &analysis, theory.as_ref());
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
         write_output(path, text.as_bytes())?;
@@ -122,6 +124,31 @@ fn user_sizes(args: &AnalyzeArgs) -> Result<UserSizes, String> {
     sizes.ep = args.ep.or(sizes.ep);
     sizes.cp = args.cp.or(sizes.cp);
     Ok(sizes)
+}
+
+/// The model and layout of the config file, for theory versus observed; `--tp` and friends
+/// override its `[parallel]` sizes.
+fn theory_config(args: &AnalyzeArgs) -> Result<Option<TheoryConfig>, String> {
+    let Some(path) = &args.config else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut cfg = TheoryConfig::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let p = &mut cfg.parallel;
+    for (given, size) in [
+        (args.tp, &mut p.tp),
+        (args.pp, &mut p.pp),
+        (args.dp, &mut p.dp),
+        (args.ep, &mut p.ep),
+        (args.cp, &mut p.cp),
+    ] {
+        if let Some(n) = given {
+            *size = n as u64;
+        }
+    }
+    cfg.validate()
+        .map_err(|e| format!("{} with the command-line sizes: {e}", path.display()))?;
+    Ok(Some(cfg))
 }
 
 /// Writes an output file, or standard output for `-`.

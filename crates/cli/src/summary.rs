@@ -1,10 +1,17 @@
 //! The summary JSON of `analyze --json`; field names are the contract's.
 
 use model::OpType;
-use pipeline::{Analysis, FileReport, Session};
+use pipeline::{compare_volumes, Analysis, FileReport, Session};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use theory::TheoryConfig;
 
-pub fn build(session: &Session, reports: &[FileReport], analysis: &Analysis) -> Value {
+pub fn build(
+    session: &Session,
+    reports: &[FileReport],
+    analysis: &Analysis,
+    theory: Option<&TheoryConfig>,
+) -> Value {
     let alignments = &analysis.alignments;
     let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
 
@@ -98,6 +105,10 @@ pub fn build(session: &Session, reports: &[FileReport], analysis: &Analysis) -> 
     });
 
     let clocks = clocks_entry(analysis);
+    let theory = match theory {
+        Some(cfg) => theory_entries(cfg, analysis),
+        None => observed_only_entries(analysis),
+    };
 
     let mut warnings: Vec<Value> = Vec::new();
     if !alignments.processes.is_empty()
@@ -125,8 +136,59 @@ pub fn build(session: &Session, reports: &[FileReport], analysis: &Analysis) -> 
         "layout": layout,
         "alignment": alignment,
         "clocks": clocks,
+        "theory": theory,
         "warnings": warnings,
     })
+}
+
+/// The contract's `theory` entries for the config's model and layout: the theory crate's entry
+/// with the observed mean over the ranks it holds for, plus each rank's observation.
+fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis) -> Vec<Value> {
+    compare_volumes(cfg, analysis)
+        .iter()
+        .map(|c| {
+            let mut v = theory::entry_json(&c.entry, c.observed_mean());
+            let obj = v.as_object_mut().expect("an entry is an object");
+            obj.insert("observed_bytes_per_rank".into(), per_rank(&c.observed));
+            if let Some(n) = analysis.iterations {
+                obj.insert("observed_iterations".into(), json!(n));
+            }
+            v
+        })
+        .collect()
+}
+
+/// With no config there is no theory: the observed volume per parallelism alone, so the
+/// numbers are still there to compare by hand (`theoretical_bytes` and `ratio` are null).
+fn observed_only_entries(analysis: &Analysis) -> Vec<Value> {
+    let mut per: BTreeMap<&'static str, Vec<(u32, u64)>> = BTreeMap::new();
+    for v in &analysis.volumes {
+        for (p, &b) in &v.by_parallelism {
+            per.entry(p.name()).or_default().push((v.global_rank, b));
+        }
+    }
+    per.into_iter()
+        .map(|(name, ranks)| {
+            let mean = ranks.iter().map(|&(_, b)| b as f64).sum::<f64>() / ranks.len() as f64;
+            json!({
+                "parallelism": name,
+                "scope": "per-rank",
+                "theoretical_bytes": null,
+                "observed_bytes": mean.round() as u64,
+                "ratio": null,
+                "observed_bytes_per_rank": per_rank(&ranks),
+            })
+        })
+        .collect()
+}
+
+fn per_rank(observed: &[(u32, u64)]) -> Value {
+    Value::Object(
+        observed
+            .iter()
+            .map(|(r, b)| (r.to_string(), json!(b)))
+            .collect(),
+    )
 }
 
 /// Every rank's clock against the reference rank's: `t_rank = t_ref + offset_ns +

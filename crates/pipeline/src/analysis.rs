@@ -6,6 +6,7 @@ use crate::alignment::{align_session, Alignments};
 use crate::clocks::synchronise_clocks;
 use crate::processes::{process_summaries, ProcessSummary};
 use crate::session::Session;
+use crate::volumes::{observed_volumes, RankVolume};
 use align::AlignConfig;
 use enrich::{ClockSync, Communicators, Hints, LayoutInference, Sizes};
 use model::log::{CommInit, LogOp};
@@ -18,6 +19,10 @@ pub struct Analysis {
     pub processes: Vec<ProcessSummary>,
     /// Every rank's clock against the lowest rank's, from the aligned collectives' kernels.
     pub clocks: ClockSync,
+    /// Every rank's observed link traffic per parallelism, from the logs.
+    pub volumes: Vec<RankVolume>,
+    /// Training iterations seen (NVTX iteration ranges), for per-iteration figures.
+    pub iterations: Option<u32>,
 }
 
 /// Parallel sizes as the user gave them (`--tp 2`, a config file): any subset.
@@ -70,9 +75,10 @@ pub fn analyse(session: &Session, user: &UserSizes) -> Analysis {
         .flat_map(|l| l.parsed.ops.iter().cloned())
         .collect();
     let communicators = enrich::group(&inits, &ops);
+    let iterations = iterations_seen(session);
     let hints = Hints {
         sizes: user.resolve(communicators.world_size),
-        iterations: iterations_seen(session),
+        iterations,
     };
     let layout = enrich::infer(&communicators, &ops, &hints);
     let mut processes = process_summaries(session, &alignments);
@@ -83,12 +89,15 @@ pub fn analyse(session: &Session, user: &UserSizes) -> Analysis {
     }
     processes.sort_by(|a, b| (a.global_rank, &a.process).cmp(&(b.global_rank, &b.process)));
     let clocks = synchronise_clocks(&alignments, &communicators);
+    let volumes = observed_volumes(session, &communicators, &layout);
     Analysis {
         alignments,
         communicators,
         layout,
         processes,
         clocks,
+        volumes,
+        iterations,
     }
 }
 

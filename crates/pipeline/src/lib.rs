@@ -9,16 +9,19 @@
 mod alignment;
 mod analysis;
 mod clocks;
+mod comparison;
 mod digest;
 mod processes;
 mod report;
 mod session;
 mod sniff;
 mod timeline;
+mod volumes;
 
 pub use alignment::{align_session, Alignments, ProcessMatch};
 pub use analysis::{analyse, Analysis, UserSizes};
 pub use clocks::synchronise_clocks;
+pub use comparison::{compare_volumes, VolumeComparison};
 pub use digest::records_digest;
 pub use enrich::ClockSync;
 pub use enrich::{Hints, Sizes};
@@ -27,3 +30,4 @@ pub use report::FileReport;
 pub use session::{LogLoader, Session};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
 pub use timeline::{Span, Timeline, Track};
+pub use volumes::{observed_volumes, traffic_bytes, RankVolume};

@@ -1,0 +1,88 @@
+//! Observed communication volume per rank and per parallelism, from the logs (every operation
+//! a process printed, not only those matched to kernels, as the thesis measures it, §5.3.5).
+//!
+//! Why link traffic and not message sizes: the theory's formulas (thesis §2.4) count the bytes
+//! a rank moves over its links — a ring AllReduce of S bytes moves 2(n−1)/n·S per rank, an
+//! AllGather of a per-rank count c moves (n−1)·c — so the observation must count the same way to
+//! be comparable. That is nccl-tests' "bus bytes": the operation's bytes times the bus factor
+//! of the ring algorithm. A Send and a Recv each count their message once, as the pipeline
+//! formula counts both directions of a stage boundary.
+//!
+//! A line printed twice by the same process (same communicator, opCount, operation, buffers and
+//! count: the duplicated logging of the thesis' tables 4.1 and 4.2) is one operation.
+
+use crate::session::Session;
+use enrich::{bandwidth, Communicators, LayoutInference, Parallelism};
+use model::log::{LogOp, ProcessKey};
+use model::OpType;
+use std::collections::{BTreeMap, HashSet};
+
+/// One rank's observed volume.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankVolume {
+    pub global_rank: u32,
+    pub process: ProcessKey,
+    /// Link-traffic bytes per parallelism of the communicator that carried them; operations on
+    /// a communicator with no label count under [`Parallelism::Unknown`].
+    pub by_parallelism: BTreeMap<Parallelism, u64>,
+}
+
+impl RankVolume {
+    /// Every parallelism together.
+    pub fn total(&self) -> u64 {
+        self.by_parallelism.values().sum()
+    }
+}
+
+/// The link traffic of one logged operation for one rank (ring bus bytes).
+pub fn traffic_bytes(op: &LogOp) -> u64 {
+    let n = op.nranks.max(1);
+    let size = op.datatype.map_or(0, |d| d.size_bytes());
+    let bytes = bandwidth::op_bytes(op.op, op.count, size, n);
+    (bytes as f64 * bandwidth::bus_factor(op.op, None, n)).round() as u64
+}
+
+/// Every ranked process's observed volume, ordered by global rank.
+pub fn observed_volumes(
+    session: &Session,
+    communicators: &Communicators,
+    layout: &LayoutInference,
+) -> Vec<RankVolume> {
+    let label = |c: usize| {
+        layout
+            .comms
+            .iter()
+            .find(|l| l.comm == c)
+            .map_or(Parallelism::Unknown, |l| l.parallelism)
+    };
+    let mut seen: HashSet<(&ProcessKey, u64, u64, OpType, i64, u64, u64, u64)> = HashSet::new();
+    let mut out: BTreeMap<u32, RankVolume> = BTreeMap::new();
+    for op in session.logs().iter().flat_map(|l| &l.parsed.ops) {
+        let Some(rank) = communicators.rank_of(&op.process) else {
+            continue;
+        };
+        let key = (
+            &op.process,
+            op.comm,
+            op.op_count,
+            op.op,
+            op.root,
+            op.count,
+            op.sendbuff,
+            op.recvbuff,
+        );
+        if !seen.insert(key) {
+            continue;
+        }
+        let parallelism = communicators
+            .comm_of(&op.process, op.comm)
+            .map_or(Parallelism::Unknown, label);
+        let v = out.entry(rank).or_insert_with(|| RankVolume {
+            global_rank: rank,
+            process: op.process.clone(),
+            by_parallelism: BTreeMap::new(),
+        });
+        *v.by_parallelism.entry(parallelism).or_default() += traffic_bytes(op);
+    }
+    out.into_values().collect()
+}
