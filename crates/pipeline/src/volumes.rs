@@ -42,6 +42,10 @@ pub fn traffic_bytes(op: &LogOp) -> u64 {
     (bytes as f64 * bandwidth::bus_factor(op.op, None, n)).round() as u64
 }
 
+/// What makes a logged operation itself: process, communicator, opCount, operation, root or
+/// peer, count, send and receive buffers.
+type LineKey<'a> = (&'a ProcessKey, u64, u64, OpType, i64, u64, u64, u64);
+
 /// Every ranked process's observed volume, ordered by global rank.
 pub fn observed_volumes(
     session: &Session,
@@ -55,7 +59,7 @@ pub fn observed_volumes(
             .find(|l| l.comm == c)
             .map_or(Parallelism::Unknown, |l| l.parallelism)
     };
-    let mut seen: HashSet<(&ProcessKey, u64, u64, OpType, i64, u64, u64, u64)> = HashSet::new();
+    let mut seen: HashSet<LineKey> = HashSet::new();
     let mut out: BTreeMap<u32, RankVolume> = BTreeMap::new();
     for op in session.logs().iter().flat_map(|l| &l.parsed.ops) {
         let Some(rank) = communicators.rank_of(&op.process) else {
