@@ -158,3 +158,88 @@ fn theory_reproduces_the_thesis_pipeline_volumes_from_a_config_file() {
         "an invalid config is an unusable argument"
     );
 }
+
+/// The thesis' TP run (figure 5.30, table 5.1): with the model and layout as a config file, the
+/// summary compares the TP volume with the formula, and the message-size histogram of the TP
+/// communicator peaks at one microbatch's activation b·s·h·β, which the summary marks; every
+/// row of the time model has a positive prediction.
+#[test]
+fn theory_and_time_beside_the_observed_tp_run() {
+    let dir = scratch_dir("theory-tp4");
+    let preset = synth::preset("tp4").unwrap();
+    synth::write_run(&synth::generate(&preset.config), &dir).unwrap();
+    std::fs::remove_file(dir.join("truth.json")).unwrap();
+    let m = &preset.config.model;
+    let config = dir.join("model.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[model]\nlayers = {}\nhidden = {}\nseq_len = {}\nmicro_batch = {}\nglobal_batch = {}\niterations = {}\n[parallel]\ntp = 4\ndp = 1\n",
+            m.layers, m.hidden, m.seq_len, m.micro_batch, m.global_batch, m.iterations
+        ),
+    )
+    .unwrap();
+    let out = dir.join("summary.json");
+    let code = ncclscope_cli::run([
+        "ncclscope",
+        "analyze",
+        "--config",
+        config.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+
+    let tp = s["theory"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["parallelism"] == "TP")
+        .expect("a TP theory entry");
+    let theory = tp["theoretical_bytes"].as_f64().unwrap();
+    let observed = tp["observed_bytes"].as_f64().unwrap();
+    assert!(theory > 0.0 && observed > 0.0);
+    assert_eq!(tp["ratio"].as_f64().unwrap(), observed / theory);
+    assert_eq!(tp["observed_bytes_per_rank"].as_object().unwrap().len(), 4);
+
+    let tensor = (m.micro_batch * m.seq_len * m.hidden * 2) as u64;
+    assert_eq!(s["time"]["tensor_bytes"].as_u64(), Some(tensor));
+    let peak = s["time"]["message_sizes"]["TP"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|b| b["operations"].as_u64().unwrap())
+        .unwrap();
+    assert_eq!(peak["bucket_bytes"].as_u64(), Some(tensor));
+
+    let rows = s["time"]["by_op_and_size"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for r in rows {
+        assert!(r["predicted_mean_us"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["observed_mean_us"].as_f64().unwrap() > 0.0, "{r}");
+    }
+}
+
+#[test]
+fn an_unknown_hardware_name_is_refused() {
+    let dir = scratch_dir("bad-hardware");
+    let log = dir.join("rank0.log");
+    std::fs::write(
+        &log,
+        "node1:100:100 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 root 0 comm 0x5 [nranks=2] stream 0x9\n",
+    )
+    .unwrap();
+    let with = |hw: &str| {
+        ncclscope_cli::run([
+            "ncclscope",
+            "analyze",
+            "--hardware",
+            hw,
+            log.to_str().unwrap(),
+        ])
+    };
+    assert_eq!(with("h100"), ExitCode::SUCCESS);
+    assert_eq!(with("tpu9"), ExitCode::from(2));
+}

@@ -38,6 +38,10 @@ pub struct AnalyzeArgs {
     /// Context-parallel size.
     #[arg(long)]
     cp: Option<u32>,
+    /// Hardware of the time model (LBNL two-tier alpha-beta): `a100`, `h100`, `h200`, `b200`, or
+    /// `topology` (the links the logs' topology dump printed; the default, falling back to a100).
+    #[arg(long, default_value = "topology")]
+    hardware: String,
     /// Add each input's `records_digest` (a fingerprint of every record read; the page shows the
     /// same one with `?digest` in its URL, so the two engines can be compared).
     #[arg(long)]
@@ -63,7 +67,15 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let sizes = user_sizes(args)?;
     let theory = theory_config(args)?;
     let analysis = pipeline::analyse(&session, &sizes);
-    let summary = summary::build(&session, &reports, &analysis, theory.as_ref());
+    let hardware = hardware(&args.hardware, &session)?;
+    let mut summary = summary::build(&session, &reports, &analysis, theory.as_ref());
+    summary["time"] = summary::time_entry(&analysis, &hardware);
+    if let Some(cfg) = &theory {
+        // Where the thesis' figure 5.30 marks the histogram: one microbatch's activation b·s·h·β.
+        let m = &cfg.model;
+        summary["time"]["tensor_bytes"] =
+            (m.micro_batch * m.seq_len * m.hidden * m.bytes_per_element).into();
+    }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
         write_output(path, text.as_bytes())?;
@@ -124,6 +136,24 @@ fn user_sizes(args: &AnalyzeArgs) -> Result<UserSizes, String> {
     sizes.ep = args.ep.or(sizes.ep);
     sizes.cp = args.cp.or(sizes.cp);
     Ok(sizes)
+}
+
+/// The time model's hardware by name; `topology` reads it from the logs' topology dump.
+fn hardware(name: &str, session: &Session) -> Result<theory::Hardware, String> {
+    Ok(match name {
+        "a100" => theory::Hardware::a100(),
+        "h100" => theory::Hardware::h100(),
+        "h200" => theory::Hardware::h200(),
+        "b200" => theory::Hardware::b200(),
+        "topology" => {
+            pipeline::hardware_from_topology(session).unwrap_or_else(theory::Hardware::a100)
+        }
+        other => {
+            return Err(format!(
+                "--hardware {other}: expected a100, h100, h200, b200 or topology"
+            ))
+        }
+    })
 }
 
 /// The model and layout of the config file, for theory versus observed; `--tp` and friends

@@ -182,6 +182,49 @@ fn observed_only_entries(analysis: &Analysis) -> Vec<Value> {
         .collect()
 }
 
+/// Observed kernel time beside the time model's, per operation type and size bucket, and the
+/// message-size histogram per parallelism.
+pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {
+    let rows: Vec<Value> = pipeline::predicted_times(analysis, hw)
+        .iter()
+        .map(|r| {
+            json!({
+                "op": r.op.name(),
+                "bucket_bytes": r.bucket_bytes,
+                "kernels": r.kernels,
+                "observed_mean_us": r.observed_mean_s * 1e6,
+                "predicted_mean_us": r.predicted_mean_s * 1e6,
+                "ratio": r.ratio(),
+            })
+        })
+        .collect();
+    let mut sizes: BTreeMap<&'static str, BTreeMap<u64, u64>> = BTreeMap::new();
+    for v in &analysis.volumes {
+        for (p, hist) in &v.message_sizes {
+            let h = sizes.entry(p.name()).or_default();
+            for (b, n) in hist {
+                *h.entry(*b).or_default() += n;
+            }
+        }
+    }
+    let sizes: Map<String, Value> = sizes
+        .into_iter()
+        .map(|(p, h)| {
+            let buckets: Vec<Value> = h
+                .into_iter()
+                .map(|(b, n)| json!({"bucket_bytes": b, "operations": n}))
+                .collect();
+            (p.to_string(), json!(buckets))
+        })
+        .collect();
+    json!({
+        "hardware": hw.name,
+        "efficiency": hw.efficiency,
+        "by_op_and_size": rows,
+        "message_sizes": sizes,
+    })
+}
+
 fn per_rank(observed: &[(u32, u64)]) -> Value {
     Value::Object(
         observed

@@ -25,6 +25,9 @@ pub struct RankVolume {
     /// Link-traffic bytes per parallelism of the communicator that carried them; operations on
     /// a communicator with no label count under [`Parallelism::Unknown`].
     pub by_parallelism: BTreeMap<Parallelism, u64>,
+    /// Operations per parallelism and power-of-two bucket of `count × sizeof(datatype)` (the
+    /// thesis' figure 5.30 histogram, whose TP peak sits at b·s·h·β).
+    pub message_sizes: BTreeMap<Parallelism, BTreeMap<u64, u64>>,
 }
 
 impl RankVolume {
@@ -85,8 +88,14 @@ pub fn observed_volumes(
             global_rank: rank,
             process: op.process.clone(),
             by_parallelism: BTreeMap::new(),
+            message_sizes: BTreeMap::new(),
         });
         *v.by_parallelism.entry(parallelism).or_default() += traffic_bytes(op);
+        *v.message_sizes
+            .entry(parallelism)
+            .or_default()
+            .entry(crate::size_bucket(op.msg_bytes()))
+            .or_default() += 1;
     }
     out.into_values().collect()
 }
