@@ -298,3 +298,29 @@ fn clocks_recovered_on_a_long_two_node_run() {
         e.worst_drift_ppm
     );
 }
+
+/// The presets the generator streams (64 ranks and more): `huge-1024` whole, and `large-64`'s
+/// layout (TP8 PP2 DP4 on 8 nodes) over two iterations instead of its benchmark's 590. Counts,
+/// bytes, kernels, communicator groups and parallelism match the truth.
+#[test]
+fn streamed_presets_round_trip() {
+    for (name, iterations) in [("huge-1024", None), ("large-64", Some(2))] {
+        let mut config = synth::preset(name).unwrap().config;
+        if let Some(n) = iterations {
+            config.model.iterations = n;
+        }
+        let dir = scratch_dir(&format!("roundtrip-{name}"));
+        synth::write_streaming(&config, Some(name), &dir).unwrap();
+        let truth: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("truth.json")).unwrap()).unwrap();
+        std::fs::remove_file(dir.join("truth.json")).unwrap();
+        let analyzed = analyze(&dir);
+        check_summary(name, &analyzed.summary, &truth);
+        let alignment = &analyzed.summary["alignment"];
+        assert_eq!(
+            alignment["matched"], alignment["kernels"],
+            "{name}: every kernel of a run without imperfections is matched"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

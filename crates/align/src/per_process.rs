@@ -575,6 +575,46 @@ mod tests {
     }
 
     #[test]
+    fn modern_kernel_names_hide_sign_and_reduction() {
+        // NCCL 2.19+ runs an int32 Max AllReduce in `..._Sum_u32_...`: neither the `Sum` nor
+        // the `u32` contradicts the log line.
+        let mut max_i32 = line(OpType::AllReduce, 1, 0);
+        max_i32.datatype = Some(DataType::Int32);
+        max_i32.datatype_code = 2;
+        max_i32.red_op = RedOp::Max;
+        let sum_f32 = line(OpType::AllReduce, 2, 0);
+        let mut again = max_i32.clone();
+        again.op_count = 3;
+        let log = vec![max_i32, sum_f32, again];
+        let kernels = vec![
+            kernel("ncclDevKernel_AllReduce_Sum_u32_RING_LL", 100),
+            kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 200),
+            kernel("ncclDevKernel_AllReduce_Sum_u32_RING_LL", 300),
+        ];
+        let decoded = |datatype| {
+            Some(KernelName {
+                op: Some(OpType::AllReduce),
+                red_op: Some(RedOp::Sum),
+                datatype: Some(datatype),
+                algo: Some(model::Algo::Ring),
+                proto: Some(model::Proto::LL),
+            })
+        };
+        let names = vec![
+            decoded(DataType::Uint32),
+            decoded(DataType::Float32),
+            decoded(DataType::Uint32),
+        ];
+        let a = align_process(&log, &kernels, &names, &AlignConfig::rich());
+        let matched: Vec<Vec<usize>> = a
+            .per_kernel
+            .iter()
+            .map(|m| m.as_ref().map(|m| m.log_ops.clone()).unwrap_or_default())
+            .collect();
+        assert_eq!(matched, [vec![0], vec![1], vec![2]]);
+    }
+
+    #[test]
     fn fusion_duplicates_orphans_and_foreign_kernels() {
         let log = vec![
             line(OpType::AllReduce, 1, 0),

@@ -73,12 +73,30 @@ pub fn decode_kernel_op(name: &str) -> Option<OpType> {
     ORDER.into_iter().find(|op| name.contains(op.name()))
 }
 
+/// Signed integers as unsigned: NCCL 2.19+ compiles one kernel for both (its generator's
+/// "equivalent primary" types), so `ncclDevKernel_AllReduce_Sum_u32_*` runs an int32 AllReduce.
+fn fold_sign(d: DataType) -> DataType {
+    match d {
+        DataType::Int8 => DataType::Uint8,
+        DataType::Int32 => DataType::Uint32,
+        DataType::Int64 => DataType::Uint64,
+        other => other,
+    }
+}
+
+/// Whether the kernel name is NCCL 2.19+'s `ncclDevKernel_<coll>_Sum_<type>_...`, whose `Sum`
+/// is printed for every reduction (Prod, Min, Max, PreMulSum and SumPostDiv run in the Sum
+/// kernel), so it says nothing about the reduction.
+fn name_hides_reduction(name: &str) -> bool {
+    name.starts_with("ncclDevKernel_")
+}
+
 /// A log line's symbol.
 pub fn log_symbol(op: &LogOp) -> Symbol {
     Symbol {
         op: Some(op.op),
         red_op: reduces(op.op).then_some(op.red_op),
-        datatype: op.datatype,
+        datatype: op.datatype.map(fold_sign),
         algo: op.algo,
         proto: op.proto,
         channels: op.nchannels,
@@ -98,11 +116,15 @@ pub fn kernel_symbol(k: &Kernel, decoded: Option<&KernelName>) -> Option<Symbol>
     let op = d.op.or_else(|| decode_kernel_op(&k.name));
     Some(Symbol {
         op,
-        red_op: d.red_op,
+        red_op: if name_hides_reduction(&k.name) {
+            None
+        } else {
+            d.red_op
+        },
         datatype: if op.is_some_and(|o| o.is_p2p()) {
             None
         } else {
-            d.datatype
+            d.datatype.map(fold_sign)
         },
         algo: d.algo,
         proto: d.proto,
