@@ -43,6 +43,7 @@ pub fn build(
         .collect();
 
     let labels = &analysis.layout.comms;
+    let skews = pipeline::arrival_skew(session, analysis);
     let communicators: Vec<Value> = analysis
         .communicators
         .comms
@@ -57,6 +58,7 @@ pub fn build(
                 "parallelism": label.map_or("unknown", |l| l.parallelism.name()),
                 "parallelism_confidence": label.map(|l| l.confidence),
                 "parallelism_evidence": label.map(|l| l.evidence.clone()),
+                "arrival_skew": skews.iter().find(|s| s.comm == i).map(skew_entry),
             })
         })
         .collect();
@@ -222,6 +224,18 @@ pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {
         "efficiency": hw.efficiency,
         "by_op_and_size": rows,
         "message_sizes": sizes,
+    })
+}
+
+/// How unevenly the members reached the communicator's collectives, and who was last.
+fn skew_entry(s: &pipeline::CommSkew) -> Value {
+    let straggler = s.slowest.iter().max_by_key(|(_, n)| **n);
+    json!({
+        "instances": s.instances,
+        "mean_us": s.mean_skew_ns / 1e3,
+        "max_us": s.max_skew_ns as f64 / 1e3,
+        "most_often_last_rank": straggler.map(|(r, _)| r),
+        "last_rank_counts": s.slowest.iter().map(|(r, n)| (r.to_string(), json!(n))).collect::<Map<_, _>>(),
     })
 }
 

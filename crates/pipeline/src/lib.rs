@@ -15,6 +15,7 @@ mod predicted_times;
 mod processes;
 mod report;
 mod session;
+mod skew;
 mod sniff;
 mod timeline;
 mod volumes;
@@ -30,6 +31,7 @@ pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, 
 pub use processes::{process_summaries, CommView, ProcessSummary};
 pub use report::FileReport;
 pub use session::{LogLoader, Session};
+pub use skew::{arrival_skew, CommSkew};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
 pub use timeline::{Span, Timeline, Track};
 pub use volumes::{observed_volumes, traffic_bytes, RankVolume};
