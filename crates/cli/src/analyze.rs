@@ -19,6 +19,10 @@ pub struct AnalyzeArgs {
     /// Write the enriched operations as CSV, one row per NCCL kernel.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Write the enriched kernels as Apache Parquet (one row per NCCL kernel; for DuckDB, Dask,
+    /// Spark). Run once per node for runs too large for one process: see docs/SCALE.md.
+    #[arg(long)]
+    parquet: Option<PathBuf>,
     /// Model and parallelism description (TOML, see CONTRACT.md); its `[parallel]` sizes label
     /// the communicators.
     #[arg(long)]
@@ -87,6 +91,12 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     }
     if let Some(path) = &args.csv {
         write_output(path, export::enriched_csv(&session, &analysis).as_bytes())?;
+    }
+    if let Some(path) = &args.parquet {
+        let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let records = export::kernel_records(&session, &analysis);
+        export_parquet::write_parquet(&records, std::io::BufWriter::new(file))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let any_read = reports.iter().any(|r| r.error.is_none());
     Ok(if any_read {

@@ -289,6 +289,10 @@ impl Ctx<'_> {
             .and_then(|c| self.analysis.layout.comms.iter().find(|p| p.comm == c))
             .map_or("unknown", |p| p.parallelism.name());
         put(PARALLELISM_TYPE, json!(parallelism));
+        put(
+            COMMUNICATOR_ID,
+            json!(comm.map(|c| self.analysis.communicators.comms[c].id.clone())),
+        );
         let bottleneck = comm.and_then(|c| self.bottlenecks.get(c)?.as_ref());
         let bytes: Option<u64> = ops
             .iter()

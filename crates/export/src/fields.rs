@@ -60,10 +60,14 @@ pub const BOTTLENECK_BW: &str = "Bottleneck BW (GB/s)";
 /// `Start (ns)` are synchronised to the lowest rank's clock).
 pub const OWN_CLOCK_START_NS: &str = "Own Clock Start (ns)";
 pub const OWN_CLOCK_END_NS: &str = "Own Clock End (ns)";
+/// The logical communicator across processes (`0x<commId>` when init lines give it): with
+/// `Op Count (Hex)` it names one collective instance on every rank, where each process's
+/// `Communicator Ptr` differs.
+pub const COMMUNICATOR_ID: &str = "Communicator ID";
 
 /// Fields beyond the contract's (figure 4.2's theoretical side, the alignment's confidence, and
 /// the unsynchronised times).
-pub const EXTRA_FIELDS: [&str; 11] = [
+pub const EXTRA_FIELDS: [&str; 12] = [
     CONFIDENCE,
     PROTOCOL,
     CHANNELS,
@@ -75,6 +79,7 @@ pub const EXTRA_FIELDS: [&str; 11] = [
     BOTTLENECK_BW,
     OWN_CLOCK_START_NS,
     OWN_CLOCK_END_NS,
+    COMMUNICATOR_ID,
 ];
 
 /// Values of [`MATCH`].
