@@ -425,6 +425,17 @@ mod tests {
         }
     }
 
+    /// Every rank's offset within 1 µs and drift within 1 ppm of the truth. Offsets are given at
+    /// `reference_ns`, the first instance's median time.
+    fn assert_recovered(s: &ClockSync, off: &[f64], drift: &[f64], t0: i64) {
+        for (r, (o, d)) in off.iter().zip(drift).enumerate() {
+            let c = s.ranks[&(r as u32)];
+            let expect = o + d * 1e-6 * (s.reference_ns - t0) as f64;
+            assert!((c.offset_ns - expect).abs() < 1_000.0, "rank {r}: {c:?}");
+            assert!((c.drift_ppm - d).abs() < 1.0, "rank {r}: {c:?}");
+        }
+    }
+
     #[test]
     fn a_slipped_alignment_does_not_move_the_clocks() {
         // Rank 2's kernels matched to the wrong instance (3 ms earlier) for the last 40 % of
@@ -437,12 +448,7 @@ mod tests {
             inst[2].1 -= 3_000_000;
         }
         let s = synchronise(&obs, None);
-        for r in 0..3 {
-            let c = s.ranks[&(r as u32)];
-            let expect = off[r] + drift[r] * 1e-6 * (s.reference_ns - t0) as f64;
-            assert!((c.offset_ns - expect).abs() < 1_000.0, "rank {r}: {c:?}");
-            assert!((c.drift_ppm - drift[r]).abs() < 1.0, "rank {r}: {c:?}");
-        }
+        assert_recovered(&s, &off, &drift, t0);
     }
 
     #[test]
@@ -478,13 +484,7 @@ mod tests {
         let drift = [0.0, 3.0, -2.0];
         let (obs, t0) = observe(&off, &drift, 60, 400.0);
         let s = synchronise(&obs, None);
-        for r in 0..3 {
-            let c = s.ranks[&(r as u32)];
-            // offsets are given at reference_ns, the first instance's median time
-            let expect = off[r] + drift[r] * 1e-6 * (s.reference_ns - t0) as f64;
-            assert!((c.offset_ns - expect).abs() < 1_000.0, "rank {r}: {c:?}");
-            assert!((c.drift_ppm - drift[r]).abs() < 1.0, "rank {r}: {c:?}");
-        }
+        assert_recovered(&s, &off, &drift, t0);
         // Synchronised times of one instance agree within the noise.
         let last = obs.last().unwrap();
         let synced: Vec<i64> = last.iter().map(|&(r, t)| s.to_sync(r, t)).collect();
