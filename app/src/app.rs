@@ -82,7 +82,7 @@ pub fn App() -> impl IntoView {
             let s = session.borrow();
             // Adding files re-runs the analysis over everything loaded so far.
             let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
-            timeline.set(s.timeline(&analysis.processes));
+            timeline.set(s.timeline(&analysis.processes, &analysis.clocks));
             comms.set(CommPanel::from_analysis(&analysis));
             ranks.set(analysis.processes);
         });

@@ -5,6 +5,7 @@ use crate::processes::ProcessSummary;
 use crate::report::FileReport;
 use crate::sniff::InputKind;
 use crate::timeline::{Span, Timeline, Track};
+use enrich::ClockSync;
 use ingest_nccl::{LogParser, ParsedLog};
 use ingest_nsys::{decode_kernel_name, ReadOptions};
 use model::nsys::NsysExport;
@@ -136,7 +137,9 @@ impl Session {
 
     /// One track per GPU of each process in the exports, NCCL kernels only, labelled and
     /// ordered by global rank where the logs name the process (`processes`).
-    pub fn timeline(&self, processes: &[ProcessSummary]) -> Timeline {
+    /// Every GPU's NCCL kernels as one track, ordered by global rank; a ranked process's times
+    /// are synchronised to the reference rank's clock with `clocks` (see [`crate::Analysis`]).
+    pub fn timeline(&self, processes: &[ProcessSummary], clocks: &ClockSync) -> Timeline {
         let mut by_gpu: BTreeMap<(String, u32, u32), Vec<Span>> = BTreeMap::new();
         for loaded in &self.exports {
             let e = &loaded.export;
@@ -170,6 +173,13 @@ impl Session {
         };
         let mut keyed: Vec<((u32, u32, u32), Track)> = Vec::new();
         for ((host, pid, device), mut spans) in by_gpu {
+            let ranked = rank_of(&host, pid);
+            if let Some((rank, _)) = ranked {
+                for s in &mut spans {
+                    s.start_ns = clocks.to_sync(rank, s.start_ns);
+                    s.end_ns = clocks.to_sync(rank, s.end_ns);
+                }
+            }
             spans.sort_by_key(|s| s.start_ns);
             t.start_ns = t
                 .start_ns
@@ -177,7 +187,7 @@ impl Session {
             t.end_ns = t
                 .end_ns
                 .max(spans.iter().map(|s| s.end_ns).max().unwrap_or(i64::MIN));
-            let (order, label) = match rank_of(&host, pid) {
+            let (order, label) = match ranked {
                 Some((rank, h)) => (rank, format!("rank {rank} · {h} · GPU {device}")),
                 None if host.is_empty() => (u32::MAX, format!("pid {pid} · GPU {device}")),
                 None => (u32::MAX, format!("{host} pid {pid} · GPU {device}")),

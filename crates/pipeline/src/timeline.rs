@@ -2,7 +2,7 @@
 
 use model::OpType;
 
-/// One kernel on a track, in the export's GPU clock.
+/// One kernel on a track, in the reference rank's clock (synchronised across nodes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
     pub start_ns: i64,
