@@ -243,3 +243,47 @@ fn an_unknown_hardware_name_is_refused() {
     assert_eq!(with("h100"), ExitCode::SUCCESS);
     assert_eq!(with("tpu9"), ExitCode::from(2));
 }
+
+/// The same process in two files of one kind (a log loaded under two names, an export beside a
+/// copy of itself) is reported against the second file, naming the process and the first file.
+#[test]
+fn two_files_claiming_the_same_process_are_reported() {
+    let Some(fixtures) = real_fixtures() else {
+        return;
+    };
+    let dir = scratch_dir("claimed-twice");
+    let log = fixtures.join("nccl/pytorch-torchtitan_issue1369_tp-collectives_coll-2ranks.log");
+    let export = std::fs::read_dir(fixtures.join("nsys"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("mfu_2gpu_before"))
+        .expect("the mfu_2gpu_before export");
+    let log_copy = dir.join("again.log");
+    let export_copy = dir.join("again.sqlite");
+    std::fs::copy(&log, &log_copy).unwrap();
+    std::fs::copy(&export, &export_copy).unwrap();
+    let (code, summary) = analyze(&[&log, &export, &log_copy, &export_copy], "claimed_out");
+    assert_eq!(code, ExitCode::SUCCESS);
+    let warnings = summary["warnings"].as_array().unwrap();
+    for (copy, first) in [(&log_copy, &log), (&export_copy, &export)] {
+        let first_name = first.display().to_string();
+        let about_copy: Vec<&Value> = warnings
+            .iter()
+            .filter(|w| w["path"].as_str() == Some(&copy.display().to_string()))
+            .filter(|w| w["message"].as_str().unwrap().contains(&first_name))
+            .collect();
+        assert!(
+            !about_copy.is_empty(),
+            "{}: no warning naming {first_name}",
+            copy.display()
+        );
+        assert!(about_copy
+            .iter()
+            .all(|w| w["message"].as_str().unwrap().starts_with("process ")));
+    }
+    // The first files themselves are not blamed.
+    assert!(!warnings
+        .iter()
+        .any(|w| w["path"].as_str() == Some(&log.display().to_string())
+            && w["message"].as_str().unwrap().contains("also in")));
+}

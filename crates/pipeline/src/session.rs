@@ -8,7 +8,9 @@ use crate::timeline::{Span, Timeline, Track};
 use enrich::ClockSync;
 use ingest_nccl::{LogParser, ParsedLog};
 use ingest_nsys::{decode_kernel_name, ReadOptions};
+use model::log::ProcessKey;
 use model::nsys::NsysExport;
+use model::Diagnostic;
 use sqlsource::SqlSource;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -110,6 +112,16 @@ impl Session {
         if self.digests {
             report.digest = Some(log_digest(&log.parsed));
         }
+        let mine: BTreeSet<&ProcessKey> = log.parsed.ops.iter().map(|o| &o.process).collect();
+        let earlier = self.logs.iter().map(|l| {
+            (
+                l.name.as_str(),
+                l.parsed.ops.iter().map(|o| &o.process).collect(),
+            )
+        });
+        report
+            .diagnostics
+            .extend(claimed_twice(&log.name, &mine, earlier, "log operations"));
         self.logs.push(log);
         report
     }
@@ -128,6 +140,13 @@ impl Session {
                 if self.digests {
                     report.digest = Some(export_digest(&loaded.export));
                 }
+                let mine = export_processes(&loaded.export);
+                let earlier = self
+                    .exports
+                    .iter()
+                    .map(|e| (e.name.as_str(), export_processes(&e.export)));
+                let twice = claimed_twice(name, &mine.iter().collect(), earlier, "NCCL kernels");
+                report.diagnostics.extend(twice);
                 self.exports.push(loaded);
                 report
             }
@@ -202,6 +221,44 @@ impl Session {
         }
         t
     }
+}
+
+/// The processes (host, pid) an export holds kernels of; its first host names them all.
+fn export_processes(e: &NsysExport) -> BTreeSet<ProcessKey> {
+    let host = e.hosts.first().cloned().unwrap_or_default();
+    e.kernels
+        .iter()
+        .map(|k| ProcessKey {
+            host: host.clone(),
+            pid: k.pid,
+        })
+        .collect()
+}
+
+/// One warning per process of `mine` that an earlier file of the same kind already claimed: the
+/// same process in two logs (a combined log beside the per-process ones) or two exports (a
+/// per-node and a per-rank report) would be counted twice.
+fn claimed_twice<'a, S: std::borrow::Borrow<ProcessKey> + Ord>(
+    name: &str,
+    mine: &BTreeSet<&ProcessKey>,
+    earlier: impl Iterator<Item = (&'a str, BTreeSet<S>)>,
+    what: &str,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (other, theirs) in earlier {
+        let theirs: BTreeSet<&ProcessKey> = theirs.iter().map(|p| p.borrow()).collect();
+        for p in mine.intersection(&theirs) {
+            out.push(Diagnostic::warning(
+                name,
+                0,
+                format!(
+                    "process {}:{} is also in {other}: its {what} would count twice; load one of the two",
+                    p.host, p.pid
+                ),
+            ));
+        }
+    }
+    out
 }
 
 fn log_report(log: &LoadedLog) -> FileReport {
