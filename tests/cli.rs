@@ -287,3 +287,28 @@ fn two_files_claiming_the_same_process_are_reported() {
         .any(|w| w["path"].as_str() == Some(&log.display().to_string())
             && w["message"].as_str().unwrap().contains("also in")));
 }
+
+/// Iterations are counted from the exports' NVTX ranges whose names match the patterns; the
+/// user's patterns replace the defaults.
+#[test]
+fn iteration_patterns_choose_the_nvtx_ranges_that_count() {
+    let dir = scratch_dir("iterations");
+    let preset = synth::preset("dp4").unwrap();
+    synth::write_run(&synth::generate(&preset.config), &dir).unwrap();
+    std::fs::remove_file(dir.join("truth.json")).unwrap();
+    let iterations = |patterns: &[&str]| -> Value {
+        let out = dir.join("summary.json");
+        let mut args = vec!["ncclscope", "analyze", "--json", out.to_str().unwrap()];
+        for p in patterns {
+            args.extend(["--iteration-pattern", p]);
+        }
+        args.push(dir.to_str().unwrap());
+        assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS);
+        let s: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        s["iterations"].clone()
+    };
+    let expected = u64::from(preset.config.model.iterations);
+    assert_eq!(iterations(&[]).as_u64(), Some(expected));
+    assert_eq!(iterations(&["iter*"]).as_u64(), Some(expected));
+    assert!(iterations(&["optimizer_step"]).is_null());
+}

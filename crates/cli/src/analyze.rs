@@ -46,6 +46,11 @@ pub struct AnalyzeArgs {
     /// `topology` (the links the logs' topology dump printed; the default, falling back to a100).
     #[arg(long, default_value = "topology")]
     hardware: String,
+    /// NVTX range names that mark a training iteration (repeatable; `*` and `?` glob the whole
+    /// name, otherwise the pattern must appear as a word). Default: iteration, iter, step,
+    /// train_step.
+    #[arg(long = "iteration-pattern", value_name = "PATTERN")]
+    iteration_patterns: Vec<String>,
     /// Add each input's `records_digest` (a fingerprint of every record read; the page shows the
     /// same one with `?digest` in its URL, so the two engines can be compared).
     #[arg(long)]
@@ -59,6 +64,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let files = inputs::expand(&args.paths)?;
     let mut session = Session::default();
     session.digests = args.digest;
+    if !args.iteration_patterns.is_empty() {
+        session.read_options.iteration_patterns = args.iteration_patterns.clone();
+    }
     let reports: Vec<_> = files
         .iter()
         .map(|f| inputs::load(&mut session, f))

@@ -137,6 +137,7 @@ pub fn build(
         "communicators": communicators,
         "layout": layout,
         "alignment": alignment,
+        "iterations": analysis.iterations,
         "clocks": clocks,
         "theory": theory,
         "warnings": warnings,

@@ -36,6 +36,8 @@ pub struct Session {
     next_file: u32,
     /// Fill [`FileReport::digest`] (costs a pass over every record; for engine comparisons).
     pub digests: bool,
+    /// What exports are read for, e.g. the NVTX range names that mark an iteration.
+    pub read_options: ReadOptions,
 }
 
 /// Streams one log in, chunk by chunk. gzip input is gathered and decompressed at the end
@@ -129,7 +131,7 @@ impl Session {
     /// Reads an export through `db` (which the caller may close right after) and reports on it.
     pub fn add_export(&mut self, db: &dyn SqlSource, name: &str, bytes: u64) -> FileReport {
         self.next_file += 1;
-        match ingest_nsys::read_export(db, name, &ReadOptions::default()) {
+        match ingest_nsys::read_export(db, name, &self.read_options) {
             Ok(export) => {
                 let loaded = LoadedExport {
                     name: name.to_string(),
