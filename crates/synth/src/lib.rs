@@ -11,6 +11,7 @@
 //! `nccl_debug_combined.log`), one Nsight Systems SQLite export per node (`report_<host>.sqlite`,
 //! real DDL of schema 3.17 or 3.25) and `truth.json`.
 
+pub mod chatter;
 pub mod comms;
 pub mod layout;
 pub mod logfmt;
@@ -367,6 +368,11 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     };
     // Banner and init.
     let mut t = -4_000_000_000 + r as i64 * 1_000;
+    // Chatter draws from its own stream so the operation lines (and drops) do not depend on it.
+    let mut crng = Rng::derive(cfg.seed, 0xC4A7_0000 + r as u64);
+    for l in chatter::process_start("eth0") {
+        say(&mut lines, t - 100, p.pid, l);
+    }
     say(
         &mut lines,
         t,
@@ -392,6 +398,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     );
     let node_bus: Vec<u64> = (0..gpn).map(|i| BUS_IDS[i as usize % 8]).collect();
     let bus = BUS_IDS[p.local as usize % 8];
+    let mut proxy_conns = 0u32;
     for (k, &ci) in comms.of_rank[r].iter().enumerate() {
         let c = &comms.list[ci];
         let me = c.member(p.rank);
@@ -422,12 +429,79 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         } else {
             4
         };
-        let next_remote = c.global_ranks[(me + 1) % c.global_ranks.len()] / gpn != p.node;
-        for (j, l) in logfmt::channels(v, &rb, me, nch, next_remote)
+        let n = c.global_ranks.len();
+        let next_g = c.global_ranks[(me + 1) % n];
+        let prev_g = c.global_ranks[(me + n - 1) % n];
+        let next_remote = next_g / gpn != p.node;
+        let prev_remote = prev_g / gpn != p.node;
+        let mut nodes_of: Vec<u32> = c.global_ranks.iter().map(|g| g / gpn).collect();
+        nodes_of.dedup();
+        let on_node: Vec<u32> = c
+            .global_ranks
+            .iter()
+            .copied()
+            .filter(|g| g / gpn == p.node)
+            .collect();
+        if let Some(l) = chatter::comm_summary(
+            v,
+            &logfmt::ptr(c.pointers[me]),
+            me as u32,
+            c.size(),
+            nodes_of.len() as u32,
+            on_node.len() as u32,
+            on_node.iter().position(|&g| g == p.rank).unwrap_or(0) as u32,
+        ) {
+            say(&mut lines, t + 50_000, tid_init, l);
+        }
+        // Channel and connection lines, then (proxy chatter in between) "Connected all rings"
+        // and what follows it, as real logs order them.
+        let chan = logfmt::channels(v, &rb, me, nch, next_remote, prev_remote);
+        let split = chan
+            .iter()
+            .position(|l| l.starts_with("Connected all rings"))
+            .unwrap_or(chan.len());
+        for (j, l) in chan.into_iter().enumerate() {
+            let at = if j < split { 100_000 } else { 3_000_000 };
+            say(&mut lines, t + at + j as i64, tid_init, l);
+        }
+        let tid_proxy = p.pid + 200 + 3 * k as u32;
+        say(
+            &mut lines,
+            t + 150_000,
+            tid_proxy + 1,
+            chatter::proxy_progress(p.local, crng.range(0, 128) as u32),
+        );
+        if n > 1 {
+            let mut at = t + 200_000;
+            for _ in 0..nch.min(2) {
+                for (send, peer, remote) in [(true, next_g, next_remote), (false, prev_g, prev_remote)] {
+                    let transport = if remote { 2 } else { 0 };
+                    for (dt, th, body) in chatter::proxy_connection(
+                        v,
+                        &mut crng,
+                        proxy_conns,
+                        send,
+                        // A network connection is served by the rank's own proxy; a P2P one by
+                        // the peer's (the 2.27.5 log: "from local rank 3" on rank 7's proxy).
+                        if remote { p.local } else { peer % gpn },
+                        transport,
+                    ) {
+                        let tid = match th {
+                            chatter::Thread::Main => tid_init,
+                            chatter::Thread::Proxy => tid_proxy,
+                        };
+                        say(&mut lines, at + dt, tid, body);
+                    }
+                    proxy_conns += 1;
+                    at += 300_000;
+                }
+            }
+        }
+        for (j, l) in chatter::after_connect(v, &mut crng, k == 0)
             .into_iter()
             .enumerate()
         {
-            say(&mut lines, t + 100_000 + j as i64, tid_init, l);
+            say(&mut lines, t + 4_000_000 + j as i64, tid_init, l);
         }
         if nccl_on {
             nccl_range(
@@ -457,6 +531,9 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                 c.comm_id,
             ),
         );
+        if let Some(l) = chatter::init_timings(v, &mut crng, me as u32, c.size(), 0.15) {
+            say(&mut lines, t + 150_000_001, p.pid, l);
+        }
     }
 
     // Operations.

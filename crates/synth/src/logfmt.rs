@@ -260,13 +260,15 @@ pub fn topology(
 }
 
 /// Ring/tree/channel lines for one communicator on one member.
-/// `next_remote`: the ring successor is on another node (network transport, not P2P/IPC).
+/// `next_remote` / `prev_remote`: the ring successor / predecessor is on another node (network
+/// transport, printed as `[send]` / `[receive]` lines, issue128 and issue350; not P2P/IPC).
 pub fn channels(
     v: Version,
     ranks_bus: &[(u32, u64)],
     me: usize,
     nch: u32,
     next_remote: bool,
+    prev_remote: bool,
 ) -> Vec<String> {
     let n = ranks_bus.len();
     let mut out = Vec::new();
@@ -288,9 +290,14 @@ pub fn channels(
     out.push("P2P Chunksize set to 131072".into());
     if n > 1 {
         for c in 0..nch {
-            let (r, b) = ranks_bus[me];
-            let (nr, nb) = ranks_bus[next];
-            let _ = (r, nr);
+            let (_, b) = ranks_bus[me];
+            let (_, nb) = ranks_bus[next];
+            if prev_remote {
+                let (_, pb) = ranks_bus[prev];
+                out.push(format!(
+                    "Channel {c:02}/0 : {prev}[{pb:x}] -> {me}[{b:x}] [receive] via NET/IB/0/GDRDMA"
+                ));
+            }
             let via = if next_remote {
                 "[send] via NET/IB/0/GDRDMA"
             } else {

@@ -163,6 +163,18 @@ pub fn presets() -> Vec<Preset> {
                 c
             },
         },
+        Preset {
+            name: "huge-8192",
+            description: "8192 ranks (1024 nodes × 8), TP8 PP4 DP256, one iteration of 2 microbatches (the largest layout the issue asks for; written by streaming)",
+            config: {
+                let model = Model { layers: 8, global_batch: 2048, iterations: 1, ..Model::thesis() };
+                let mut c = RunConfig::new(Layout { tp: 8, pp: 4, dp: 256, ..l() }, model);
+                c.nodes = 1024;
+                c.gpus_per_node = 8;
+                c.nccl_version = "2.21.5".into();
+                c
+            },
+        },
     ];
     for p in v.iter_mut() {
         if p.config.nodes * p.config.gpus_per_node < p.config.layout.world() {
