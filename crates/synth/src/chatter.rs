@@ -114,7 +114,9 @@ pub fn proxy_connection(
             (
                 65_000,
                 Thread::Proxy,
-                format!("proxyProgressAsync opId={op_id} op.type=2 op.reqBuff={req} op.respSize=0 done"),
+                format!(
+                    "proxyProgressAsync opId={op_id} op.type=2 op.reqBuff={req} op.respSize=0 done"
+                ),
             ),
             (
                 70_000,

@@ -474,7 +474,9 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         if n > 1 {
             let mut at = t + 200_000;
             for _ in 0..nch.min(2) {
-                for (send, peer, remote) in [(true, next_g, next_remote), (false, prev_g, prev_remote)] {
+                for (send, peer, remote) in
+                    [(true, next_g, next_remote), (false, prev_g, prev_remote)]
+                {
                     let transport = if remote { 2 } else { 0 };
                     for (dt, th, body) in chatter::proxy_connection(
                         v,

@@ -166,7 +166,11 @@ fn version_specific_chatter_matches_the_log_of_its_version() {
         ("2.27.5", "ncclPollProxyResponse", sglang),
         ("2.27.5", "resp.opId=", sglang),
         ("2.27.5", "Received and initiated operation=Init", sglang),
-        ("2.27.5", "Received and initiated operation=SharedInit", sglang),
+        (
+            "2.27.5",
+            "Received and initiated operation=SharedInit",
+            sglang,
+        ),
         ("2.27.5", "Allocated shareable buffer", sglang),
         ("2.27.5", "Connected to proxy", sglang),
         ("2.27.5", "New proxy send connection", sglang),
