@@ -34,6 +34,7 @@ pub use stream::{write_preset_streaming, write_streaming, StreamStats};
 pub use write::{write_preset, write_run};
 
 use ::model::{Algo, DataType, OpType, Proto};
+pub use logfmt::Launcher;
 use logfmt::{Printer, Version};
 use nsysdb::{KernelRow, NodeReport, NvtxRow};
 use rng::Rng;
@@ -84,6 +85,9 @@ pub struct RunConfig {
     /// real capture has them: schema 3.25 and NCCL ≥ 2.19.
     #[serde(default)]
     pub nccl_nvtx: bool,
+    /// The launcher whose tag wraps every log line (none by default).
+    #[serde(default)]
+    pub launcher: Launcher,
 }
 
 impl RunConfig {
@@ -107,6 +111,7 @@ impl RunConfig {
             },
             seed: 1,
             nccl_nvtx: false,
+            launcher: Launcher::None,
         }
     }
 
@@ -271,6 +276,7 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
                 host: host.clone(),
                 pid,
                 dev: local,
+                tag: cfg.launcher.tag(r, local),
             };
             Proc {
                 rank: r,
@@ -921,6 +927,7 @@ pub(crate) fn truth_skeleton(pl: &Plan, preset: Option<&str>, files: Vec<String>
     Truth {
         preset: preset.map(str::to_string),
         nccl_version: pl.v.to_string(),
+        launcher: cfg.launcher,
         seed: cfg.seed,
         t0_ns: EPOCH_NS,
         session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,

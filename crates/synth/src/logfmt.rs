@@ -3,6 +3,7 @@
 //! (see `shared/fixtures/real/nccl`).
 
 use ::model::{Algo, OpType, Proto};
+use serde::{Deserialize, Serialize};
 
 /// An NCCL version `major.minor.patch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,20 +40,72 @@ pub const NCCL_VERSIONS: [&str; 11] = [
     "2.27.5", "2.28.3",
 ];
 
-/// Who prints: `host:pid:tid [cudaDev]`.
+/// The program that started the ranks, which tags every line of their output (the shapes of
+/// `THESIS-NOTES.md` §1 and `ingest-nccl`'s `prefix.rs`; `srun -l` in the awslabs fixture).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// Output as NCCL writes it.
+    #[default]
+    None,
+    /// `torchrun --tee 3` (`[default<local rank>]:`, glued to the line).
+    Torchrun,
+    /// `srun -l` (`<task id>: `).
+    Srun,
+    /// OpenMPI `mpirun --tag-output` (`[<job>,<rank>]<stdout>:`, glued).
+    Mpirun,
+}
+
+impl Launcher {
+    pub const ALL: [Launcher; 4] = [
+        Launcher::None,
+        Launcher::Torchrun,
+        Launcher::Srun,
+        Launcher::Mpirun,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Launcher::None => "none",
+            Launcher::Torchrun => "torchrun",
+            Launcher::Srun => "srun",
+            Launcher::Mpirun => "mpirun",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Launcher> {
+        Launcher::ALL.into_iter().find(|l| l.name() == s)
+    }
+
+    /// The tag in front of every line of the process with this global and local rank.
+    pub fn tag(self, global_rank: u32, local_rank: u32) -> String {
+        match self {
+            Launcher::None => String::new(),
+            Launcher::Torchrun => format!("[default{local_rank}]:"),
+            Launcher::Srun => format!("{global_rank}: "),
+            Launcher::Mpirun => format!("[1,{global_rank}]<stdout>:"),
+        }
+    }
+}
+
+/// Who prints: `host:pid:tid [cudaDev]`, behind the launcher's tag.
 #[derive(Debug, Clone)]
 pub struct Printer {
     pub host: String,
     pub pid: u32,
     pub dev: u32,
+    /// The launcher's tag ([`Launcher::tag`]), empty without one.
+    pub tag: String,
 }
 
 impl Printer {
-    /// `host:pid:tid [dev] NCCL INFO ` with an optional `%s.%6f ` epoch timestamp.
+    /// `host:pid:tid [dev] NCCL INFO ` with an optional `%s.%6f ` epoch timestamp, behind the
+    /// launcher's tag (which wraps NCCL's whole output line, timestamp included).
     pub fn prefix(&self, tid: u32, ts_ns: Option<i64>) -> String {
         use std::fmt::Write;
         // Called for every line: one allocation, room for a typical body too.
-        let mut s = String::with_capacity(self.host.len() + 200);
+        let mut s = String::with_capacity(self.host.len() + self.tag.len() + 200);
+        s.push_str(&self.tag);
         if let Some(t) = ts_ns {
             let _ = write!(
                 s,
