@@ -88,6 +88,11 @@ pub struct RunConfig {
     /// The launcher whose tag wraps every log line (none by default).
     #[serde(default)]
     pub launcher: Launcher,
+    /// Buffers registered as symmetric memory (NCCL 2.27+ windows): single-node AllReduce,
+    /// AllGather and ReduceScatter then run NCCL's symmetric kernels and print `[Symmetric]`
+    /// tuning lines. No effect before 2.27.
+    #[serde(default)]
+    pub symmetric: bool,
 }
 
 impl RunConfig {
@@ -112,6 +117,7 @@ impl RunConfig {
             seed: 1,
             nccl_nvtx: false,
             launcher: Launcher::None,
+            symmetric: false,
         }
     }
 
@@ -355,7 +361,8 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     };
     let mut truth_kernels: Vec<TruthKernel> = Vec::new();
     let mut out_unmatched_kernels = 0u64;
-    let mut name_cache: HashMap<(OpType, DataType, bool), nsysdb::KernelNames> = HashMap::new();
+    let mut name_cache: HashMap<(OpType, DataType, bool, Option<&str>), nsysdb::KernelNames> =
+        HashMap::new();
     let r = p.rank as usize;
     let mut rng = Rng::derive(cfg.seed, 0x1000 + r as u64);
     let mut lines: Vec<(i64, String)> = Vec::new();
@@ -709,6 +716,15 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             }
         }
         let intra = c.global_ranks.iter().all(|g| g / gpn == p.node);
+        // The symmetric kernel this call runs, if any (single-node collectives with symmetric
+        // buffers, 2.27+).
+        let sym: Option<&'static str> =
+            if cfg.symmetric && v.at_least(27) && intra && !call.is_p2p() {
+                let o = &call.ops[0];
+                nsysdb::sym_kernel_id(o.op, o.dtype, o.redop, total_bytes)
+            } else {
+                None
+            };
         if !call.is_p2p() {
             let o = &call.ops[0];
             let nbytes = match o.op {
@@ -719,9 +735,11 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             let algo = if tree { Algo::Tree } else { Algo::Ring };
             let nch = channels_for(nbytes, intra);
             let time = (tm.end_ns - tm.start_ns) as f64 / 1000.0;
-            if let Some(tl) =
-                logfmt::tuning_line(v, o.op, nbytes, algo, proto_for(nbytes), nch, time)
-            {
+            let tl = match sym {
+                Some(id) => logfmt::sym_tuning_line(v, o.op, total_bytes, id, nch, me as u32),
+                None => logfmt::tuning_line(v, o.op, nbytes, algo, proto_for(nbytes), nch, time),
+            };
+            if let Some(tl) = tl {
                 say(&mut lines, tm.arrive_ns + 2, p.pid, tl);
             }
         }
@@ -755,8 +773,11 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             let tree = op == OpType::AllReduce && !intra && nbytes > 1 << 20;
             // A handful of distinct names per run: format them once.
             let names = name_cache
-                .entry((op, dt, tree))
-                .or_insert_with(|| nsysdb::nccl_kernel(v, op, dt, tree))
+                .entry((op, dt, tree, sym))
+                .or_insert_with(|| match sym {
+                    Some(id) => nsysdb::sym_kernel(v, id, dt),
+                    None => nsysdb::nccl_kernel(v, op, dt, tree),
+                })
                 .clone();
             let grid_x = if call.is_p2p() {
                 (2 * call.ops.len() as u32).min(32)

@@ -216,6 +216,29 @@ pub fn tuning_line(
     })
 }
 
+/// The tuning line of a collective run by a symmetric kernel (2.27+, `enqueue.cc`:
+/// `%s [Symmetric]: %ld Bytes -> Kernel %s nchannels %d nthreads %d`, bytes = count × type size,
+/// kernel = its id as `ncclSymKernelIdToString` prints it). 2.28 moved it to the symmetric
+/// scheduler, which adds `nWorks %d` and prints on rank 0 only: None for other ranks there.
+pub fn sym_tuning_line(
+    v: Version,
+    op: OpType,
+    bytes: u64,
+    kernel_id: &str,
+    nch: u32,
+    rank: u32,
+) -> Option<String> {
+    let head = format!(
+        "{} [Symmetric]: {bytes} Bytes -> Kernel {kernel_id} nchannels {nch} nthreads 512",
+        op.name()
+    );
+    if v.at_least(28) {
+        (rank == 0).then(|| format!("{head} nWorks 1"))
+    } else {
+        Some(head)
+    }
+}
+
 /// The `Init COMPLETE` line of one communicator on one process.
 #[allow(clippy::too_many_arguments)]
 pub fn init_complete(

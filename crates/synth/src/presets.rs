@@ -90,6 +90,15 @@ pub fn presets() -> Vec<Preset> {
             config: thesis(Layout { tp: 4, sequence_parallel: true, ..l() }, tp_model()),
         },
         Preset {
+            name: "tp4-sym",
+            description: "tp4 with symmetric memory registration (NCCL 2.27 symmetric kernels and [Symmetric] tuning lines)",
+            config: {
+                let mut c = thesis(Layout { tp: 4, ..l() }, tp_model());
+                c.symmetric = true;
+                c
+            },
+        },
+        Preset {
             name: "ep4-alltoall",
             description: "EP=4, 4 experts top-1 in 4 MoE layers, all-to-all dispatcher",
             config: thesis(Layout { ep: 4, ..l() }, moe()),
