@@ -29,13 +29,11 @@ fn runs_symmetric(op: &model::log::LogOp) -> bool {
     }
 }
 
+/// Parsed operations by (pid, comm pointer, opCount).
+type OpsByKey = HashMap<(u32, String, u64), model::log::LogOp>;
+
 /// Parsed operations by (pid, comm pointer, opCount), and the parsed logs.
-fn parse(
-    run: &synth::Run,
-) -> (
-    HashMap<(u32, String, u64), model::log::LogOp>,
-    Vec<ingest_nccl::ParsedLog>,
-) {
+fn parse(run: &synth::Run) -> (OpsByKey, Vec<ingest_nccl::ParsedLog>) {
     let mut ops = HashMap::new();
     let mut logs = Vec::new();
     for (i, (name, bytes)) in run.files.iter().enumerate() {
