@@ -125,9 +125,13 @@ fn comm_labels(comms: &Value) -> BTreeMap<Vec<u64>, String> {
 }
 
 fn check_preset(name: &str) {
-    let dir = scratch_dir(&format!("roundtrip-{name}"));
     let preset = synth::preset(name).unwrap_or_else(|| panic!("preset {name}"));
-    let run = synth::generate(&preset.config);
+    check_config(name, &preset.config);
+}
+
+fn check_config(name: &str, config: &synth::RunConfig) {
+    let dir = scratch_dir(&format!("roundtrip-{name}"));
+    let run = synth::generate(config);
     synth::write_run(&run, &dir).unwrap();
     let truth: Value = serde_json::from_slice(&run.truth_json()).unwrap();
     std::fs::remove_file(dir.join("truth.json")).unwrap();
@@ -186,4 +190,22 @@ fn alignment_scenario_presets_round_trip() {
 #[test]
 fn demo_round_trips() {
     check_preset("demo");
+}
+
+/// Symmetric kernels (2.27) and launcher-tagged lines go through the whole command like the rest.
+#[test]
+fn symmetric_kernels_and_launcher_tags_round_trip() {
+    let mut sym = synth::preset("tp4-sym").unwrap().config;
+    sym.model.iterations = 1;
+    check_config("tp4-sym", &sym);
+    let mut tagged = synth::preset("tp2pp2").unwrap().config;
+    tagged.model.iterations = 2;
+    for l in [
+        synth::Launcher::Torchrun,
+        synth::Launcher::Srun,
+        synth::Launcher::Mpirun,
+    ] {
+        tagged.launcher = l;
+        check_config(&format!("tp2pp2-{}", l.name()), &tagged);
+    }
 }
