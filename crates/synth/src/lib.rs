@@ -432,10 +432,20 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                 say(&mut lines, t + 1_000 + j as i64, tid_init, l);
             }
         }
+        // What connection lines print in brackets after a rank: its busId up to 2.18
+        // (`1[81000]`, issue350), its device from 2.19 (`8[0]`, the grpo notes; `1[1]`, issue6201).
         let rb: Vec<(u32, u64)> = c
             .global_ranks
             .iter()
-            .map(|&g| (g, BUS_IDS[(g % gpn) as usize % 8]))
+            .map(|&g| {
+                let dev = g % gpn;
+                let label = if v.at_least(19) {
+                    u64::from(dev)
+                } else {
+                    BUS_IDS[dev as usize % 8]
+                };
+                (g, label)
+            })
             .collect();
         let nch = if c.global_ranks.iter().all(|g| g / gpn == p.node) {
             2

@@ -335,7 +335,8 @@ pub fn topology(
     out
 }
 
-/// Ring/tree/channel lines for one communicator on one member.
+/// Ring/tree/channel lines for one communicator on one member. `ranks_bus`: per member, its
+/// global rank and what the connection lines print in brackets (busId, or device from 2.19).
 /// `next_remote` / `prev_remote`: the ring successor / predecessor is on another node (network
 /// transport, printed as `[send]` / `[receive]` lines, issue128 and issue350; not P2P/IPC).
 pub fn channels(

@@ -277,3 +277,26 @@ fn proxy_chatter_is_interleaved_on_its_own_thread() {
         .iter()
         .any(|&q| proxy.iter().any(|&a| a < q) && proxy.iter().any(|&b| b > q)));
 }
+
+/// Connection lines name a rank's peer by busId up to 2.18 (`1[81000]`, issue350 at 2.16.5) and
+/// by device from 2.19 (`8[0] -> 0[0]`, the 2.19–2.23 grpo notes; `1[1] -> 0[0]`, vLLM at 2.20).
+#[test]
+fn connection_lines_name_bus_ids_then_devices() {
+    let re = Regex::new(r"Channel \d+/0 : \d+\[([0-9a-f]+)\] -> \d+\[([0-9a-f]+)\]").unwrap();
+    for (v, devices) in [("2.18.3", false), ("2.21.5", true), ("2.27.5", true)] {
+        let run = generate(&small("demo", v));
+        let text = String::from_utf8_lossy(&run.files[0].1).into_owned();
+        let mut n = 0;
+        for c in text.lines().filter_map(|l| re.captures(l)) {
+            for g in [&c[1], &c[2]] {
+                if devices {
+                    assert!(g.parse::<u32>().is_ok_and(|d| d < 8), "{v}: {g}");
+                } else {
+                    assert!(g.len() >= 5 && g.ends_with("000"), "{v}: {g}");
+                }
+            }
+            n += 1;
+        }
+        assert!(n > 10, "{v}: {n} connection lines");
+    }
+}
