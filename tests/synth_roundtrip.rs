@@ -397,3 +397,21 @@ fn arrival_skew_matches_the_true_start_times() {
         "only {checked} communicators with enough instances"
     );
 }
+
+/// Symmetric kernels (2.27) and launcher-tagged lines go through the whole command like the rest.
+#[test]
+fn symmetric_kernels_and_launcher_tags_round_trip() {
+    let mut sym = synth::preset("tp4-sym").unwrap().config;
+    sym.model.iterations = 1;
+    round_trip("tp4-sym", &sym);
+    let mut tagged = synth::preset("tp2pp2").unwrap().config;
+    tagged.model.iterations = 2;
+    for l in [
+        synth::Launcher::Torchrun,
+        synth::Launcher::Srun,
+        synth::Launcher::Mpirun,
+    ] {
+        tagged.launcher = l;
+        round_trip(&format!("tp2pp2-{}", l.name()), &tagged);
+    }
+}

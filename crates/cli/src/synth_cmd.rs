@@ -15,6 +15,9 @@ pub struct SynthArgs {
     /// Seed of the deterministic generator.
     #[arg(long)]
     seed: Option<u64>,
+    /// Launcher whose tag wraps every log line: none, torchrun, srun or mpirun.
+    #[arg(long)]
+    launcher: Option<String>,
     /// List the presets and exit.
     #[arg(long)]
     list: bool,
@@ -36,6 +39,11 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
     })?;
     if let Some(seed) = args.seed {
         preset.config.seed = seed;
+    }
+    if let Some(l) = &args.launcher {
+        preset.config.launcher = synth::Launcher::parse(l).ok_or_else(|| {
+            format!("unknown launcher {l:?}; launchers: none, torchrun, srun, mpirun")
+        })?;
     }
     // Large runs are written rank by rank in bounded memory; small ones are built whole.
     let written = if preset.config.layout.world() >= synth::write::STREAMING_MIN_RANKS {

@@ -11,6 +11,7 @@
 //! `nccl_debug_combined.log`), one Nsight Systems SQLite export per node (`report_<host>.sqlite`,
 //! real DDL of schema 3.17 or 3.25) and `truth.json`.
 
+pub mod chatter;
 pub mod comms;
 pub mod layout;
 pub mod logfmt;
@@ -33,6 +34,7 @@ pub use stream::{write_preset_streaming, write_streaming, StreamStats};
 pub use write::{write_preset, write_run};
 
 use ::model::{Algo, DataType, OpType, Proto};
+pub use logfmt::Launcher;
 use logfmt::{Printer, Version};
 use nsysdb::{KernelRow, NodeReport, NvtxRow};
 use rng::Rng;
@@ -83,6 +85,14 @@ pub struct RunConfig {
     /// real capture has them: schema 3.25 and NCCL ≥ 2.19.
     #[serde(default)]
     pub nccl_nvtx: bool,
+    /// The launcher whose tag wraps every log line (none by default).
+    #[serde(default)]
+    pub launcher: Launcher,
+    /// Buffers registered as symmetric memory (NCCL 2.27+ windows): single-node AllReduce,
+    /// AllGather and ReduceScatter then run NCCL's symmetric kernels and print `[Symmetric]`
+    /// tuning lines. No effect before 2.27.
+    #[serde(default)]
+    pub symmetric: bool,
 }
 
 impl RunConfig {
@@ -106,6 +116,8 @@ impl RunConfig {
             },
             seed: 1,
             nccl_nvtx: false,
+            launcher: Launcher::None,
+            symmetric: false,
         }
     }
 
@@ -270,6 +282,7 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
                 host: host.clone(),
                 pid,
                 dev: local,
+                tag: cfg.launcher.tag(r, local),
             };
             Proc {
                 rank: r,
@@ -348,7 +361,8 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     };
     let mut truth_kernels: Vec<TruthKernel> = Vec::new();
     let mut out_unmatched_kernels = 0u64;
-    let mut name_cache: HashMap<(OpType, DataType, bool), nsysdb::KernelNames> = HashMap::new();
+    let mut name_cache: HashMap<(OpType, DataType, bool, Option<&str>), nsysdb::KernelNames> =
+        HashMap::new();
     let r = p.rank as usize;
     let mut rng = Rng::derive(cfg.seed, 0x1000 + r as u64);
     let mut lines: Vec<(i64, String)> = Vec::new();
@@ -367,6 +381,11 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     };
     // Banner and init.
     let mut t = -4_000_000_000 + r as i64 * 1_000;
+    // Chatter draws from its own stream so the operation lines (and drops) do not depend on it.
+    let mut crng = Rng::derive(cfg.seed, 0xC4A7_0000 + r as u64);
+    for l in chatter::process_start("eth0") {
+        say(&mut lines, t - 100, p.pid, l);
+    }
     say(
         &mut lines,
         t,
@@ -392,6 +411,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     );
     let node_bus: Vec<u64> = (0..gpn).map(|i| BUS_IDS[i as usize % 8]).collect();
     let bus = BUS_IDS[p.local as usize % 8];
+    let mut proxy_conns = 0u32;
     for (k, &ci) in comms.of_rank[r].iter().enumerate() {
         let c = &comms.list[ci];
         let me = c.member(p.rank);
@@ -412,22 +432,101 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                 say(&mut lines, t + 1_000 + j as i64, tid_init, l);
             }
         }
+        // What connection lines print in brackets after a rank: its busId up to 2.18
+        // (`1[81000]`, issue350), its device from 2.19 (`8[0]`, the grpo notes; `1[1]`, issue6201).
         let rb: Vec<(u32, u64)> = c
             .global_ranks
             .iter()
-            .map(|&g| (g, BUS_IDS[(g % gpn) as usize % 8]))
+            .map(|&g| {
+                let dev = g % gpn;
+                let label = if v.at_least(19) {
+                    u64::from(dev)
+                } else {
+                    BUS_IDS[dev as usize % 8]
+                };
+                (g, label)
+            })
             .collect();
         let nch = if c.global_ranks.iter().all(|g| g / gpn == p.node) {
             2
         } else {
             4
         };
-        let next_remote = c.global_ranks[(me + 1) % c.global_ranks.len()] / gpn != p.node;
-        for (j, l) in logfmt::channels(v, &rb, me, nch, next_remote)
+        let n = c.global_ranks.len();
+        let next_g = c.global_ranks[(me + 1) % n];
+        let prev_g = c.global_ranks[(me + n - 1) % n];
+        let next_remote = next_g / gpn != p.node;
+        let prev_remote = prev_g / gpn != p.node;
+        let mut nodes_of: Vec<u32> = c.global_ranks.iter().map(|g| g / gpn).collect();
+        nodes_of.dedup();
+        let on_node: Vec<u32> = c
+            .global_ranks
+            .iter()
+            .copied()
+            .filter(|g| g / gpn == p.node)
+            .collect();
+        if let Some(l) = chatter::comm_summary(
+            v,
+            &logfmt::ptr(c.pointers[me]),
+            me as u32,
+            c.size(),
+            nodes_of.len() as u32,
+            on_node.len() as u32,
+            on_node.iter().position(|&g| g == p.rank).unwrap_or(0) as u32,
+        ) {
+            say(&mut lines, t + 50_000, tid_init, l);
+        }
+        // Channel and connection lines, then (proxy chatter in between) "Connected all rings"
+        // and what follows it, as real logs order them.
+        let chan = logfmt::channels(v, &rb, me, nch, next_remote, prev_remote);
+        let split = chan
+            .iter()
+            .position(|l| l.starts_with("Connected all rings"))
+            .unwrap_or(chan.len());
+        for (j, l) in chan.into_iter().enumerate() {
+            let at = if j < split { 100_000 } else { 3_000_000 };
+            say(&mut lines, t + at + j as i64, tid_init, l);
+        }
+        let tid_proxy = p.pid + 200 + 3 * k as u32;
+        say(
+            &mut lines,
+            t + 150_000,
+            tid_proxy + 1,
+            chatter::proxy_progress(p.local, crng.range(0, 128) as u32),
+        );
+        if n > 1 {
+            let mut at = t + 200_000;
+            for _ in 0..nch.min(2) {
+                for (send, peer, remote) in
+                    [(true, next_g, next_remote), (false, prev_g, prev_remote)]
+                {
+                    let transport = if remote { 2 } else { 0 };
+                    for (dt, th, body) in chatter::proxy_connection(
+                        v,
+                        &mut crng,
+                        proxy_conns,
+                        send,
+                        // A network connection is served by the rank's own proxy; a P2P one by
+                        // the peer's (the 2.27.5 log: "from local rank 3" on rank 7's proxy).
+                        if remote { p.local } else { peer % gpn },
+                        transport,
+                    ) {
+                        let tid = match th {
+                            chatter::Thread::Main => tid_init,
+                            chatter::Thread::Proxy => tid_proxy,
+                        };
+                        say(&mut lines, at + dt, tid, body);
+                    }
+                    proxy_conns += 1;
+                    at += 300_000;
+                }
+            }
+        }
+        for (j, l) in chatter::after_connect(v, &mut crng, k == 0)
             .into_iter()
             .enumerate()
         {
-            say(&mut lines, t + 100_000 + j as i64, tid_init, l);
+            say(&mut lines, t + 4_000_000 + j as i64, tid_init, l);
         }
         if nccl_on {
             nccl_range(
@@ -457,6 +556,9 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                 c.comm_id,
             ),
         );
+        if let Some(l) = chatter::init_timings(v, &mut crng, me as u32, c.size(), 0.15) {
+            say(&mut lines, t + 150_000_001, p.pid, l);
+        }
     }
 
     // Operations.
@@ -624,6 +726,15 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             }
         }
         let intra = c.global_ranks.iter().all(|g| g / gpn == p.node);
+        // The symmetric kernel this call runs, if any (single-node collectives with symmetric
+        // buffers, 2.27+).
+        let sym: Option<&'static str> =
+            if cfg.symmetric && v.at_least(27) && intra && !call.is_p2p() {
+                let o = &call.ops[0];
+                nsysdb::sym_kernel_id(o.op, o.dtype, o.redop, total_bytes)
+            } else {
+                None
+            };
         if !call.is_p2p() {
             let o = &call.ops[0];
             let nbytes = match o.op {
@@ -634,9 +745,11 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             let algo = if tree { Algo::Tree } else { Algo::Ring };
             let nch = channels_for(nbytes, intra);
             let time = (tm.end_ns - tm.start_ns) as f64 / 1000.0;
-            if let Some(tl) =
-                logfmt::tuning_line(v, o.op, nbytes, algo, proto_for(nbytes), nch, time)
-            {
+            let tl = match sym {
+                Some(id) => logfmt::sym_tuning_line(v, o.op, total_bytes, id, nch, me as u32),
+                None => logfmt::tuning_line(v, o.op, nbytes, algo, proto_for(nbytes), nch, time),
+            };
+            if let Some(tl) = tl {
                 say(&mut lines, tm.arrive_ns + 2, p.pid, tl);
             }
         }
@@ -670,8 +783,11 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             let tree = op == OpType::AllReduce && !intra && nbytes > 1 << 20;
             // A handful of distinct names per run: format them once.
             let names = name_cache
-                .entry((op, dt, tree))
-                .or_insert_with(|| nsysdb::nccl_kernel(v, op, dt, tree))
+                .entry((op, dt, tree, sym))
+                .or_insert_with(|| match sym {
+                    Some(id) => nsysdb::sym_kernel(v, id, dt),
+                    None => nsysdb::nccl_kernel(v, op, dt, tree),
+                })
                 .clone();
             let grid_x = if call.is_p2p() {
                 (2 * call.ops.len() as u32).min(32)
@@ -842,6 +958,7 @@ pub(crate) fn truth_skeleton(pl: &Plan, preset: Option<&str>, files: Vec<String>
     Truth {
         preset: preset.map(str::to_string),
         nccl_version: pl.v.to_string(),
+        launcher: cfg.launcher,
         seed: cfg.seed,
         t0_ns: EPOCH_NS,
         session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,

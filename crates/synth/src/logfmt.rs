@@ -3,6 +3,7 @@
 //! (see `shared/fixtures/real/nccl`).
 
 use ::model::{Algo, OpType, Proto};
+use serde::{Deserialize, Serialize};
 
 /// An NCCL version `major.minor.patch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,20 +40,72 @@ pub const NCCL_VERSIONS: [&str; 11] = [
     "2.27.5", "2.28.3",
 ];
 
-/// Who prints: `host:pid:tid [cudaDev]`.
+/// The program that started the ranks, which tags every line of their output (the shapes of
+/// `THESIS-NOTES.md` §1 and `ingest-nccl`'s `prefix.rs`; `srun -l` in the awslabs fixture).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Launcher {
+    /// Output as NCCL writes it.
+    #[default]
+    None,
+    /// `torchrun --tee 3` (`[default<local rank>]:`, glued to the line).
+    Torchrun,
+    /// `srun -l` (`<task id>: `).
+    Srun,
+    /// OpenMPI `mpirun --tag-output` (`[<job>,<rank>]<stdout>:`, glued).
+    Mpirun,
+}
+
+impl Launcher {
+    pub const ALL: [Launcher; 4] = [
+        Launcher::None,
+        Launcher::Torchrun,
+        Launcher::Srun,
+        Launcher::Mpirun,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Launcher::None => "none",
+            Launcher::Torchrun => "torchrun",
+            Launcher::Srun => "srun",
+            Launcher::Mpirun => "mpirun",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Launcher> {
+        Launcher::ALL.into_iter().find(|l| l.name() == s)
+    }
+
+    /// The tag in front of every line of the process with this global and local rank.
+    pub fn tag(self, global_rank: u32, local_rank: u32) -> String {
+        match self {
+            Launcher::None => String::new(),
+            Launcher::Torchrun => format!("[default{local_rank}]:"),
+            Launcher::Srun => format!("{global_rank}: "),
+            Launcher::Mpirun => format!("[1,{global_rank}]<stdout>:"),
+        }
+    }
+}
+
+/// Who prints: `host:pid:tid [cudaDev]`, behind the launcher's tag.
 #[derive(Debug, Clone)]
 pub struct Printer {
     pub host: String,
     pub pid: u32,
     pub dev: u32,
+    /// The launcher's tag ([`Launcher::tag`]), empty without one.
+    pub tag: String,
 }
 
 impl Printer {
-    /// `host:pid:tid [dev] NCCL INFO ` with an optional `%s.%6f ` epoch timestamp.
+    /// `host:pid:tid [dev] NCCL INFO ` with an optional `%s.%6f ` epoch timestamp, behind the
+    /// launcher's tag (which wraps NCCL's whole output line, timestamp included).
     pub fn prefix(&self, tid: u32, ts_ns: Option<i64>) -> String {
         use std::fmt::Write;
         // Called for every line: one allocation, room for a typical body too.
-        let mut s = String::with_capacity(self.host.len() + 200);
+        let mut s = String::with_capacity(self.host.len() + self.tag.len() + 200);
+        s.push_str(&self.tag);
         if let Some(t) = ts_ns {
             let _ = write!(
                 s,
@@ -163,6 +216,29 @@ pub fn tuning_line(
     })
 }
 
+/// The tuning line of a collective run by a symmetric kernel (2.27+, `enqueue.cc`:
+/// `%s [Symmetric]: %ld Bytes -> Kernel %s nchannels %d nthreads %d`, bytes = count × type size,
+/// kernel = its id as `ncclSymKernelIdToString` prints it). 2.28 moved it to the symmetric
+/// scheduler, which adds `nWorks %d` and prints on rank 0 only: None for other ranks there.
+pub fn sym_tuning_line(
+    v: Version,
+    op: OpType,
+    bytes: u64,
+    kernel_id: &str,
+    nch: u32,
+    rank: u32,
+) -> Option<String> {
+    let head = format!(
+        "{} [Symmetric]: {bytes} Bytes -> Kernel {kernel_id} nchannels {nch} nthreads 512",
+        op.name()
+    );
+    if v.at_least(28) {
+        (rank == 0).then(|| format!("{head} nWorks 1"))
+    } else {
+        Some(head)
+    }
+}
+
 /// The `Init COMPLETE` line of one communicator on one process.
 #[allow(clippy::too_many_arguments)]
 pub fn init_complete(
@@ -259,14 +335,17 @@ pub fn topology(
     out
 }
 
-/// Ring/tree/channel lines for one communicator on one member.
-/// `next_remote`: the ring successor is on another node (network transport, not P2P/IPC).
+/// Ring/tree/channel lines for one communicator on one member. `ranks_bus`: per member, its
+/// global rank and what the connection lines print in brackets (busId, or device from 2.19).
+/// `next_remote` / `prev_remote`: the ring successor / predecessor is on another node (network
+/// transport, printed as `[send]` / `[receive]` lines, issue128 and issue350; not P2P/IPC).
 pub fn channels(
     v: Version,
     ranks_bus: &[(u32, u64)],
     me: usize,
     nch: u32,
     next_remote: bool,
+    prev_remote: bool,
 ) -> Vec<String> {
     let n = ranks_bus.len();
     let mut out = Vec::new();
@@ -288,9 +367,14 @@ pub fn channels(
     out.push("P2P Chunksize set to 131072".into());
     if n > 1 {
         for c in 0..nch {
-            let (r, b) = ranks_bus[me];
-            let (nr, nb) = ranks_bus[next];
-            let _ = (r, nr);
+            let (_, b) = ranks_bus[me];
+            let (_, nb) = ranks_bus[next];
+            if prev_remote {
+                let (_, pb) = ranks_bus[prev];
+                out.push(format!(
+                    "Channel {c:02}/0 : {prev}[{pb:x}] -> {me}[{b:x}] [receive] via NET/IB/0/GDRDMA"
+                ));
+            }
             let via = if next_remote {
                 "[send] via NET/IB/0/GDRDMA"
             } else {

@@ -118,6 +118,65 @@ pub fn nccl_kernel(v: Version, op: OpType, dtype: DataType, tree: bool) -> Kerne
     }
 }
 
+/// The symmetric kernel NCCL 2.27+ picks for `op` of `bytes` (per rank) on a communicator with
+/// symmetric (window-registered) buffers and no NVLS: the LL kernels for small messages, the
+/// load/store ones above (`src/device/symmetric/` kernel ids, as `ncclSymKernelIdToString`
+/// prints them in the tuning line). None for operations without a symmetric kernel, or a
+/// reduction/datatype NCCL does not implement symmetrically (`ncclSymImplemented`: AllGather
+/// any; AllReduce and ReduceScatter only sum over f32/f16/bf16/fp8).
+pub fn sym_kernel_id(op: OpType, dtype: DataType, redop: u32, bytes: u64) -> Option<&'static str> {
+    let small = bytes < 64 * 1024;
+    let float = matches!(
+        dtype,
+        DataType::Float32
+            | DataType::Float16
+            | DataType::Bfloat16
+            | DataType::Float8e4m3
+            | DataType::Float8e5m2
+    );
+    let reducible = float && redop == 0;
+    match op {
+        OpType::AllGather => Some(if small {
+            "AllGather_LL"
+        } else {
+            "AllGather_ST"
+        }),
+        OpType::AllReduce if reducible => Some(if small {
+            "AllReduce_AGxLL_R"
+        } else {
+            "AllReduce_RSxLD_AGxST"
+        }),
+        OpType::ReduceScatter if reducible => Some(if small {
+            "ReduceScatter_LL"
+        } else {
+            "ReduceScatter_LD"
+        }),
+        _ => None,
+    }
+}
+
+/// Kernel names of symmetric kernel `id` (from [`sym_kernel_id`]): `ncclSymDevKernel_<id>` in
+/// 2.27, `ncclSymkDevKernel_<id>` from 2.28, with `_sum_<type>` for the reducing ones
+/// (`reference/kernel_names.txt`); the argument is `ncclSymDevArgs` (2.27) or
+/// `ncclSymkDevWorkArgs4K` (2.28).
+pub fn sym_kernel(v: Version, id: &str, dtype: DataType) -> KernelNames {
+    let (family, args) = if v.at_least(28) {
+        ("ncclSymkDevKernel_", "ncclSymkDevWorkArgs4K")
+    } else {
+        ("ncclSymDevKernel_", "ncclSymDevArgs")
+    };
+    let short = if id.starts_with("AllGather") {
+        format!("{family}{id}")
+    } else {
+        format!("{family}{id}_sum_{}", ty_new(dtype))
+    };
+    KernelNames {
+        demangled: format!("{short}({args})"),
+        mangled: format!("_Z{}{short}{}{args}", short.len(), args.len()),
+        short,
+    }
+}
+
 /// Non-NCCL compute kernels interleaved between communication (must be filtered out).
 pub const COMPUTE_KERNELS: [(&str, &str); 4] = [
     ("ampere_sgemm_128x64_tn", "ampere_sgemm_128x64_tn"),

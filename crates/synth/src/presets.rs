@@ -90,6 +90,15 @@ pub fn presets() -> Vec<Preset> {
             config: thesis(Layout { tp: 4, sequence_parallel: true, ..l() }, tp_model()),
         },
         Preset {
+            name: "tp4-sym",
+            description: "tp4 with symmetric memory registration (NCCL 2.27 symmetric kernels and [Symmetric] tuning lines)",
+            config: {
+                let mut c = thesis(Layout { tp: 4, ..l() }, tp_model());
+                c.symmetric = true;
+                c
+            },
+        },
+        Preset {
             name: "ep4-alltoall",
             description: "EP=4, 4 experts top-1 in 4 MoE layers, all-to-all dispatcher",
             config: thesis(Layout { ep: 4, ..l() }, moe()),
@@ -158,6 +167,18 @@ pub fn presets() -> Vec<Preset> {
                 let model = Model { layers: 8, global_batch: 256, iterations: 1, ..Model::thesis() };
                 let mut c = RunConfig::new(Layout { tp: 8, pp: 4, dp: 32, ..l() }, model);
                 c.nodes = 128;
+                c.gpus_per_node = 8;
+                c.nccl_version = "2.21.5".into();
+                c
+            },
+        },
+        Preset {
+            name: "huge-8192",
+            description: "8192 ranks (1024 nodes × 8), TP8 PP4 DP256, one iteration of 2 microbatches (the largest layout the issue asks for; written by streaming)",
+            config: {
+                let model = Model { layers: 8, global_batch: 2048, iterations: 1, ..Model::thesis() };
+                let mut c = RunConfig::new(Layout { tp: 8, pp: 4, dp: 256, ..l() }, model);
+                c.nodes = 1024;
                 c.gpus_per_node = 8;
                 c.nccl_version = "2.21.5".into();
                 c

@@ -111,6 +111,7 @@ pub fn write_streaming(
     tw.write_all(b"{")?;
     json(&mut tw, "preset", &skel.preset)?;
     json(&mut tw, "nccl_version", &skel.nccl_version)?;
+    json(&mut tw, "launcher", &skel.launcher)?;
     json(&mut tw, "seed", &skel.seed)?;
     json(&mut tw, "t0_ns", &skel.t0_ns)?;
     json(&mut tw, "session_start_utc_ns", &skel.session_start_utc_ns)?;

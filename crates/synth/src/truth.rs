@@ -66,6 +66,9 @@ pub struct TruthClock {
 pub struct Truth {
     pub preset: Option<String>,
     pub nccl_version: String,
+    /// The launcher that tagged the log lines (`none`, `torchrun`, `srun`, `mpirun`).
+    #[serde(default)]
+    pub launcher: crate::Launcher,
     pub seed: u64,
     /// UTC epoch ns of the run's reference instant (log timestamps are true epoch time).
     pub t0_ns: i64,

@@ -106,6 +106,12 @@ fn scale_presets_have_the_benchmark_sizes() {
         assert!((100_000..112_000).contains(&ops), "rank {r}: {ops} ops");
     }
     assert_eq!(preset("huge-1024").unwrap().config.layout.world(), 1024);
+    // The largest layout: 1024 nodes × 8 GPUs.
+    let h = preset("huge-8192").unwrap().config;
+    assert_eq!(
+        (h.layout.world(), h.nodes, h.gpus_per_node),
+        (8192, 1024, 8)
+    );
 }
 
 /// (type, name, offset) of a schema entry as the export lists it.
@@ -250,6 +256,36 @@ fn benchmark_large_64() {
         "log text: {:.1} s per GB",
         st.generate_time.as_secs_f64() / (st.log_bytes as f64 / 1e9)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `huge-8192` streamed: one log per rank, one report per node, and a truth whose ranks and
+/// communicators cover all 8192 ranks (about a minute and 1.7 GB of disk in release; ignored).
+#[test]
+#[ignore]
+fn huge_8192_streams() {
+    let dir = tmp("huge8192");
+    let st = synth::write_preset_streaming("huge-8192", &dir).unwrap();
+    println!("{st:#?}");
+    assert_eq!(st.ranks, 8192);
+    let t = truth(&dir);
+    let ranks = t["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 8192);
+    assert!(ranks
+        .iter()
+        .all(|r| r["ops_by_type"]["AllReduce"].as_u64().unwrap() > 0));
+    let logs = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".log")
+        })
+        .count();
+    assert_eq!(logs, 8192);
+    assert!(dir.join("report_node1024.sqlite").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
