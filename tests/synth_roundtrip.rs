@@ -118,6 +118,28 @@ fn by_process(ranks: &Value) -> BTreeMap<(String, u64), (u64, Value, Value)> {
         .collect()
 }
 
+/// Per (host, pid): the non-zero volumes of `field` by parallelism.
+fn volumes(ranks: &Value, field: &str) -> BTreeMap<(String, u64), BTreeMap<String, u64>> {
+    ranks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let key = (
+                r["host"].as_str().unwrap().to_string(),
+                r["pid"].as_u64().unwrap(),
+            );
+            let v = r[field]
+                .as_object()
+                .unwrap_or_else(|| panic!("{field} of {key:?}"))
+                .iter()
+                .filter_map(|(p, b)| Some((p.clone(), b.as_u64().filter(|&b| b > 0)?)))
+                .collect();
+            (key, v)
+        })
+        .collect()
+}
+
 fn comm_groups(comms: &Value) -> BTreeSet<Vec<u64>> {
     comms
         .as_array()
@@ -251,6 +273,12 @@ fn check_summary(name: &str, summary: &Value, truth: &Value) {
         comm_labels(&summary["communicators"]),
         comm_labels(&truth["communicators"]),
         "{name}: parallelism"
+    );
+    // Observed link traffic per rank and parallelism equals what the generator's log shows.
+    assert_eq!(
+        volumes(&summary["ranks"], "volume_by_parallelism"),
+        volumes(&truth["ranks"], "log_volume_by_parallelism"),
+        "{name}: observed volume per rank and parallelism"
     );
 }
 

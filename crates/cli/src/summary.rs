@@ -38,6 +38,7 @@ pub fn build(
                 "bytes_by_type": bytes_by_type,
                 "kernels": p.kernels,
                 "matched_ops": p.matched_kernels,
+                "volume_by_parallelism": volume_of(analysis, p.global_rank),
             })
         })
         .collect();
@@ -238,6 +239,20 @@ fn skew_entry(s: &pipeline::CommSkew) -> Value {
         "most_often_last_rank": straggler.map(|(r, _)| r),
         "last_rank_counts": s.slowest.iter().map(|(r, n)| (r.to_string(), json!(n))).collect::<Map<_, _>>(),
     })
+}
+
+/// One rank's observed link traffic per parallelism (bytes; `pipeline::volumes`).
+fn volume_of(analysis: &Analysis, rank: u32) -> Value {
+    let v = analysis.volumes.iter().find(|v| v.global_rank == rank);
+    Value::Object(
+        v.map(|v| {
+            v.by_parallelism
+                .iter()
+                .map(|(p, b)| (p.name().to_string(), json!(b)))
+                .collect()
+        })
+        .unwrap_or_default(),
+    )
 }
 
 fn per_rank(observed: &[(u32, u64)]) -> Value {

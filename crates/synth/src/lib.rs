@@ -573,6 +573,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         bytes_by_type.insert(op.name().into(), 0);
     }
     let mut duplicated = 0u64;
+    let mut log_volume: BTreeMap<String, u64> = BTreeMap::new();
     let mut corr: u32 = 100 + rng.range(0, 50) as u32;
     let mut krows: Vec<KernelRow> = Vec::new();
     let mut kernel_refs: Vec<KernelRef> = Vec::new();
@@ -671,6 +672,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                 c.streams[me],
             );
             let times = if dup { 2 } else { 1 };
+            let mut volume_counted = false;
             for k in 0..times {
                 if imp.drop_log_pct > 0.0 && rng.chance(imp.drop_log_pct / 100.0) {
                     continue;
@@ -678,6 +680,12 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                 say(&mut lines, tm.arrive_ns + k, p.pid, line.clone());
                 *ops_by_type.entry(o.op.name().into()).or_default() += 1;
                 *bytes_by_type.entry(o.op.name().into()).or_default() += bytes;
+                // A duplicated line is one operation: its traffic counts once.
+                if !volume_counted {
+                    *log_volume.entry(c.parallelism.to_string()).or_default() +=
+                        truth::link_traffic(o.op, bytes, c.size());
+                    volume_counted = true;
+                }
                 *printed.entry((call.comm(), oc)).or_default() += 1;
                 if k == 1 {
                     duplicated += 1;
@@ -907,6 +915,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         kernels: kcount,
         matched_ops: matched,
         duplicated_lines: duplicated,
+        log_volume_by_parallelism: log_volume,
     };
 
     // Imperfect text: garbled and truncated non-operation lines.

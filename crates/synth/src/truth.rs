@@ -3,6 +3,7 @@
 
 use crate::layout::Layout;
 use crate::model::Model;
+use ::model::OpType;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -22,6 +23,23 @@ pub struct TruthRank {
     pub matched_ops: u64,
     /// Per-collective lines printed twice (same process, communicator, opCount).
     pub duplicated_lines: u64,
+    /// The link traffic of the operations this rank's log shows (a duplicated line once, a
+    /// dropped one not at all), per parallelism of their communicator: ring bytes per rank, as
+    /// the thesis' volume formulas count them ([`link_traffic`]).
+    pub log_volume_by_parallelism: BTreeMap<String, u64>,
+}
+
+/// Bytes one rank moves over its links for one operation of `bytes` (`count × sizeof`) on a
+/// communicator of `n` ranks: ring AllReduce 2(n−1)/n of the buffer, AllGather and
+/// ReduceScatter (n−1) shares of the per-rank count, everything else the message once.
+pub fn link_traffic(op: OpType, bytes: u64, n: u32) -> u64 {
+    let (b, n) = (u128::from(bytes), u128::from(n.max(1)));
+    let moved = match op {
+        OpType::AllReduce => (2 * (n - 1) * b + n / 2) / n,
+        OpType::AllGather | OpType::ReduceScatter => (n - 1) * b,
+        _ => b,
+    };
+    moved as u64
 }
 
 #[derive(Debug, Clone, Serialize)]
