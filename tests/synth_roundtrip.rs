@@ -426,6 +426,28 @@ fn arrival_skew_matches_the_true_start_times() {
     );
 }
 
+/// One export per rank (as per-process `nsys profile` runs write them) from two nodes: each
+/// export names its host, and the summary still equals the truth.
+#[test]
+fn per_rank_exports_round_trip() {
+    let mut config = synth::preset("demo").unwrap().config;
+    config.report_per_rank = true;
+    let dir = scratch_dir("per-rank-files");
+    synth::write_run(&synth::generate(&config), &dir).unwrap();
+    let reports = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sqlite")
+        })
+        .count();
+    assert_eq!(reports as u32, config.layout.world(), "one export per rank");
+    round_trip("demo-per-rank", &config);
+}
+
 /// Symmetric kernels (2.27) and launcher-tagged lines go through the whole command like the rest.
 #[test]
 fn symmetric_kernels_and_launcher_tags_round_trip() {

@@ -18,6 +18,12 @@ pub struct SynthArgs {
     /// Launcher whose tag wraps every log line: none, torchrun, srun or mpirun.
     #[arg(long)]
     launcher: Option<String>,
+    /// One Nsight Systems export per rank instead of one per node.
+    #[arg(long)]
+    report_per_rank: bool,
+    /// Iterations instead of the preset's (operations grow with them).
+    #[arg(long)]
+    iterations: Option<u32>,
     /// List the presets and exit.
     #[arg(long)]
     list: bool,
@@ -39,6 +45,13 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
     })?;
     if let Some(seed) = args.seed {
         preset.config.seed = seed;
+    }
+    preset.config.report_per_rank |= args.report_per_rank;
+    if let Some(n) = args.iterations {
+        if n == 0 {
+            return Err("--iterations must be at least 1".into());
+        }
+        preset.config.model.iterations = n;
     }
     if let Some(l) = &args.launcher {
         preset.config.launcher = synth::Launcher::parse(l).ok_or_else(|| {

@@ -93,6 +93,10 @@ pub struct RunConfig {
     /// tuning lines. No effect before 2.27.
     #[serde(default)]
     pub symmetric: bool,
+    /// One export per rank (`report_<host>_<pid>.sqlite`, as `nsys profile` run per process
+    /// writes them) instead of one per node.
+    #[serde(default)]
+    pub report_per_rank: bool,
 }
 
 impl RunConfig {
@@ -118,6 +122,7 @@ impl RunConfig {
             nccl_nvtx: false,
             launcher: Launcher::None,
             symmetric: false,
+            report_per_rank: false,
         }
     }
 

@@ -241,6 +241,38 @@ pub struct NodeReport {
     pub duration_ns: i64,
 }
 
+impl NodeReport {
+    /// The report of one process alone (its kernels and NVTX ranges), as a per-process
+    /// `nsys profile` capture would hold it.
+    pub fn of_process(&self, pid: u32) -> NodeReport {
+        NodeReport {
+            host: self.host.clone(),
+            schema: self.schema,
+            processes: self
+                .processes
+                .iter()
+                .filter(|p| p.0 == pid)
+                .cloned()
+                .collect(),
+            kernels: self
+                .kernels
+                .iter()
+                .filter(|k| k.pid == pid)
+                .cloned()
+                .collect(),
+            nvtx: self.nvtx.iter().filter(|r| r.pid == pid).cloned().collect(),
+            nccl_nvtx: self
+                .nccl_nvtx
+                .iter()
+                .filter(|r| r.pid == pid)
+                .cloned()
+                .collect(),
+            session_start_utc_ns: self.session_start_utc_ns,
+            duration_ns: self.duration_ns,
+        }
+    }
+}
+
 /// nsys' serialized globalPid: `pid = (globalPid >> 24) & 0xFFFFFF`.
 pub fn global_pid(pid: u32) -> i64 {
     (1i64 << 56) | ((pid as i64) << 24)

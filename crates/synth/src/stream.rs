@@ -80,7 +80,9 @@ pub fn write_streaming(
 ) -> io::Result<StreamStats> {
     let t0 = Instant::now();
     std::fs::create_dir_all(out_dir)?;
-    if cfg.combined_log {
+    // A combined log interleaves every rank, and per-rank reports are written from whole node
+    // reports: both take the in-memory path.
+    if cfg.combined_log || cfg.report_per_rank {
         let run = crate::generate_named(cfg, preset);
         crate::write_run(&run, out_dir)?;
         return Ok(StreamStats {

@@ -19,15 +19,27 @@ pub fn write_run(run: &Run, out_dir: &Path) -> io::Result<()> {
         std::fs::write(out_dir.join(name), bytes)?;
     }
     for rep in &run.reports {
-        let path = out_dir.join(format!("report_{}.sqlite", rep.host));
-        if path.exists() {
-            std::fs::remove_file(&path)?;
+        if run.config.report_per_rank {
+            for &(pid, _, _) in &rep.processes {
+                let path = out_dir.join(format!("report_{}_{pid}.sqlite", rep.host));
+                write_report_file(&path, &rep.of_process(pid))?;
+            }
+        } else {
+            let path = out_dir.join(format!("report_{}.sqlite", rep.host));
+            write_report_file(&path, rep)?;
         }
-        let mut conn = Connection::open(&path).map_err(sql_err)?;
-        write_report(&mut conn, rep).map_err(sql_err)?;
     }
     std::fs::write(out_dir.join("truth.json"), run.truth_json())?;
     Ok(())
+}
+
+/// Writes one report into a fresh database at `path`.
+fn write_report_file(path: &Path, rep: &NodeReport) -> io::Result<()> {
+    if path.exists() {
+        std::fs::remove_file(path)?;
+    }
+    let mut conn = Connection::open(path).map_err(sql_err)?;
+    write_report(&mut conn, rep).map_err(sql_err)
 }
 
 /// Fills an open (empty) database with one node's report.
