@@ -10,7 +10,7 @@
 //! NCCL version 2.16.5+cuda11.8                        (bare banner, no header: goes to the last process)
 //! ```
 
-use crate::prefix::{self, Level, Origin};
+use crate::prefix::{self, HeadCache, Level, Origin, Split};
 use crate::records::{
     CommChannels, CommDestroy, InitTiming, ParsedLog, ProcessInfo, RingNeighbors, RingOrder,
     RunWarning,
@@ -133,6 +133,10 @@ impl SeenSlot {
 const MAX_LINE: usize = 64 * 1024;
 /// Diagnostics of one kind beyond this are counted, not listed (one summary line at the end).
 const DIAG_CAP: u64 = 200;
+/// Blocks of complete lines at least this big are read on several threads.
+const PAR_MIN: usize = 64 * 1024;
+/// Bytes read per parallel round: bounds the memory of the reads waiting to be applied.
+const WINDOW: usize = 1 << 20;
 /// How many recent ops per process a tuning line may attach to.
 const RECENT_OPS: usize = 64;
 
@@ -170,7 +174,10 @@ pub struct LogParser {
     last_proc: Option<usize>,
     /// (host, pid, process index) of the previous header.
     last_origin: Option<(Vec<u8>, u32, usize)>,
-    head_cache: prefix::HeadCache,
+    head_cache: HeadCache,
+    /// Threads reading big blocks (1: everything on the caller's thread).
+    threads: usize,
+    window: usize,
 }
 
 impl LogParser {
@@ -195,8 +202,27 @@ impl LogParser {
             pending_banner: None,
             last_proc: None,
             last_origin: None,
-            head_cache: prefix::HeadCache::default(),
+            head_cache: HeadCache::default(),
+            threads: default_threads(),
+            window: WINDOW,
         }
+    }
+
+    /// Reads big chunks on `n` threads (at least 1). The result does not depend on it.
+    pub fn with_threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Bytes read per parallel round (default 1 MiB); small values exist to test block splits.
+    pub fn with_window(mut self, bytes: usize) -> Self {
+        self.window = bytes.max(1);
+        self
+    }
+
+    /// How many threads read big chunks.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Pushes the next bytes of the file; chunk boundaries may fall anywhere.
@@ -220,15 +246,10 @@ impl LogParser {
                 }
             }
         }
-        for line in memchr::memchr_iter(b'\n', rest).scan(0usize, |start, nl| {
-            let l = rest.get(*start..nl);
-            *start = nl + 1;
-            l
-        }) {
-            self.end_line(line, false);
-        }
         let tail_start = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
-        self.push_carry(rest.get(tail_start..).unwrap_or_default());
+        let (complete, tail) = rest.split_at(tail_start);
+        self.lines(complete);
+        self.push_carry(tail);
     }
 
     fn push_carry(&mut self, b: &[u8]) {
@@ -244,17 +265,81 @@ impl LogParser {
     }
 
     fn end_line(&mut self, line: &[u8], overlong: bool) {
-        self.line_no += 1;
-        self.out.counters.total_lines += 1;
-        if overlong || line.len() > MAX_LINE {
-            self.out.counters.skipped_lines += 1;
-            self.diag(
-                Severity::Warning,
-                "line longer than 64 KiB skipped (not NCCL output)",
-            );
+        let r = if overlong {
+            Read::Overlong
+        } else {
+            read_line(line, &mut self.head_cache)
+        };
+        self.apply(r);
+    }
+
+    /// The complete lines of a chunk (`block` ends with `\n`): read on several threads when it
+    /// is big enough, applied in file order either way.
+    fn lines(&mut self, block: &[u8]) {
+        if self.threads > 1 && block.len() >= PAR_MIN.min(self.window) {
+            self.lines_parallel(block);
             return;
         }
-        self.line(line);
+        for line in lines_of(block) {
+            self.end_line(line, false);
+        }
+    }
+
+    /// Reads `block` window by window: each window is cut at newlines into one part per thread,
+    /// the parts are read at the same time (this thread reads the first), then every line is
+    /// applied in order. Reading holds no state, so the result is the single-thread one; memory
+    /// is one window's reads, whatever the block size.
+    fn lines_parallel(&mut self, block: &[u8]) {
+        let mut rest = block;
+        while !rest.is_empty() {
+            let (window, after) = rest.split_at(cut_after_newline(rest, self.window));
+            rest = after;
+            let parts = split_parts(window, self.threads);
+            let reads = std::thread::scope(|s| {
+                let first = parts.first().copied().unwrap_or_default();
+                let others = parts.get(1..).unwrap_or_default();
+                let spawned: Vec<_> = others
+                    .iter()
+                    .map(|&part| {
+                        let handle = std::thread::Builder::new()
+                            .spawn_scoped(s, move || read_all(part, &mut HeadCache::default()));
+                        (part, handle)
+                    })
+                    .collect();
+                let mut reads = vec![read_all(first, &mut self.head_cache)];
+                for (part, handle) in spawned {
+                    // No thread (wasm, or the OS refused one): read the part here.
+                    let r = match handle {
+                        Ok(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                        Err(_) => read_all(part, &mut self.head_cache),
+                    };
+                    reads.push(r);
+                }
+                reads
+            });
+            for r in reads.into_iter().flatten() {
+                self.apply(r);
+            }
+        }
+    }
+
+    /// Applies one line, read by [`read_line`], in file order: everything that depends on the
+    /// lines before it (line numbers, processes, attachments, duplicates) happens here.
+    fn apply(&mut self, r: Read<'_>) {
+        self.line_no += 1;
+        self.out.counters.total_lines += 1;
+        match r {
+            Read::Overlong => {
+                self.out.counters.skipped_lines += 1;
+                self.diag(
+                    Severity::Warning,
+                    "line longer than 64 KiB skipped (not NCCL output)",
+                );
+            }
+            Read::Blank => self.out.counters.blank_lines += 1,
+            Read::Headerless(line) => self.headerless(line),
+            Read::Nccl(s, body) => self.nccl_line(s, body),
+        }
     }
 
     /// Ends the input: the unterminated last line counts as a line.
@@ -405,16 +490,7 @@ impl LogParser {
         (self.procs.len() == 1).then_some(0)
     }
 
-    fn line(&mut self, raw: &[u8]) {
-        let line = raw.trim_ascii_end();
-        if line.is_empty() {
-            self.out.counters.blank_lines += 1;
-            return;
-        }
-        let Some(s) = prefix::split_line_cached(line, Some(&mut self.head_cache)) else {
-            self.headerless(line);
-            return;
-        };
+    fn nccl_line(&mut self, s: Split<'_>, parsed: Body<'_>) {
         self.out.counters.nccl_lines += 1;
         if s.merged {
             self.out.counters.garbled_lines += 1;
@@ -458,7 +534,7 @@ impl LogParser {
             self.out.warnings.push(w);
             return;
         }
-        self.body(proc, tid, s.dev, s.timestamp_ns, s.body);
+        self.body(proc, tid, s.dev, s.timestamp_ns, s.body, parsed);
     }
 
     /// A line without `NCCL INFO`/`NCCL WARN`: a bare banner, a header-less NCCL line, or foreign text.
@@ -489,7 +565,7 @@ impl LogParser {
                         "per-collective line without header; attributed to the only process",
                     );
                     let dev = self.procs.get(p).map(|s| s.last_dev);
-                    self.body(Some(p), 0, dev, None, body);
+                    self.body(Some(p), 0, dev, None, body, read_body(body));
                 }
                 None => {
                     self.out.counters.skipped_lines += 1;
@@ -536,6 +612,7 @@ impl LogParser {
         dev: Option<u32>,
         ts: Option<i64>,
         body: &[u8],
+        parsed: Body<'_>,
     ) {
         // A topology block in progress takes its process's lines first.
         if let Some(p) = proc {
@@ -558,24 +635,23 @@ impl LogParser {
                 }
             }
         }
-        if coll::looks_like(body) {
-            self.coll(proc, tid, dev, ts, body);
-        } else if let Some(arrow) = tuning::arrow(body) {
-            self.tuning(proc, tid, body, arrow);
-        } else if let Some(ev) = init::classify(body) {
-            self.init_event(proc, tid, ev, body);
-        } else if init::is_timings(body) {
-            self.timings(proc, tid, body);
-        } else if let Some(rest) = body.trim_ascii_start().strip_prefix(b"NCCL version ") {
-            if let Some(v) = version_token(rest) {
-                self.set_version(proc, v);
+        match parsed {
+            Body::Coll(c) => self.coll(proc, tid, dev, ts, c),
+            Body::Tuning(t) => self.tuning(proc, tid, t),
+            Body::Init(ev, f) => self.init_event(proc, tid, ev, f),
+            Body::Timings(t) => self.timings(proc, tid, t),
+            Body::Version(rest) => {
+                if let Some(v) = version_token(rest) {
+                    self.set_version(proc, v);
+                }
             }
-        } else if body.trim_ascii_start().starts_with(b"=== System") {
-            self.topo_header(proc, body);
-        } else if let Some(r) = rings::parse(body) {
-            if let Some(p) = proc {
-                self.ring_line(p, tid, r);
+            Body::TopoHeader => self.topo_header(proc, body),
+            Body::Ring(r) => {
+                if let Some(p) = proc {
+                    self.ring_line(p, tid, r);
+                }
             }
+            Body::Other => {}
         }
     }
 
@@ -585,9 +661,9 @@ impl LogParser {
         tid: u32,
         dev: Option<u32>,
         ts: Option<i64>,
-        body: &[u8],
+        parsed: Result<coll::Coll<'_>, &'static str>,
     ) {
-        let c = match coll::parse(body) {
+        let c = match parsed {
             Ok(c) => c,
             Err(why) => {
                 self.out.counters.garbled_lines += 1;
@@ -664,8 +740,13 @@ impl LogParser {
         }
     }
 
-    fn tuning(&mut self, proc: Option<usize>, tid: u32, body: &[u8], arrow: usize) {
-        let t = match tuning::parse_at(body, arrow) {
+    fn tuning(
+        &mut self,
+        proc: Option<usize>,
+        tid: u32,
+        parsed: Result<tuning::Tuning<'_>, &'static str>,
+    ) {
+        let t = match parsed {
             Ok(t) => t,
             Err(why) => {
                 self.out.counters.garbled_lines += 1;
@@ -712,8 +793,14 @@ impl LogParser {
         }
     }
 
-    fn init_event(&mut self, proc: Option<usize>, tid: u32, ev: init::Event, body: &[u8]) {
-        let f = match init::fields(body) {
+    fn init_event(
+        &mut self,
+        proc: Option<usize>,
+        tid: u32,
+        ev: init::Event,
+        parsed: Result<init::CommFields<'_>, &'static str>,
+    ) {
+        let f = match parsed {
             Ok(f) => f,
             Err(why) => {
                 self.out.counters.garbled_lines += 1;
@@ -789,8 +876,13 @@ impl LogParser {
         }
     }
 
-    fn timings(&mut self, proc: Option<usize>, tid: u32, body: &[u8]) {
-        let t = match init::timings(body) {
+    fn timings(
+        &mut self,
+        proc: Option<usize>,
+        tid: u32,
+        parsed: Result<init::Timings<'_>, &'static str>,
+    ) {
+        let t = match parsed {
             Ok(t) => t,
             Err(why) => {
                 self.out.counters.garbled_lines += 1;
@@ -916,6 +1008,120 @@ impl LogParser {
             }
         }
     }
+}
+
+/// The machine's cores, at most 4 (beyond that, applying the lines in order is the limit);
+/// 1 where threads are not available (wasm).
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// One line read without any parser state, so that lines can be read on several threads and
+/// applied in file order afterwards ([`LogParser::apply`]). Almost every line is `Nccl`, so
+/// boxing it (as the lint suggests) would only add an allocation per line.
+#[allow(clippy::large_enum_variant)]
+enum Read<'a> {
+    Blank,
+    Overlong,
+    /// No `NCCL INFO`/`NCCL WARN` marker: a banner, a line that lost its header, or foreign text.
+    Headerless(&'a [u8]),
+    Nccl(Split<'a>, Body<'a>),
+}
+
+/// What an INFO body says, parsed (WARN bodies are kept as text: `Other`).
+enum Body<'a> {
+    Coll(Result<coll::Coll<'a>, &'static str>),
+    Tuning(Result<tuning::Tuning<'a>, &'static str>),
+    Init(init::Event, Result<init::CommFields<'a>, &'static str>),
+    Timings(Result<init::Timings<'a>, &'static str>),
+    /// The text after `NCCL version `.
+    Version(&'a [u8]),
+    TopoHeader,
+    Ring(RingLine),
+    Other,
+}
+
+fn read_line<'a>(raw: &'a [u8], cache: &mut HeadCache) -> Read<'a> {
+    if raw.len() > MAX_LINE {
+        return Read::Overlong;
+    }
+    let line = raw.trim_ascii_end();
+    if line.is_empty() {
+        return Read::Blank;
+    }
+    match prefix::split_line_cached(line, Some(cache)) {
+        None => Read::Headerless(line),
+        Some(s) => {
+            let body = match s.level {
+                Level::Info => read_body(s.body),
+                Level::Warn => Body::Other,
+            };
+            Read::Nccl(s, body)
+        }
+    }
+}
+
+/// Which line family a body belongs to, first match wins (the order matters: a tuning line
+/// also looks like an init summary to a loose check).
+fn read_body(body: &[u8]) -> Body<'_> {
+    if coll::looks_like(body) {
+        Body::Coll(coll::parse(body))
+    } else if let Some(arrow) = tuning::arrow(body) {
+        Body::Tuning(tuning::parse_at(body, arrow))
+    } else if let Some(ev) = init::classify(body) {
+        Body::Init(ev, init::fields(body))
+    } else if init::is_timings(body) {
+        Body::Timings(init::timings(body))
+    } else if let Some(rest) = body.trim_ascii_start().strip_prefix(b"NCCL version ") {
+        Body::Version(rest)
+    } else if body.trim_ascii_start().starts_with(b"=== System") {
+        Body::TopoHeader
+    } else if let Some(r) = rings::parse(body) {
+        Body::Ring(r)
+    } else {
+        Body::Other
+    }
+}
+
+fn read_all<'a>(block: &'a [u8], cache: &mut HeadCache) -> Vec<Read<'a>> {
+    lines_of(block).map(|l| read_line(l, cache)).collect()
+}
+
+/// The lines of a block that ends with `\n` (or is empty), without their `\n`.
+fn lines_of(block: &[u8]) -> impl Iterator<Item = &[u8]> {
+    memchr::memchr_iter(b'\n', block).scan(0usize, move |start, nl| {
+        let l = block.get(*start..nl);
+        *start = nl + 1;
+        l
+    })
+}
+
+/// Length of the prefix of `b` (which ends with `\n`) that ends at the first newline at or
+/// after `want` bytes: whole lines, at least `want` bytes unless `b` is shorter.
+fn cut_after_newline(b: &[u8], want: usize) -> usize {
+    if want >= b.len() {
+        return b.len();
+    }
+    let from = want.saturating_sub(1);
+    match b.get(from..).and_then(|t| memchr::memchr(b'\n', t)) {
+        Some(i) => from + i + 1,
+        None => b.len(),
+    }
+}
+
+/// `n` consecutive parts of `window` of about equal size, each ending with a newline (the last
+/// ones may be empty).
+fn split_parts(window: &[u8], n: usize) -> Vec<&[u8]> {
+    let n = n.max(1);
+    let mut parts = Vec::with_capacity(n);
+    let mut rest = window;
+    for i in 0..n {
+        let left = n - i;
+        let (part, after) = rest.split_at(cut_after_newline(rest, rest.len().div_ceil(left)));
+        parts.push(part);
+        rest = after;
+    }
+    parts
 }
 
 /// `2.18.3+cuda12.2` from the text after `NCCL version `.

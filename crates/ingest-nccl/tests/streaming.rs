@@ -28,6 +28,67 @@ fn chunk_split_invariance() {
     }
 }
 
+fn with(name: &str, bytes: &[u8], threads: usize, window: usize, step: usize) -> ParsedLog {
+    let mut p = LogParser::new(name, 1)
+        .with_threads(threads)
+        .with_window(window);
+    for c in bytes.chunks(step) {
+        p.feed(c);
+    }
+    p.finish()
+}
+
+/// Reading on several threads cuts the input into blocks at line boundaries; lines that attach
+/// to an earlier line of their process (tuning after its op, topology blocks, channels before
+/// `Init COMPLETE`, duplicates) must come out as on one thread wherever the cuts fall. Tiny
+/// windows put a cut between almost every pair of lines.
+#[test]
+fn block_split_invariance() {
+    for (name, bytes) in common::fixtures() {
+        let one = with(&name, &bytes, 1, 1 << 20, bytes.len().max(1));
+        assert_eq!(
+            one,
+            parse_bytes(&name, 1, &bytes),
+            "{name}: default threads"
+        );
+        for (threads, window, step) in [
+            (2, 1, bytes.len().max(1)),
+            (2, 97, bytes.len().max(1)),
+            (3, 1000, 4096),
+            (4, 4096, 1 << 20),
+            (2, 1 << 20, 7),
+        ] {
+            assert_eq!(
+                with(&name, &bytes, threads, window, step),
+                one,
+                "{name}: {threads} threads, {window}-byte windows, {step}-byte chunks"
+            );
+        }
+    }
+}
+
+/// The default window on a file big enough to be read in parallel (all fixtures, repeated).
+#[test]
+fn parallel_read_of_a_big_file() {
+    let all: Vec<u8> = common::fixtures()
+        .iter()
+        .flat_map(|(_, b)| b.iter().copied())
+        .collect();
+    if all.is_empty() {
+        return;
+    }
+    let big = all.repeat((3 << 20) / all.len() + 1);
+    let one = with("big", &big, 1, 1 << 20, 1 << 20);
+    assert!(one.counters.total_lines > 10_000);
+    for step in [1 << 20, big.len()] {
+        assert_eq!(
+            with("big", &big, 2, 1 << 20, step),
+            one,
+            "{step}-byte chunks"
+        );
+    }
+}
+
 #[test]
 fn crlf_and_missing_final_newline_change_nothing_but_bytes() {
     for (name, bytes) in common::fixtures() {
