@@ -25,7 +25,7 @@ mod scan;
 pub mod topo;
 mod tuning;
 
-pub use parser::LogParser;
+pub use parser::{LogParser, SKIPPED};
 pub use records::{
     CommChannels, CommDestroy, Counters, InitTiming, ParsedLog, ProcessInfo, RingNeighbors,
     RingOrder, RunWarning,

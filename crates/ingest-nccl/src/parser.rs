@@ -20,7 +20,7 @@ use crate::topo::{self, Builder, Step};
 use crate::{coll, init, scan, tuning};
 use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
 use model::{DataType, Diagnostic, OpType, RedOp, Severity};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// FxHash (rustc's): the duplicate set is hashed once per op and SipHash showed in profiles.
@@ -131,8 +131,12 @@ impl SeenSlot {
 
 /// Longer lines are not NCCL output; refusing them bounds the carry buffer.
 const MAX_LINE: usize = 64 * 1024;
-/// Diagnostics of one kind beyond this are counted, not listed (one summary line at the end).
-const DIAG_CAP: u64 = 200;
+/// How much of a line a finding quotes.
+const EXCERPT: usize = 160;
+/// Findings beyond this many keep their line number and reason but not the line's text.
+const EXCERPT_LINES: u64 = 100_000;
+/// How every skipped line's finding starts (the app and tests can pick them out by it).
+pub const SKIPPED: &str = "line skipped";
 /// Blocks of complete lines at least this big are read on several threads.
 const PAR_MIN: usize = 64 * 1024;
 /// Bytes read per parallel round: bounds the memory of the reads waiting to be applied.
@@ -165,7 +169,8 @@ pub struct LogParser {
     /// (process, comm, opCount, op, peer): p2p ops of one group share an opCount, so the peer is
     /// part of the key; for collectives it is 0.
     seen_ops: SeenOps,
-    diag_counts: BTreeMap<&'static str, u64>,
+    /// Findings about lines so far (for [`EXCERPT_LINES`]).
+    excerpts: u64,
     /// Channel lines waiting for the `Init COMPLETE` of their thread.
     pending_channels: HashMap<(usize, u32), CommChannels>,
     /// Keeps `pending_channels` flush order deterministic.
@@ -196,7 +201,7 @@ impl LogParser {
             proc_ids: HashMap::default(),
             procs: Vec::new(),
             seen_ops: SeenOps::default(),
-            diag_counts: BTreeMap::new(),
+            excerpts: 0,
             pending_channels: HashMap::new(),
             pending_order: Vec::new(),
             pending_banner: None,
@@ -330,15 +335,36 @@ impl LogParser {
         self.out.counters.total_lines += 1;
         match r {
             Read::Overlong => {
-                self.out.counters.skipped_lines += 1;
-                self.diag(
-                    Severity::Warning,
-                    "line longer than 64 KiB skipped (not NCCL output)",
-                );
+                self.skip(Severity::Warning, "longer than 64 KiB (not NCCL output)");
             }
             Read::Blank => self.out.counters.blank_lines += 1,
-            Read::Headerless(line) => self.headerless(line),
-            Read::Nccl(s, body) => self.nccl_line(s, body),
+            Read::Headerless(line) => {
+                let before = self.out.diagnostics.len();
+                self.headerless(line);
+                self.add_excerpts(before, line);
+            }
+            Read::Nccl(line, s, body) => {
+                let before = self.out.diagnostics.len();
+                self.nccl_line(s, body);
+                self.add_excerpts(before, line);
+            }
+        }
+    }
+
+    /// Appends the line's text (its first [`EXCERPT`] bytes) to the findings about it, so the
+    /// user sees what was skipped; after [`EXCERPT_LINES`] findings only reasons and line numbers
+    /// are kept, which bounds the text stored for a file of garbage.
+    fn add_excerpts(&mut self, from: usize, line: &[u8]) {
+        let Some(new) = self.out.diagnostics.get_mut(from..) else {
+            return;
+        };
+        for d in new {
+            self.excerpts += 1;
+            if self.excerpts > EXCERPT_LINES {
+                continue;
+            }
+            d.message.push_str(": ");
+            d.message.push_str(&excerpt(line));
         }
     }
 
@@ -363,16 +389,14 @@ impl LogParser {
         if let (Some(v), None) = (self.pending_banner.take(), &self.out.nccl_version) {
             self.out.nccl_version = Some(v);
         }
-        for (reason, n) in &self.diag_counts {
-            if *n > DIAG_CAP {
-                let msg = format!("{} more lines: {reason}", n - DIAG_CAP);
-                self.out.diagnostics.push(Diagnostic::new(
-                    &self.out.path,
-                    0,
-                    Severity::Warning,
-                    msg,
-                ));
-            }
+        if self.excerpts > EXCERPT_LINES {
+            let msg = format!(
+                "{} findings about lines are listed without the line's text (the first {EXCERPT_LINES} quote it)",
+                self.excerpts - EXCERPT_LINES
+            );
+            self.out
+                .diagnostics
+                .push(Diagnostic::new(&self.out.path, 0, Severity::Info, msg));
         }
         self.out
     }
@@ -388,18 +412,14 @@ impl LogParser {
         self.diag_msg(severity, reason, || None);
     }
 
-    /// Records a finding about the current line; `detail` is appended when the kind is not capped.
+    /// Records a finding about the current line, `reason: detail`; [`LogParser::apply`] adds
+    /// the line's text.
     fn diag_msg(
         &mut self,
         severity: Severity,
         reason: &'static str,
         detail: impl FnOnce() -> Option<String>,
     ) {
-        let n = self.diag_counts.entry(reason).or_insert(0);
-        *n += 1;
-        if *n > DIAG_CAP {
-            return;
-        }
         let msg = match detail() {
             Some(d) => format!("{reason}: {d}"),
             None => reason.to_string(),
@@ -568,27 +588,33 @@ impl LogParser {
                     self.body(Some(p), 0, dev, None, body, read_body(body));
                 }
                 None => {
-                    self.out.counters.skipped_lines += 1;
-                    self.diag(
+                    self.skip(
                         Severity::Warning,
-                        "per-collective line without host:pid:tid header skipped",
+                        "per-collective line without host:pid:tid header (several processes)",
                     );
                 }
             }
             return;
         }
-        self.out.counters.skipped_lines += 1;
         // A header cut short (`NCCL INF`), or a body shape of ours without one.
         if scan::contains(line, b"NCCL INF")
             || scan::contains(line, b"NCCL WAR")
             || tuning::looks_like(line)
             || scan::contains(line, b"- Init COMPLETE")
         {
-            self.diag(
-                Severity::Info,
-                "NCCL-looking line without NCCL INFO/WARN header skipped",
+            self.skip(
+                Severity::Warning,
+                "NCCL-looking line without NCCL INFO/WARN header",
             );
+        } else {
+            self.skip(Severity::Info, "not an NCCL line");
         }
+    }
+
+    /// A line that gave nothing: counted and listed with its reason.
+    fn skip(&mut self, severity: Severity, reason: &str) {
+        self.out.counters.skipped_lines += 1;
+        self.diag_msg(severity, SKIPPED, || Some(reason.to_string()));
     }
 
     fn set_version(&mut self, proc: Option<usize>, v: String) {
@@ -680,10 +706,9 @@ impl LogParser {
             return;
         };
         let Some(p) = proc else {
-            self.out.counters.skipped_lines += 1;
-            self.diag(
+            self.skip(
                 Severity::Warning,
-                "per-collective line without host:pid:tid skipped (several processes)",
+                "per-collective line without host:pid:tid (several processes)",
             );
             return;
         };
@@ -809,11 +834,7 @@ impl LogParser {
             }
         };
         let Some(p) = proc else {
-            self.out.counters.skipped_lines += 1;
-            self.diag(
-                Severity::Warning,
-                "communicator line without host:pid:tid skipped",
-            );
+            self.skip(Severity::Warning, "communicator line without host:pid:tid");
             return;
         };
         let (comm, rank, nranks) = (
@@ -1025,7 +1046,8 @@ enum Read<'a> {
     Overlong,
     /// No `NCCL INFO`/`NCCL WARN` marker: a banner, a line that lost its header, or foreign text.
     Headerless(&'a [u8]),
-    Nccl(Split<'a>, Body<'a>),
+    /// The whole line (for findings), its parts, and its body parsed.
+    Nccl(&'a [u8], Split<'a>, Body<'a>),
 }
 
 /// What an INFO body says, parsed (WARN bodies are kept as text: `Other`).
@@ -1056,7 +1078,7 @@ fn read_line<'a>(raw: &'a [u8], cache: &mut HeadCache) -> Read<'a> {
                 Level::Info => read_body(s.body),
                 Level::Warn => Body::Other,
             };
-            Read::Nccl(s, body)
+            Read::Nccl(line, s, body)
         }
     }
 }
@@ -1122,6 +1144,18 @@ fn split_parts(window: &[u8], n: usize) -> Vec<&[u8]> {
         rest = after;
     }
     parts
+}
+
+/// The start of a line as quoted text (lossy UTF-8, control characters escaped), `…` when cut.
+fn excerpt(line: &[u8]) -> String {
+    let cut = line.len() > EXCERPT;
+    let text = String::from_utf8_lossy(line.get(..EXCERPT).unwrap_or(line));
+    // A cut through a UTF-8 sequence shows as one replacement character; that is fine here.
+    let mut q = format!("{text:?}");
+    if cut {
+        q.push('…');
+    }
+    q
 }
 
 /// `2.18.3+cuda12.2` from the text after `NCCL version `.

@@ -379,6 +379,38 @@ fn arbitrary_bytes_never_panic() {
     assert!(runs > 10, "only {runs} runs");
 }
 
+/// No cap on listed lines: past 100 000 findings the text goes, the line numbers stay.
+#[test]
+fn skipped_lines_are_all_listed_and_text_is_bounded() {
+    let n = 100_050u64;
+    let mut data = b"n:1:2 [0] NCCL INFO Bootstrap\n".to_vec();
+    for i in 0..n {
+        data.extend_from_slice(format!("python says {i} {}\n", "x".repeat(300)).as_bytes());
+    }
+    let log = parse_bytes("noise", 0, &data);
+    assert_eq!(log.counters.skipped_lines, n);
+    let listed: Vec<_> = log
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.starts_with(ingest_nccl::SKIPPED))
+        .collect();
+    assert_eq!(listed.len() as u64, n);
+    assert!(listed
+        .iter()
+        .enumerate()
+        .all(|(i, d)| d.line == i as u64 + 2));
+    assert!(listed[0].message.contains("python says 0 xxx"));
+    // The quote is bounded: a 300-byte line is cut.
+    assert!(listed[0].message.len() < 260, "{}", listed[0].message);
+    assert!(listed[0].message.ends_with('…'));
+    let last = listed.last().unwrap();
+    assert!(!last.message.contains("python"), "{}", last.message);
+    assert!(log
+        .diagnostics
+        .iter()
+        .any(|d| d.line == 0 && d.message.contains("50 findings")));
+}
+
 #[test]
 fn overlong_lines_are_skipped_in_any_chunking() {
     let mut data = b"n:1:2 [0] NCCL INFO Bootstrap\n".to_vec();
