@@ -5,7 +5,8 @@
 //! Each round runs, on the same bytes: `wc -l FILE` itself (a child process; the file is in the
 //! page cache after the first read), a memchr newline count in this process, and the parser fed
 //! in 1 MiB chunks as the app does, once on one thread and once with the default threads.
-//! Prints the best round of each.
+//! Prints the best round of each. A third argument `N` runs only the parser on N threads (for
+//! profiling: `perf record ... parse_bench big.log 3 1`).
 
 use ingest_nccl::LogParser;
 use std::process::Command;
@@ -20,6 +21,20 @@ fn main() {
     let rounds: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(5);
     let bytes = std::fs::read(&path).expect("read bench file");
     let mb = bytes.len() as f64 / 1e6;
+    let only: Option<usize> = args.next().and_then(|r| r.parse().ok());
+    if let Some(n) = only {
+        let t = Instant::now();
+        for _ in 0..rounds.max(1) {
+            let mut p = LogParser::new("bench", 0).with_threads(n);
+            for c in bytes.chunks(1 << 20) {
+                p.feed(c);
+            }
+            std::hint::black_box(p.finish());
+        }
+        let s = t.elapsed().as_secs_f64() / rounds.max(1) as f64;
+        println!("parser, {n} threads: {:.0} MB/s ({s:.3} s)", mb / s);
+        return;
+    }
     let threads = LogParser::new("bench", 0).threads();
     let mut best = [f64::MAX; 4];
     let (mut lines, mut ops, mut counted, mut wc_out) = (0u64, 0usize, 0usize, String::new());

@@ -20,7 +20,7 @@ use crate::topo::{self, Builder, Step};
 use crate::{coll, init, scan, tuning};
 use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
 use model::{DataType, Diagnostic, OpType, RedOp, Severity};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// FxHash (rustc's): the duplicate set is hashed once per op and SipHash showed in profiles.
@@ -131,6 +131,9 @@ impl SeenSlot {
 
 /// Longer lines are not NCCL output; refusing them bounds the carry buffer.
 const MAX_LINE: usize = 64 * 1024;
+/// Notes of one kind about lines that were still read (attributed to the only process, merged,
+/// printed twice) beyond this are counted, not listed. Skipped lines are always all listed.
+const DIAG_CAP: u64 = 200;
 /// How much of a line a finding quotes.
 const EXCERPT: usize = 160;
 /// Findings beyond this many keep their line number and reason but not the line's text.
@@ -169,6 +172,7 @@ pub struct LogParser {
     /// (process, comm, opCount, op, peer): p2p ops of one group share an opCount, so the peer is
     /// part of the key; for collectives it is 0.
     seen_ops: SeenOps,
+    diag_counts: BTreeMap<&'static str, u64>,
     /// Findings about lines so far (for [`EXCERPT_LINES`]).
     excerpts: u64,
     /// Channel lines waiting for the `Init COMPLETE` of their thread.
@@ -201,6 +205,7 @@ impl LogParser {
             proc_ids: HashMap::default(),
             procs: Vec::new(),
             seen_ops: SeenOps::default(),
+            diag_counts: BTreeMap::new(),
             excerpts: 0,
             pending_channels: HashMap::new(),
             pending_order: Vec::new(),
@@ -389,6 +394,17 @@ impl LogParser {
         if let (Some(v), None) = (self.pending_banner.take(), &self.out.nccl_version) {
             self.out.nccl_version = Some(v);
         }
+        for (reason, n) in &self.diag_counts {
+            if *n > DIAG_CAP {
+                let msg = format!("{} more lines: {reason}", n - DIAG_CAP);
+                self.out.diagnostics.push(Diagnostic::new(
+                    &self.out.path,
+                    0,
+                    Severity::Warning,
+                    msg,
+                ));
+            }
+        }
         if self.excerpts > EXCERPT_LINES {
             let msg = format!(
                 "{} findings about lines are listed without the line's text (the first {EXCERPT_LINES} quote it)",
@@ -412,14 +428,19 @@ impl LogParser {
         self.diag_msg(severity, reason, || None);
     }
 
-    /// Records a finding about the current line, `reason: detail`; [`LogParser::apply`] adds
-    /// the line's text.
+    /// Records a note about the current line, `reason: detail` (the first [`DIAG_CAP`] of each
+    /// kind); [`LogParser::apply`] adds the line's text.
     fn diag_msg(
         &mut self,
         severity: Severity,
         reason: &'static str,
         detail: impl FnOnce() -> Option<String>,
     ) {
+        let n = self.diag_counts.entry(reason).or_insert(0);
+        *n += 1;
+        if *n > DIAG_CAP {
+            return;
+        }
         let msg = match detail() {
             Some(d) => format!("{reason}: {d}"),
             None => reason.to_string(),
@@ -611,10 +632,19 @@ impl LogParser {
         }
     }
 
-    /// A line that gave nothing: counted and listed with its reason.
+    /// A line that gave nothing: counted and listed with its reason, however many there are.
     fn skip(&mut self, severity: Severity, reason: &str) {
         self.out.counters.skipped_lines += 1;
-        self.diag_msg(severity, SKIPPED, || Some(reason.to_string()));
+        let msg = format!("{SKIPPED}: {reason}");
+        self.out
+            .diagnostics
+            .push(Diagnostic::new(&self.out.path, self.line_no, severity, msg));
+    }
+
+    /// An NCCL line too damaged to read: garbled, and skipped.
+    fn garbled(&mut self, why: &str) {
+        self.out.counters.garbled_lines += 1;
+        self.skip(Severity::Warning, why);
     }
 
     fn set_version(&mut self, proc: Option<usize>, v: String) {
@@ -692,16 +722,15 @@ impl LogParser {
         let c = match parsed {
             Ok(c) => c,
             Err(why) => {
-                self.out.counters.garbled_lines += 1;
-                self.diag(Severity::Warning, why);
+                self.garbled(why);
                 return;
             }
         };
         let Some(op) = scan::op_type(c.name) else {
-            self.diag_msg(
+            let name = scan::text(c.name);
+            self.skip(
                 Severity::Warning,
-                "per-collective line with an operation this build does not know",
-                || Some(scan::text(c.name)),
+                &format!("per-collective line with an operation this build does not know: {name}"),
             );
             return;
         };
@@ -774,8 +803,7 @@ impl LogParser {
         let t = match parsed {
             Ok(t) => t,
             Err(why) => {
-                self.out.counters.garbled_lines += 1;
-                self.diag(Severity::Warning, why);
+                self.garbled(why);
                 return;
             }
         };
@@ -828,8 +856,7 @@ impl LogParser {
         let f = match parsed {
             Ok(f) => f,
             Err(why) => {
-                self.out.counters.garbled_lines += 1;
-                self.diag(Severity::Warning, why);
+                self.garbled(why);
                 return;
             }
         };
@@ -906,8 +933,7 @@ impl LogParser {
         let t = match parsed {
             Ok(t) => t,
             Err(why) => {
-                self.out.counters.garbled_lines += 1;
-                self.diag(Severity::Warning, why);
+                self.garbled(why);
                 return;
             }
         };
@@ -929,7 +955,7 @@ impl LogParser {
         let Some(p) = proc else { return };
         let src = self.src();
         let Some(t) = topo::header(body, src) else {
-            self.diag(Severity::Warning, "garbled topology header");
+            self.skip(Severity::Warning, "garbled topology header");
             return;
         };
         if let Some(st) = self.procs.get_mut(p) {

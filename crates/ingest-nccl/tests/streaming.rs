@@ -411,6 +411,29 @@ fn skipped_lines_are_all_listed_and_text_is_bounded() {
         .any(|d| d.line == 0 && d.message.contains("50 findings")));
 }
 
+/// Truncated NCCL lines give nothing: each is garbled, skipped and listed, past the 200 notes
+/// a kind of note about lines that were still read is capped at.
+#[test]
+fn every_truncated_line_is_listed() {
+    let mut data = Vec::new();
+    for i in 0..300 {
+        data.extend_from_slice(
+            format!("n:1:2 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nra\n").as_bytes(),
+        );
+    }
+    let log = parse_bytes("cut", 0, &data);
+    assert!(log.ops.is_empty());
+    assert_eq!(log.counters.garbled_lines, 300);
+    assert_eq!(log.counters.skipped_lines, 300);
+    let lines: Vec<u64> = log
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.starts_with(ingest_nccl::SKIPPED) && d.message.contains("truncated"))
+        .map(|d| d.line)
+        .collect();
+    assert_eq!(lines, (1..=300).collect::<Vec<u64>>());
+}
+
 #[test]
 fn overlong_lines_are_skipped_in_any_chunking() {
     let mut data = b"n:1:2 [0] NCCL INFO Bootstrap\n".to_vec();
