@@ -22,6 +22,7 @@ use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
 use model::{DataType, Diagnostic, OpType, RedOp, Severity};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::mpsc;
 
 /// FxHash (rustc's): the duplicate set is hashed once per op and SipHash showed in profiles.
 /// Keys are numbers from the log, so flooding it only slows a hostile file down.
@@ -142,8 +143,9 @@ const EXCERPT_LINES: u64 = 100_000;
 pub const SKIPPED: &str = "line skipped";
 /// Blocks of complete lines at least this big are read on several threads.
 const PAR_MIN: usize = 64 * 1024;
-/// Bytes read per parallel round: bounds the memory of the reads waiting to be applied.
-const WINDOW: usize = 1 << 20;
+/// Bytes read per parallel round: small enough that applying starts soon after a chunk arrives
+/// and that the reads waiting to be applied stay small, big enough to pay for the hand-over.
+const WINDOW: usize = 128 * 1024;
 /// How many recent ops per process a tuning line may attach to.
 const RECENT_OPS: usize = 64;
 
@@ -224,7 +226,7 @@ impl LogParser {
         self
     }
 
-    /// Bytes read per parallel round (default 1 MiB); small values exist to test block splits.
+    /// Bytes read per parallel round (default 128 KiB); small values exist to test block splits.
     pub fn with_window(mut self, bytes: usize) -> Self {
         self.window = bytes.max(1);
         self
@@ -295,42 +297,55 @@ impl LogParser {
         }
     }
 
-    /// Reads `block` window by window: each window is cut at newlines into one part per thread,
-    /// the parts are read at the same time (this thread reads the first), then every line is
-    /// applied in order. Reading holds no state, so the result is the single-thread one; memory
-    /// is one window's reads, whatever the block size.
+    /// Reads `block` on other threads while this one applies: the block is cut at newlines into
+    /// windows, reader `r` of `n` reads windows `r`, `r + n`, ... and hands each window's reads
+    /// back in a buffer; this thread applies the windows in order and returns the buffers for
+    /// reuse. Reading holds no state, so the result is the single-thread one; memory is a few
+    /// windows' reads, whatever the block size.
     fn lines_parallel(&mut self, block: &[u8]) {
-        let mut rest = block;
-        while !rest.is_empty() {
-            let (window, after) = rest.split_at(cut_after_newline(rest, self.window));
-            rest = after;
-            let parts = split_parts(window, self.threads);
-            let reads = std::thread::scope(|s| {
-                let first = parts.first().copied().unwrap_or_default();
-                let others = parts.get(1..).unwrap_or_default();
-                let spawned: Vec<_> = others
-                    .iter()
-                    .map(|&part| {
-                        let handle = std::thread::Builder::new()
-                            .spawn_scoped(s, move || read_all(part, &mut HeadCache::default()));
-                        (part, handle)
-                    })
-                    .collect();
-                let mut reads = vec![read_all(first, &mut self.head_cache)];
-                for (part, handle) in spawned {
-                    // No thread (wasm, or the OS refused one): read the part here.
-                    let r = match handle {
-                        Ok(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-                        Err(_) => read_all(part, &mut self.head_cache),
-                    };
-                    reads.push(r);
+        let n = self.threads.saturating_sub(1).max(1);
+        let window = self.window;
+        std::thread::scope(|s| {
+            let readers: Vec<_> = (0..n)
+                .map(|r| {
+                    let (tx, rx) = mpsc::sync_channel::<Vec<Read<'_>>>(2);
+                    let (back_tx, back_rx) = mpsc::channel::<Vec<Read<'_>>>();
+                    let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+                        let mut cache = HeadCache::default();
+                        for w in windows(block, window).skip(r).step_by(n) {
+                            let mut buf = back_rx.try_recv().unwrap_or_default();
+                            buf.extend(lines_of(w).map(|l| read_line(l, &mut cache)));
+                            if tx.send(buf).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                    // No thread (wasm, or the OS refused one): this reader's windows are read here.
+                    spawned.ok().map(|_| (rx, back_tx))
+                })
+                .collect();
+            let mut own = Vec::new();
+            for (i, w) in windows(block, window).enumerate() {
+                let reader = readers.get(i % n).and_then(Option::as_ref);
+                let received = reader.and_then(|(rx, _)| rx.recv().ok());
+                let mut buf = match received {
+                    Some(buf) => buf,
+                    None => {
+                        let mut buf = std::mem::take(&mut own);
+                        buf.extend(lines_of(w).map(|l| read_line(l, &mut self.head_cache)));
+                        buf
+                    }
+                };
+                for r in buf.drain(..) {
+                    self.apply(r);
                 }
-                reads
-            });
-            for r in reads.into_iter().flatten() {
-                self.apply(r);
+                match reader {
+                    // A reader that has finished no longer listens: the buffer is just dropped.
+                    Some((_, back)) => drop(back.send(buf)),
+                    None => own = buf,
+                }
             }
-        }
+        });
     }
 
     /// Applies one line, read by [`read_line`], in file order: everything that depends on the
@@ -1131,10 +1146,6 @@ fn read_body(body: &[u8]) -> Body<'_> {
     }
 }
 
-fn read_all<'a>(block: &'a [u8], cache: &mut HeadCache) -> Vec<Read<'a>> {
-    lines_of(block).map(|l| read_line(l, cache)).collect()
-}
-
 /// The lines of a block that ends with `\n` (or is empty), without their `\n`.
 fn lines_of(block: &[u8]) -> impl Iterator<Item = &[u8]> {
     memchr::memchr_iter(b'\n', block).scan(0usize, move |start, nl| {
@@ -1157,19 +1168,18 @@ fn cut_after_newline(b: &[u8], want: usize) -> usize {
     }
 }
 
-/// `n` consecutive parts of `window` of about equal size, each ending with a newline (the last
-/// ones may be empty).
-fn split_parts(window: &[u8], n: usize) -> Vec<&[u8]> {
-    let n = n.max(1);
-    let mut parts = Vec::with_capacity(n);
-    let mut rest = window;
-    for i in 0..n {
-        let left = n - i;
-        let (part, after) = rest.split_at(cut_after_newline(rest, rest.len().div_ceil(left)));
-        parts.push(part);
+/// `block` (ending with a newline) cut into windows of whole lines, each at least `size` bytes
+/// except the last.
+fn windows(block: &[u8], size: usize) -> impl Iterator<Item = &[u8]> {
+    let mut rest = block;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (w, after) = rest.split_at(cut_after_newline(rest, size));
         rest = after;
-    }
-    parts
+        Some(w)
+    })
 }
 
 /// The start of a line as quoted text (lossy UTF-8, control characters escaped), `…` when cut.
