@@ -5,6 +5,12 @@
 //! the cross-line state (tuning → op, channels → communicator via the printing thread, topology
 //! blocks, duplicates) and the diagnostics. Lines are never turned into `String`s; only kept
 //! records allocate.
+//!
+//! Each line is handled in two steps: [`read_line`] splits and parses it without any state (so
+//! it can run on any thread), then [`LogParser::apply`] does everything that depends on earlier
+//! lines, strictly in file order. Big chunks are read by other threads window by window while the
+//! caller's thread applies, so the result never depends on the thread count or on where chunks
+//! and windows are cut.
 //! ```text
 //! <any line>\n   — see prefix.rs for the header, coll.rs / tuning.rs / init.rs / topo.rs / rings.rs for bodies
 //! NCCL version 2.16.5+cuda11.8                        (bare banner, no header: goes to the last process)
