@@ -44,8 +44,18 @@ fn with(name: &str, bytes: &[u8], threads: usize, window: usize, step: usize) ->
 /// windows put a cut between almost every pair of lines.
 #[test]
 fn block_split_invariance() {
+    // What crosses lines, counted so that the comparison below is not vacuous.
+    let (mut attached, mut topologies, mut rings, mut files) = (0, 0, 0, 0);
     for (name, bytes) in common::fixtures() {
         let one = with(&name, &bytes, 1, 1 << 20, bytes.len().max(1));
+        attached += one.counters.tuning_attached;
+        topologies += one
+            .processes
+            .iter()
+            .filter(|p| p.topology.is_some())
+            .count();
+        rings += one.channels.iter().filter(|c| !c.rings.is_empty()).count();
+        files += 1;
         assert_eq!(
             one,
             parse_bytes(&name, 1, &bytes),
@@ -64,6 +74,42 @@ fn block_split_invariance() {
                 "{name}: {threads} threads, {window}-byte windows, {step}-byte chunks"
             );
         }
+    }
+    // The real corpus is thin on these (1 tuning line attached, 2 topologies, 5 ring groups
+    // when written); the generator's logs below carry thousands.
+    if files > 0 {
+        assert!(
+            topologies > 0 && rings > 0,
+            "{attached} tuning lines attached, {topologies} topologies, {rings} ring groups"
+        );
+    }
+}
+
+/// The same on the generator's logs: `tp4` (a tuning line after every operation, topology and
+/// channels per rank) and `demo` (one combined log of 8 interleaved processes with duplicates,
+/// garbled and truncated lines).
+#[test]
+fn block_split_invariance_on_generator_logs() {
+    for preset in ["tp4", "demo"] {
+        let p = synth::preset(preset).expect("preset");
+        let run = synth::generate(&p.config);
+        let mut attached = 0;
+        for (name, bytes) in &run.files {
+            let one = with(name, bytes, 1, 1 << 20, bytes.len().max(1));
+            attached += one.counters.tuning_attached;
+            for (threads, window, step) in [
+                (2, 997, 1 << 20),
+                (3, 4096, 65_536),
+                (3, 128 * 1024, 1 << 20),
+            ] {
+                assert_eq!(
+                    with(name, bytes, threads, window, step),
+                    one,
+                    "{preset} {name}: {threads} threads, {window}-byte windows, {step}-byte chunks"
+                );
+            }
+        }
+        assert!(attached > 500, "{preset}: {attached} tuning lines attached");
     }
 }
 
