@@ -15,13 +15,15 @@
 //! text ([`SKIPPED`]). Memory grows with the records kept, not with the input.
 //!
 //! Modules, one per line family (each starts with the exact shapes it reads): `prefix` (who
-//! printed the line), `coll` (per-collective lines), `tuning`, `init`, `topo`, `rings`, and
-//! `parser` (framing and the state that spans lines).
+//! printed the line), `coll` (per-collective lines), `tuning`, `init`, `topo`, `rings`; then
+//! `read` (one line read without state) and `parser` (framing, threads and the state that spans
+//! lines).
 
 mod coll;
 mod init;
 mod parser;
 mod prefix;
+mod read;
 mod records;
 mod rings;
 mod scan;

@@ -16,12 +16,13 @@
 //! NCCL version 2.16.5+cuda11.8                        (bare banner, no header: goes to the last process)
 //! ```
 
-use crate::prefix::{self, HeadCache, Level, Origin, Split};
+use crate::prefix::{HeadCache, Level, Origin, Split};
+use crate::read::{lines_of, read_body, read_line, windows, Body, Read, MAX_LINE};
 use crate::records::{
     CommChannels, CommDestroy, InitTiming, ParsedLog, ProcessInfo, RingNeighbors, RingOrder,
     RunWarning,
 };
-use crate::rings::{self, RingLine};
+use crate::rings::RingLine;
 use crate::topo::{self, Builder, Step};
 use crate::{coll, init, scan, tuning};
 use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
@@ -136,8 +137,6 @@ impl SeenSlot {
     }
 }
 
-/// Longer lines are not NCCL output; refusing them bounds the carry buffer.
-const MAX_LINE: usize = 64 * 1024;
 /// Notes of one kind about lines that were still read (attributed to the only process, merged,
 /// printed twice) beyond this are counted, not listed. Skipped lines are always all listed.
 const DIAG_CAP: u64 = 200;
@@ -1093,110 +1092,6 @@ fn default_threads() -> usize {
         1 => 1,
         n => (n + 1).min(5),
     }
-}
-
-/// One line read without any parser state, so that lines can be read on several threads and
-/// applied in file order afterwards ([`LogParser::apply`]). Almost every line is `Nccl`, so
-/// boxing it (as the lint suggests) would only add an allocation per line.
-#[allow(clippy::large_enum_variant)]
-enum Read<'a> {
-    Blank,
-    Overlong,
-    /// No `NCCL INFO`/`NCCL WARN` marker: a banner, a line that lost its header, or foreign text.
-    Headerless(&'a [u8]),
-    /// The whole line (for findings), its parts, and its body parsed.
-    Nccl(&'a [u8], Split<'a>, Body<'a>),
-}
-
-/// What an INFO body says, parsed (WARN bodies are kept as text: `Other`).
-enum Body<'a> {
-    Coll(Result<coll::Coll<'a>, &'static str>),
-    Tuning(Result<tuning::Tuning<'a>, &'static str>),
-    Init(init::Event, Result<init::CommFields<'a>, &'static str>),
-    Timings(Result<init::Timings<'a>, &'static str>),
-    /// The text after `NCCL version `.
-    Version(&'a [u8]),
-    TopoHeader,
-    Ring(RingLine),
-    Other,
-}
-
-fn read_line<'a>(raw: &'a [u8], cache: &mut HeadCache) -> Read<'a> {
-    if raw.len() > MAX_LINE {
-        return Read::Overlong;
-    }
-    let line = raw.trim_ascii_end();
-    if line.is_empty() {
-        return Read::Blank;
-    }
-    match prefix::split_line_cached(line, Some(cache)) {
-        None => Read::Headerless(line),
-        Some(s) => {
-            let body = match s.level {
-                Level::Info => read_body(s.body),
-                Level::Warn => Body::Other,
-            };
-            Read::Nccl(line, s, body)
-        }
-    }
-}
-
-/// Which line family a body belongs to, first match wins (the order matters: a tuning line
-/// also looks like an init summary to a loose check).
-fn read_body(body: &[u8]) -> Body<'_> {
-    if coll::looks_like(body) {
-        Body::Coll(coll::parse(body))
-    } else if let Some(arrow) = tuning::arrow(body) {
-        Body::Tuning(tuning::parse_at(body, arrow))
-    } else if let Some(ev) = init::classify(body) {
-        Body::Init(ev, init::fields(body))
-    } else if init::is_timings(body) {
-        Body::Timings(init::timings(body))
-    } else if let Some(rest) = body.trim_ascii_start().strip_prefix(b"NCCL version ") {
-        Body::Version(rest)
-    } else if body.trim_ascii_start().starts_with(b"=== System") {
-        Body::TopoHeader
-    } else if let Some(r) = rings::parse(body) {
-        Body::Ring(r)
-    } else {
-        Body::Other
-    }
-}
-
-/// The lines of a block that ends with `\n` (or is empty), without their `\n`.
-fn lines_of(block: &[u8]) -> impl Iterator<Item = &[u8]> {
-    memchr::memchr_iter(b'\n', block).scan(0usize, move |start, nl| {
-        let l = block.get(*start..nl);
-        *start = nl + 1;
-        l
-    })
-}
-
-/// Length of the prefix of `b` (which ends with `\n`) that ends at the first newline at or
-/// after `want` bytes: whole lines, at least `want` bytes unless `b` is shorter.
-fn cut_after_newline(b: &[u8], want: usize) -> usize {
-    if want >= b.len() {
-        return b.len();
-    }
-    let from = want.saturating_sub(1);
-    match b.get(from..).and_then(|t| memchr::memchr(b'\n', t)) {
-        Some(i) => from + i + 1,
-        None => b.len(),
-    }
-}
-
-/// `block` (ending with a newline) cut into windows of whole lines, each at least `size` bytes
-/// except the last.
-fn windows(block: &[u8], size: usize) -> impl Iterator<Item = &[u8]> {
-    let mut rest = block;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let (w, after) = rest.split_at(cut_after_newline(rest, size));
-        rest = after;
-        Some(w)
-    })
 }
 
 /// The start of a line as quoted text (lossy UTF-8, control characters escaped), `…` when cut.
