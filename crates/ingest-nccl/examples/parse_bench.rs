@@ -1,9 +1,15 @@
-//! Throughput of the parser against a `wc -l`-equivalent line count on the same bytes, measured
-//! interleaved in one run (the machine may be loaded, so only the ratio is meaningful):
+//! Throughput of the parser against `wc -l` on the same file, measured interleaved in one run
+//! (the machine may be loaded, so the ratios are the meaningful numbers):
 //! `cargo run --release -p ingest-nccl --example parse_bench -- big.log [rounds]`.
-//! Feeds the file in 1 MiB chunks, as the app does; prints the best round of each.
+//!
+//! Each round runs, on the same bytes: `wc -l FILE` itself (a child process; the file is in the
+//! page cache after the first read), a memchr newline count in this process, and the parser fed
+//! in 1 MiB chunks as the app does, once on one thread and once with the default threads.
+//! Prints the best round of each. A third argument `N` runs only the parser on N threads (for
+//! profiling: `perf record ... parse_bench big.log 3 1`).
 
 use ingest_nccl::LogParser;
+use std::process::Command;
 use std::time::Instant;
 
 fn main() {
@@ -15,30 +21,65 @@ fn main() {
     let rounds: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(5);
     let bytes = std::fs::read(&path).expect("read bench file");
     let mb = bytes.len() as f64 / 1e6;
-    let (mut best_parse, mut best_count) = (f64::MAX, f64::MAX);
-    let (mut lines, mut ops, mut counted) = (0u64, 0usize, 0usize);
+    let only: Option<usize> = args.next().and_then(|r| r.parse().ok());
+    if let Some(n) = only {
+        let mut s = f64::MAX;
+        for _ in 0..rounds.max(1) {
+            let t = Instant::now();
+            let mut p = LogParser::new("bench", 0).with_threads(n);
+            for c in bytes.chunks(1 << 20) {
+                p.feed(c);
+            }
+            std::hint::black_box(p.finish());
+            s = s.min(t.elapsed().as_secs_f64());
+        }
+        println!(
+            "parser, native, {n} thread(s)  {:.0} MB/s  ({s:.3} s)",
+            mb / s
+        );
+        return;
+    }
+    let threads = LogParser::new("bench", 0).threads();
+    let mut best = [f64::MAX; 4];
+    let (mut lines, mut ops, mut counted, mut wc_out) = (0u64, 0usize, 0usize, String::new());
     for _ in 0..rounds.max(1) {
         let t = Instant::now();
-        counted = std::hint::black_box(memchr::memchr_iter(b'\n', &bytes).count());
-        best_count = best_count.min(t.elapsed().as_secs_f64());
+        let out = Command::new("wc")
+            .arg("-l")
+            .arg(&path)
+            .output()
+            .expect("run wc -l");
+        best[0] = best[0].min(t.elapsed().as_secs_f64());
+        wc_out = String::from_utf8_lossy(&out.stdout).trim().to_string();
 
         let t = Instant::now();
-        let mut p = LogParser::new("bench", 0);
-        for c in bytes.chunks(1 << 20) {
-            p.feed(c);
+        counted = std::hint::black_box(memchr::memchr_iter(b'\n', &bytes).count());
+        best[1] = best[1].min(t.elapsed().as_secs_f64());
+
+        for (slot, n) in [(2, 1), (3, threads)] {
+            let t = Instant::now();
+            let mut p = LogParser::new("bench", 0).with_threads(n);
+            for c in bytes.chunks(1 << 20) {
+                p.feed(c);
+            }
+            let log = std::hint::black_box(p.finish());
+            best[slot] = best[slot].min(t.elapsed().as_secs_f64());
+            lines = log.counters.total_lines;
+            ops = log.ops.len();
         }
-        let log = std::hint::black_box(p.finish());
-        best_parse = best_parse.min(t.elapsed().as_secs_f64());
-        lines = log.counters.total_lines;
-        ops = log.ops.len();
     }
+    let [wc, count, one, many] = best;
     println!(
-        "{path}: {mb:.1} MB, {lines} lines ({counted} newlines), {ops} ops\n\
-         parser   {:8.0} MB/s  ({best_parse:.3} s)\n\
-         wc -l    {:8.0} MB/s  ({best_count:.3} s, memchr count)\n\
-         ratio    {:8.1} % of wc -l",
-        mb / best_parse,
-        mb / best_count,
-        100.0 * best_count / best_parse
+        "{path}: {mb:.1} MB, {lines} lines ({counted} newlines; wc: {wc_out}), {ops} ops\n\
+         wc -l               {:6.0} MB/s  ({wc:.3} s)\n\
+         memchr count        {:6.0} MB/s  ({count:.3} s)\n\
+         parser, 1 thread    {:6.0} MB/s  ({one:.3} s)  {:5.1} % of wc -l\n\
+         parser, {threads} threads   {:6.0} MB/s  ({many:.3} s)  {:5.1} % of wc -l",
+        mb / wc,
+        mb / count,
+        mb / one,
+        100.0 * wc / one,
+        mb / many,
+        100.0 * wc / many,
     );
 }

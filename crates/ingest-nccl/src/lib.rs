@@ -8,24 +8,29 @@
 //! about the log itself (with line numbers) and counters. [`parse_bytes`] does the same for a
 //! whole buffer and transparently gunzips; [`is_nccl_log`] sniffs content.
 //!
-//! No file I/O, no threads, no clocks: the crate builds for `wasm32-unknown-unknown`. A bad line
-//! is a diagnostic, never a panic. Memory grows with the records kept, not with the input.
+//! No file I/O, no clocks: the crate builds for `wasm32-unknown-unknown`. Natively, big chunks are
+//! read on other threads while the caller's thread applies the lines in order (same result as
+//! one thread); where no thread can be spawned (wasm) everything runs on the caller's thread.
+//! A bad line is a diagnostic, never a panic: every skipped line is listed with its reason and
+//! text ([`SKIPPED`]). Memory grows with the records kept, not with the input.
 //!
 //! Modules, one per line family (each starts with the exact shapes it reads): `prefix` (who
-//! printed the line), `coll` (per-collective lines), `tuning`, `init`, `topo`, `rings`, and
-//! `parser` (framing and the state that spans lines).
+//! printed the line), `coll` (per-collective lines), `tuning`, `init`, `topo`, `rings`; then
+//! `read` (one line read without state) and `parser` (framing, threads and the state that spans
+//! lines).
 
 mod coll;
 mod init;
 mod parser;
 mod prefix;
+mod read;
 mod records;
 mod rings;
 mod scan;
 pub mod topo;
 mod tuning;
 
-pub use parser::LogParser;
+pub use parser::{LogParser, SKIPPED};
 pub use records::{
     CommChannels, CommDestroy, Counters, InitTiming, ParsedLog, ProcessInfo, RingNeighbors,
     RingOrder, RunWarning,

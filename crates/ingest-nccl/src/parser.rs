@@ -5,23 +5,31 @@
 //! the cross-line state (tuning → op, channels → communicator via the printing thread, topology
 //! blocks, duplicates) and the diagnostics. Lines are never turned into `String`s; only kept
 //! records allocate.
+//!
+//! Each line is handled in two steps: [`read_line`] splits and parses it without any state (so
+//! it can run on any thread), then [`LogParser::apply`] does everything that depends on earlier
+//! lines, strictly in file order. Big chunks are read by other threads window by window while the
+//! caller's thread applies, so the result never depends on the thread count or on where chunks
+//! and windows are cut.
 //! ```text
 //! <any line>\n   — see prefix.rs for the header, coll.rs / tuning.rs / init.rs / topo.rs / rings.rs for bodies
 //! NCCL version 2.16.5+cuda11.8                        (bare banner, no header: goes to the last process)
 //! ```
 
-use crate::prefix::{self, Level, Origin};
+use crate::prefix::{HeadCache, Level, Origin, Split};
+use crate::read::{lines_of, read_body, read_line, windows, Body, Read, MAX_LINE};
 use crate::records::{
     CommChannels, CommDestroy, InitTiming, ParsedLog, ProcessInfo, RingNeighbors, RingOrder,
     RunWarning,
 };
-use crate::rings::{self, RingLine};
+use crate::rings::RingLine;
 use crate::topo::{self, Builder, Step};
 use crate::{coll, init, scan, tuning};
 use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
 use model::{DataType, Diagnostic, OpType, RedOp, Severity};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::mpsc;
 
 /// FxHash (rustc's): the duplicate set is hashed once per op and SipHash showed in profiles.
 /// Keys are numbers from the log, so flooding it only slows a hostile file down.
@@ -129,10 +137,20 @@ impl SeenSlot {
     }
 }
 
-/// Longer lines are not NCCL output; refusing them bounds the carry buffer.
-const MAX_LINE: usize = 64 * 1024;
-/// Diagnostics of one kind beyond this are counted, not listed (one summary line at the end).
+/// Notes of one kind about lines that were still read (attributed to the only process, merged,
+/// printed twice) beyond this are counted, not listed. Skipped lines are always all listed.
 const DIAG_CAP: u64 = 200;
+/// How much of a line a finding quotes.
+const EXCERPT: usize = 160;
+/// Findings beyond this many keep their line number and reason but not the line's text.
+const EXCERPT_LINES: u64 = 100_000;
+/// How every skipped line's finding starts (the app and tests can pick them out by it).
+pub const SKIPPED: &str = "line skipped";
+/// Blocks of complete lines at least this big are read on several threads.
+const PAR_MIN: usize = 64 * 1024;
+/// Bytes read per parallel round: small enough that applying starts soon after a chunk arrives
+/// and that the reads waiting to be applied stay small, big enough to pay for the hand-over.
+const WINDOW: usize = 128 * 1024;
 /// How many recent ops per process a tuning line may attach to.
 const RECENT_OPS: usize = 64;
 
@@ -162,6 +180,8 @@ pub struct LogParser {
     /// part of the key; for collectives it is 0.
     seen_ops: SeenOps,
     diag_counts: BTreeMap<&'static str, u64>,
+    /// Findings about lines so far (for [`EXCERPT_LINES`]).
+    excerpts: u64,
     /// Channel lines waiting for the `Init COMPLETE` of their thread.
     pending_channels: HashMap<(usize, u32), CommChannels>,
     /// Keeps `pending_channels` flush order deterministic.
@@ -170,7 +190,10 @@ pub struct LogParser {
     last_proc: Option<usize>,
     /// (host, pid, process index) of the previous header.
     last_origin: Option<(Vec<u8>, u32, usize)>,
-    head_cache: prefix::HeadCache,
+    head_cache: HeadCache,
+    /// Threads reading big blocks (1: everything on the caller's thread).
+    threads: usize,
+    window: usize,
 }
 
 impl LogParser {
@@ -190,13 +213,34 @@ impl LogParser {
             procs: Vec::new(),
             seen_ops: SeenOps::default(),
             diag_counts: BTreeMap::new(),
+            excerpts: 0,
             pending_channels: HashMap::new(),
             pending_order: Vec::new(),
             pending_banner: None,
             last_proc: None,
             last_origin: None,
-            head_cache: prefix::HeadCache::default(),
+            head_cache: HeadCache::default(),
+            threads: default_threads(),
+            window: WINDOW,
         }
+    }
+
+    /// Threads for big chunks (at least 1): with `n > 1`, `n - 1` threads read lines and the
+    /// caller's thread applies them in order. The result does not depend on it.
+    pub fn with_threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Bytes read per parallel round (default 128 KiB); small values exist to test block splits.
+    pub fn with_window(mut self, bytes: usize) -> Self {
+        self.window = bytes.max(1);
+        self
+    }
+
+    /// How many threads read big chunks.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Pushes the next bytes of the file; chunk boundaries may fall anywhere.
@@ -220,15 +264,10 @@ impl LogParser {
                 }
             }
         }
-        for line in memchr::memchr_iter(b'\n', rest).scan(0usize, |start, nl| {
-            let l = rest.get(*start..nl);
-            *start = nl + 1;
-            l
-        }) {
-            self.end_line(line, false);
-        }
         let tail_start = memchr::memrchr(b'\n', rest).map_or(0, |i| i + 1);
-        self.push_carry(rest.get(tail_start..).unwrap_or_default());
+        let (complete, tail) = rest.split_at(tail_start);
+        self.lines(complete);
+        self.push_carry(tail);
     }
 
     fn push_carry(&mut self, b: &[u8]) {
@@ -244,17 +283,119 @@ impl LogParser {
     }
 
     fn end_line(&mut self, line: &[u8], overlong: bool) {
-        self.line_no += 1;
-        self.out.counters.total_lines += 1;
-        if overlong || line.len() > MAX_LINE {
-            self.out.counters.skipped_lines += 1;
-            self.diag(
-                Severity::Warning,
-                "line longer than 64 KiB skipped (not NCCL output)",
-            );
+        let mut r = if overlong {
+            Read::Overlong
+        } else {
+            read_line(line, &mut self.head_cache)
+        };
+        self.apply(&mut r);
+    }
+
+    /// The complete lines of a chunk (`block` ends with `\n`): read on several threads when it
+    /// is big enough, applied in file order either way.
+    fn lines(&mut self, block: &[u8]) {
+        if self.threads > 1 && block.len() >= PAR_MIN.min(self.window) {
+            self.lines_parallel(block);
             return;
         }
-        self.line(line);
+        for line in lines_of(block) {
+            self.end_line(line, false);
+        }
+    }
+
+    /// Reads `block` on other threads while this one applies: the block is cut at newlines into
+    /// windows, reader `r` of `n` reads windows `r`, `r + n`, ... and hands each window's reads
+    /// back in a buffer; this thread applies the windows in order and returns the buffers for
+    /// reuse. Reading holds no state, so the result is the single-thread one; memory is a few
+    /// windows' reads, whatever the block size.
+    fn lines_parallel(&mut self, block: &[u8]) {
+        let n = self.threads.saturating_sub(1).max(1);
+        let window = self.window;
+        std::thread::scope(|s| {
+            let readers: Vec<_> = (0..n)
+                .map(|r| {
+                    let (tx, rx) = mpsc::sync_channel::<Vec<Read<'_>>>(2);
+                    let (back_tx, back_rx) = mpsc::channel::<Vec<Read<'_>>>();
+                    let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
+                        let mut cache = HeadCache::default();
+                        for w in windows(block, window).skip(r).step_by(n) {
+                            let mut buf = back_rx.try_recv().unwrap_or_default();
+                            buf.extend(lines_of(w).map(|l| read_line(l, &mut cache)));
+                            if tx.send(buf).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                    // No thread (wasm, or the OS refused one): this reader's windows are read here.
+                    spawned.ok().map(|_| (rx, back_tx))
+                })
+                .collect();
+            let mut own = Vec::new();
+            for (i, w) in windows(block, window).enumerate() {
+                let reader = readers.get(i % n).and_then(Option::as_ref);
+                let received = reader.and_then(|(rx, _)| rx.recv().ok());
+                let mut buf = match received {
+                    Some(buf) => buf,
+                    None => {
+                        let mut buf = std::mem::take(&mut own);
+                        buf.extend(lines_of(w).map(|l| read_line(l, &mut self.head_cache)));
+                        buf
+                    }
+                };
+                // By reference: a read is a few hundred bytes, moving it costs more than applying.
+                for r in &mut buf {
+                    self.apply(r);
+                }
+                buf.clear();
+                match reader {
+                    // A reader that has finished no longer listens: the buffer is just dropped.
+                    Some((_, back)) => drop(back.send(buf)),
+                    None => own = buf,
+                }
+            }
+        });
+    }
+
+    /// Applies one line, read by [`read_line`], in file order: everything that depends on the
+    /// lines before it (line numbers, processes, attachments, duplicates) happens here.
+    fn apply(&mut self, r: &mut Read<'_>) {
+        self.line_no += 1;
+        self.out.counters.total_lines += 1;
+        match r {
+            Read::Overlong => {
+                self.skip(Severity::Warning, "longer than 64 KiB (not NCCL output)");
+            }
+            Read::Blank => self.out.counters.blank_lines += 1,
+            Read::Headerless(line) => {
+                let line: &[u8] = line;
+                let before = self.out.diagnostics.len();
+                self.headerless(line);
+                self.add_excerpts(before, line);
+            }
+            Read::Nccl(line, s, body) => {
+                let line: &[u8] = line;
+                let before = self.out.diagnostics.len();
+                self.nccl_line(s, body);
+                self.add_excerpts(before, line);
+            }
+        }
+    }
+
+    /// Appends the line's text (its first [`EXCERPT`] bytes) to the findings about it, so the
+    /// user sees what was skipped; after [`EXCERPT_LINES`] findings only reasons and line numbers
+    /// are kept, which bounds the text stored for a file of garbage.
+    fn add_excerpts(&mut self, from: usize, line: &[u8]) {
+        let Some(new) = self.out.diagnostics.get_mut(from..) else {
+            return;
+        };
+        for d in new {
+            self.excerpts += 1;
+            if self.excerpts > EXCERPT_LINES {
+                continue;
+            }
+            d.message.push_str(": ");
+            d.message.push_str(&excerpt(line));
+        }
     }
 
     /// Ends the input: the unterminated last line counts as a line.
@@ -289,6 +430,15 @@ impl LogParser {
                 ));
             }
         }
+        if self.excerpts > EXCERPT_LINES {
+            let msg = format!(
+                "{} findings about lines are listed without the line's text (the first {EXCERPT_LINES} quote it)",
+                self.excerpts - EXCERPT_LINES
+            );
+            self.out
+                .diagnostics
+                .push(Diagnostic::new(&self.out.path, 0, Severity::Info, msg));
+        }
         self.out
     }
 
@@ -303,7 +453,8 @@ impl LogParser {
         self.diag_msg(severity, reason, || None);
     }
 
-    /// Records a finding about the current line; `detail` is appended when the kind is not capped.
+    /// Records a note about the current line, `reason: detail` (the first [`DIAG_CAP`] of each
+    /// kind); [`LogParser::apply`] adds the line's text.
     fn diag_msg(
         &mut self,
         severity: Severity,
@@ -405,16 +556,7 @@ impl LogParser {
         (self.procs.len() == 1).then_some(0)
     }
 
-    fn line(&mut self, raw: &[u8]) {
-        let line = raw.trim_ascii_end();
-        if line.is_empty() {
-            self.out.counters.blank_lines += 1;
-            return;
-        }
-        let Some(s) = prefix::split_line_cached(line, Some(&mut self.head_cache)) else {
-            self.headerless(line);
-            return;
-        };
+    fn nccl_line(&mut self, s: &Split<'_>, parsed: &mut Body<'_>) {
         self.out.counters.nccl_lines += 1;
         if s.merged {
             self.out.counters.garbled_lines += 1;
@@ -458,7 +600,7 @@ impl LogParser {
             self.out.warnings.push(w);
             return;
         }
-        self.body(proc, tid, s.dev, s.timestamp_ns, s.body);
+        self.body(proc, tid, s.dev, s.timestamp_ns, s.body, parsed);
     }
 
     /// A line without `NCCL INFO`/`NCCL WARN`: a bare banner, a header-less NCCL line, or foreign text.
@@ -489,30 +631,45 @@ impl LogParser {
                         "per-collective line without header; attributed to the only process",
                     );
                     let dev = self.procs.get(p).map(|s| s.last_dev);
-                    self.body(Some(p), 0, dev, None, body);
+                    self.body(Some(p), 0, dev, None, body, &mut read_body(body));
                 }
                 None => {
-                    self.out.counters.skipped_lines += 1;
-                    self.diag(
+                    self.skip(
                         Severity::Warning,
-                        "per-collective line without host:pid:tid header skipped",
+                        "per-collective line without host:pid:tid header (several processes)",
                     );
                 }
             }
             return;
         }
-        self.out.counters.skipped_lines += 1;
         // A header cut short (`NCCL INF`), or a body shape of ours without one.
         if scan::contains(line, b"NCCL INF")
             || scan::contains(line, b"NCCL WAR")
             || tuning::looks_like(line)
             || scan::contains(line, b"- Init COMPLETE")
         {
-            self.diag(
-                Severity::Info,
-                "NCCL-looking line without NCCL INFO/WARN header skipped",
+            self.skip(
+                Severity::Warning,
+                "NCCL-looking line without NCCL INFO/WARN header",
             );
+        } else {
+            self.skip(Severity::Info, "not an NCCL line");
         }
+    }
+
+    /// A line that gave nothing: counted and listed with its reason, however many there are.
+    fn skip(&mut self, severity: Severity, reason: &str) {
+        self.out.counters.skipped_lines += 1;
+        let msg = format!("{SKIPPED}: {reason}");
+        self.out
+            .diagnostics
+            .push(Diagnostic::new(&self.out.path, self.line_no, severity, msg));
+    }
+
+    /// An NCCL line too damaged to read: garbled, and skipped.
+    fn garbled(&mut self, why: &str) {
+        self.out.counters.garbled_lines += 1;
+        self.skip(Severity::Warning, why);
     }
 
     fn set_version(&mut self, proc: Option<usize>, v: String) {
@@ -536,6 +693,7 @@ impl LogParser {
         dev: Option<u32>,
         ts: Option<i64>,
         body: &[u8],
+        parsed: &mut Body<'_>,
     ) {
         // A topology block in progress takes its process's lines first.
         if let Some(p) = proc {
@@ -558,24 +716,25 @@ impl LogParser {
                 }
             }
         }
-        if coll::looks_like(body) {
-            self.coll(proc, tid, dev, ts, body);
-        } else if let Some(arrow) = tuning::arrow(body) {
-            self.tuning(proc, tid, body, arrow);
-        } else if let Some(ev) = init::classify(body) {
-            self.init_event(proc, tid, ev, body);
-        } else if init::is_timings(body) {
-            self.timings(proc, tid, body);
-        } else if let Some(rest) = body.trim_ascii_start().strip_prefix(b"NCCL version ") {
-            if let Some(v) = version_token(rest) {
-                self.set_version(proc, v);
+        match parsed {
+            Body::Coll(c) => self.coll(proc, tid, dev, ts, *c),
+            Body::Tuning(t) => self.tuning(proc, tid, *t),
+            Body::Init(ev, f) => self.init_event(proc, tid, *ev, *f),
+            Body::Timings(t) => self.timings(proc, tid, t.as_ref()),
+            Body::Version(rest) => {
+                if let Some(v) = version_token(rest) {
+                    self.set_version(proc, v);
+                }
             }
-        } else if body.trim_ascii_start().starts_with(b"=== System") {
-            self.topo_header(proc, body);
-        } else if let Some(r) = rings::parse(body) {
-            if let Some(p) = proc {
-                self.ring_line(p, tid, r);
+            Body::TopoHeader => self.topo_header(proc, body),
+            Body::Ring(r) => {
+                if let Some(p) = proc {
+                    // Taken (each read is applied once): the ring order moves into the record.
+                    let r = std::mem::replace(r, RingLine::EMPTY);
+                    self.ring_line(p, tid, r);
+                }
             }
+            Body::Other => {}
         }
     }
 
@@ -585,29 +744,27 @@ impl LogParser {
         tid: u32,
         dev: Option<u32>,
         ts: Option<i64>,
-        body: &[u8],
+        parsed: Result<coll::Coll<'_>, &'static str>,
     ) {
-        let c = match coll::parse(body) {
+        let c = match parsed {
             Ok(c) => c,
             Err(why) => {
-                self.out.counters.garbled_lines += 1;
-                self.diag(Severity::Warning, why);
+                self.garbled(why);
                 return;
             }
         };
         let Some(op) = scan::op_type(c.name) else {
-            self.diag_msg(
+            let name = scan::text(c.name);
+            self.skip(
                 Severity::Warning,
-                "per-collective line with an operation this build does not know",
-                || Some(scan::text(c.name)),
+                &format!("per-collective line with an operation this build does not know: {name}"),
             );
             return;
         };
         let Some(p) = proc else {
-            self.out.counters.skipped_lines += 1;
-            self.diag(
+            self.skip(
                 Severity::Warning,
-                "per-collective line without host:pid:tid skipped (several processes)",
+                "per-collective line without host:pid:tid (several processes)",
             );
             return;
         };
@@ -664,12 +821,16 @@ impl LogParser {
         }
     }
 
-    fn tuning(&mut self, proc: Option<usize>, tid: u32, body: &[u8], arrow: usize) {
-        let t = match tuning::parse_at(body, arrow) {
+    fn tuning(
+        &mut self,
+        proc: Option<usize>,
+        tid: u32,
+        parsed: Result<tuning::Tuning<'_>, &'static str>,
+    ) {
+        let t = match parsed {
             Ok(t) => t,
             Err(why) => {
-                self.out.counters.garbled_lines += 1;
-                self.diag(Severity::Warning, why);
+                self.garbled(why);
                 return;
             }
         };
@@ -712,21 +873,22 @@ impl LogParser {
         }
     }
 
-    fn init_event(&mut self, proc: Option<usize>, tid: u32, ev: init::Event, body: &[u8]) {
-        let f = match init::fields(body) {
+    fn init_event(
+        &mut self,
+        proc: Option<usize>,
+        tid: u32,
+        ev: init::Event,
+        parsed: Result<init::CommFields<'_>, &'static str>,
+    ) {
+        let f = match parsed {
             Ok(f) => f,
             Err(why) => {
-                self.out.counters.garbled_lines += 1;
-                self.diag(Severity::Warning, why);
+                self.garbled(why);
                 return;
             }
         };
         let Some(p) = proc else {
-            self.out.counters.skipped_lines += 1;
-            self.diag(
-                Severity::Warning,
-                "communicator line without host:pid:tid skipped",
-            );
+            self.skip(Severity::Warning, "communicator line without host:pid:tid");
             return;
         };
         let (comm, rank, nranks) = (
@@ -789,12 +951,16 @@ impl LogParser {
         }
     }
 
-    fn timings(&mut self, proc: Option<usize>, tid: u32, body: &[u8]) {
-        let t = match init::timings(body) {
+    fn timings(
+        &mut self,
+        proc: Option<usize>,
+        tid: u32,
+        parsed: Result<&init::Timings<'_>, &&'static str>,
+    ) {
+        let t = match parsed {
             Ok(t) => t,
             Err(why) => {
-                self.out.counters.garbled_lines += 1;
-                self.diag(Severity::Warning, why);
+                self.garbled(why);
                 return;
             }
         };
@@ -816,7 +982,7 @@ impl LogParser {
         let Some(p) = proc else { return };
         let src = self.src();
         let Some(t) = topo::header(body, src) else {
-            self.diag(Severity::Warning, "garbled topology header");
+            self.skip(Severity::Warning, "garbled topology header");
             return;
         };
         if let Some(st) = self.procs.get_mut(p) {
@@ -916,6 +1082,28 @@ impl LogParser {
             }
         }
     }
+}
+
+/// One reader per core plus the applying thread, which mostly waits for the readers (applying
+/// costs about a third of reading); at most 5, as applying in order then becomes the limit.
+/// 1 where threads are not available (wasm).
+fn default_threads() -> usize {
+    match std::thread::available_parallelism().map_or(1, |n| n.get()) {
+        1 => 1,
+        n => (n + 1).min(5),
+    }
+}
+
+/// The start of a line as quoted text (lossy UTF-8, control characters escaped), `…` when cut.
+fn excerpt(line: &[u8]) -> String {
+    let cut = line.len() > EXCERPT;
+    let text = String::from_utf8_lossy(line.get(..EXCERPT).unwrap_or(line));
+    // A cut through a UTF-8 sequence shows as one replacement character; that is fine here.
+    let mut q = format!("{text:?}");
+    if cut {
+        q.push('…');
+    }
+    q
 }
 
 /// `2.18.3+cuda12.2` from the text after `NCCL version `.

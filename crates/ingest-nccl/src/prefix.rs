@@ -168,11 +168,28 @@ fn timestamp<'a>(h: &mut Head<'a>, pre: &'a [u8], rest: &'a [u8]) {
 
 /// The `host:pid:tid [dev] ` of recent INFO lines (from the origin token to the marker): lines
 /// mostly repeat one of a few threads' headers, and then only the timestamp before it needs
-/// reading.
+/// reading. Direct-mapped on the header's last bytes (tid and device), so a line is compared
+/// with one cached header only, and logs of many interleaved ranks still hit.
 #[derive(Default)]
 pub(crate) struct HeadCache {
-    slots: [CachedTail; 4],
-    next: usize,
+    /// [`SLOTS`] entries once the first header is cached.
+    slots: Vec<CachedTail>,
+}
+
+const SLOTS: usize = 64;
+
+/// The slot for a header: a hash of its last (up to) 8 bytes. Any slot is correct (a hit is
+/// checked in full); this one makes a thread's lines meet their own entry.
+fn slot_of(pre: &[u8]) -> usize {
+    // One 8-byte load; shorter headers (not NCCL's) share slot 0.
+    let last = pre
+        .len()
+        .checked_sub(8)
+        .and_then(|from| pre.get(from..))
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .unwrap_or_default();
+    let h = u64::from_le_bytes(last).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 58) as usize % SLOTS
 }
 
 #[derive(Default)]
@@ -191,11 +208,13 @@ struct CachedTail {
 /// a cached tail and the tail starts `pre` or follows whitespace, those two reads give the same
 /// tokens as when it was cached, so only the text before the tail is left to read.
 fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
-    for c in &cache.slots {
-        // An empty tail is a free slot (a cached one always holds the origin token).
-        if c.tail.is_empty() || !pre.ends_with(&c.tail) {
-            continue;
-        }
+    let slot = slot_of(pre);
+    // An empty tail is a free slot (a cached one always holds the origin token).
+    let hit = cache
+        .slots
+        .get(slot)
+        .filter(|c| !c.tail.is_empty() && pre.ends_with(&c.tail));
+    if let Some(c) = hit {
         let start = pre.len() - c.tail.len();
         let rest = match start.checked_sub(1) {
             None => Some(&pre[..0]),
@@ -223,9 +242,10 @@ fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
     let (h, at) = head_at(pre, Level::Info);
     if let (Some(at), Some(o), Some(dev)) = (at, h.origin, h.dev) {
         let tail = pre.get(at..).unwrap_or_default();
-        let i = cache.next % cache.slots.len();
-        cache.next = i + 1;
-        if let Some(c) = cache.slots.get_mut(i) {
+        if cache.slots.is_empty() {
+            cache.slots.resize_with(SLOTS, CachedTail::default);
+        }
+        if let Some(c) = cache.slots.get_mut(slot) {
             c.tail.clear();
             c.tail.extend_from_slice(tail);
             c.dev = dev;

@@ -137,7 +137,8 @@ pub struct Counters {
     pub blank_lines: u64,
     /// Lines with an `NCCL INFO`/`NCCL WARN` marker, plus bare `NCCL version` banners.
     pub nccl_lines: u64,
-    /// Non-blank lines that gave nothing: foreign text and unattributable NCCL lines.
+    /// Non-blank lines that gave nothing: foreign text, unattributable NCCL lines and NCCL
+    /// lines too garbled to read. Each is listed in the diagnostics (see [`crate::SKIPPED`]).
     pub skipped_lines: u64,
     pub op_lines: u64,
     pub init_lines: u64,

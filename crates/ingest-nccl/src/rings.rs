@@ -36,6 +36,16 @@ pub(crate) enum RingLine {
     },
 }
 
+impl RingLine {
+    /// A summary that says nothing (what is left where a line was taken from).
+    pub(crate) const EMPTY: RingLine = RingLine::Summary {
+        comm: None,
+        coll: None,
+        nvls: None,
+        p2p: None,
+    };
+}
+
 pub(crate) fn parse(body: &[u8]) -> Option<RingLine> {
     let b = body.trim_ascii();
     if let Some(rest) = b.strip_prefix(b"Channel ") {

@@ -84,6 +84,51 @@ fn every_fixture_matches_independent_counts() {
     assert!(total_ops > 50, "fixtures hold many ops, got {total_ops}");
 }
 
+/// Every skipped line is listed (not capped): one finding per skipped line, at that line, quoting
+/// it; and every line an independent check calls foreign text (no `NCCL INFO`/`NCCL WARN`
+/// marker, no `NCCL version`, no per-collective body) is among them.
+#[test]
+fn every_skipped_line_is_listed_with_its_text() {
+    let marker = Regex::new(r"NCCL (INFO|WARN)|NCCL version |: opCount ").unwrap();
+    let mut total_foreign = 0;
+    for (name, bytes) in common::fixtures() {
+        let log = parse_bytes(&name, 0, &bytes);
+        let skipped: BTreeMap<u64, &str> = log
+            .diagnostics
+            .iter()
+            .filter(|d| d.message.starts_with(ingest_nccl::SKIPPED))
+            .map(|d| (d.line, d.message.as_str()))
+            .collect();
+        assert_eq!(
+            skipped.len() as u64,
+            log.counters.skipped_lines,
+            "{name}: one finding per skipped line"
+        );
+        let text = String::from_utf8_lossy(&bytes);
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim_end();
+            if line.is_empty() || marker.is_match(line) {
+                continue;
+            }
+            total_foreign += 1;
+            let no = i as u64 + 1;
+            let msg = skipped
+                .get(&no)
+                .unwrap_or_else(|| panic!("{name}:{no} not listed as skipped: {line}"));
+            let start: String = line.chars().take(40).collect();
+            let quoted = format!("{start:?}");
+            assert!(
+                msg.contains(quoted.trim_end_matches('"')),
+                "{name}:{no}: {msg} does not quote {line}"
+            );
+        }
+    }
+    assert!(
+        total_foreign > 20,
+        "fixtures hold foreign text, got {total_foreign}"
+    );
+}
+
 #[test]
 fn rccl_acc_task_globalrank() {
     let Some(log) = parse("ROCm-ROCm_issue6074") else {

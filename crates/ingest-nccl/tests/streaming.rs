@@ -28,6 +28,115 @@ fn chunk_split_invariance() {
     }
 }
 
+fn with(name: &str, bytes: &[u8], threads: usize, window: usize, step: usize) -> ParsedLog {
+    let mut p = LogParser::new(name, 1)
+        .with_threads(threads)
+        .with_window(window);
+    for c in bytes.chunks(step) {
+        p.feed(c);
+    }
+    p.finish()
+}
+
+/// Reading on several threads cuts the input into blocks at line boundaries; lines that attach
+/// to an earlier line of their process (tuning after its op, topology blocks, channels before
+/// `Init COMPLETE`, duplicates) must come out as on one thread wherever the cuts fall. Tiny
+/// windows put a cut between almost every pair of lines.
+#[test]
+fn block_split_invariance() {
+    // What crosses lines, counted so that the comparison below is not vacuous.
+    let (mut attached, mut topologies, mut rings, mut files) = (0, 0, 0, 0);
+    for (name, bytes) in common::fixtures() {
+        let one = with(&name, &bytes, 1, 1 << 20, bytes.len().max(1));
+        attached += one.counters.tuning_attached;
+        topologies += one
+            .processes
+            .iter()
+            .filter(|p| p.topology.is_some())
+            .count();
+        rings += one.channels.iter().filter(|c| !c.rings.is_empty()).count();
+        files += 1;
+        assert_eq!(
+            one,
+            parse_bytes(&name, 1, &bytes),
+            "{name}: default threads"
+        );
+        for (threads, window, step) in [
+            (2, 1, bytes.len().max(1)),
+            (2, 97, bytes.len().max(1)),
+            (3, 1000, 4096),
+            (4, 4096, 1 << 20),
+            (2, 1 << 20, 7),
+        ] {
+            assert_eq!(
+                with(&name, &bytes, threads, window, step),
+                one,
+                "{name}: {threads} threads, {window}-byte windows, {step}-byte chunks"
+            );
+        }
+    }
+    // The real corpus is thin on these (1 tuning line attached, 2 topologies, 5 ring groups
+    // when written); the generator's logs below carry thousands.
+    if files > 0 {
+        assert!(
+            topologies > 0 && rings > 0,
+            "{attached} tuning lines attached, {topologies} topologies, {rings} ring groups"
+        );
+    }
+}
+
+/// The same on the generator's logs: `tp4` (a tuning line after every operation, topology and
+/// channels per rank) and `demo` (one combined log of 8 interleaved processes with duplicates,
+/// garbled and truncated lines).
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn block_split_invariance_on_generator_logs() {
+    for preset in ["tp4", "demo"] {
+        let p = synth::preset(preset).expect("preset");
+        let run = synth::generate(&p.config);
+        let mut attached = 0;
+        for (name, bytes) in &run.files {
+            let one = with(name, bytes, 1, 1 << 20, bytes.len().max(1));
+            attached += one.counters.tuning_attached;
+            for (threads, window, step) in [
+                (2, 997, 1 << 20),
+                (3, 4096, 65_536),
+                (3, 128 * 1024, 1 << 20),
+            ] {
+                assert_eq!(
+                    with(name, bytes, threads, window, step),
+                    one,
+                    "{preset} {name}: {threads} threads, {window}-byte windows, {step}-byte chunks"
+                );
+            }
+        }
+        assert!(attached > 500, "{preset}: {attached} tuning lines attached");
+    }
+}
+
+/// The default window (128 KiB) on a file big enough to be read in parallel (all fixtures,
+/// repeated).
+#[test]
+fn parallel_read_of_a_big_file() {
+    let all: Vec<u8> = common::fixtures()
+        .iter()
+        .flat_map(|(_, b)| b.iter().copied())
+        .collect();
+    if all.is_empty() {
+        return;
+    }
+    let big = all.repeat((3 << 20) / all.len() + 1);
+    let one = with("big", &big, 1, 1 << 20, 1 << 20);
+    assert!(one.counters.total_lines > 10_000);
+    for (threads, step) in [(2, 1 << 20), (3, 1 << 20), (3, big.len())] {
+        assert_eq!(
+            with("big", &big, threads, 128 * 1024, step),
+            one,
+            "{threads} threads, {step}-byte chunks"
+        );
+    }
+}
+
 #[test]
 fn crlf_and_missing_final_newline_change_nothing_but_bytes() {
     for (name, bytes) in common::fixtures() {
@@ -316,6 +425,61 @@ fn arbitrary_bytes_never_panic() {
         let _ = fuzz_parse(data);
     }
     assert!(runs > 10, "only {runs} runs");
+}
+
+/// No cap on listed lines: past 100 000 findings the text goes, the line numbers stay.
+#[test]
+fn skipped_lines_are_all_listed_and_text_is_bounded() {
+    let n = 100_050u64;
+    let mut data = b"n:1:2 [0] NCCL INFO Bootstrap\n".to_vec();
+    for i in 0..n {
+        data.extend_from_slice(format!("python says {i} {}\n", "x".repeat(300)).as_bytes());
+    }
+    let log = parse_bytes("noise", 0, &data);
+    assert_eq!(log.counters.skipped_lines, n);
+    let listed: Vec<_> = log
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.starts_with(ingest_nccl::SKIPPED))
+        .collect();
+    assert_eq!(listed.len() as u64, n);
+    assert!(listed
+        .iter()
+        .enumerate()
+        .all(|(i, d)| d.line == i as u64 + 2));
+    assert!(listed[0].message.contains("python says 0 xxx"));
+    // The quote is bounded: a 300-byte line is cut.
+    assert!(listed[0].message.len() < 260, "{}", listed[0].message);
+    assert!(listed[0].message.ends_with('…'));
+    let last = listed.last().unwrap();
+    assert!(!last.message.contains("python"), "{}", last.message);
+    assert!(log
+        .diagnostics
+        .iter()
+        .any(|d| d.line == 0 && d.message.contains("50 findings")));
+}
+
+/// Truncated NCCL lines give nothing: each is garbled, skipped and listed, past the 200 notes
+/// a kind of note about lines that were still read is capped at.
+#[test]
+fn every_truncated_line_is_listed() {
+    let mut data = Vec::new();
+    for i in 0..300 {
+        data.extend_from_slice(
+            format!("n:1:2 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nra\n").as_bytes(),
+        );
+    }
+    let log = parse_bytes("cut", 0, &data);
+    assert!(log.ops.is_empty());
+    assert_eq!(log.counters.garbled_lines, 300);
+    assert_eq!(log.counters.skipped_lines, 300);
+    let lines: Vec<u64> = log
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.starts_with(ingest_nccl::SKIPPED) && d.message.contains("truncated"))
+        .map(|d| d.line)
+        .collect();
+    assert_eq!(lines, (1..=300).collect::<Vec<u64>>());
 }
 
 #[test]

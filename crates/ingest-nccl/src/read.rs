@@ -1,0 +1,114 @@
+//! Reading one line without any parser state: framing helpers, the header split and the body
+//! parsed into fields. Everything that depends on earlier lines happens afterwards, in file
+//! order, in `parser.rs`; keeping this side stateless is what lets big chunks be read on
+//! several threads with the same result as one.
+
+use crate::prefix::{self, HeadCache, Level, Split};
+use crate::rings::{self, RingLine};
+use crate::{coll, init, tuning};
+
+/// Longer lines are not NCCL output; refusing them bounds the carry buffer.
+pub(crate) const MAX_LINE: usize = 64 * 1024;
+
+/// One line read without any parser state, so that lines can be read on several threads and
+/// applied in file order afterwards (`LogParser::apply`). Almost every line is `Nccl`, so
+/// boxing it (as the lint suggests) would only add an allocation per line.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Read<'a> {
+    Blank,
+    Overlong,
+    /// No `NCCL INFO`/`NCCL WARN` marker: a banner, a line that lost its header, or foreign text.
+    Headerless(&'a [u8]),
+    /// The whole line (for findings), its parts, and its body parsed.
+    Nccl(&'a [u8], Split<'a>, Body<'a>),
+}
+
+/// What an INFO body says, parsed (WARN bodies are kept as text: `Other`).
+pub(crate) enum Body<'a> {
+    Coll(Result<coll::Coll<'a>, &'static str>),
+    Tuning(Result<tuning::Tuning<'a>, &'static str>),
+    Init(init::Event, Result<init::CommFields<'a>, &'static str>),
+    Timings(Result<init::Timings<'a>, &'static str>),
+    /// The text after `NCCL version `.
+    Version(&'a [u8]),
+    TopoHeader,
+    Ring(RingLine),
+    Other,
+}
+
+pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut HeadCache) -> Read<'a> {
+    if raw.len() > MAX_LINE {
+        return Read::Overlong;
+    }
+    let line = raw.trim_ascii_end();
+    if line.is_empty() {
+        return Read::Blank;
+    }
+    match prefix::split_line_cached(line, Some(cache)) {
+        None => Read::Headerless(line),
+        Some(s) => {
+            let body = match s.level {
+                Level::Info => read_body(s.body),
+                Level::Warn => Body::Other,
+            };
+            Read::Nccl(line, s, body)
+        }
+    }
+}
+
+/// Which line family a body belongs to (first match wins) and its fields.
+pub(crate) fn read_body(body: &[u8]) -> Body<'_> {
+    if coll::looks_like(body) {
+        Body::Coll(coll::parse(body))
+    } else if let Some(arrow) = tuning::arrow(body) {
+        Body::Tuning(tuning::parse_at(body, arrow))
+    } else if let Some(ev) = init::classify(body) {
+        Body::Init(ev, init::fields(body))
+    } else if init::is_timings(body) {
+        Body::Timings(init::timings(body))
+    } else if let Some(rest) = body.trim_ascii_start().strip_prefix(b"NCCL version ") {
+        Body::Version(rest)
+    } else if body.trim_ascii_start().starts_with(b"=== System") {
+        Body::TopoHeader
+    } else if let Some(r) = rings::parse(body) {
+        Body::Ring(r)
+    } else {
+        Body::Other
+    }
+}
+
+/// The lines of a block that ends with `\n` (or is empty), without their `\n`.
+pub(crate) fn lines_of(block: &[u8]) -> impl Iterator<Item = &[u8]> {
+    memchr::memchr_iter(b'\n', block).scan(0usize, move |start, nl| {
+        let l = block.get(*start..nl);
+        *start = nl + 1;
+        l
+    })
+}
+
+/// Length of the prefix of `b` (which ends with `\n`) that ends at the first newline at or
+/// after `want` bytes: whole lines, at least `want` bytes unless `b` is shorter.
+fn cut_after_newline(b: &[u8], want: usize) -> usize {
+    if want >= b.len() {
+        return b.len();
+    }
+    let from = want.saturating_sub(1);
+    match b.get(from..).and_then(|t| memchr::memchr(b'\n', t)) {
+        Some(i) => from + i + 1,
+        None => b.len(),
+    }
+}
+
+/// `block` (ending with a newline) cut into windows of whole lines, each at least `size` bytes
+/// except the last.
+pub(crate) fn windows(block: &[u8], size: usize) -> impl Iterator<Item = &[u8]> {
+    let mut rest = block;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (w, after) = rest.split_at(cut_after_newline(rest, size));
+        rest = after;
+        Some(w)
+    })
+}
