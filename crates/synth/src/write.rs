@@ -272,20 +272,23 @@ pub fn finish_report(
         "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (?1, 'synthetic', 'synthetic')",
         params![session_start_utc_ns],
     )?;
+    // The keys and values the real exports of this schema carry (the `GindaChen-nsys-ai` 3.25.0
+    // and `NVIDIA-Fuser` 3.17.1 fixtures), plus one saying who really wrote the file.
+    let version = schema.label();
+    let mut parts = version.split('.');
+    let (major, minor) = (parts.next().unwrap_or("3"), parts.next().unwrap_or("0"));
+    let (product_version, product_date) = match schema {
+        Schema::V3_17 => ("2025.1.1.110", "2025.1"),
+        Schema::V3_25 => ("2026.2.1.210", "2026.2"),
+    };
     for (name, value) in [
-        (
-            "EXPORT_SCHEMA_VERSION_MAJOR",
-            schema.label().split('.').next().unwrap_or("3"),
-        ),
-        (
-            "EXPORT_SCHEMA_VERSION_MINOR",
-            schema.label().split('.').nth(1).unwrap_or("0"),
-        ),
-        (
-            "EXPORT_SCHEMA_VERSION_MICRO",
-            schema.label().split('.').nth(2).unwrap_or("0"),
-        ),
-        ("EXPORT_PRODUCT", "ncclscope-synth"),
+        ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"),
+        ("EXPORT_PRODUCT_VERSION", product_version),
+        ("EXPORT_PRODUCT_DATE", product_date),
+        ("EXPORT_SCHEMA_VERSION", version),
+        ("EXPORT_SCHEMA_VERSION_MAJOR", major),
+        ("EXPORT_SCHEMA_VERSION_MINOR", minor),
+        ("EXPORT_GENERATED_BY", "ncclscope-synth"),
     ] {
         tx.execute(
             "INSERT INTO META_DATA_EXPORT (name, value) VALUES (?1, ?2)",

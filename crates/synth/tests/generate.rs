@@ -612,3 +612,45 @@ fn drops_duplicates_and_orphans_show_in_the_truth() {
     // 20 orphan AllReduce lines per rank: log ops without a kernel
     assert!(tp2pp2.truth.unmatched_log_ops >= 4 * 20);
 }
+
+/// `META_DATA_EXPORT` carries the keys and the schema version the real exports of the same
+/// schema carry (`EXPORT_SCHEMA_VERSION` is what readers use to tell versions apart).
+#[test]
+fn export_metadata_is_keyed_as_real_exports_are() {
+    let Some(nccl) = fixtures() else { return };
+    let nsys = nccl.parent().unwrap().join("nsys");
+    let meta = |path: &std::path::Path| -> BTreeMap<String, String> {
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT name, value FROM META_DATA_EXPORT")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+    };
+    let real: Vec<BTreeMap<String, String>> = std::fs::read_dir(&nsys)
+        .unwrap()
+        .map(|e| meta(&e.unwrap().path()))
+        .collect();
+    for (name, schema) in [("dp4", "3.25.0"), ("align-nodrop", "3.17.1")] {
+        let run = generate(&small(name));
+        let dir = tmp(&format!("meta-{name}"));
+        write_run(&run, &dir).unwrap();
+        let ours = meta(&dir.join(format!("report_{}.sqlite", run.reports[0].host)));
+        assert_eq!(
+            ours.get("EXPORT_SCHEMA_VERSION").map(String::as_str),
+            Some(schema)
+        );
+        let twin = real
+            .iter()
+            .find(|m| m.get("EXPORT_SCHEMA_VERSION").map(String::as_str) == Some(schema))
+            .unwrap_or_else(|| panic!("a real export of schema {schema}"));
+        for (k, v) in &ours {
+            if k == "EXPORT_GENERATED_BY" {
+                continue;
+            }
+            assert_eq!(twin.get(k), Some(v), "{name}: {k}");
+        }
+    }
+}
