@@ -21,6 +21,7 @@
 
 pub mod config;
 pub mod estimate;
+pub mod form;
 pub mod output;
 pub mod time;
 pub mod volume;
