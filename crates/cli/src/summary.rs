@@ -154,6 +154,12 @@ fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis) -> Vec<Value> {
             let mut v = theory::entry_json(&c.entry, c.observed_mean());
             let obj = v.as_object_mut().expect("an entry is an object");
             obj.insert("observed_bytes_per_rank".into(), per_rank(&c.observed));
+            obj.insert(
+                "primary_discrepancy".into(),
+                c.primary_discrepancy().map_or(Value::Null, |(op, d)| {
+                    json!({"op": op.name(), "observed_minus_theoretical_bytes": d.round()})
+                }),
+            );
             if let Some(n) = analysis.iterations {
                 obj.insert("observed_iterations".into(), json!(n));
             }

@@ -25,6 +25,8 @@ pub struct RankVolume {
     /// Link-traffic bytes per parallelism of the communicator that carried them; operations on
     /// a communicator with no label count under [`Parallelism::Unknown`].
     pub by_parallelism: BTreeMap<Parallelism, u64>,
+    /// The same traffic split by operation type, per parallelism.
+    pub by_parallelism_op: BTreeMap<(Parallelism, OpType), u64>,
     /// Operations per parallelism and power-of-two bucket of `count × sizeof(datatype)` (the
     /// thesis' figure 5.30 histogram, whose TP peak sits at b·s·h·β).
     pub message_sizes: BTreeMap<Parallelism, BTreeMap<u64, u64>>,
@@ -88,9 +90,12 @@ pub fn observed_volumes(
             global_rank: rank,
             process: op.process.clone(),
             by_parallelism: BTreeMap::new(),
+            by_parallelism_op: BTreeMap::new(),
             message_sizes: BTreeMap::new(),
         });
-        *v.by_parallelism.entry(parallelism).or_default() += traffic_bytes(op);
+        let traffic = traffic_bytes(op);
+        *v.by_parallelism.entry(parallelism).or_default() += traffic;
+        *v.by_parallelism_op.entry((parallelism, op.op)).or_default() += traffic;
         *v.message_sizes
             .entry(parallelism)
             .or_default()
