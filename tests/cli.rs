@@ -205,12 +205,12 @@ fn theory_and_time_beside_the_observed_tp_run() {
     assert_eq!(tp["observed_bytes_per_rank"].as_object().unwrap().len(), 4);
     // The discrepancy names the operation type that makes up the difference.
     let d = &tp["primary_discrepancy"];
-    let over = d["observed_minus_theoretical_bytes"].as_f64().unwrap();
-    assert!(d["op"].as_str().is_some_and(|op| !op.is_empty()));
+    let op = d["op"].as_str().unwrap();
     assert!(
-        over.abs() <= (observed - theory).abs() * 1.001 + observed,
-        "{d}"
+        s["ranks"][0]["ops_by_type"][op].as_u64().unwrap_or(0) > 0,
+        "{op} is an operation the ranks logged"
     );
+    assert!(d["observed_minus_theoretical_bytes"].as_f64().unwrap() != 0.0);
 
     let tensor = (m.micro_batch * m.seq_len * m.hidden * 2) as u64;
     assert_eq!(s["time"]["tensor_bytes"].as_u64(), Some(tensor));
