@@ -35,7 +35,14 @@ impl FileView {
                 .map(ToString::to_string)
                 .collect(),
             diagnostic_count: r.diagnostics.len(),
-            error: r.error.clone(),
+            // The message names the file, whatever stage wrote it.
+            error: r.error.as_ref().map(|e| {
+                if e.contains(&r.name) {
+                    e.clone()
+                } else {
+                    format!("{}: {e}", r.name)
+                }
+            }),
             digest: r.digest.clone(),
         }
     }

@@ -206,3 +206,66 @@ pub fn human_bytes(n: u64) -> String {
         format!("{v:.2} {}", UNITS[unit])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A timeline shaped like a real one: several tracks, every operation and none, times
+    /// at the range of a GPU clock.
+    fn sample() -> Timeline {
+        let base = 1_700_000_000_000_000_000i64;
+        let tracks = (0..3)
+            .map(|t| Track {
+                label: format!("host{t} pid {} GPU {t} — ü", 1000 + t),
+                spans: (0..40)
+                    .map(|i| Span {
+                        start_ns: base + i * 1_000 + t,
+                        end_ns: base + i * 1_000 + 500 + t,
+                        op: (i % 12 != 11).then(|| OpType::ALL[(i % 11) as usize]),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Timeline {
+            tracks,
+            start_ns: base,
+            end_ns: base + 40_000,
+        }
+    }
+
+    #[test]
+    fn timeline_round_trips() {
+        let t = sample();
+        let bytes = encode_timeline(&t);
+        assert_eq!(decode_timeline(&bytes), Ok(t));
+        assert_eq!(
+            decode_timeline(&encode_timeline(&Timeline::default())),
+            Ok(Timeline::default())
+        );
+    }
+
+    #[test]
+    fn every_truncation_of_a_timeline_is_an_error() {
+        let bytes = encode_timeline(&sample());
+        for len in 0..bytes.len() {
+            assert!(
+                decode_timeline(&bytes[..len]).is_err(),
+                "prefix of {len} bytes"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_timeline(&longer).is_err());
+    }
+
+    #[test]
+    fn messages_round_trip_through_json() {
+        let msg = ToPage::Report {
+            id: 3,
+            view: FileView::failed("x.sqlite: not a database".into()),
+        };
+        let json = serde_json::to_string(&msg).unwrap();
+        assert_eq!(serde_json::from_str::<ToPage>(&json).unwrap(), msg);
+    }
+}
