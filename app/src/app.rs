@@ -45,6 +45,8 @@ pub fn App() -> impl IntoView {
     let ranks = RwSignal::new(Vec::<RankView>::new());
     let comms = RwSignal::new(CommPanel::default());
     let dragging = RwSignal::new(false);
+    // The last analysis's wall time in the worker (read by the benchmarks).
+    let analysis_ms = RwSignal::new(None::<f64>);
 
     // The worker does the loading and the analysis; the page only shows what it sends.
     client::set_handler(Rc::new(move |msg, new_timeline| match msg {
@@ -62,7 +64,9 @@ pub fn App() -> impl IntoView {
         ToPage::Result {
             ranks: new_ranks,
             comms: new_comms,
+            analysis_ms: ms,
         } => {
+            analysis_ms.set(Some(ms));
             timeline.set(new_timeline.unwrap_or_default());
             comms.set(new_comms);
             ranks.set(new_ranks);
@@ -136,7 +140,11 @@ pub fn App() -> impl IntoView {
     };
 
     view! {
-        <div class="page" class:dragging=move || dragging.get()>
+        <div
+            class="page"
+            class:dragging=move || dragging.get()
+            data-analysis-ms=move || analysis_ms.get().map(|ms| format!("{ms:.0}"))
+        >
             <header>
                 <h1>"ncclscope"</h1>
                 <span class="tagline">"NCCL logs + Nsight Systems kernels, fused, in your browser"</span>
@@ -295,7 +303,12 @@ fn FileRow(row: Row) -> impl IntoView {
     let (read, size) = (row.read as f64, row.size.max(1) as f64);
     // Every string here comes from the user's file: Leptos sets it as text, never as markup.
     view! {
-        <tr data-testid="file-row" data-file=row.name.clone() class:failed=failed>
+        <tr
+            data-testid="file-row"
+            data-file=row.name.clone()
+            data-load-ms=row.report.as_ref().map(|r| format!("{:.0}", r.load_ms))
+            class:failed=failed
+        >
             <td class="name">{row.name.clone()}</td>
             <td data-testid="kind">{kind}</td>
             <td>{human_bytes(row.size)}</td>

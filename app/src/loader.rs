@@ -77,6 +77,7 @@ async fn serve_queue() {
 async fn serve(req: LoadRequest) {
     SESSION.with(|s| s.borrow_mut().digests = req.digests);
     for item in &req.files {
+        let started = js_sys::Date::now();
         let mut last_post = f64::NEG_INFINITY;
         let report = load_blob(&item.name, &item.blob, |read| {
             let now = js_sys::Date::now();
@@ -86,10 +87,11 @@ async fn serve(req: LoadRequest) {
             }
         })
         .await;
-        let view = FileView::from_report(&report);
+        let view = FileView::from_report(&report, js_sys::Date::now() - started);
         post(&ToPage::Report { id: item.id, view }, None);
     }
     // Adding files re-runs the analysis over everything loaded so far.
+    let started = js_sys::Date::now();
     let (result, timeline) = SESSION.with(|s| {
         let s = s.borrow();
         let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
@@ -101,6 +103,7 @@ async fn serve(req: LoadRequest) {
                 .map(RankView::from_summary)
                 .collect(),
             comms: CommPanel::from_analysis(&analysis),
+            analysis_ms: js_sys::Date::now() - started,
         };
         (result, timeline)
     });

@@ -20,10 +20,12 @@ pub struct FileView {
     pub diagnostic_count: usize,
     pub error: Option<String>,
     pub digest: Option<String>,
+    /// Wall time the worker spent on the file (read, parse or query), for benchmarks.
+    pub load_ms: f64,
 }
 
 impl FileView {
-    pub fn from_report(r: &FileReport) -> Self {
+    pub fn from_report(r: &FileReport, load_ms: f64) -> Self {
         FileView {
             kind: r.kind.label().to_string(),
             version: r.version.clone(),
@@ -44,6 +46,7 @@ impl FileView {
                 }
             }),
             digest: r.digest.clone(),
+            load_ms,
         }
     }
 
@@ -57,6 +60,7 @@ impl FileView {
             diagnostic_count: 0,
             error: Some(error),
             digest: None,
+            load_ms: 0.0,
         }
     }
 }

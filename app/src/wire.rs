@@ -27,6 +27,8 @@ pub enum ToPage {
     Result {
         ranks: Vec<RankView>,
         comms: CommPanel,
+        /// Wall time of the analysis over the whole session, for benchmarks.
+        analysis_ms: f64,
     },
     /// The worker hit a bug and stopped; the page starts a new one.
     Crashed { message: String },
