@@ -47,6 +47,7 @@ pub fn App() -> impl IntoView {
     let dragging = RwSignal::new(false);
     // The last analysis's wall time in the worker (read by the benchmarks).
     let analysis_ms = RwSignal::new(None::<f64>);
+    let worker_memory = RwSignal::new(None::<f64>);
 
     // The worker does the loading and the analysis; the page only shows what it sends.
     client::set_handler(Rc::new(move |msg, new_timeline| match msg {
@@ -55,18 +56,27 @@ pub fn App() -> impl IntoView {
                 row.read = read;
             }
         }),
-        ToPage::Report { id, view } => rows.update(|r| {
-            if let Some(row) = r.get_mut(id) {
-                row.read = row.size;
-                row.report = Some(view);
-            }
-        }),
+        ToPage::Report {
+            id,
+            view,
+            worker_memory_bytes,
+        } => {
+            worker_memory.set(Some(worker_memory_bytes));
+            rows.update(|r| {
+                if let Some(row) = r.get_mut(id) {
+                    row.read = row.size;
+                    row.report = Some(view);
+                }
+            })
+        }
         ToPage::Result {
             ranks: new_ranks,
             comms: new_comms,
             analysis_ms: ms,
+            worker_memory_bytes,
         } => {
             analysis_ms.set(Some(ms));
+            worker_memory.set(Some(worker_memory_bytes));
             timeline.set(new_timeline.unwrap_or_default());
             comms.set(new_comms);
             ranks.set(new_ranks);
@@ -144,6 +154,7 @@ pub fn App() -> impl IntoView {
             class="page"
             class:dragging=move || dragging.get()
             data-analysis-ms=move || analysis_ms.get().map(|ms| format!("{ms:.0}"))
+            data-worker-memory=move || worker_memory.get().map(|b| format!("{b:.0}"))
         >
             <header>
                 <h1>"ncclscope"</h1>

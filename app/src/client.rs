@@ -59,6 +59,7 @@ pub fn load(req: LoadRequest) {
             deliver(ToPage::Report {
                 id,
                 view: FileView::failed(format!("could not start the loading worker: {e}")),
+                worker_memory_bytes: 0.0,
             });
         }
     }
@@ -71,6 +72,7 @@ fn post(worker: &Worker, req: &LoadRequest) {
             deliver(ToPage::Report {
                 id: f.id,
                 view: FileView::failed(format!("could not hand the file to the worker: {message}")),
+                worker_memory_bytes: 0.0,
             });
         }
     }
@@ -161,6 +163,7 @@ fn crashed(reason: String) {
         deliver(ToPage::Report {
             id,
             view: FileView::failed(reason.clone()),
+            worker_memory_bytes: 0.0,
         });
     }
 }

@@ -88,7 +88,14 @@ async fn serve(req: LoadRequest) {
         })
         .await;
         let view = FileView::from_report(&report, js_sys::Date::now() - started);
-        post(&ToPage::Report { id: item.id, view }, None);
+        post(
+            &ToPage::Report {
+                id: item.id,
+                view,
+                worker_memory_bytes: wasm_memory_bytes(),
+            },
+            None,
+        );
     }
     // Adding files re-runs the analysis over everything loaded so far.
     let started = js_sys::Date::now();
@@ -104,10 +111,20 @@ async fn serve(req: LoadRequest) {
                 .collect(),
             comms: CommPanel::from_analysis(&analysis),
             analysis_ms: js_sys::Date::now() - started,
+            worker_memory_bytes: wasm_memory_bytes(),
         };
         (result, timeline)
     });
     post(&result, Some(timeline));
+}
+
+/// The size of this worker's wasm memory.
+fn wasm_memory_bytes() -> f64 {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    js_sys::Reflect::get(&memory.buffer(), &"byteLength".into())
+        .ok()
+        .and_then(|n| n.as_f64())
+        .unwrap_or(0.0)
 }
 
 /// Posts `msg` to the page; `timeline`'s buffer is transferred, not copied.

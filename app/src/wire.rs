@@ -21,14 +21,20 @@ pub enum ToPage {
     Ready,
     /// Bytes of file `id` read so far (at most about ten a second per file).
     Progress { id: usize, read: u64 },
-    /// File `id` is loaded or has failed.
-    Report { id: usize, view: FileView },
+    /// File `id` is loaded or has failed; the worker's wasm memory after it, for benchmarks.
+    Report {
+        id: usize,
+        view: FileView,
+        worker_memory_bytes: f64,
+    },
     /// The analysis over everything loaded so far (the timeline travels beside, in binary).
     Result {
         ranks: Vec<RankView>,
         comms: CommPanel,
         /// Wall time of the analysis over the whole session, for benchmarks.
         analysis_ms: f64,
+        /// The worker's wasm memory (it never shrinks: the peak so far), for benchmarks.
+        worker_memory_bytes: f64,
     },
     /// The worker hit a bug and stopped; the page starts a new one.
     Crashed { message: String },
@@ -266,6 +272,7 @@ mod tests {
         let msg = ToPage::Report {
             id: 3,
             view: FileView::failed("x.sqlite: not a database".into()),
+            worker_memory_bytes: 1e9,
         };
         let json = serde_json::to_string(&msg).unwrap();
         assert_eq!(serde_json::from_str::<ToPage>(&json).unwrap(), msg);

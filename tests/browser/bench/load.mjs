@@ -61,6 +61,9 @@ try {
   }, 200);
   const t0 = Date.now();
   await s.page.getByTestId('file-input').setInputFiles(files);
+  // The worker's memory once every file is read, before the analysis.
+  await s.page.getByTestId('overall-progress').waitFor({ state: 'detached', timeout: 60 * 60_000 });
+  const loadedMemory = Number(await s.page.locator('.page').getAttribute('data-worker-memory'));
   await s.page.locator('.page[data-analysis-ms]').waitFor({ timeout: 60 * 60_000 });
   const wall = (Date.now() - t0) / 1000;
   clearInterval(sampler);
@@ -70,6 +73,7 @@ try {
     status: e.querySelector('[data-testid=status]').textContent.slice(0, 160),
   })));
   const analysisMs = Number(await s.page.locator('.page').getAttribute('data-analysis-ms'));
+  const workerMemory = Number(await s.page.locator('.page').getAttribute('data-worker-memory'));
   const loadMs = rows.reduce((a, r) => a + r.ms, 0);
   const failed = rows.filter((r) => !r.status.startsWith('loaded'));
   for (const r of failed) console.log(`not loaded: ${r.file}: ${r.status}`);
@@ -84,6 +88,8 @@ try {
     browser_rss_idle_mb: +mb(idle.total),
     browser_rss_peak_mb: +mb(peak.total),
     largest_process_peak_mb: +mb(peak.largest),
+    worker_wasm_memory_loaded_mb: +mb(loadedMemory),
+    worker_wasm_memory_mb: +mb(workerMemory),
     failed: failed.length,
     errors: s.errors,
   }, null, 1));
