@@ -35,6 +35,8 @@ struct Row {
     name: String,
     size: u64,
     read: u64,
+    /// What the worker is doing with the file once it is read (exports only).
+    stage: Option<String>,
     report: Option<FileView>,
 }
 
@@ -48,6 +50,7 @@ pub fn App() -> impl IntoView {
     // The last analysis's wall time in the worker (read by the benchmarks).
     let analysis_ms = RwSignal::new(None::<f64>);
     let worker_memory = RwSignal::new(None::<f64>);
+    let analysing = RwSignal::new(false);
 
     // The worker does the loading and the analysis; the page only shows what it sends.
     client::set_handler(Rc::new(move |msg, new_timeline| match msg {
@@ -75,13 +78,21 @@ pub fn App() -> impl IntoView {
             analysis_ms: ms,
             worker_memory_bytes,
         } => {
+            analysing.set(false);
             analysis_ms.set(Some(ms));
             worker_memory.set(Some(worker_memory_bytes));
             timeline.set(new_timeline.unwrap_or_default());
             comms.set(new_comms);
             ranks.set(new_ranks);
         }
-        ToPage::Ready | ToPage::Crashed { .. } => {}
+        ToPage::Stage { id, stage } => rows.update(|r| {
+            if let Some(row) = r.get_mut(id) {
+                row.stage = Some(stage);
+            }
+        }),
+        ToPage::Analysing => analysing.set(true),
+        ToPage::Crashed { .. } => analysing.set(false),
+        ToPage::Ready => {}
     }));
 
     let load_all = move |items: Vec<(String, Blob)>| {
@@ -91,6 +102,7 @@ pub fn App() -> impl IntoView {
                 name: name.clone(),
                 size: blob.size() as u64,
                 read: 0,
+                stage: None,
                 report: None,
             }))
         });
@@ -142,6 +154,7 @@ pub fn App() -> impl IntoView {
                         name: "demo run".into(),
                         size: 0,
                         read: 0,
+                        stage: None,
                         report: Some(FileView::failed(e)),
                     })
                 }),
@@ -180,6 +193,9 @@ pub fn App() -> impl IntoView {
             </Show>
             <Show when=move || !rows.with(Vec::is_empty)>
                 <OverallProgress rows=rows.into() />
+                <Show when=move || analysing.get()>
+                    <p class="hint" data-testid="analysing">"Analysing every file loaded so far…"</p>
+                </Show>
                 <FileList rows=rows.into() />
                 <TimelineCanvas timeline=timeline.into() />
                 <RankTable ranks=ranks.into() />
@@ -223,7 +239,7 @@ fn FileList(rows: Signal<Vec<Row>>) -> impl IntoView {
                 <For
                     each=move || rows.get().into_iter().enumerate()
                     // A row re-renders when its progress or its report changes.
-                    key=|(i, r)| (*i, r.read, r.report.is_some())
+                    key=|(i, r)| (*i, r.read, r.stage.clone(), r.report.is_some())
                     let:item
                 >
                     <FileRow row=item.1 />
@@ -291,6 +307,11 @@ fn FileRow(row: Row) -> impl IntoView {
         .map(|r| r.facts.clone())
         .unwrap_or_default();
     let status = match &row.report {
+        None if row.stage.is_some() => format!(
+            "{}… ({})",
+            row.stage.clone().unwrap_or_default(),
+            human_bytes(row.size)
+        ),
         None => format!(
             "reading {} / {} ({})",
             human_bytes(row.read),

@@ -159,7 +159,11 @@ fn crashed(reason: String) {
             client.in_flight
         })
     });
-    for id in lost.unwrap_or_default() {
+    let Some(lost) = lost else { return };
+    deliver(ToPage::Crashed {
+        message: reason.clone(),
+    });
+    for id in lost {
         deliver(ToPage::Report {
             id,
             view: FileView::failed(reason.clone()),

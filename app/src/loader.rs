@@ -79,7 +79,7 @@ async fn serve(req: LoadRequest) {
     for item in &req.files {
         let started = js_sys::Date::now();
         let mut last_post = f64::NEG_INFINITY;
-        let report = load_blob(&item.name, &item.blob, |read| {
+        let report = load_blob(item.id, &item.name, &item.blob, |read| {
             let now = js_sys::Date::now();
             if now - last_post >= PROGRESS_INTERVAL_MS {
                 last_post = now;
@@ -98,6 +98,7 @@ async fn serve(req: LoadRequest) {
         );
     }
     // Adding files re-runs the analysis over everything loaded so far.
+    post(&ToPage::Analysing, None);
     let started = js_sys::Date::now();
     let (result, timeline) = SESSION.with(|s| {
         let s = s.borrow();
@@ -158,7 +159,7 @@ async fn sqljs() -> Result<SqlJs, String> {
 }
 
 /// Loads one file into the session; `progress(bytes_read)` is called as slices arrive.
-async fn load_blob(name: &str, blob: &Blob, progress: impl FnMut(u64)) -> FileReport {
+async fn load_blob(id: usize, name: &str, blob: &Blob, progress: impl FnMut(u64)) -> FileReport {
     let size = blob.size() as u64;
     // The same head the command sniffs: a log's first NCCL line may follow a long preamble.
     let head = match blob.slice_with_f64_and_f64(0.0, SNIFF_BYTES as f64) {
@@ -170,7 +171,7 @@ async fn load_blob(name: &str, blob: &Blob, progress: impl FnMut(u64)) -> FileRe
     };
     match sniff(&head) {
         InputKind::NsysSqlite => {
-            let report = load_export(name, blob, size, progress).await;
+            let report = load_export(id, name, blob, size, progress).await;
             if report.error.is_some() {
                 SQLJS.with(|cell| cell.borrow_mut().take());
             }
@@ -206,7 +207,17 @@ async fn load_log(name: &str, blob: &Blob, size: u64, mut progress: impl FnMut(u
     }
 }
 
-async fn load_export(name: &str, blob: &Blob, size: u64, progress: impl FnMut(u64)) -> FileReport {
+async fn load_export(
+    id: usize,
+    name: &str,
+    blob: &Blob,
+    size: u64,
+    progress: impl FnMut(u64),
+) -> FileReport {
+    let stage = |stage: &str| {
+        let stage = stage.to_string();
+        post(&ToPage::Stage { id, stage }, None);
+    };
     let failed = |e: String| FileReport::failed(name, InputKind::NsysSqlite, size, e);
     let sql = match sqljs().await {
         Ok(s) => s,
@@ -217,11 +228,13 @@ async fn load_export(name: &str, blob: &Blob, size: u64, progress: impl FnMut(u6
         Ok(b) => b,
         Err(e) => return failed(e),
     };
+    stage("opening in sql.js");
     let db = match sql.open(&bytes) {
         Ok(db) => db,
         Err(e) => return failed(format!("sql.js could not open the database: {e}")),
     };
     drop(bytes);
+    stage("querying kernels, NVTX and processes");
     // The database is freed (dropped) as soon as it has been read.
     SESSION.with(|s| s.borrow_mut().add_export(&db, name, size))
 }

@@ -21,6 +21,10 @@ pub enum ToPage {
     Ready,
     /// Bytes of file `id` read so far (at most about ten a second per file).
     Progress { id: usize, read: u64 },
+    /// File `id` is read and now in a slower stage (sql.js opening or querying an export).
+    Stage { id: usize, stage: String },
+    /// Every file of the request is loaded; the analysis of the whole session has started.
+    Analysing,
     /// File `id` is loaded or has failed; the worker's wasm memory after it, for benchmarks.
     Report {
         id: usize,
@@ -36,7 +40,8 @@ pub enum ToPage {
         /// The worker's wasm memory (it never shrinks: the peak so far), for benchmarks.
         worker_memory_bytes: f64,
     },
-    /// The worker hit a bug and stopped; the page starts a new one.
+    /// The worker hit a bug and stopped; the page starts a new one (the page's client also
+    /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
 }
 

@@ -64,7 +64,10 @@ try {
   // The worker's memory once every file is read, before the analysis.
   await s.page.getByTestId('overall-progress').waitFor({ state: 'detached', timeout: 60 * 60_000 });
   const loadedMemory = Number(await s.page.locator('.page').getAttribute('data-worker-memory'));
-  await s.page.locator('.page[data-analysis-ms]').waitFor({ timeout: 60 * 60_000 });
+  // Done: the analysis came back, or the worker died (its files then say so) and none will.
+  await s.page.waitForFunction(() => document.querySelector('.page[data-analysis-ms]')
+    || [...document.querySelectorAll('[data-testid=status]')].some((c) => c.textContent.includes('loading worker')),
+  null, { timeout: 60 * 60_000, polling: 500 });
   const wall = (Date.now() - t0) / 1000;
   clearInterval(sampler);
   const rows = await s.page.getByTestId('file-row').evaluateAll((els) => els.map((e) => ({
