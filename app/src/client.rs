@@ -6,7 +6,7 @@ use ncclscope_app::views::FileView;
 use ncclscope_app::wire::{decode_timeline, LoadRequest, ToPage};
 use pipeline::Timeline;
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -23,8 +23,8 @@ struct Client {
     ready: bool,
     /// Requests posted before the worker installed its handler would be lost: held until ready.
     pending: Vec<LoadRequest>,
-    /// Files handed to the worker and not yet reported.
-    in_flight: BTreeSet<usize>,
+    /// Files handed to the worker and not yet reported, by id, with their names.
+    in_flight: BTreeMap<usize, String>,
 }
 
 thread_local! {
@@ -39,14 +39,14 @@ pub fn set_handler(h: Handler) {
 
 /// Hands files to the worker (starting it if needed).
 pub fn load(req: LoadRequest) {
-    let ids: Vec<usize> = req.files.iter().map(|f| f.id).collect();
+    let ids: Vec<(usize, String)> = req.files.iter().map(|f| (f.id, f.name.clone())).collect();
     let started = CLIENT.with(|c| {
         let mut c = c.borrow_mut();
         if c.is_none() {
             *c = Some(spawn()?);
         }
         let client = c.as_mut().expect("just set");
-        client.in_flight.extend(ids.iter().copied());
+        client.in_flight.extend(ids.iter().cloned());
         if client.ready {
             post(&client.worker, &req);
         } else {
@@ -55,10 +55,10 @@ pub fn load(req: LoadRequest) {
         Ok::<(), String>(())
     });
     if let Err(e) = started {
-        for id in ids {
+        for (id, name) in ids {
             deliver(ToPage::Report {
                 id,
-                view: FileView::failed(format!("could not start the loading worker: {e}")),
+                view: FileView::failed(format!("{name}: could not start the loading worker: {e}")),
                 worker_memory_bytes: 0.0,
             });
         }
@@ -71,7 +71,10 @@ fn post(worker: &Worker, req: &LoadRequest) {
         for f in &req.files {
             deliver(ToPage::Report {
                 id: f.id,
-                view: FileView::failed(format!("could not hand the file to the worker: {message}")),
+                view: FileView::failed(format!(
+                    "{}: could not hand the file to the worker: {message}",
+                    f.name
+                )),
                 worker_memory_bytes: 0.0,
             });
         }
@@ -96,7 +99,7 @@ fn spawn() -> Result<Client, String> {
         worker,
         ready: false,
         pending: Vec::new(),
-        in_flight: BTreeSet::new(),
+        in_flight: BTreeMap::new(),
     })
 }
 
@@ -163,10 +166,16 @@ fn crashed(reason: String) {
     deliver(ToPage::Crashed {
         message: reason.clone(),
     });
-    for id in lost {
+    // A wasm trap is how a worker out of memory dies (the 4 GiB of wasm32, or the tab's limit).
+    let hint = if reason.contains("unreachable") || reason.contains("memory") {
+        " (most likely out of memory: the page holds every record in at most 4 GB)"
+    } else {
+        ""
+    };
+    for (id, name) in lost {
         deliver(ToPage::Report {
             id,
-            view: FileView::failed(reason.clone()),
+            view: FileView::failed(format!("{name}: {reason}{hint}")),
             worker_memory_bytes: 0.0,
         });
     }
