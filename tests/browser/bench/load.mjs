@@ -1,6 +1,6 @@
 // Benchmark, not part of the test suite: drops files on the built page (dist/) in Chromium and
-// reports the worker's time per file, the analysis time, the total wall time, and the peak memory
-// of the browser's processes (RSS, sampled every 200 ms from `ps`).
+// reports the worker's time per file, the analysis time, the total wall time, the peak memory
+// of the browser's processes (RSS, sampled every 200 ms from `ps`), and the main thread's long tasks.
 //
 //   node tests/browser/bench/load.mjs PATH...        (files, or directories searched for
 //                                                     *.log, *.log.gz and *.sqlite)
@@ -53,6 +53,12 @@ const s = await startSession();
 try {
   await s.page.goto(s.url);
   await s.page.getByTestId('load-demo').waitFor();
+  await s.page.evaluate(() => {
+    window.__longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.__longTasks.push(e.duration);
+    }).observe({ type: 'longtask' });
+  });
   const idle = browserMemory(s.profile);
   let peak = { ...idle };
   const sampler = setInterval(() => {
@@ -69,6 +75,9 @@ try {
     || [...document.querySelectorAll('[data-testid=status]')].some((c) => c.textContent.includes('loading worker')),
   null, { timeout: 60 * 60_000, polling: 500 });
   const wall = (Date.now() - t0) / 1000;
+  // Let the page draw what arrived, then read the main thread's long tasks.
+  await s.page.waitForTimeout(1000);
+  const longTasks = await s.page.evaluate(() => window.__longTasks);
   clearInterval(sampler);
   const rows = await s.page.getByTestId('file-row').evaluateAll((els) => els.map((e) => ({
     file: e.dataset.file,
@@ -93,6 +102,8 @@ try {
     largest_process_peak_mb: +mb(peak.largest),
     worker_wasm_memory_loaded_mb: +mb(loadedMemory),
     worker_wasm_memory_mb: +mb(workerMemory),
+    main_thread_long_tasks: longTasks.length,
+    main_thread_worst_task_ms: Math.round(Math.max(0, ...longTasks)),
     failed: failed.length,
     errors: s.errors,
   }, null, 1));
