@@ -3,29 +3,20 @@
 use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use pipeline::{FileReport, ProcessSummary, Session, Timeline};
-use std::cell::RefCell;
+use ncclscope_app::views::{CommPanel, FileView, RankView};
+use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, ToPage};
+use pipeline::Timeline;
 use std::rc::Rc;
 use web_sys::{Blob, File, FileList};
 
-use crate::communicators::{CommPanel, Communicators};
-use crate::files::fetch_blob;
-use crate::load::load_blob;
+use crate::client;
+use crate::communicators::Communicators;
 use crate::ranks::RankTable;
 use crate::timeline_canvas::TimelineCanvas;
+use ncclscope_app::files::fetch_blob;
 
 /// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
 const DEMO_MANIFEST: &str = "demo/MANIFEST";
-
-thread_local! {
-    /// Everything loaded so far. Lives outside the reactive graph: views read the small
-    /// summaries published to signals, never the records themselves.
-    static SESSION: Rc<RefCell<Session>> = Rc::new(RefCell::new(Session::default()));
-}
-
-fn session() -> Rc<RefCell<Session>> {
-    SESSION.with(Rc::clone)
-}
 
 /// `?digest` in the page's URL asks for each input's records digest (for engine comparisons).
 fn digests_wanted() -> bool {
@@ -44,47 +35,89 @@ struct Row {
     name: String,
     size: u64,
     read: u64,
-    report: Option<FileReport>,
+    /// What the worker is doing with the file once it is read (exports only).
+    stage: Option<String>,
+    report: Option<FileView>,
 }
 
 #[component]
 pub fn App() -> impl IntoView {
     let rows = RwSignal::new(Vec::<Row>::new());
     let timeline = RwSignal::new(Timeline::default());
-    let ranks = RwSignal::new(Vec::<ProcessSummary>::new());
+    let ranks = RwSignal::new(Vec::<RankView>::new());
     let comms = RwSignal::new(CommPanel::default());
     let dragging = RwSignal::new(false);
-    session().borrow_mut().digests = digests_wanted();
+    // The last analysis's wall time in the worker (read by the benchmarks).
+    let analysis_ms = RwSignal::new(None::<f64>);
+    let worker_memory = RwSignal::new(None::<f64>);
+    let analysing = RwSignal::new(false);
+
+    // The worker does the loading and the analysis; the page only shows what it sends.
+    client::set_handler(Rc::new(move |msg, new_timeline| match msg {
+        ToPage::Progress { id, read } => rows.update(|r| {
+            if let Some(row) = r.get_mut(id) {
+                row.read = read;
+            }
+        }),
+        ToPage::Report {
+            id,
+            view,
+            worker_memory_bytes,
+        } => {
+            worker_memory.set(Some(worker_memory_bytes));
+            rows.update(|r| {
+                if let Some(row) = r.get_mut(id) {
+                    row.read = row.size;
+                    row.report = Some(view);
+                }
+            })
+        }
+        ToPage::Result {
+            ranks: new_ranks,
+            comms: new_comms,
+            analysis_ms: ms,
+            worker_memory_bytes,
+        } => {
+            analysing.set(false);
+            analysis_ms.set(Some(ms));
+            worker_memory.set(Some(worker_memory_bytes));
+            timeline.set(new_timeline.unwrap_or_default());
+            comms.set(new_comms);
+            ranks.set(new_ranks);
+        }
+        ToPage::Stage { id, stage } => rows.update(|r| {
+            if let Some(row) = r.get_mut(id) {
+                row.stage = Some(stage);
+            }
+        }),
+        ToPage::Analysing => analysing.set(true),
+        ToPage::Crashed { .. } => analysing.set(false),
+        ToPage::Ready => {}
+    }));
 
     let load_all = move |items: Vec<(String, Blob)>| {
-        spawn_local(async move {
-            let first = rows.with_untracked(Vec::len);
-            rows.update(|r| {
-                r.extend(items.iter().map(|(name, blob)| Row {
-                    name: name.clone(),
-                    size: blob.size() as u64,
-                    read: 0,
-                    report: None,
-                }))
-            });
-            let session = session();
-            for (i, (name, blob)) in items.iter().enumerate() {
-                let at = first + i;
-                let report = load_blob(&session, name, blob, |read| {
-                    rows.update(|r| r[at].read = read);
-                })
-                .await;
-                rows.update(|r| {
-                    r[at].read = r[at].size;
-                    r[at].report = Some(report);
-                });
-            }
-            let s = session.borrow();
-            // Adding files re-runs the analysis over everything loaded so far.
-            let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
-            timeline.set(s.timeline(&analysis.processes, &analysis.clocks));
-            comms.set(CommPanel::from_analysis(&analysis));
-            ranks.set(analysis.processes);
+        let first = rows.with_untracked(Vec::len);
+        rows.update(|r| {
+            r.extend(items.iter().map(|(name, blob)| Row {
+                name: name.clone(),
+                size: blob.size() as u64,
+                read: 0,
+                stage: None,
+                report: None,
+            }))
+        });
+        let files = items
+            .into_iter()
+            .enumerate()
+            .map(|(i, (name, blob))| LoadItem {
+                id: first + i,
+                name,
+                blob,
+            })
+            .collect();
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files,
         });
     };
 
@@ -112,6 +145,7 @@ pub fn App() -> impl IntoView {
     });
 
     let load_demo = move |_| {
+        // Only the fetch of the demo's files runs here; the worker reads them.
         spawn_local(async move {
             match demo_blobs().await {
                 Ok(items) => load_all(items),
@@ -120,12 +154,8 @@ pub fn App() -> impl IntoView {
                         name: "demo run".into(),
                         size: 0,
                         read: 0,
-                        report: Some(FileReport::failed(
-                            "demo run",
-                            pipeline::InputKind::Unknown,
-                            0,
-                            e,
-                        )),
+                        stage: None,
+                        report: Some(FileView::failed(e)),
                     })
                 }),
             }
@@ -133,7 +163,12 @@ pub fn App() -> impl IntoView {
     };
 
     view! {
-        <div class="page" class:dragging=move || dragging.get()>
+        <div
+            class="page"
+            class:dragging=move || dragging.get()
+            data-analysis-ms=move || analysis_ms.get().map(|ms| format!("{ms:.0}"))
+            data-worker-memory=move || worker_memory.get().map(|b| format!("{b:.0}"))
+        >
             <header>
                 <h1>"ncclscope"</h1>
                 <span class="tagline">"NCCL logs + Nsight Systems kernels, fused, in your browser"</span>
@@ -157,6 +192,10 @@ pub fn App() -> impl IntoView {
                 <EmptyState />
             </Show>
             <Show when=move || !rows.with(Vec::is_empty)>
+                <OverallProgress rows=rows.into() />
+                <Show when=move || analysing.get()>
+                    <p class="hint" data-testid="analysing">"Analysing every file loaded so far…"</p>
+                </Show>
                 <FileList rows=rows.into() />
                 <TimelineCanvas timeline=timeline.into() />
                 <RankTable ranks=ranks.into() />
@@ -200,7 +239,7 @@ fn FileList(rows: Signal<Vec<Row>>) -> impl IntoView {
                 <For
                     each=move || rows.get().into_iter().enumerate()
                     // A row re-renders when its progress or its report changes.
-                    key=|(i, r)| (*i, r.read, r.report.is_some())
+                    key=|(i, r)| (*i, r.read, r.stage.clone(), r.report.is_some())
                     let:item
                 >
                     <FileRow row=item.1 />
@@ -210,9 +249,53 @@ fn FileList(rows: Signal<Vec<Row>>) -> impl IntoView {
     }
 }
 
+/// All files still loading, as one bar: bytes read over bytes to read.
+#[component]
+fn OverallProgress(rows: Signal<Vec<Row>>) -> impl IntoView {
+    let totals = move || {
+        rows.with(|r| {
+            let loading = r.iter().filter(|x| x.report.is_none()).count();
+            let size: u64 = r.iter().map(|x| x.size).sum();
+            let read: u64 = r.iter().map(|x| x.read.min(x.size)).sum();
+            (loading, read, size)
+        })
+    };
+    view! {
+        <Show when=move || totals().0 != 0>
+            <div class="overall" data-testid="overall-progress">
+                <progress
+                    max=move || totals().2.max(1) as f64
+                    value=move || totals().1 as f64
+                ></progress>
+                <span>
+                    {move || {
+                        let (loading, read, size) = totals();
+                        format!(
+                            "loading {loading} file(s): {} / {} ({})",
+                            human_bytes(read),
+                            human_bytes(size),
+                            percent(read, size)
+                        )
+                    }}
+                </span>
+            </div>
+        </Show>
+    }
+}
+
+/// `read` of `size` as a whole percentage (`100 %` for an empty file).
+fn percent(read: u64, size: u64) -> String {
+    let pct = (read.min(size) * 100).checked_div(size).unwrap_or(100);
+    format!("{pct} %")
+}
+
 #[component]
 fn FileRow(row: Row) -> impl IntoView {
-    let kind = row.report.as_ref().map(|r| r.kind.label()).unwrap_or("…");
+    let kind = row
+        .report
+        .as_ref()
+        .map(|r| r.kind.clone())
+        .unwrap_or_else(|| "…".to_string());
     let version = row
         .report
         .as_ref()
@@ -224,17 +307,24 @@ fn FileRow(row: Row) -> impl IntoView {
         .map(|r| r.facts.clone())
         .unwrap_or_default();
     let status = match &row.report {
-        None => format!(
-            "reading {} / {}",
-            human_bytes(row.read),
+        None if row.stage.is_some() => format!(
+            "{}… ({})",
+            row.stage.clone().unwrap_or_default(),
             human_bytes(row.size)
+        ),
+        None => format!(
+            "reading {} / {} ({})",
+            human_bytes(row.read),
+            human_bytes(row.size),
+            percent(row.read, row.size)
         ),
         Some(r) => match &r.error {
             Some(e) => format!("error: {e}"),
-            None if r.diagnostics.is_empty() => "loaded".to_string(),
-            None => format!("loaded, {} notes", r.diagnostics.len()),
+            None if r.diagnostic_count == 0 => "loaded".to_string(),
+            None => format!("loaded, {} notes", r.diagnostic_count),
         },
     };
+    let loading = row.report.is_none();
     let failed = row.report.as_ref().is_some_and(|r| r.error.is_some());
     let digest = row.report.as_ref().and_then(|r| r.digest.clone());
     let diagnostics = row
@@ -242,9 +332,15 @@ fn FileRow(row: Row) -> impl IntoView {
         .as_ref()
         .map(|r| r.diagnostics.clone())
         .unwrap_or_default();
+    let (read, size) = (row.read as f64, row.size.max(1) as f64);
     // Every string here comes from the user's file: Leptos sets it as text, never as markup.
     view! {
-        <tr data-testid="file-row" data-file=row.name.clone() class:failed=failed>
+        <tr
+            data-testid="file-row"
+            data-file=row.name.clone()
+            data-load-ms=row.report.as_ref().map(|r| format!("{:.0}", r.load_ms))
+            class:failed=failed
+        >
             <td class="name">{row.name.clone()}</td>
             <td data-testid="kind">{kind}</td>
             <td>{human_bytes(row.size)}</td>
@@ -266,34 +362,18 @@ fn FileRow(row: Row) -> impl IntoView {
                         <ul>
                             {diagnostics
                                 .iter()
-                                .take(200)
-                                .map(|d| view! { <li>{d.to_string()}</li> })
+                                .map(|d| view! { <li>{d.clone()}</li> })
                                 .collect_view()}
                         </ul>
                     </details>
                 </Show>
             </td>
             <td data-testid="status">
+                {loading.then(|| view! { <progress data-testid="file-progress" max=size value=read></progress> })}
                 {status}
                 {digest.map(|d| view! { <code class="digest" data-testid="digest">{d}</code> })}
             </td>
         </tr>
-    }
-}
-
-/// A byte count for people: `1.50 MB` (decimal units, as NCCL's tools print them).
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1000.0 && unit < UNITS.len() - 1 {
-        v /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.2} {}", UNITS[unit])
     }
 }
 
@@ -302,7 +382,7 @@ async fn demo_blobs() -> Result<Vec<(String, Blob)>, String> {
     let manifest = fetch_blob(DEMO_MANIFEST).await?;
     let text = wasm_bindgen_futures::JsFuture::from(manifest.text())
         .await
-        .map_err(crate::files::js_msg)?
+        .map_err(ncclscope_app::files::js_msg)?
         .as_string()
         .unwrap_or_default();
     let mut items = Vec::new();

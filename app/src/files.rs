@@ -6,8 +6,9 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, Response};
 
-/// Slice size for reading big files: small enough for any browser, big enough to be fast.
-const SLICE_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+/// Slice size for reading big files: small enough for any browser and for the wasm heap that
+/// holds one slice at a time, big enough to be fast, small enough for smooth progress.
+const SLICE_BYTES: f64 = 16.0 * 1024.0 * 1024.0;
 
 /// Calls `chunk` with successive slices of `blob`, in order.
 pub async fn for_each_slice(blob: &Blob, mut chunk: impl FnMut(Uint8Array)) -> Result<(), String> {
@@ -23,16 +24,44 @@ pub async fn for_each_slice(blob: &Blob, mut chunk: impl FnMut(Uint8Array)) -> R
     Ok(())
 }
 
-/// The whole blob in one JS byte array (sql.js needs the database in one piece).
-pub async fn read_all(blob: &Blob) -> Result<Uint8Array, String> {
-    let all = Uint8Array::new_with_length(blob.size() as u32);
-    let mut at = 0u32;
+/// The whole blob in one JS byte array (sql.js needs the database in one piece); `progress`
+/// gets the bytes read so far after each slice.
+pub async fn read_all(blob: &Blob, mut progress: impl FnMut(u64)) -> Result<Uint8Array, String> {
+    let all = alloc_bytes(blob.size())?;
+    let mut at = 0.0;
     for_each_slice(blob, |part| {
-        all.set(&part, at);
-        at += part.length();
+        set_at(&all, &part, at);
+        at += part.length() as f64;
+        progress(at as u64);
     })
     .await?;
     Ok(all)
+}
+
+/// A zeroed JS byte array, or a clear error when the browser cannot allocate it (a file bigger
+/// than the memory the tab may use) instead of an uncaught `RangeError`.
+pub fn alloc_bytes(len: f64) -> Result<Uint8Array, String> {
+    let ctor: js_sys::Function = js_sys::Uint8Array::new_with_length(0)
+        .constructor()
+        .unchecked_into();
+    js_sys::Reflect::construct(&ctor, &js_sys::Array::of1(&len.into()))
+        .map(JsCast::unchecked_into)
+        .map_err(|e| {
+            format!(
+                "the browser could not allocate {:.2} GB to hold the file ({}); \
+                 the page holds a whole SQLite export in memory",
+                len / 1e9,
+                js_msg(e)
+            )
+        })
+}
+
+/// `all.set(part, at)` with a 64-bit offset (past 4 GiB `u32` offsets would wrap).
+fn set_at(all: &Uint8Array, part: &Uint8Array, at: f64) {
+    if let Ok(set) = js_sys::Reflect::get(all, &"set".into()) {
+        let set: js_sys::Function = set.unchecked_into();
+        let _ = set.call2(all, part, &at.into());
+    }
 }
 
 /// Fetches an asset served with the page (the demo run), as a Blob.

@@ -1,11 +1,10 @@
 //! The ncclscope page. Everything runs in this tab: no byte of a dropped file leaves the machine.
+//! This is the main thread: it draws, and hands dropped files to the loading worker
+//! (`src/bin/ncclscope-worker.rs`), which reads, parses and analyses them.
 
 mod app;
-#[allow(dead_code)]
-mod charts;
+mod client;
 mod communicators;
-mod files;
-mod load;
 mod ranks;
 mod timeline_canvas;
 

@@ -2,12 +2,10 @@
 //! how many of its kernels were matched to log operations.
 
 use leptos::prelude::*;
-use pipeline::ProcessSummary;
-
-use crate::app::human_bytes as bytes;
+use ncclscope_app::views::RankView;
 
 #[component]
-pub fn RankTable(ranks: Signal<Vec<ProcessSummary>>) -> impl IntoView {
+pub fn RankTable(ranks: Signal<Vec<RankView>>) -> impl IntoView {
     view! {
         <Show when=move || ranks.with(|r| !r.is_empty())>
             <section class="ranks">
@@ -29,58 +27,33 @@ pub fn RankTable(ranks: Signal<Vec<ProcessSummary>>) -> impl IntoView {
 }
 
 #[component]
-fn RankRow(p: ProcessSummary) -> impl IntoView {
+fn RankRow(p: RankView) -> impl IntoView {
     let rank_title = if p.rank_from_init {
         "from the communicator init lines"
     } else {
         "from sorted hosts and pids (no init line)"
     };
-    let ops: Vec<(String, String)> = p
-        .ops
-        .iter()
-        .map(|(op, (n, b))| (op.name().to_string(), format!("{n} ({})", bytes(*b))))
-        .collect();
-    let comms: Vec<String> = p
-        .comms
-        .iter()
-        .map(|c| {
-            let id = c
-                .comm_id
-                .map(|i| format!(" commId {i:#x}"))
-                .unwrap_or_default();
-            let rank = c
-                .rank
-                .map(|r| format!(" rank {r}/"))
-                .unwrap_or_else(|| " size ".to_string());
-            format!("{:#x}{rank}{}{id}: {} ops", c.ptr, c.nranks, c.ops)
-        })
-        .collect();
-    let topo = p.topology_lines();
-    let matched = if p.kernels == 0 {
-        "no export".to_string()
-    } else {
-        format!("{} / {}", p.matched_kernels, p.kernels)
-    };
+    let topo = p.topology;
     view! {
         <tr data-testid="rank-row" data-rank=p.global_rank>
             <td title=rank_title>{p.global_rank}</td>
-            <td>{p.process.host.clone()}</td>
-            <td>{p.process.pid}</td>
+            <td>{p.host}</td>
+            <td>{p.pid}</td>
             <td>{p.local_rank.map(|d| d.to_string()).unwrap_or_default()}</td>
-            <td>{p.nccl_version.clone().unwrap_or_default()}</td>
+            <td>{p.nccl_version.unwrap_or_default()}</td>
             <td>
-                {ops.into_iter().map(|(op, v)| {
+                {p.ops.into_iter().map(|(op, v)| {
                     let key = op.clone();
                     view! { <span class="fact" data-op=key>{op}": "<b>{v}</b></span> }
                 }).collect_view()}
             </td>
             <td>
                 <details>
-                    <summary data-testid="comm-count">{comms.len()}</summary>
-                    <ul>{comms.into_iter().map(|c| view! { <li>{c}</li> }).collect_view()}</ul>
+                    <summary data-testid="comm-count">{p.comms.len()}</summary>
+                    <ul>{p.comms.into_iter().map(|c| view! { <li>{c}</li> }).collect_view()}</ul>
                 </details>
             </td>
-            <td data-testid="matched">{matched}</td>
+            <td data-testid="matched">{p.matched}</td>
             <td>
                 {(!topo.is_empty()).then(|| view! {
                     <details>

@@ -38,7 +38,7 @@ export async function startSession() {
     server.close();
     fs.rmSync(profile, { recursive: true, force: true });
   }
-  return { page, url, origin: new URL(url).origin, requests, errors, close };
+  return { page, url, origin: new URL(url).origin, requests, errors, close, profile };
 }
 
 /** Runs `body`; on failure keeps a screenshot named after the test, then rethrows. */

@@ -1,0 +1,192 @@
+//! The page's side of the loading worker: starts it, holds requests until it is ready, hands
+//! its messages to the page, and when it dies (a bug, or a browser that killed it) fails the
+//! files it was loading and starts a fresh one for the next drop.
+
+use ncclscope_app::views::FileView;
+use ncclscope_app::wire::{decode_timeline, LoadRequest, ToPage};
+use pipeline::Timeline;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, MessageEvent, Worker};
+
+/// The worker's loader script, written by Trunk beside the page (relative: any sub-path works).
+const WORKER_URL: &str = "./ncclscope-worker_loader.js";
+
+/// What the page does with each message (the timeline is decoded already).
+pub type Handler = Rc<dyn Fn(ToPage, Option<Timeline>)>;
+
+struct Client {
+    worker: Worker,
+    ready: bool,
+    /// Requests posted before the worker installed its handler would be lost: held until ready.
+    pending: Vec<LoadRequest>,
+    /// Files handed to the worker and not yet reported, by id, with their names.
+    in_flight: BTreeMap<usize, String>,
+}
+
+thread_local! {
+    static CLIENT: RefCell<Option<Client>> = const { RefCell::new(None) };
+    static HANDLER: RefCell<Option<Handler>> = const { RefCell::new(None) };
+}
+
+/// Sets what the page does with the worker's messages; call once when the app mounts.
+pub fn set_handler(h: Handler) {
+    HANDLER.with(|cell| *cell.borrow_mut() = Some(h));
+}
+
+/// Hands files to the worker (starting it if needed).
+pub fn load(req: LoadRequest) {
+    let ids: Vec<(usize, String)> = req.files.iter().map(|f| (f.id, f.name.clone())).collect();
+    let started = CLIENT.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.is_none() {
+            *c = Some(spawn()?);
+        }
+        let client = c.as_mut().expect("just set");
+        client.in_flight.extend(ids.iter().cloned());
+        if client.ready {
+            post(&client.worker, &req);
+        } else {
+            client.pending.push(req);
+        }
+        Ok::<(), String>(())
+    });
+    if let Err(e) = started {
+        for (id, name) in ids {
+            deliver(ToPage::Report {
+                id,
+                view: FileView::failed(format!("{name}: could not start the loading worker: {e}")),
+                worker_memory_bytes: 0.0,
+            });
+        }
+    }
+}
+
+fn post(worker: &Worker, req: &LoadRequest) {
+    if let Err(e) = worker.post_message(&req.to_js()) {
+        let message = ncclscope_app::files::js_msg(e);
+        for f in &req.files {
+            deliver(ToPage::Report {
+                id: f.id,
+                view: FileView::failed(format!(
+                    "{}: could not hand the file to the worker: {message}",
+                    f.name
+                )),
+                worker_memory_bytes: 0.0,
+            });
+        }
+    }
+}
+
+fn spawn() -> Result<Client, String> {
+    let worker = Worker::new(WORKER_URL).map_err(ncclscope_app::files::js_msg)?;
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(on_message);
+    let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(|e: ErrorEvent| {
+        // Keep the page's console clean of an error the page has handled.
+        e.prevent_default();
+        crashed(format!("the loading worker failed: {}", e.message()));
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+    // The handlers live as long as the page: a handler may be running when its worker is
+    // dropped, and a closure must never be freed while it runs.
+    on_message.forget();
+    on_error.forget();
+    Ok(Client {
+        worker,
+        ready: false,
+        pending: Vec::new(),
+        in_flight: BTreeMap::new(),
+    })
+}
+
+fn on_message(e: MessageEvent) {
+    let data = e.data();
+    let json = js_sys::Reflect::get(&data, &"json".into())
+        .ok()
+        .and_then(|j| j.as_string())
+        .unwrap_or_default();
+    let msg: ToPage = match serde_json::from_str(&json) {
+        Ok(m) => m,
+        Err(err) => {
+            crashed(format!("unreadable message from the loading worker: {err}"));
+            return;
+        }
+    };
+    match &msg {
+        ToPage::Ready => {
+            CLIENT.with(|c| {
+                if let Some(client) = c.borrow_mut().as_mut() {
+                    client.ready = true;
+                    for req in client.pending.drain(..) {
+                        post(&client.worker, &req);
+                    }
+                }
+            });
+            return;
+        }
+        ToPage::Crashed { message } => {
+            crashed(format!("the loading worker stopped: {message}"));
+            return;
+        }
+        ToPage::Report { id, .. } => CLIENT.with(|c| {
+            if let Some(client) = c.borrow_mut().as_mut() {
+                client.in_flight.remove(id);
+            }
+        }),
+        _ => {}
+    }
+    let timeline = js_sys::Reflect::get(&data, &"timeline".into())
+        .ok()
+        .filter(|t| !t.is_undefined())
+        .map(|buffer| js_sys::Uint8Array::new(&buffer).to_vec());
+    let timeline = match timeline.map(|b| decode_timeline(&b)) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(err)) => {
+            web_sys::console::error_1(&err.into());
+            None
+        }
+        None => None,
+    };
+    deliver_with(msg, timeline);
+}
+
+/// The worker is gone: fail what it was loading; the next load starts a new one.
+fn crashed(reason: String) {
+    let lost = CLIENT.with(|c| {
+        c.borrow_mut().take().map(|client| {
+            client.worker.terminate();
+            client.in_flight
+        })
+    });
+    let Some(lost) = lost else { return };
+    deliver(ToPage::Crashed {
+        message: reason.clone(),
+    });
+    // A wasm trap is how a worker out of memory dies (the 4 GiB of wasm32, or the tab's limit).
+    let hint = if reason.contains("unreachable") || reason.contains("memory") {
+        " (most likely out of memory: the page holds every record in at most 4 GB)"
+    } else {
+        ""
+    };
+    for (id, name) in lost {
+        deliver(ToPage::Report {
+            id,
+            view: FileView::failed(format!("{name}: {reason}{hint}")),
+            worker_memory_bytes: 0.0,
+        });
+    }
+}
+
+fn deliver(msg: ToPage) {
+    deliver_with(msg, None);
+}
+
+fn deliver_with(msg: ToPage, timeline: Option<Timeline>) {
+    if let Some(h) = HANDLER.with(|h| h.borrow().clone()) {
+        h(msg, timeline);
+    }
+}

@@ -1,0 +1,12 @@
+//! What the page's main thread and its loading worker share: the messages between them, the
+//! formatted view data the worker sends, and (used only in the worker) the loading itself.
+//!
+//! The page (`src/main.rs`) draws; the worker (`src/bin/ncclscope-worker.rs`) reads, parses,
+//! queries sql.js and analyses, so the main thread never blocks on a file.
+
+#[allow(dead_code)]
+pub mod charts;
+pub mod files;
+pub mod loader;
+pub mod views;
+pub mod wire;

@@ -1,0 +1,240 @@
+//! The loading worker: receives dropped files from the page, reads them in slices, sniffs them,
+//! parses logs as they stream in, opens exports in sql.js (loaded in the worker), analyses the
+//! whole session and posts back progress, one report per file and the views' data.
+//!
+//! Every failure of one file, sql.js's included, becomes that file's report: the worker keeps
+//! serving the next files and the next drops.
+
+use js_sys::{Array, Uint8Array};
+use pipeline::{sniff, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
+use sqlsource_sqljs::SqlJs;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
+
+use crate::files::{for_each_slice, js_msg, read_all};
+use crate::views::{CommPanel, FileView, RankView};
+use crate::wire::{encode_timeline, LoadRequest, ToPage};
+
+/// sql.js's loader and wasm, served beside the page (never from a CDN); relative to the
+/// worker's script, which is served from the page's directory.
+const SQLJS_SCRIPT: &str = "sql-wasm.js";
+const SQLJS_WASM: &str = "sql-wasm.wasm";
+
+/// The page needs no more than this many progress messages a second per file.
+const PROGRESS_INTERVAL_MS: f64 = 100.0;
+
+thread_local! {
+    /// Everything loaded so far: a later drop adds to it and re-runs the analysis.
+    static SESSION: RefCell<Session> = RefCell::new(Session::default());
+    /// Requests not yet served (one runs at a time, in arrival order).
+    static QUEUE: RefCell<VecDeque<LoadRequest>> = const { RefCell::new(VecDeque::new()) };
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// sql.js, loaded on the first export; dropped after a failure so the next export starts
+    /// from a fresh module.
+    static SQLJS: RefCell<Option<SqlJs>> = const { RefCell::new(None) };
+}
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+/// Installs the message handler and tells the page the worker is ready.
+pub fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        // A bug, never a user's file, gets here: the page restarts the worker.
+        post(
+            &ToPage::Crashed {
+                message: info.to_string(),
+            },
+            None,
+        );
+    }));
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|e: MessageEvent| {
+        match LoadRequest::from_js(&e.data()) {
+            Ok(req) => QUEUE.with(|q| q.borrow_mut().push_back(req)),
+            Err(err) => web_sys::console::error_1(&err.into()),
+        }
+        if !BUSY.with(|b| b.replace(true)) {
+            wasm_bindgen_futures::spawn_local(serve_queue());
+        }
+    });
+    scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    post(&ToPage::Ready, None);
+}
+
+async fn serve_queue() {
+    while let Some(req) = QUEUE.with(|q| q.borrow_mut().pop_front()) {
+        serve(req).await;
+    }
+    BUSY.with(|b| b.set(false));
+}
+
+async fn serve(req: LoadRequest) {
+    SESSION.with(|s| s.borrow_mut().digests = req.digests);
+    for item in &req.files {
+        let started = js_sys::Date::now();
+        let mut last_post = f64::NEG_INFINITY;
+        let report = load_blob(item.id, &item.name, &item.blob, |read| {
+            let now = js_sys::Date::now();
+            if now - last_post >= PROGRESS_INTERVAL_MS {
+                last_post = now;
+                post(&ToPage::Progress { id: item.id, read }, None);
+            }
+        })
+        .await;
+        let view = FileView::from_report(&report, js_sys::Date::now() - started);
+        post(
+            &ToPage::Report {
+                id: item.id,
+                view,
+                worker_memory_bytes: wasm_memory_bytes(),
+            },
+            None,
+        );
+    }
+    // Adding files re-runs the analysis over everything loaded so far.
+    post(&ToPage::Analysing, None);
+    let started = js_sys::Date::now();
+    let (result, timeline) = SESSION.with(|s| {
+        let s = s.borrow();
+        let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
+        let timeline = encode_timeline(&s.timeline(&analysis.processes, &analysis.clocks));
+        let result = ToPage::Result {
+            ranks: analysis
+                .processes
+                .iter()
+                .map(RankView::from_summary)
+                .collect(),
+            comms: CommPanel::from_analysis(&analysis),
+            analysis_ms: js_sys::Date::now() - started,
+            worker_memory_bytes: wasm_memory_bytes(),
+        };
+        (result, timeline)
+    });
+    post(&result, Some(timeline));
+}
+
+/// The size of this worker's wasm memory.
+fn wasm_memory_bytes() -> f64 {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    js_sys::Reflect::get(&memory.buffer(), &"byteLength".into())
+        .ok()
+        .and_then(|n| n.as_f64())
+        .unwrap_or(0.0)
+}
+
+/// Posts `msg` to the page; `timeline`'s buffer is transferred, not copied.
+fn post(msg: &ToPage, timeline: Option<Vec<u8>>) {
+    let json = serde_json::to_string(msg).unwrap_or_else(|e| format!("\"{e}\""));
+    let obj = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&obj, &"json".into(), &json.into());
+    let transfer = Array::new();
+    if let Some(bytes) = timeline {
+        let buffer = Uint8Array::from(bytes.as_slice()).buffer();
+        let _ = js_sys::Reflect::set(&obj, &"timeline".into(), &buffer);
+        transfer.push(&buffer);
+    }
+    if let Err(e) = scope().post_message_with_transfer(&obj, &transfer) {
+        web_sys::console::error_1(&e);
+    }
+}
+
+async fn sqljs() -> Result<SqlJs, String> {
+    if let Some(s) = SQLJS.with(|s| s.borrow().clone()) {
+        return Ok(s);
+    }
+    scope()
+        .import_scripts_1(SQLJS_SCRIPT)
+        .map_err(|e| format!("loading {SQLJS_SCRIPT}: {}", js_msg(e)))?;
+    let s = sqlsource_sqljs::init(SQLJS_WASM)
+        .await
+        .map_err(|e| e.to_string())?;
+    SQLJS.with(|cell| *cell.borrow_mut() = Some(s.clone()));
+    Ok(s)
+}
+
+/// Loads one file into the session; `progress(bytes_read)` is called as slices arrive.
+async fn load_blob(id: usize, name: &str, blob: &Blob, progress: impl FnMut(u64)) -> FileReport {
+    let size = blob.size() as u64;
+    // The same head the command sniffs: a log's first NCCL line may follow a long preamble.
+    let head = match blob.slice_with_f64_and_f64(0.0, SNIFF_BYTES as f64) {
+        Ok(h) => read_all(&h, |_| ())
+            .await
+            .map(|a| a.to_vec())
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    match sniff(&head) {
+        InputKind::NsysSqlite => {
+            let report = load_export(id, name, blob, size, progress).await;
+            if report.error.is_some() {
+                SQLJS.with(|cell| cell.borrow_mut().take());
+            }
+            report
+        }
+        InputKind::NcclLog | InputKind::Gzip => load_log(name, blob, size, progress).await,
+        InputKind::Unknown => FileReport::failed(
+            name,
+            InputKind::Unknown,
+            size,
+            "neither an NCCL debug log nor an Nsight Systems SQLite export".into(),
+        ),
+    }
+}
+
+async fn load_log(name: &str, blob: &Blob, size: u64, mut progress: impl FnMut(u64)) -> FileReport {
+    let file_index = SESSION.with(|s| s.borrow().next_file_index());
+    let mut loader = LogLoader::new(name, file_index);
+    let mut read = 0u64;
+    // One reused buffer: wasm memory holds the records kept, not the file.
+    let mut buf = Vec::new();
+    let result = for_each_slice(blob, |part| {
+        buf.resize(part.length() as usize, 0);
+        part.copy_to(&mut buf);
+        read += buf.len() as u64;
+        loader.feed(&buf);
+        progress(read);
+    })
+    .await;
+    match result {
+        Ok(()) => SESSION.with(|s| s.borrow_mut().add_log(loader.finish(size))),
+        Err(e) => FileReport::failed(name, InputKind::NcclLog, size, e),
+    }
+}
+
+async fn load_export(
+    id: usize,
+    name: &str,
+    blob: &Blob,
+    size: u64,
+    progress: impl FnMut(u64),
+) -> FileReport {
+    let stage = |stage: &str| {
+        let stage = stage.to_string();
+        post(&ToPage::Stage { id, stage }, None);
+    };
+    let failed = |e: String| FileReport::failed(name, InputKind::NsysSqlite, size, e);
+    let sql = match sqljs().await {
+        Ok(s) => s,
+        Err(e) => return failed(format!("sql.js: {e}")),
+    };
+    // sql.js needs the database in one piece; it is read in slices all the same.
+    let bytes = match read_all(blob, progress).await {
+        Ok(b) => b,
+        Err(e) => return failed(e),
+    };
+    stage("opening in sql.js");
+    let db = match sql.open(&bytes) {
+        Ok(db) => db,
+        Err(e) => return failed(format!("sql.js could not open the database: {e}")),
+    };
+    drop(bytes);
+    stage("querying kernels, NVTX and processes");
+    // The database is freed (dropped) as soon as it has been read.
+    SESSION.with(|s| s.borrow_mut().add_export(&db, name, size))
+}

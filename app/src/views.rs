@@ -1,0 +1,176 @@
+//! The view data the worker sends to the page: plain, already formatted rows, so the page only
+//! draws and the records themselves never cross the worker boundary.
+
+use pipeline::{Analysis, FileReport, ProcessSummary};
+use serde::{Deserialize, Serialize};
+
+use crate::wire::human_bytes;
+
+/// How many diagnostics of one file are sent to the page (the count is always exact).
+pub const MAX_DIAGNOSTICS_SHOWN: usize = 200;
+
+/// One file's row once loaded (or failed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileView {
+    pub kind: String,
+    pub version: Option<String>,
+    pub facts: Vec<(String, String)>,
+    /// The first [`MAX_DIAGNOSTICS_SHOWN`] diagnostics, formatted with file and line.
+    pub diagnostics: Vec<String>,
+    pub diagnostic_count: usize,
+    pub error: Option<String>,
+    pub digest: Option<String>,
+    /// Wall time the worker spent on the file (read, parse or query), for benchmarks.
+    pub load_ms: f64,
+}
+
+impl FileView {
+    pub fn from_report(r: &FileReport, load_ms: f64) -> Self {
+        FileView {
+            kind: r.kind.label().to_string(),
+            version: r.version.clone(),
+            facts: r.facts.clone(),
+            diagnostics: r
+                .diagnostics
+                .iter()
+                .take(MAX_DIAGNOSTICS_SHOWN)
+                .map(ToString::to_string)
+                .collect(),
+            diagnostic_count: r.diagnostics.len(),
+            // The message names the file, whatever stage wrote it.
+            error: r.error.as_ref().map(|e| {
+                if e.contains(&r.name) {
+                    e.clone()
+                } else {
+                    format!("{}: {e}", r.name)
+                }
+            }),
+            digest: r.digest.clone(),
+            load_ms,
+        }
+    }
+
+    /// A file that could not be handed to the loader at all (a dead worker, a failed fetch).
+    pub fn failed(error: String) -> Self {
+        FileView {
+            kind: "unknown".to_string(),
+            version: None,
+            facts: Vec::new(),
+            diagnostics: Vec::new(),
+            diagnostic_count: 0,
+            error: Some(error),
+            digest: None,
+            load_ms: 0.0,
+        }
+    }
+}
+
+/// One row of the per-rank table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankView {
+    pub global_rank: u32,
+    pub rank_from_init: bool,
+    pub host: String,
+    pub pid: u32,
+    pub local_rank: Option<u32>,
+    pub nccl_version: Option<String>,
+    /// Operation name → `count (bytes)`, in the summary's order.
+    pub ops: Vec<(String, String)>,
+    pub comms: Vec<String>,
+    pub topology: Vec<String>,
+    /// `matched / kernels`, or `no export`.
+    pub matched: String,
+}
+
+impl RankView {
+    pub fn from_summary(p: &ProcessSummary) -> Self {
+        let ops = p
+            .ops
+            .iter()
+            .map(|(op, (n, b))| (op.name().to_string(), format!("{n} ({})", human_bytes(*b))))
+            .collect();
+        let comms = p
+            .comms
+            .iter()
+            .map(|c| {
+                let id = c
+                    .comm_id
+                    .map(|i| format!(" commId {i:#x}"))
+                    .unwrap_or_default();
+                let rank = c
+                    .rank
+                    .map(|r| format!(" rank {r}/"))
+                    .unwrap_or_else(|| " size ".to_string());
+                format!("{:#x}{rank}{}{id}: {} ops", c.ptr, c.nranks, c.ops)
+            })
+            .collect();
+        let matched = if p.kernels == 0 {
+            "no export".to_string()
+        } else {
+            format!("{} / {}", p.matched_kernels, p.kernels)
+        };
+        RankView {
+            global_rank: p.global_rank,
+            rank_from_init: p.rank_from_init,
+            host: p.process.host.clone(),
+            pid: p.process.pid,
+            local_rank: p.local_rank,
+            nccl_version: p.nccl_version.clone(),
+            ops,
+            comms,
+            topology: p.topology_lines(),
+            matched,
+        }
+    }
+}
+
+/// One row of the communicators panel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommRow {
+    pub id: String,
+    pub size: u32,
+    pub ranks: String,
+    pub parallelism: String,
+    pub confidence: f64,
+    pub evidence: String,
+}
+
+/// The communicators panel's rows and the layout line above them.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+pub struct CommPanel {
+    pub layout: String,
+    pub rows: Vec<CommRow>,
+}
+
+impl CommPanel {
+    pub fn from_analysis(a: &Analysis) -> Self {
+        let layout = match a.layout.sizes {
+            Some(s) => format!(
+                "layout TP={} CP={} EP={} DP={} PP={} (confidence {:.2}): {}",
+                s.tp, s.cp, s.ep, s.dp, s.pp, a.layout.confidence, a.layout.evidence
+            ),
+            None => format!("layout unknown: {}", a.layout.evidence),
+        };
+        let rows = a
+            .communicators
+            .comms
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let label = a.layout.comms.iter().find(|l| l.comm == i);
+                let ranks: Vec<String> = c.global_ranks.iter().map(u32::to_string).collect();
+                CommRow {
+                    id: c.id.clone(),
+                    size: c.size,
+                    ranks: ranks.join(" "),
+                    parallelism: label
+                        .map_or("unknown", |l| l.parallelism.name())
+                        .to_string(),
+                    confidence: label.map_or(0.0, |l| l.confidence),
+                    evidence: label.map(|l| l.evidence.clone()).unwrap_or_default(),
+                }
+            })
+            .collect();
+        CommPanel { layout, rows }
+    }
+}

@@ -1,0 +1,285 @@
+//! The messages between the page and its loading worker.
+//!
+//! Page → worker: a load request, a plain JS object holding the dropped `File`s themselves
+//! (structured-cloned, never read on the main thread). Worker → page: `{json, timeline?}`, a
+//! small JSON [`ToPage`] and, with the result, the timeline in a compact binary form whose
+//! buffer is transferred, not copied.
+
+use js_sys::{Array, Object, Reflect};
+use model::OpType;
+use pipeline::{Span, Timeline, Track};
+use serde::{Deserialize, Serialize};
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::Blob;
+
+use crate::views::{CommPanel, FileView, RankView};
+
+/// What the worker tells the page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ToPage {
+    /// The worker's handler is installed: requests posted from now on are received.
+    Ready,
+    /// Bytes of file `id` read so far (at most about ten a second per file).
+    Progress { id: usize, read: u64 },
+    /// File `id` is read and now in a slower stage (sql.js opening or querying an export).
+    Stage { id: usize, stage: String },
+    /// Every file of the request is loaded; the analysis of the whole session has started.
+    Analysing,
+    /// File `id` is loaded or has failed; the worker's wasm memory after it, for benchmarks.
+    Report {
+        id: usize,
+        view: FileView,
+        worker_memory_bytes: f64,
+    },
+    /// The analysis over everything loaded so far (the timeline travels beside, in binary).
+    Result {
+        ranks: Vec<RankView>,
+        comms: CommPanel,
+        /// Wall time of the analysis over the whole session, for benchmarks.
+        analysis_ms: f64,
+        /// The worker's wasm memory (it never shrinks: the peak so far), for benchmarks.
+        worker_memory_bytes: f64,
+    },
+    /// The worker hit a bug and stopped; the page starts a new one (the page's client also
+    /// sends this to the views when the worker dies without a word).
+    Crashed { message: String },
+}
+
+/// One file to load: the page's row id, its name and its contents.
+pub struct LoadItem {
+    pub id: usize,
+    pub name: String,
+    pub blob: Blob,
+}
+
+/// Page → worker: load these files (into the session kept in the worker), then re-analyse.
+pub struct LoadRequest {
+    pub digests: bool,
+    pub files: Vec<LoadItem>,
+}
+
+impl LoadRequest {
+    pub fn to_js(&self) -> JsValue {
+        let files = Array::new();
+        for f in &self.files {
+            let o = Object::new();
+            set(&o, "id", &JsValue::from_f64(f.id as f64));
+            set(&o, "name", &JsValue::from_str(&f.name));
+            set(&o, "blob", &f.blob);
+            files.push(&o);
+        }
+        let msg = Object::new();
+        set(&msg, "digests", &JsValue::from_bool(self.digests));
+        set(&msg, "files", &files);
+        msg.into()
+    }
+
+    pub fn from_js(v: &JsValue) -> Result<Self, String> {
+        let files: Array = get(v, "files")?
+            .dyn_into()
+            .map_err(|_| "load request: `files` is not an array".to_string())?;
+        let mut items = Vec::new();
+        for f in files.iter() {
+            items.push(LoadItem {
+                id: get(&f, "id")?.as_f64().ok_or("load request: bad id")? as usize,
+                name: get(&f, "name")?
+                    .as_string()
+                    .ok_or("load request: bad name")?,
+                blob: get(&f, "blob")?
+                    .dyn_into()
+                    .map_err(|_| "load request: not a Blob".to_string())?,
+            });
+        }
+        Ok(LoadRequest {
+            digests: get(v, "digests")?.as_bool().unwrap_or(false),
+            files: items,
+        })
+    }
+}
+
+fn set(o: &Object, key: &str, v: &JsValue) {
+    // Setting a plain property on a fresh plain object cannot fail.
+    let _ = Reflect::set(o, &JsValue::from_str(key), v);
+}
+
+fn get(o: &JsValue, key: &str) -> Result<JsValue, String> {
+    Reflect::get(o, &JsValue::from_str(key)).map_err(|_| format!("message has no `{key}`"))
+}
+
+/// Format tag of [`encode_timeline`]'s output.
+const TIMELINE_MAGIC: &[u8; 4] = b"NSTL";
+/// The op byte of a span whose kernel name says no operation.
+const NO_OP: u8 = u8::MAX;
+
+/// The timeline as bytes: a few bytes per track, 17 per span (start, end, operation).
+pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
+    let spans: usize = t.tracks.iter().map(|k| k.spans.len()).sum();
+    let mut out = Vec::with_capacity(24 + t.tracks.len() * 40 + spans * 17);
+    out.extend_from_slice(TIMELINE_MAGIC);
+    out.extend_from_slice(&t.start_ns.to_le_bytes());
+    out.extend_from_slice(&t.end_ns.to_le_bytes());
+    out.extend_from_slice(&(t.tracks.len() as u32).to_le_bytes());
+    for track in &t.tracks {
+        out.extend_from_slice(&(track.label.len() as u32).to_le_bytes());
+        out.extend_from_slice(track.label.as_bytes());
+        out.extend_from_slice(&(track.spans.len() as u32).to_le_bytes());
+        for s in &track.spans {
+            out.extend_from_slice(&s.start_ns.to_le_bytes());
+            out.extend_from_slice(&s.end_ns.to_le_bytes());
+            out.push(s.op.map_or(NO_OP, op_code));
+        }
+    }
+    out
+}
+
+/// Reads [`encode_timeline`]'s output back.
+pub fn decode_timeline(bytes: &[u8]) -> Result<Timeline, String> {
+    let mut r = Reader { bytes, at: 0 };
+    if r.take(4)? != TIMELINE_MAGIC {
+        return Err("timeline: bad format tag".into());
+    }
+    let start_ns = r.i64()?;
+    let end_ns = r.i64()?;
+    let n_tracks = r.u32()? as usize;
+    let mut tracks = Vec::with_capacity(n_tracks.min(1 << 16));
+    for _ in 0..n_tracks {
+        let len = r.u32()? as usize;
+        let label = String::from_utf8(r.take(len)?.to_vec())
+            .map_err(|_| "timeline: a track label is not UTF-8".to_string())?;
+        let n_spans = r.u32()? as usize;
+        let mut spans = Vec::with_capacity(n_spans.min(r.remaining() / 17));
+        for _ in 0..n_spans {
+            let start_ns = r.i64()?;
+            let end_ns = r.i64()?;
+            let code = r.take(1)?[0];
+            spans.push(Span {
+                start_ns,
+                end_ns,
+                op: OpType::ALL.get(code as usize).copied(),
+            });
+        }
+        tracks.push(Track { label, spans });
+    }
+    if r.remaining() != 0 {
+        return Err(format!("timeline: {} trailing bytes", r.remaining()));
+    }
+    Ok(Timeline {
+        tracks,
+        start_ns,
+        end_ns,
+    })
+}
+
+fn op_code(op: OpType) -> u8 {
+    OpType::ALL
+        .iter()
+        .position(|o| *o == op)
+        .map_or(NO_OP, |i| i as u8)
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|e| *e <= self.bytes.len());
+        let end = end.ok_or_else(|| format!("timeline: truncated at byte {}", self.at))?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn i64(&mut self) -> Result<i64, String> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(i64::from_le_bytes(a))
+    }
+}
+
+/// A byte count for people: `1.50 MB` (decimal units, as NCCL's tools print them).
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1000.0 && unit < UNITS.len() - 1 {
+        v /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.2} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A timeline shaped like a real one: several tracks, every operation and none, times
+    /// at the range of a GPU clock.
+    fn sample() -> Timeline {
+        let base = 1_700_000_000_000_000_000i64;
+        let tracks = (0..3)
+            .map(|t| Track {
+                label: format!("host{t} pid {} GPU {t} — ü", 1000 + t),
+                spans: (0..40)
+                    .map(|i| Span {
+                        start_ns: base + i * 1_000 + t,
+                        end_ns: base + i * 1_000 + 500 + t,
+                        op: (i % 12 != 11).then(|| OpType::ALL[(i % 11) as usize]),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Timeline {
+            tracks,
+            start_ns: base,
+            end_ns: base + 40_000,
+        }
+    }
+
+    #[test]
+    fn timeline_round_trips() {
+        let t = sample();
+        let bytes = encode_timeline(&t);
+        assert_eq!(decode_timeline(&bytes), Ok(t));
+        assert_eq!(
+            decode_timeline(&encode_timeline(&Timeline::default())),
+            Ok(Timeline::default())
+        );
+    }
+
+    #[test]
+    fn every_truncation_of_a_timeline_is_an_error() {
+        let bytes = encode_timeline(&sample());
+        for len in 0..bytes.len() {
+            assert!(
+                decode_timeline(&bytes[..len]).is_err(),
+                "prefix of {len} bytes"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_timeline(&longer).is_err());
+    }
+
+    #[test]
+    fn messages_round_trip_through_json() {
+        let msg = ToPage::Report {
+            id: 3,
+            view: FileView::failed("x.sqlite: not a database".into()),
+            worker_memory_bytes: 1e9,
+        };
+        let json = serde_json::to_string(&msg).unwrap();
+        assert_eq!(serde_json::from_str::<ToPage>(&json).unwrap(), msg);
+    }
+}

@@ -1,0 +1,67 @@
+// Bad files dropped together with good ones: each bad file gets a clear message naming it, the
+// loading worker survives (sql.js errors are caught in it), and the good files still load with
+// the native command's counts.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startSession, withScreenshot, dropFiles, nativeSummary, fact, FIXTURES } from './harness.mjs';
+import { makeBadFiles } from './badfiles.mjs';
+
+const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
+
+let s;
+let bad;
+before(async () => {
+  s = await startSession();
+  if (haveFixtures) bad = makeBadFiles();
+});
+after(async () => {
+  await s?.close();
+  if (bad) fs.rmSync(bad.dir, { recursive: true, force: true });
+});
+
+/** The status cell of a file's row once it has loaded or failed. */
+async function status(page, name) {
+  const cell = page.locator(`[data-testid=file-row][data-file="${name}"] [data-testid=status]`);
+  await cell.filter({ hasText: /^(loaded|error)/ }).waitFor({ timeout: 60_000 });
+  return (await cell.textContent()).trim();
+}
+
+test('bad exports and logs are reported by name, the good files beside them still load', { skip: !haveFixtures }, async () => {
+  const goodExport = path.join(FIXTURES, 'nsys', 'GindaChen-nsys-ai_mfu_2gpu_before.sqlite');
+  const goodLog = path.join(FIXTURES, 'nccl', 'pytorch-torchtitan_issue1369_tp-collectives_coll-2ranks.log');
+  const laterLog = path.join(FIXTURES, 'nccl', 'NVIDIA-nccl_issue584_send-recv-hang_coll-2ranks.log');
+  await withScreenshot(s.page, 'bad-files', async () => {
+    await s.page.goto(s.url);
+    // Good files first and last, so a worker that died on a bad one would leave the last unloaded.
+    const mixed = [goodExport, ...bad.files.map((f) => f.path), goodLog];
+    await dropFiles(s.page, mixed);
+
+    for (const { path: p, expect } of bad.files) {
+      const name = path.basename(p);
+      const text = await status(s.page, name);
+      console.log(`${name}: ${text}`);
+      if (expect === 'error') {
+        assert.match(text, /^error: /, `${name}: ${text}`);
+        assert.ok(text.includes(name), `${name}: the message names the file: ${text}`);
+        assert.doesNotMatch(text, /loading worker/, `${name}: the worker survived: ${text}`);
+      } else {
+        assert.match(text, /^loaded, [1-9]\d* notes/, `${name}: ${text}`);
+        const notes = await s.page.locator(`[data-testid=file-row][data-file="${name}"] .diagnostics li`).allTextContents();
+        assert.ok(notes.some((n) => expect.test(n) && n.includes(name)), `${name}: notes ${notes}`);
+      }
+    }
+
+    const nativeExport = nativeSummary([goodExport]).inputs[0];
+    assert.equal(Number(await fact(s.page, path.basename(goodExport), 'NCCL kernels')), nativeExport.nccl_kernels);
+    const nativeLog = nativeSummary([goodLog]).inputs[0];
+    assert.equal(Number(await fact(s.page, path.basename(goodLog), 'NCCL operations')), nativeLog.nccl_ops);
+
+    // The same worker serves a later drop.
+    await dropFiles(s.page, [laterLog]);
+    const nativeLater = nativeSummary([laterLog]).inputs[0];
+    assert.equal(Number(await fact(s.page, path.basename(laterLog), 'NCCL operations')), nativeLater.nccl_ops);
+    assert.deepEqual(s.errors, []);
+  });
+});
