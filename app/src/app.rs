@@ -3,10 +3,12 @@
 use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use ncclscope_app::theory_panel::{prefill, saved_form, TheoryPanel, TheoryView};
 use ncclscope_app::views::{CommPanel, FileView, RankView};
 use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, ToPage};
 use pipeline::Timeline;
 use std::rc::Rc;
+use theory::form::to_toml;
 use web_sys::{Blob, File, FileList};
 
 use crate::client;
@@ -51,6 +53,20 @@ pub fn App() -> impl IntoView {
     let analysis_ms = RwSignal::new(None::<f64>);
     let worker_memory = RwSignal::new(None::<f64>);
     let analysing = RwSignal::new(false);
+    // Theory versus observed: the form (kept between visits), which fields the trace filled,
+    // which the user typed, and the worker's answer.
+    let theory_form = RwSignal::new(saved_form());
+    let inferred = RwSignal::new(Vec::<String>::new());
+    let typed = RwSignal::new(Vec::<String>::new());
+    let theory_view = RwSignal::new(None::<TheoryView>);
+    let theory_error = RwSignal::new(None::<String>);
+    let ask_theory = move |toml: String| {
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files: Vec::new(),
+            theory: Some(toml),
+        })
+    };
 
     // The worker does the loading and the analysis; the page only shows what it sends.
     client::set_handler(Rc::new(move |msg, new_timeline| match msg {
@@ -77,6 +93,7 @@ pub fn App() -> impl IntoView {
             comms: new_comms,
             analysis_ms: ms,
             worker_memory_bytes,
+            inferred: new_inferred,
         } => {
             analysing.set(false);
             analysis_ms.set(Some(ms));
@@ -84,6 +101,16 @@ pub fn App() -> impl IntoView {
             timeline.set(new_timeline.unwrap_or_default());
             comms.set(new_comms);
             ranks.set(new_ranks);
+            // What the trace tells fills the fields the user has not typed; then compare.
+            let mut form = theory_form.get_untracked();
+            let filled = prefill(&mut form, &new_inferred, &typed.get_untracked());
+            theory_form.set(form);
+            inferred.set(filled);
+            ask_theory(to_toml(&theory_form.get_untracked()));
+        }
+        ToPage::Theory { view, error } => {
+            theory_view.set(view);
+            theory_error.set(error);
         }
         ToPage::Stage { id, stage } => rows.update(|r| {
             if let Some(row) = r.get_mut(id) {
@@ -118,6 +145,7 @@ pub fn App() -> impl IntoView {
         client::load(LoadRequest {
             digests: digests_wanted(),
             files,
+            theory: None,
         });
     };
 
@@ -200,6 +228,14 @@ pub fn App() -> impl IntoView {
                 <TimelineCanvas timeline=timeline.into() />
                 <RankTable ranks=ranks.into() />
                 <Communicators panel=comms.into() />
+                <TheoryPanel
+                    form=theory_form
+                    typed=typed
+                    inferred=inferred.into()
+                    view=theory_view.into()
+                    error=theory_error
+                    on_apply=Callback::new(ask_theory)
+                />
             </Show>
             <p class="privacy">"Files are read in this tab only; nothing is uploaded."</p>
         </div>

@@ -4,9 +4,9 @@
 //! The page (`src/main.rs`) draws; the worker (`src/bin/ncclscope-worker.rs`) reads, parses,
 //! queries sql.js and analyses, so the main thread never blocks on a file.
 
-#[allow(dead_code)]
 pub mod charts;
 pub mod files;
 pub mod loader;
+pub mod theory_panel;
 pub mod views;
 pub mod wire;

@@ -6,15 +6,17 @@
 //! serving the next files and the next drops.
 
 use js_sys::{Array, Uint8Array};
-use pipeline::{sniff, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
+use pipeline::{sniff, Analysis, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
 use sqlsource_sqljs::SqlJs;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use theory::TheoryConfig;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::files::{for_each_slice, js_msg, read_all};
+use crate::theory_panel::theory_view;
 use crate::views::{CommPanel, FileView, RankView};
 use crate::wire::{encode_timeline, LoadRequest, ToPage};
 
@@ -35,6 +37,8 @@ thread_local! {
     /// sql.js, loaded on the first export; dropped after a failure so the next export starts
     /// from a fresh module.
     static SQLJS: RefCell<Option<SqlJs>> = const { RefCell::new(None) };
+    /// The last analysis, for theory requests that come without files.
+    static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
 }
 
 fn scope() -> DedicatedWorkerGlobalScope {
@@ -75,6 +79,64 @@ async fn serve_queue() {
 }
 
 async fn serve(req: LoadRequest) {
+    if !req.files.is_empty() {
+        load_and_analyse(&req).await;
+    }
+    if let Some(toml) = &req.theory {
+        post(&theory(toml), None);
+    }
+}
+
+/// Theory versus observed for `toml`'s model and layout, over the last analysis.
+fn theory(toml: &str) -> ToPage {
+    let cfg = match TheoryConfig::from_toml(toml) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            return ToPage::Theory {
+                view: None,
+                error: Some(e),
+            }
+        }
+    };
+    SESSION.with(|s| {
+        ANALYSIS.with(|a| match a.borrow().as_ref() {
+            Some(analysis) => {
+                let hw = pipeline::hardware_from_topology(&s.borrow())
+                    .unwrap_or_else(theory::Hardware::a100);
+                ToPage::Theory {
+                    view: Some(theory_view(&cfg, analysis, &hw)),
+                    error: None,
+                }
+            }
+            None => ToPage::Theory {
+                view: None,
+                error: Some("drop a run's files first".into()),
+            },
+        })
+    })
+}
+
+/// The theory form's fields the analysis tells: parallel sizes and iterations.
+fn inferred_fields(analysis: &Analysis) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Some(s) = analysis.layout.sizes {
+        for (key, n) in [
+            ("tp", s.tp),
+            ("pp", s.pp),
+            ("dp", s.dp),
+            ("ep", s.ep),
+            ("cp", s.cp),
+        ] {
+            out.push((format!("parallel.{key}"), n.to_string()));
+        }
+    }
+    if let Some(n) = analysis.iterations {
+        out.push(("model.iterations".into(), n.to_string()));
+    }
+    out
+}
+
+async fn load_and_analyse(req: &LoadRequest) {
     SESSION.with(|s| s.borrow_mut().digests = req.digests);
     for item in &req.files {
         let started = js_sys::Date::now();
@@ -113,7 +175,9 @@ async fn serve(req: LoadRequest) {
             comms: CommPanel::from_analysis(&analysis),
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
+            inferred: inferred_fields(&analysis),
         };
+        ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
         (result, timeline)
     });
     post(&result, Some(timeline));

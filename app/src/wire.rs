@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
 
+use crate::theory_panel::TheoryView;
 use crate::views::{CommPanel, FileView, RankView};
 
 /// What the worker tells the page.
@@ -39,6 +40,14 @@ pub enum ToPage {
         analysis_ms: f64,
         /// The worker's wasm memory (it never shrinks: the peak so far), for benchmarks.
         worker_memory_bytes: f64,
+        /// Theory form fields the trace tells (`parallel.tp`, `model.iterations`, ...) and
+        /// their values.
+        inferred: Vec<(String, String)>,
+    },
+    /// Theory versus observed for the config last asked for (or why the config is unusable).
+    Theory {
+        view: Option<TheoryView>,
+        error: Option<String>,
     },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
@@ -52,10 +61,12 @@ pub struct LoadItem {
     pub blob: Blob,
 }
 
-/// Page → worker: load these files (into the session kept in the worker), then re-analyse.
+/// Page → worker: load these files (into the session kept in the worker), then re-analyse;
+/// and, with `theory` (the form's TOML), compare that model and layout with the analysis.
 pub struct LoadRequest {
     pub digests: bool,
     pub files: Vec<LoadItem>,
+    pub theory: Option<String>,
 }
 
 impl LoadRequest {
@@ -71,6 +82,9 @@ impl LoadRequest {
         let msg = Object::new();
         set(&msg, "digests", &JsValue::from_bool(self.digests));
         set(&msg, "files", &files);
+        if let Some(t) = &self.theory {
+            set(&msg, "theory", &JsValue::from_str(t));
+        }
         msg.into()
     }
 
@@ -93,6 +107,7 @@ impl LoadRequest {
         Ok(LoadRequest {
             digests: get(v, "digests")?.as_bool().unwrap_or(false),
             files: items,
+            theory: get(v, "theory")?.as_string(),
         })
     }
 }
