@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::nw::{self, Score, Step, NEG};
 use crate::scoring::{Scorer, Scoring, TimeModel};
-use crate::symbols::{kernel_symbol, log_symbol, Symbol};
+use crate::symbols::{class_key, kernel_symbol, log_symbol, Symbol};
 use model::log::LogOp;
 use model::nsys::{Kernel, KernelName};
 use model::OpType;
@@ -55,7 +55,7 @@ impl AlignConfig {
             group_p2p: false,
             per_stream: false,
             use_timestamps: false,
-            min_time_scale_ns: 20_000,
+            min_time_scale_ns: 5_000,
             fusion_extra: 0.5,
             reference: false,
         }
@@ -133,6 +133,9 @@ impl ProcessAlignment {
         out
     }
 }
+
+/// Rounds of (fit the clock model, re-align) at most.
+const TIME_ROUNDS: usize = 4;
 
 /// One log-side symbol: a line with its duplicates collapsed.
 struct Unit {
@@ -252,17 +255,40 @@ pub fn align_process(
     }
 
     // 5. Timestamps: offset from the last unit of each match (the kernel launches after it).
+    // The first pass may be shifted by a few operations in long runs of identical symbols; each
+    // round's pairs give a better clock model than the last, so a few rounds converge.
     let mut time = None;
     if cfg.use_timestamps {
-        let samples: Vec<(i64, i64)> = matches
-            .iter()
-            .filter_map(|(k, us)| {
-                let lt = usym[*us.last()?].time_ns?;
-                Some((lt, ksym[*k].time_ns? - lt))
-            })
-            .collect();
-        time = TimeModel::fit(samples, cfg.min_time_scale_ns);
+        let stamped = |syms: &[Symbol]| -> Vec<(i64, u64)> {
+            syms.iter()
+                .filter_map(|s| Some((s.time_ns?, class_key(s.op))))
+                .collect()
+        };
+        time = TimeModel::vote(
+            &stamped(&usym),
+            &stamped(&ksym),
+            2 * cfg.min_time_scale_ns,
+            cfg.min_time_scale_ns,
+        );
         if time.is_some() {
+            matches = groups
+                .iter()
+                .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
+                .collect();
+        }
+        for _ in 0..TIME_ROUNDS {
+            let samples: Vec<(i64, i64)> = matches
+                .iter()
+                .filter_map(|(k, us)| {
+                    let lt = usym[*us.last()?].time_ns?;
+                    Some((lt, ksym[*k].time_ns? - lt))
+                })
+                .collect();
+            let next = TimeModel::fit(samples, cfg.min_time_scale_ns);
+            if next.is_none() || next == time {
+                break;
+            }
+            time = next;
             matches = groups
                 .iter()
                 .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))

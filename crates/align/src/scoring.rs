@@ -20,6 +20,7 @@
 use crate::nw::{self, GapModel, Score};
 use crate::symbols::{class_key, kernel_class, op_symbol, weight, Symbol};
 use model::OpType;
+use std::collections::HashMap;
 
 /// The parameters of a scoring, in points.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,6 +157,61 @@ impl TimeModel {
         let mad = median(&mut dev) as f64;
         tm.scale_ns = ((4.0 * 1.4826 * mad) as i64).max(min_scale_ns).max(1);
         Some(tm)
+    }
+
+    /// A first model that needs no alignment: up to 64 log lines spread over the run vote,
+    /// with every kernel of their op class, for `kernel − log` in buckets of `width_ns`; the
+    /// densest triple of buckets wins and the median of its votes is the offset. The true
+    /// offset gets one vote per sampled line; a shift by some operations only where the
+    /// intervals between calls repeat. Why: a first pass on symbols alone may be shifted by a
+    /// few operations in long runs of identical calls, and a model fitted on its pairs keeps the
+    /// shift. Drift is left to the fits that follow. `log` and `kernels`: (time, op class).
+    pub fn vote(
+        log: &[(i64, u64)],
+        kernels: &[(i64, u64)],
+        width_ns: i64,
+        min_scale_ns: i64,
+    ) -> Option<TimeModel> {
+        const SAMPLES: usize = 64;
+        let width = width_ns.max(1);
+        let mut by_class: HashMap<u64, Vec<i64>> = HashMap::new();
+        for &(t, c) in kernels {
+            by_class.entry(c).or_default().push(t);
+        }
+        let step = log.len().div_ceil(SAMPLES).max(1);
+        let samples: Vec<(i64, u64)> = log.iter().step_by(step).copied().collect();
+        let diffs = |keep: &mut dyn FnMut(i64)| {
+            for &(lt, c) in &samples {
+                for &kt in by_class.get(&c).map(Vec::as_slice).unwrap_or(&[]) {
+                    keep(kt - lt);
+                }
+            }
+        };
+        let mut votes: HashMap<i64, u32> = HashMap::new();
+        diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
+        let near = |b: i64| {
+            (b - 1..=b + 1)
+                .map(|x| votes.get(&x).copied().unwrap_or(0))
+                .sum::<u32>()
+        };
+        let (best, n) = votes
+            .keys()
+            .map(|&b| (b, near(b)))
+            .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))?;
+        if n < 3 {
+            return None;
+        }
+        let mut d: Vec<i64> = Vec::new();
+        diffs(&mut |x| {
+            if x.div_euclid(width).abs_diff(best) <= 1 {
+                d.push(x);
+            }
+        });
+        let mut t: Vec<i64> = samples.iter().map(|s| s.0).collect();
+        Some(TimeModel {
+            knots: vec![(median(&mut t), median(&mut d))],
+            scale_ns: width.max(min_scale_ns),
+        })
     }
 
     /// The offset at a log time (constant beyond the first and last knots).

@@ -99,10 +99,12 @@ pub fn kernel_symbol(k: &Kernel, decoded: Option<&KernelName>) -> Option<Symbol>
     Some(Symbol {
         op,
         red_op: d.red_op,
-        datatype: if op.is_some_and(|o| o.is_p2p()) {
-            None
-        } else {
+        // NCCL instantiates the kernels of non-reducing operations (AllGather, Broadcast,
+        // SendRecv) for bytes only (`..._int8_t`, `..._i8`): their name's type is not the call's.
+        datatype: if op.is_some_and(reduces) {
             d.datatype
+        } else {
+            None
         },
         algo: d.algo,
         proto: d.proto,
