@@ -38,6 +38,10 @@ pub struct AlignConfig {
     pub fusion_extra: f64,
     /// Learn the stream map and align each stream pair separately.
     pub per_stream: bool,
+    /// Stand a placeholder in for each log line missing from a communicator's opCount
+    /// sequence (NCCL counts opCount per communicator and launch), so that the kernel of a
+    /// dropped line has somewhere to go instead of pulling the real lines out of register.
+    pub opcount_gaps: bool,
     /// Use log timestamps against kernel launch/start times when both exist.
     pub use_timestamps: bool,
     /// Smallest time scale (ns) of the offset model.
@@ -54,6 +58,7 @@ impl AlignConfig {
             dedup_log: false,
             group_p2p: false,
             per_stream: false,
+            opcount_gaps: false,
             use_timestamps: false,
             min_time_scale_ns: 5_000,
             fusion_extra: 0.5,
@@ -68,6 +73,7 @@ impl AlignConfig {
             dedup_log: true,
             group_p2p: true,
             per_stream: true,
+            opcount_gaps: true,
             use_timestamps: true,
             ..AlignConfig::thesis()
         }
@@ -176,13 +182,7 @@ pub fn align_process(
     }
     // 2. Log units.
     let (kept, dup_of) = dedup(log_ops, cfg.dedup_log);
-    let units: Vec<Unit> = kept
-        .iter()
-        .map(|&l| Unit {
-            members: vec![l],
-            sym: log_symbol(&log_ops[l]),
-        })
-        .collect();
+    let units = log_units(log_ops, &kept, cfg.opcount_gaps);
     let usym: Vec<Symbol> = units.iter().map(|u| u.sym.clone()).collect();
     let ctx = Ctx {
         cfg,
@@ -331,6 +331,10 @@ pub fn align_process(
             .iter()
             .flat_map(|&u| units[u].members.iter().copied())
             .collect();
+        if members.is_empty() {
+            // The kernel of a log line that is missing (it took a placeholder): an orphan.
+            continue;
+        }
         let duplicates = members
             .iter()
             .flat_map(|m| dups_of.get(m).cloned().unwrap_or_default())
@@ -360,6 +364,45 @@ pub fn align_process(
         .collect();
     ProcessAlignment { per_kernel, report }
 }
+
+/// The log side of the alignment: one unit per kept line, in log order, and (with `gaps`) a
+/// placeholder for each opCount missing between two lines of one communicator. Placeholders
+/// have no members and a symbol with `members == 0`; a jump of more than [`MAX_GAP_FILL`]
+/// (a log cut short, a counter NCCL reset) gets none.
+fn log_units(log_ops: &[LogOp], kept: &[usize], gaps: bool) -> Vec<Unit> {
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    let mut units = Vec::with_capacity(kept.len());
+    for &l in kept {
+        let o = &log_ops[l];
+        if gaps {
+            if let Some(&prev) = last.get(&o.comm) {
+                let missing = o.op_count.saturating_sub(prev + 1);
+                if missing <= MAX_GAP_FILL {
+                    for _ in 0..missing {
+                        let mut sym = log_symbol(o);
+                        sym.op = None;
+                        sym.time_ns = None;
+                        sym.members = 0;
+                        units.push(Unit {
+                            members: Vec::new(),
+                            sym,
+                        });
+                    }
+                }
+            }
+            let e = last.entry(o.comm).or_insert(o.op_count);
+            *e = (*e).max(o.op_count);
+        }
+        units.push(Unit {
+            members: vec![l],
+            sym: log_symbol(o),
+        });
+    }
+    units
+}
+
+/// The longest run of missing opCounts that [`log_units`] fills with placeholders.
+const MAX_GAP_FILL: u64 = 16;
 
 /// Returns the kept (first-copy) log indices and, per log line, the first copy it repeats.
 fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
@@ -396,13 +439,16 @@ fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
 /// For each position of `u`, where its Send/Recv group starts (itself if it is not p2p):
 /// consecutive p2p lines of one communicator with one opCount.
 fn p2p_runs(ctx: &Ctx<'_>, u: &[usize]) -> Vec<usize> {
-    let line = |p: usize| &ctx.log_ops[ctx.units[u[p]].members[0]];
+    let line = |p: usize| ctx.units[u[p]].members.first().map(|&l| &ctx.log_ops[l]);
     let mut start: Vec<usize> = Vec::with_capacity(u.len());
     for p in 0..u.len() {
-        let o = line(p);
-        let joins = ctx.cfg.group_p2p && p > 0 && o.op.is_p2p() && {
-            let q = line(p - 1);
-            q.op.is_p2p() && q.comm == o.comm && q.op_count == o.op_count
+        let joins = ctx.cfg.group_p2p && p > 0 && {
+            match (line(p - 1), line(p)) {
+                (Some(q), Some(o)) => {
+                    o.op.is_p2p() && q.op.is_p2p() && q.comm == o.comm && q.op_count == o.op_count
+                }
+                _ => false,
+            }
         };
         start.push(if joins { start[p - 1] } else { p });
     }

@@ -52,6 +52,9 @@ pub struct RichTerms {
     pub channels_conflict: f64,
     /// A kernel whose name gives no op (`ncclDevKernel_Generic`) against any log op.
     pub unknown_op: f64,
+    /// Any kernel against the placeholder of a log line missing from its opCount sequence:
+    /// better than two gaps, far worse than a real match.
+    pub placeholder: f64,
     /// Timestamps within one time scale of the offset earn up to this much.
     pub time_agree: f64,
     /// Beyond one scale, `time_slope` points are lost per scale, down to `−time_cap`.
@@ -97,6 +100,7 @@ impl Scoring {
                 channels_agree: 1.0,
                 channels_conflict: -4.0,
                 unknown_op: 1.0,
+                placeholder: 2.0,
                 time_agree: 3.0,
                 time_slope: 6.0,
                 time_cap: 60.0,
@@ -265,6 +269,9 @@ impl Scorer<'_> {
     pub fn points(&self, i: usize, j: usize) -> f64 {
         let (k, l) = (&self.kernels[i], &self.log[j]);
         let sc = self.scoring;
+        if l.members == 0 {
+            return sc.rich.as_ref().map_or(sc.mismatch, |r| r.placeholder);
+        }
         let mut p = match (k.op, l.op) {
             (Some(a), Some(b)) if kernel_class(a) == kernel_class(b) => {
                 sc.match_score * weight(Some(a))

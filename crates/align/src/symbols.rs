@@ -22,7 +22,8 @@ pub struct Symbol {
     pub stream: u64,
     /// Log: CPU timestamp; kernel: launch time, else start time.
     pub time_ns: Option<i64>,
-    /// Number of log lines behind this symbol (1; kept for callers that pre-group lines).
+    /// Number of log lines behind this symbol: 1, or 0 for the placeholder of a line missing
+    /// from its communicator's opCount sequence (a kernel has 1).
     pub members: u32,
 }
 
