@@ -42,6 +42,9 @@ pub struct AlignConfig {
     /// sequence (NCCL counts opCount per communicator and launch), so that the kernel of a
     /// dropped line has somewhere to go instead of pulling the real lines out of register.
     pub opcount_gaps: bool,
+    /// In [`crate::align_all`]: re-align with the calls the other ranks place each collective
+    /// kernel at ([`crate::consensus`]).
+    pub consensus: bool,
     /// Use log timestamps against kernel launch/start times when both exist.
     pub use_timestamps: bool,
     /// Smallest time scale (ns) of the offset model.
@@ -59,6 +62,7 @@ impl AlignConfig {
             group_p2p: false,
             per_stream: false,
             opcount_gaps: false,
+            consensus: false,
             use_timestamps: false,
             min_time_scale_ns: 5_000,
             fusion_extra: 0.5,
@@ -74,6 +78,7 @@ impl AlignConfig {
             group_p2p: true,
             per_stream: true,
             opcount_gaps: true,
+            consensus: true,
             use_timestamps: true,
             ..AlignConfig::thesis()
         }
@@ -169,13 +174,26 @@ pub fn align_process(
     names: &[Option<KernelName>],
     cfg: &AlignConfig,
 ) -> ProcessAlignment {
+    align_process_hinted(log_ops, kernels, names, cfg, &[])
+}
+
+/// [`align_process`] with, per kernel (input order), the (communicator pointer, opCount) that
+/// the other ranks say it runs ([`crate::consensus`]); missing entries are unknown.
+pub fn align_process_hinted(
+    log_ops: &[LogOp],
+    kernels: &[Kernel],
+    names: &[Option<KernelName>],
+    cfg: &AlignConfig,
+    hints: &[Option<(u64, u64)>],
+) -> ProcessAlignment {
     // 1. Kernels.
     let mut kidx: Vec<usize> = Vec::new();
     let mut ksym: Vec<Symbol> = Vec::new();
     let mut order: Vec<usize> = (0..kernels.len()).collect();
     order.sort_by_key(|&k| (kernels[k].start_ns, k));
     for k in order {
-        if let Some(s) = kernel_symbol(&kernels[k], names.get(k).and_then(|n| n.as_ref())) {
+        if let Some(mut s) = kernel_symbol(&kernels[k], names.get(k).and_then(|n| n.as_ref())) {
+            s.call = hints.get(k).copied().flatten();
             kidx.push(k);
             ksym.push(s);
         }
@@ -378,11 +396,12 @@ fn log_units(log_ops: &[LogOp], kept: &[usize], gaps: bool) -> Vec<Unit> {
             if let Some(&prev) = last.get(&o.comm) {
                 let missing = o.op_count.saturating_sub(prev + 1);
                 if missing <= MAX_GAP_FILL {
-                    for _ in 0..missing {
+                    for c in prev + 1..o.op_count {
                         let mut sym = log_symbol(o);
                         sym.op = None;
                         sym.time_ns = None;
                         sym.members = 0;
+                        sym.call = Some((o.comm, c));
                         units.push(Unit {
                             members: Vec::new(),
                             sym,

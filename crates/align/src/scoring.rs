@@ -55,6 +55,10 @@ pub struct RichTerms {
     /// Any kernel against the placeholder of a log line missing from its opCount sequence:
     /// better than two gaps, far worse than a real match.
     pub placeholder: f64,
+    /// The kernel's call as the other ranks place it (communicator, opCount) agrees with the
+    /// line's, or not.
+    pub call_agree: f64,
+    pub call_conflict: f64,
     /// Timestamps within one time scale of the offset earn up to this much.
     pub time_agree: f64,
     /// Beyond one scale, `time_slope` points are lost per scale, down to `−time_cap`.
@@ -101,6 +105,8 @@ impl Scoring {
                 channels_conflict: -4.0,
                 unknown_op: 1.0,
                 placeholder: 2.0,
+                call_agree: 6.0,
+                call_conflict: -4.0,
                 time_agree: 3.0,
                 time_slope: 6.0,
                 time_cap: 60.0,
@@ -269,8 +275,16 @@ impl Scorer<'_> {
     pub fn points(&self, i: usize, j: usize) -> f64 {
         let (k, l) = (&self.kernels[i], &self.log[j]);
         let sc = self.scoring;
+        let call = |r: &RichTerms| match (k.call, l.call) {
+            (Some(a), Some(b)) if a == b => r.call_agree,
+            (Some(_), Some(_)) => r.call_conflict,
+            _ => 0.0,
+        };
         if l.members == 0 {
-            return sc.rich.as_ref().map_or(sc.mismatch, |r| r.placeholder);
+            return sc
+                .rich
+                .as_ref()
+                .map_or(sc.mismatch, |r| r.placeholder + call(r));
         }
         let mut p = match (k.op, l.op) {
             (Some(a), Some(b)) if kernel_class(a) == kernel_class(b) => {
@@ -292,6 +306,7 @@ impl Scorer<'_> {
         attr(both(k.red_op, l.red_op), r.attr_conflict);
         attr(both(k.algo, l.algo), r.algo_conflict);
         attr(both(k.proto, l.proto), r.algo_conflict);
+        p += call(r);
         match both(k.channels, l.channels) {
             Some(true) => p += r.channels_agree,
             Some(false) => p += r.channels_conflict,

@@ -25,6 +25,9 @@ pub struct Symbol {
     /// Number of log lines behind this symbol: 1, or 0 for the placeholder of a line missing
     /// from its communicator's opCount sequence (a kernel has 1).
     pub members: u32,
+    /// (communicator pointer, opCount): the log line's own; for a kernel, the call the other
+    /// ranks' kernels of the same collective say it runs ([`crate::consensus`]), if known.
+    pub call: Option<(u64, u64)>,
 }
 
 /// The thesis' operation weights (eq. 4.1): rare operations count more.
@@ -74,18 +77,31 @@ pub fn decode_kernel_op(name: &str) -> Option<OpType> {
     ORDER.into_iter().find(|op| name.contains(op.name()))
 }
 
+/// The kernel family a datatype runs in: NCCL builds one kernel for signed and unsigned
+/// integers of a size where the reduction gives the same bits (a Sum on `int32` runs
+/// `..._Sum_u32_...`), so only the size of an integer type is compared.
+pub fn kernel_datatype(d: DataType) -> DataType {
+    match d {
+        DataType::Int8 => DataType::Uint8,
+        DataType::Int32 => DataType::Uint32,
+        DataType::Int64 => DataType::Uint64,
+        other => other,
+    }
+}
+
 /// A log line's symbol.
 pub fn log_symbol(op: &LogOp) -> Symbol {
     Symbol {
         op: Some(op.op),
         red_op: reduces(op.op).then_some(op.red_op),
-        datatype: op.datatype,
+        datatype: op.datatype.map(kernel_datatype),
         algo: op.algo,
         proto: op.proto,
         channels: op.nchannels,
         stream: op.stream,
         time_ns: op.timestamp_ns,
         members: 1,
+        call: Some((op.comm, op.op_count)),
     }
 }
 
@@ -103,7 +119,7 @@ pub fn kernel_symbol(k: &Kernel, decoded: Option<&KernelName>) -> Option<Symbol>
         // NCCL instantiates the kernels of non-reducing operations (AllGather, Broadcast,
         // SendRecv) for bytes only (`..._int8_t`, `..._i8`): their name's type is not the call's.
         datatype: if op.is_some_and(reduces) {
-            d.datatype
+            d.datatype.map(kernel_datatype)
         } else {
             None
         },
@@ -113,6 +129,7 @@ pub fn kernel_symbol(k: &Kernel, decoded: Option<&KernelName>) -> Option<Symbol>
         stream: u64::from(k.stream),
         time_ns: Some(k.launch_ns.unwrap_or(k.start_ns)),
         members: 1,
+        call: None,
     })
 }
 
@@ -128,6 +145,7 @@ pub fn op_symbol(op: OpType) -> Symbol {
         stream: 0,
         time_ns: None,
         members: 1,
+        call: None,
     }
 }
 

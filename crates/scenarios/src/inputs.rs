@@ -4,6 +4,7 @@
 //! (in memory) and the real export reader, so the scenario measures the product's path, not a
 //! shortcut around it.
 
+use align::ProcessInput;
 use ingest_nsys::{decode_kernel_name, read_export, ReadOptions};
 use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, KernelName};
@@ -25,6 +26,25 @@ pub struct RankInput {
     /// (log op, kernel) pairs the generator says are right: every line of the (communicator,
     /// opCount) a kernel executes (a fused Send/Recv group gives several), first copies only.
     pub truth: Vec<(usize, usize)>,
+}
+
+impl RankInput {
+    /// The aligner's view; the clock domain is the host (one export per node).
+    pub fn input(&self) -> ProcessInput<'_> {
+        ProcessInput {
+            log_ops: &self.log_ops,
+            kernels: &self.kernels,
+            names: &self.names,
+            clock: host_clock(&self.process.host),
+        }
+    }
+}
+
+/// A clock-domain id per host name (FNV-1a).
+pub fn host_clock(host: &str) -> u64 {
+    host.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Parses a run's logs and reports and pairs them per process (host, pid).

@@ -3,7 +3,7 @@
 use crate::inputs::{rank_inputs, RankInput};
 use align::baseline::{sliding_window, DEFAULT_WINDOW};
 use align::metrics::{score_pairs, Prf};
-use align::{align_process, AlignConfig};
+use align::{align_all, AlignConfig, ProcessAlignment, ProcessInput};
 use serde::Serialize;
 
 /// One row of the thesis' table 4.5.
@@ -109,26 +109,36 @@ pub fn generate(
     rank_inputs(&run)
 }
 
-/// Pooled precision/recall/F1 of one method on one seed's ranks.
+/// Pooled precision/recall/F1 of one method on one seed's ranks (all on one node: one clock).
 pub fn score(method: Method, ranks: &[RankInput]) -> Prf {
-    let parts: Vec<Prf> = ranks
-        .iter()
-        .map(|r| {
-            let pairs = match method {
-                Method::ThesisNw => {
-                    align_process(&r.log_ops, &r.kernels, &r.names, &AlignConfig::thesis()).pairs()
-                }
-                Method::Ours => {
-                    align_process(&r.log_ops, &r.kernels, &r.names, &AlignConfig::rich()).pairs()
-                }
-                Method::Window => sliding_window(&r.log_ops, &r.kernels, &r.names, DEFAULT_WINDOW)
+    let predicted: Vec<Vec<(usize, usize)>> = match method {
+        Method::ThesisNw | Method::Ours => {
+            let cfg = if method == Method::Ours {
+                AlignConfig::rich()
+            } else {
+                AlignConfig::thesis()
+            };
+            let inputs: Vec<ProcessInput<'_>> = ranks.iter().map(RankInput::input).collect();
+            align_all(&inputs, &cfg)
+                .iter()
+                .map(ProcessAlignment::pairs)
+                .collect()
+        }
+        Method::Window => ranks
+            .iter()
+            .map(|r| {
+                sliding_window(&r.log_ops, &r.kernels, &r.names, DEFAULT_WINDOW)
                     .iter()
                     .enumerate()
                     .filter_map(|(k, l)| Some(((*l)?, k)))
-                    .collect(),
-            };
-            score_pairs(&pairs, &r.truth)
-        })
+                    .collect()
+            })
+            .collect(),
+    };
+    let parts: Vec<Prf> = ranks
+        .iter()
+        .zip(&predicted)
+        .map(|(r, p)| score_pairs(p, &r.truth))
         .collect();
     Prf::pool(&parts)
 }
