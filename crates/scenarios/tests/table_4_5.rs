@@ -20,7 +20,11 @@ fn ours_meets_the_issue_targets_over_20_seeds() {
         assert_eq!(m.per_seed_f1.len(), 20);
         // 4 ranks × ~200 operations, as in the thesis.
         assert_eq!(r.ranks, 4, "{}", r.scenario.label);
-        assert!(r.log_ops >= 4 * 140 && r.kernels >= 4 * 140, "{}", r.scenario.label);
+        assert!(
+            r.log_ops >= 4 * 140 && r.kernels >= 4 * 140,
+            "{}",
+            r.scenario.label
+        );
         let target = if r.timestamps { 0.99 } else { 0.97 };
         println!(
             "{} (timestamps {}): ours F1 mean {:.3}, min {:.3} (seed {})",
@@ -42,7 +46,10 @@ fn ours_meets_the_issue_targets_over_20_seeds() {
         assert!(m.f1_mean >= thesis.f1_mean, "{}", r.scenario.label);
     }
     // Nothing dropped: every kernel finds its line.
-    for r in results.iter().filter(|r| r.scenario.preset == "align-nodrop") {
+    for r in results
+        .iter()
+        .filter(|r| r.scenario.preset == "align-nodrop")
+    {
         assert_eq!(ours(r).f1_min, 1.0, "no drops, timestamps={}", r.timestamps);
     }
 }
