@@ -2,6 +2,7 @@
 //! runs its own workers), with the cross-rank consensus ([`crate::consensus`]) in between.
 
 use crate::consensus::{call_hints, ProcessInput};
+use crate::nvtx_join::{check, join_nvtx};
 use crate::per_process::{align_process_hinted, AlignConfig, ProcessAlignment};
 
 /// Aligns each process; the result keeps the input order. With `cfg.consensus`, processes
@@ -12,7 +13,7 @@ pub fn align_all(inputs: &[ProcessInput<'_>], cfg: &AlignConfig) -> Vec<ProcessA
         align_process_hinted(p.log_ops, p.kernels, p.names, cfg, &[])
     });
     if !cfg.consensus || inputs.len() < 2 {
-        return first;
+        return with_nvtx_checks(inputs, first);
     }
     let hints = call_hints(inputs, &first);
     let jobs: Vec<(usize, &ProcessInput<'_>)> = inputs.iter().enumerate().collect();
@@ -22,11 +23,38 @@ pub fn align_all(inputs: &[ProcessInput<'_>], cfg: &AlignConfig) -> Vec<ProcessA
             .any(Option::is_some)
             .then(|| align_process_hinted(p.log_ops, p.kernels, p.names, cfg, &hints[i]))
     });
-    first
+    let out = first
         .into_iter()
         .zip(second)
         .map(|(a, b)| b.unwrap_or(a))
-        .collect()
+        .collect();
+    with_nvtx_checks(inputs, out)
+}
+
+/// Where a process's export has NCCL's own NVTX ranges, joins its kernels exactly to the
+/// calls that launched them and reports how the alignment agrees ([`AnomalyReport::nvtx`]).
+///
+/// [`AnomalyReport::nvtx`]: crate::AnomalyReport::nvtx
+fn with_nvtx_checks(
+    inputs: &[ProcessInput<'_>],
+    mut out: Vec<ProcessAlignment>,
+) -> Vec<ProcessAlignment> {
+    for (p, a) in inputs.iter().zip(out.iter_mut()) {
+        if p.nvtx.is_empty() {
+            continue;
+        }
+        let join = join_nvtx(p.kernels, p.nvtx);
+        if join.joined() == 0 {
+            continue;
+        }
+        let matched: Vec<Option<&[usize]>> = a
+            .per_kernel
+            .iter()
+            .map(|m| m.as_ref().map(|m| m.log_ops.as_slice()))
+            .collect();
+        a.report.nvtx = Some(check(&join, p.nvtx, p.log_ops, &matched));
+    }
+    out
 }
 
 /// `f` over `items`, results in input order: contiguous chunks, one scoped thread per core.

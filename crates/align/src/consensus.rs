@@ -23,7 +23,7 @@
 use crate::per_process::ProcessAlignment;
 use crate::symbols::{class_key, kernel_class, kernel_datatype, kernel_symbol};
 use model::log::LogOp;
-use model::nsys::{Kernel, KernelName};
+use model::nsys::{Kernel, KernelName, NvtxRange};
 use model::DataType;
 
 /// A kernel of one process in a linked group: (kernel, instance number, class, datatype).
@@ -39,6 +39,8 @@ pub struct ProcessInput<'a> {
     pub names: &'a [Option<KernelName>],
     /// Processes with the same value have kernel times on the same clock (one node's export).
     pub clock: u64,
+    /// The export's NVTX ranges (any process: the join keeps this one's); empty when none.
+    pub nvtx: &'a [NvtxRange],
 }
 
 /// A collective kernel of one process.

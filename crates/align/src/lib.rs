@@ -10,6 +10,7 @@
 //! * [`per_process`] — [`align_process`]: duplicates, Send/Recv fusion, streams, timestamps;
 //! * [`all`] — [`align_all`]: every process, in parallel natively;
 //! * [`consensus`] — which call a collective kernel runs, from the other ranks' kernels;
+//! * [`nvtx_join`] — the exact kernel → NCCL call join through NCCL's own NVTX ranges;
 //! * [`baseline`] — the thesis' sliding-window baseline;
 //! * [`metrics`] — precision/recall/F1 against ground truth.
 
@@ -17,6 +18,7 @@ pub mod all;
 pub mod baseline;
 pub mod consensus;
 pub mod metrics;
+pub mod nvtx_join;
 pub mod nw;
 pub mod per_process;
 pub mod scoring;

@@ -122,6 +122,8 @@ pub struct AnomalyReport {
     pub time_offset_ns: Option<i64>,
     /// Its drift over the run, in parts per million.
     pub time_drift_ppm: Option<f64>,
+    /// Where the export has NCCL's NVTX ranges: the exact join against this alignment.
+    pub nvtx: Option<crate::nvtx_join::NvtxCheck>,
 }
 
 /// The result for one process.

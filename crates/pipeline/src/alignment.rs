@@ -105,15 +105,17 @@ pub fn align_session(session: &Session, cfg: &AlignConfig) -> Alignments {
                 host: String::new(),
                 pid: key.pid,
             };
+            let x = clock.get(key).or(clock.get(&hostless)).copied();
             ProcessInput {
                 log_ops,
                 kernels: ks,
                 names,
-                clock: clock
-                    .get(key)
-                    .or(clock.get(&hostless))
-                    .copied()
-                    .unwrap_or(u64::MAX),
+                clock: x.unwrap_or(u64::MAX),
+                // The export's NVTX ranges: where NCCL's own are there, the exact join checks
+                // the alignment.
+                nvtx: x
+                    .and_then(|x| session.exports().get(x as usize))
+                    .map_or(&[], |e| e.export.nvtx.as_slice()),
             }
         })
         .collect();

@@ -7,7 +7,7 @@
 use align::ProcessInput;
 use ingest_nsys::{decode_kernel_name, read_export, ReadOptions};
 use model::log::{LogOp, ProcessKey};
-use model::nsys::{Kernel, KernelName};
+use model::nsys::{Kernel, KernelName, NvtxRange};
 use rusqlite::Connection;
 use sqlsource_native::NativeDb;
 use std::collections::{BTreeMap, HashMap};
@@ -26,6 +26,8 @@ pub struct RankInput {
     /// (log op, kernel) pairs the generator says are right: every line of the (communicator,
     /// opCount) a kernel executes (a fused Send/Recv group gives several), first copies only.
     pub truth: Vec<(usize, usize)>,
+    /// The NVTX ranges of the rank's export (NCCL's own among them when the run has them).
+    pub nvtx: Vec<NvtxRange>,
 }
 
 impl RankInput {
@@ -36,6 +38,7 @@ impl RankInput {
             kernels: &self.kernels,
             names: &self.names,
             clock: host_clock(&self.process.host),
+            nvtx: &self.nvtx,
         }
     }
 }
@@ -57,6 +60,7 @@ pub fn rank_inputs(run: &Run) -> Result<Vec<RankInput>, String> {
         }
     }
     let mut kernels: BTreeMap<ProcessKey, Vec<Kernel>> = BTreeMap::new();
+    let mut nvtx: HashMap<String, Vec<NvtxRange>> = HashMap::new();
     for rep in &run.reports {
         let name = format!("report_{}.sqlite", rep.host);
         let mut conn = Connection::open_in_memory().map_err(|e| format!("{name}: {e}"))?;
@@ -65,6 +69,7 @@ pub fn rank_inputs(run: &Run) -> Result<Vec<RankInput>, String> {
         let export =
             read_export(&db, &name, &ReadOptions::default()).map_err(|d| d.message.clone())?;
         let host = export.hosts.first().cloned().unwrap_or_default();
+        nvtx.entry(host.clone()).or_default().extend(export.nvtx);
         for k in export.kernels {
             kernels
                 .entry(ProcessKey {
@@ -95,12 +100,14 @@ pub fn rank_inputs(run: &Run) -> Result<Vec<RankInput>, String> {
         ks.sort_by_key(|k| (k.start_ns, k.correlation_id));
         let names = ks.iter().map(|k| decode_kernel_name(&k.name)).collect();
         let pairs = truth_pairs(&process, &log_ops, &ks, &truth);
+        let ranges = nvtx.get(&process.host).cloned().unwrap_or_default();
         out.push(RankInput {
             process,
             log_ops,
             kernels: ks,
             names,
             truth: pairs,
+            nvtx: ranges,
         });
     }
     Ok(out)

@@ -45,3 +45,33 @@ fn larger_preset_parallel_equals_sequential() {
         assert_eq!(p, &align_process(&r.log_ops, &r.kernels, &r.names, &cfg));
     }
 }
+
+/// Where the exports hold NCCL's own NVTX ranges, every NCCL kernel is joined exactly to its
+/// call and the alignment agrees with the join everywhere (the generator's `dp4-nvtx`).
+#[test]
+fn nvtx_join_checks_the_alignment() {
+    let preset = synth::preset("dp4-nvtx").expect("preset");
+    let run = synth::generate_named(&preset.config, Some("dp4-nvtx"));
+    let ranks = rank_inputs(&run).expect("parses");
+    assert_eq!(ranks.len(), 4);
+    let inputs: Vec<ProcessInput<'_>> = ranks.iter().map(|r| r.input()).collect();
+    for (r, a) in ranks.iter().zip(align_all(&inputs, &AlignConfig::rich())) {
+        let c = a.report.nvtx.expect("NCCL's ranges are in the export");
+        let launched = r.kernels.iter().filter(|k| k.launch_ns.is_some()).count();
+        assert_eq!(c.joined, launched, "{:?}", r.process);
+        assert_eq!(
+            (c.agree, c.disagree, c.unmatched),
+            (c.joined, 0, 0),
+            "{:?}",
+            r.process
+        );
+    }
+    // Without the ranges there is nothing to check.
+    let plain: Vec<ProcessInput<'_>> = inputs
+        .iter()
+        .map(|p| ProcessInput { nvtx: &[], ..*p })
+        .collect();
+    assert!(align_all(&plain, &AlignConfig::rich())
+        .iter()
+        .all(|a| a.report.nvtx.is_none()));
+}
