@@ -126,6 +126,9 @@ pub struct TimeModel {
     /// (log time, offset) knots, increasing in log time.
     pub knots: Vec<(i64, i64)>,
     pub scale_ns: i64,
+    /// Whether the model is good enough to place anchors for the banded aligner (a fitted
+    /// model); a voted first guess ignores drift, and anchors from it can misplace the band.
+    pub anchors: bool,
 }
 
 fn median(v: &mut [i64]) -> i64 {
@@ -159,7 +162,11 @@ impl TimeModel {
             }
         }
         knots.dedup_by_key(|k| k.0);
-        let mut tm = TimeModel { knots, scale_ns: 1 };
+        let mut tm = TimeModel {
+            knots,
+            scale_ns: 1,
+            anchors: true,
+        };
         let mut dev: Vec<i64> = samples
             .iter()
             .map(|&(t, d)| (d - tm.offset_at(t)).abs())
@@ -169,58 +176,65 @@ impl TimeModel {
         Some(tm)
     }
 
-    /// A first model that needs no alignment: up to 64 log lines spread over the run vote,
-    /// with every kernel of their op class, for `kernel − log` in buckets of `width_ns`; the
-    /// densest triple of buckets wins and the median of its votes is the offset. The true
-    /// offset gets one vote per sampled line; a shift by some operations only where the
-    /// intervals between calls repeat. Why: a first pass on symbols alone may be shifted by a
-    /// few operations in long runs of identical calls, and a model fitted on its pairs keeps the
-    /// shift. Drift is left to the fits that follow. `log` and `kernels`: (time, op class).
+    /// A first model that needs no alignment. Log lines vote, with every kernel of their op
+    /// class, for `kernel − log` in buckets of `width_ns`; the densest triple of buckets wins
+    /// and the median of its votes is the offset. The true offset gets one vote per sampled
+    /// line; a shift by some operations only where the intervals between calls repeat. First 64
+    /// lines spread over the run find the offset; then up to 8 stretches of the log, in time
+    /// order, vote again near the previous stretch's offset (within 300 ppm of the run's span),
+    /// which follows clock drift. Why: a first pass on symbols alone may be shifted by a few
+    /// operations in long runs of identical calls, and a model fitted on its pairs keeps the
+    /// shift. `log` and `kernels`: (time, op class).
     pub fn vote(
         log: &[(i64, u64)],
         kernels: &[(i64, u64)],
         width_ns: i64,
         min_scale_ns: i64,
     ) -> Option<TimeModel> {
-        const SAMPLES: usize = 64;
         let width = width_ns.max(1);
         let mut by_class: HashMap<u64, Vec<i64>> = HashMap::new();
         for &(t, c) in kernels {
             by_class.entry(c).or_default().push(t);
         }
-        let step = log.len().div_ceil(SAMPLES).max(1);
-        let samples: Vec<(i64, u64)> = log.iter().step_by(step).copied().collect();
-        let diffs = |keep: &mut dyn FnMut(i64)| {
-            for &(lt, c) in &samples {
-                for &kt in by_class.get(&c).map(Vec::as_slice).unwrap_or(&[]) {
-                    keep(kt - lt);
-                }
-            }
-        };
-        let mut votes: HashMap<i64, u32> = HashMap::new();
-        diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
-        let near = |b: i64| {
-            (b - 1..=b + 1)
-                .map(|x| votes.get(&x).copied().unwrap_or(0))
-                .sum::<u32>()
-        };
-        let (best, n) = votes
-            .keys()
-            .map(|&b| (b, near(b)))
-            .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))?;
-        if n < 3 {
-            return None;
+        for v in by_class.values_mut() {
+            v.sort_unstable();
         }
-        let mut d: Vec<i64> = Vec::new();
-        diffs(&mut |x| {
-            if x.div_euclid(width).abs_diff(best) <= 1 {
-                d.push(x);
+        let mut log: Vec<(i64, u64)> = log.to_vec();
+        log.sort_unstable();
+        let spread = |v: &[(i64, u64)], n: usize| -> Vec<(i64, u64)> {
+            v.iter()
+                .step_by(v.len().div_ceil(n).max(1))
+                .copied()
+                .collect()
+        };
+        let global = vote_offset(&spread(&log, 64), &by_class, width, None)?;
+        let span = log.last()?.0 - log.first()?.0;
+        let radius = (20 * width).max(span / 3_333);
+        let chunks = (log.len() / 64).clamp(1, 8);
+        let mut knots = Vec::new();
+        let mut centre = global;
+        for chunk in log.chunks(log.len().div_ceil(chunks).max(1)) {
+            let samples = spread(chunk, 32);
+            if let Some(off) = vote_offset(&samples, &by_class, width, Some((centre, radius))) {
+                let mut t: Vec<i64> = samples.iter().map(|s| s.0).collect();
+                knots.push((median(&mut t), off));
+                centre = off;
             }
-        });
-        let mut t: Vec<i64> = samples.iter().map(|s| s.0).collect();
+        }
+        if knots.len() >= 3 {
+            let raw = knots.clone();
+            for i in 1..raw.len() - 1 {
+                knots[i].1 = median(&mut [raw[i - 1].1, raw[i].1, raw[i + 1].1]);
+            }
+        }
+        knots.dedup_by_key(|k| k.0);
+        if knots.is_empty() {
+            knots.push((log[log.len() / 2].0, global));
+        }
         Some(TimeModel {
-            knots: vec![(median(&mut t), median(&mut d))],
+            knots,
             scale_ns: width.max(min_scale_ns),
+            anchors: false,
         })
     }
 
@@ -248,6 +262,53 @@ impl TimeModel {
         let (&(t0, o0), &(t1, o1)) = (self.knots.first()?, self.knots.last()?);
         (t1 > t0).then(|| (o1 - o0) as f64 / (t1 - t0) as f64 * 1e6)
     }
+}
+
+/// The most voted `kernel − log` offset of `samples` (log time, class) against the kernels of
+/// their class (sorted times), optionally only within `radius` of `centre`; `None` with fewer
+/// than 3 votes.
+fn vote_offset(
+    samples: &[(i64, u64)],
+    by_class: &HashMap<u64, Vec<i64>>,
+    width: i64,
+    near: Option<(i64, i64)>,
+) -> Option<i64> {
+    let diffs = |keep: &mut dyn FnMut(i64)| {
+        for &(lt, c) in samples {
+            let ks = by_class.get(&c).map(Vec::as_slice).unwrap_or(&[]);
+            let (from, to) = match near {
+                Some((centre, r)) => (
+                    ks.partition_point(|&k| k < lt + centre - r),
+                    ks.partition_point(|&k| k <= lt + centre + r),
+                ),
+                None => (0, ks.len()),
+            };
+            for &kt in &ks[from..to] {
+                keep(kt - lt);
+            }
+        }
+    };
+    let mut votes: HashMap<i64, u32> = HashMap::new();
+    diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
+    let near3 = |b: i64| {
+        (b - 1..=b + 1)
+            .map(|x| votes.get(&x).copied().unwrap_or(0))
+            .sum::<u32>()
+    };
+    let (best, n) = votes
+        .keys()
+        .map(|&b| (b, near3(b)))
+        .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))?;
+    if n < 3 {
+        return None;
+    }
+    let mut d: Vec<i64> = Vec::new();
+    diffs(&mut |x| {
+        if x.div_euclid(width).abs_diff(best) <= 1 {
+            d.push(x);
+        }
+    });
+    Some(median(&mut d))
 }
 
 /// A [`Score`] over kernels (`a`) and log symbols (`b`).
@@ -350,7 +411,7 @@ impl Score for Scorer<'_> {
     /// With a time model, each kernel's nearest log line in time (same op class, within one
     /// scale) is an anchor: this makes the band dense and narrow when timestamps exist.
     fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
-        let tm = self.time?;
+        let tm = self.time.filter(|t| t.anchors)?;
         let mut lt: Vec<(i64, usize)> = self
             .log
             .iter()
