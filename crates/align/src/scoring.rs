@@ -179,10 +179,10 @@ impl TimeModel {
     /// A first model that needs no alignment. Log lines vote, with every kernel of their op
     /// class, for `kernel − log` in buckets of `width_ns`; the densest triple of buckets wins
     /// and the median of its votes is the offset. The true offset gets one vote per sampled
-    /// line; a shift by some operations only where the intervals between calls repeat. First 64
-    /// lines spread over the run find the offset; then up to 8 stretches of the log, in time
-    /// order, vote again near the previous stretch's offset (within 300 ppm of the run's span),
-    /// which follows clock drift. Why: a first pass on symbols alone may be shifted by a few
+    /// line; a shift by some operations only where the intervals between calls repeat. A long
+    /// log is cut into up to 8 stretches in time order: the first (64 lines) votes against every
+    /// kernel, each later one (32 lines) near the previous stretch's offset (within 300 ppm of
+    /// the run's span), which follows clock drift. Why: a first pass on symbols alone may be shifted by a few
     /// operations in long runs of identical calls, and a model fitted on its pairs keeps the
     /// shift. `log` and `kernels`: (time, op class).
     pub fn vote(
@@ -207,18 +207,24 @@ impl TimeModel {
                 .copied()
                 .collect()
         };
-        let global = vote_offset(&spread(&log, 64), &by_class, width, None)?;
+        // Drift spreads one offset over many buckets in a long run: the first vote is taken on
+        // a short stretch (the first with a clear winner), later ones near the last offset.
         let span = log.last()?.0 - log.first()?.0;
-        let radius = (20 * width).max(span / 3_333);
-        let chunks = (log.len() / 64).clamp(1, 8);
+        let drift = span / 3_333;
+        let radius = (20 * width).max(drift);
+        // As many stretches as 300 ppm of drift over the run spans buckets (one for short runs).
+        let chunks = ((drift / width + 1) as usize).clamp(1, (log.len() / 64).clamp(1, 8));
         let mut knots = Vec::new();
-        let mut centre = global;
+        let mut mad = 0i64;
+        let mut centre: Option<i64> = None;
         for chunk in log.chunks(log.len().div_ceil(chunks).max(1)) {
-            let samples = spread(chunk, 32);
-            if let Some(off) = vote_offset(&samples, &by_class, width, Some((centre, radius))) {
+            let samples = spread(chunk, if centre.is_some() { 32 } else { 64 });
+            let window = centre.map(|c| (c, radius));
+            if let Some((off, dev)) = vote_offset(&samples, &by_class, width, window) {
                 let mut t: Vec<i64> = samples.iter().map(|s| s.0).collect();
                 knots.push((median(&mut t), off));
-                centre = off;
+                mad = mad.max(dev);
+                centre = Some(off);
             }
         }
         if knots.len() >= 3 {
@@ -229,11 +235,14 @@ impl TimeModel {
         }
         knots.dedup_by_key(|k| k.0);
         if knots.is_empty() {
-            knots.push((log[log.len() / 2].0, global));
+            return None;
         }
         Some(TimeModel {
             knots,
-            scale_ns: width.max(min_scale_ns),
+            // As in `fit`: four robust standard deviations of the winning votes.
+            scale_ns: ((4.0 * 1.4826 * mad as f64) as i64)
+                .max(width)
+                .max(min_scale_ns),
             anchors: false,
         })
     }
@@ -265,14 +274,14 @@ impl TimeModel {
 }
 
 /// The most voted `kernel − log` offset of `samples` (log time, class) against the kernels of
-/// their class (sorted times), optionally only within `radius` of `centre`; `None` with fewer
-/// than 3 votes.
+/// their class (sorted times), optionally only within `radius` of `centre`, and the median
+/// absolute deviation of the winning votes; `None` with fewer than 3 votes.
 fn vote_offset(
     samples: &[(i64, u64)],
     by_class: &HashMap<u64, Vec<i64>>,
     width: i64,
     near: Option<(i64, i64)>,
-) -> Option<i64> {
+) -> Option<(i64, i64)> {
     let diffs = |keep: &mut dyn FnMut(i64)| {
         for &(lt, c) in samples {
             let ks = by_class.get(&c).map(Vec::as_slice).unwrap_or(&[]);
@@ -308,7 +317,9 @@ fn vote_offset(
             d.push(x);
         }
     });
-    Some(median(&mut d))
+    let m = median(&mut d);
+    let mut dev: Vec<i64> = d.iter().map(|x| (x - m).abs()).collect();
+    Some((m, median(&mut dev)))
 }
 
 /// A [`Score`] over kernels (`a`) and log symbols (`b`).
