@@ -8,15 +8,25 @@
 //! * [`symbols`] — the only place that knows NCCL op names and weights;
 //! * [`scoring`] — the thesis scoring and a richer one, as [`nw::Score`] implementations;
 //! * [`per_process`] — [`align_process`]: duplicates, Send/Recv fusion, streams, timestamps;
+//! * [`all`] — [`align_all`]: every process, in parallel natively;
+//! * [`consensus`] — which call a collective kernel runs, from the other ranks' kernels;
+//! * [`nvtx_join`] — the exact kernel → NCCL call join through NCCL's own NVTX ranges;
 //! * [`baseline`] — the thesis' sliding-window baseline;
 //! * [`metrics`] — precision/recall/F1 against ground truth.
 
+pub mod all;
 pub mod baseline;
+pub mod consensus;
 pub mod metrics;
+pub mod nvtx_join;
 pub mod nw;
 pub mod per_process;
 pub mod scoring;
 pub mod symbols;
 
-pub use per_process::{align_process, AlignConfig, AnomalyReport, KernelMatch, ProcessAlignment};
+pub use all::align_all;
+pub use consensus::ProcessInput;
+pub use per_process::{
+    align_process, align_process_hinted, AlignConfig, AnomalyReport, KernelMatch, ProcessAlignment,
+};
 pub use scoring::Scoring;

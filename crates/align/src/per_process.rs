@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::nw::{self, Score, Step, NEG};
 use crate::scoring::{Scorer, Scoring, TimeModel};
-use crate::symbols::{kernel_symbol, log_symbol, Symbol};
+use crate::symbols::{class_key, kernel_symbol, log_symbol, Symbol};
 use model::log::LogOp;
 use model::nsys::{Kernel, KernelName};
 use model::OpType;
@@ -38,6 +38,13 @@ pub struct AlignConfig {
     pub fusion_extra: f64,
     /// Learn the stream map and align each stream pair separately.
     pub per_stream: bool,
+    /// Stand a placeholder in for each log line missing from a communicator's opCount
+    /// sequence (NCCL counts opCount per communicator and launch), so that the kernel of a
+    /// dropped line has somewhere to go instead of pulling the real lines out of register.
+    pub opcount_gaps: bool,
+    /// In [`crate::align_all`]: re-align with the calls the other ranks place each collective
+    /// kernel at ([`crate::consensus`]).
+    pub consensus: bool,
     /// Use log timestamps against kernel launch/start times when both exist.
     pub use_timestamps: bool,
     /// Smallest time scale (ns) of the offset model.
@@ -54,8 +61,10 @@ impl AlignConfig {
             dedup_log: false,
             group_p2p: false,
             per_stream: false,
+            opcount_gaps: false,
+            consensus: false,
             use_timestamps: false,
-            min_time_scale_ns: 20_000,
+            min_time_scale_ns: 5_000,
             fusion_extra: 0.5,
             reference: false,
         }
@@ -68,6 +77,8 @@ impl AlignConfig {
             dedup_log: true,
             group_p2p: true,
             per_stream: true,
+            opcount_gaps: true,
+            consensus: true,
             use_timestamps: true,
             ..AlignConfig::thesis()
         }
@@ -111,6 +122,8 @@ pub struct AnomalyReport {
     pub time_offset_ns: Option<i64>,
     /// Its drift over the run, in parts per million.
     pub time_drift_ppm: Option<f64>,
+    /// Where the export has NCCL's NVTX ranges: the exact join against this alignment.
+    pub nvtx: Option<crate::nvtx_join::NvtxCheck>,
 }
 
 /// The result for one process.
@@ -133,6 +146,9 @@ impl ProcessAlignment {
         out
     }
 }
+
+/// Rounds of (fit the clock model, re-align) at most.
+const TIME_ROUNDS: usize = 4;
 
 /// One log-side symbol: a line with its duplicates collapsed.
 struct Unit {
@@ -160,26 +176,33 @@ pub fn align_process(
     names: &[Option<KernelName>],
     cfg: &AlignConfig,
 ) -> ProcessAlignment {
+    align_process_hinted(log_ops, kernels, names, cfg, &[])
+}
+
+/// [`align_process`] with, per kernel (input order), the (communicator pointer, opCount) that
+/// the other ranks say it runs ([`crate::consensus`]); missing entries are unknown.
+pub fn align_process_hinted(
+    log_ops: &[LogOp],
+    kernels: &[Kernel],
+    names: &[Option<KernelName>],
+    cfg: &AlignConfig,
+    hints: &[Option<(u64, u64)>],
+) -> ProcessAlignment {
     // 1. Kernels.
     let mut kidx: Vec<usize> = Vec::new();
     let mut ksym: Vec<Symbol> = Vec::new();
     let mut order: Vec<usize> = (0..kernels.len()).collect();
     order.sort_by_key(|&k| (kernels[k].start_ns, k));
     for k in order {
-        if let Some(s) = kernel_symbol(&kernels[k], names.get(k).and_then(|n| n.as_ref())) {
+        if let Some(mut s) = kernel_symbol(&kernels[k], names.get(k).and_then(|n| n.as_ref())) {
+            s.call = hints.get(k).copied().flatten();
             kidx.push(k);
             ksym.push(s);
         }
     }
     // 2. Log units.
     let (kept, dup_of) = dedup(log_ops, cfg.dedup_log);
-    let units: Vec<Unit> = kept
-        .iter()
-        .map(|&l| Unit {
-            members: vec![l],
-            sym: log_symbol(&log_ops[l]),
-        })
-        .collect();
+    let units = log_units(log_ops, &kept, cfg.opcount_gaps);
     let usym: Vec<Symbol> = units.iter().map(|u| u.sym.clone()).collect();
     let ctx = Ctx {
         cfg,
@@ -252,17 +275,40 @@ pub fn align_process(
     }
 
     // 5. Timestamps: offset from the last unit of each match (the kernel launches after it).
+    // The first pass may be shifted by a few operations in long runs of identical symbols; each
+    // round's pairs give a better clock model than the last, so a few rounds converge.
     let mut time = None;
     if cfg.use_timestamps {
-        let samples: Vec<(i64, i64)> = matches
-            .iter()
-            .filter_map(|(k, us)| {
-                let lt = usym[*us.last()?].time_ns?;
-                Some((lt, ksym[*k].time_ns? - lt))
-            })
-            .collect();
-        time = TimeModel::fit(samples, cfg.min_time_scale_ns);
+        let stamped = |syms: &[Symbol]| -> Vec<(i64, u64)> {
+            syms.iter()
+                .filter_map(|s| Some((s.time_ns?, class_key(s.op))))
+                .collect()
+        };
+        time = TimeModel::vote(
+            &stamped(&usym),
+            &stamped(&ksym),
+            2 * cfg.min_time_scale_ns,
+            cfg.min_time_scale_ns,
+        );
         if time.is_some() {
+            matches = groups
+                .iter()
+                .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
+                .collect();
+        }
+        for _ in 0..TIME_ROUNDS {
+            let samples: Vec<(i64, i64)> = matches
+                .iter()
+                .filter_map(|(k, us)| {
+                    let lt = usym[*us.last()?].time_ns?;
+                    Some((lt, ksym[*k].time_ns? - lt))
+                })
+                .collect();
+            let next = TimeModel::fit(samples, cfg.min_time_scale_ns);
+            if next.is_none() || next == time {
+                break;
+            }
+            time = next;
             matches = groups
                 .iter()
                 .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
@@ -305,6 +351,10 @@ pub fn align_process(
             .iter()
             .flat_map(|&u| units[u].members.iter().copied())
             .collect();
+        if members.is_empty() {
+            // The kernel of a log line that is missing (it took a placeholder): an orphan.
+            continue;
+        }
         let duplicates = members
             .iter()
             .flat_map(|m| dups_of.get(m).cloned().unwrap_or_default())
@@ -334,6 +384,46 @@ pub fn align_process(
         .collect();
     ProcessAlignment { per_kernel, report }
 }
+
+/// The log side of the alignment: one unit per kept line, in log order, and (with `gaps`) a
+/// placeholder for each opCount missing between two lines of one communicator. Placeholders
+/// have no members and a symbol with `members == 0`; a jump of more than [`MAX_GAP_FILL`]
+/// (a log cut short, a counter NCCL reset) gets none.
+fn log_units(log_ops: &[LogOp], kept: &[usize], gaps: bool) -> Vec<Unit> {
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    let mut units = Vec::with_capacity(kept.len());
+    for &l in kept {
+        let o = &log_ops[l];
+        if gaps {
+            if let Some(&prev) = last.get(&o.comm) {
+                let missing = o.op_count.saturating_sub(prev + 1);
+                if missing <= MAX_GAP_FILL {
+                    for c in prev + 1..o.op_count {
+                        let mut sym = log_symbol(o);
+                        sym.op = None;
+                        sym.time_ns = None;
+                        sym.members = 0;
+                        sym.call = Some((o.comm, c));
+                        units.push(Unit {
+                            members: Vec::new(),
+                            sym,
+                        });
+                    }
+                }
+            }
+            let e = last.entry(o.comm).or_insert(o.op_count);
+            *e = (*e).max(o.op_count);
+        }
+        units.push(Unit {
+            members: vec![l],
+            sym: log_symbol(o),
+        });
+    }
+    units
+}
+
+/// The longest run of missing opCounts that [`log_units`] fills with placeholders.
+const MAX_GAP_FILL: u64 = 16;
 
 /// Returns the kept (first-copy) log indices and, per log line, the first copy it repeats.
 fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
@@ -370,13 +460,16 @@ fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
 /// For each position of `u`, where its Send/Recv group starts (itself if it is not p2p):
 /// consecutive p2p lines of one communicator with one opCount.
 fn p2p_runs(ctx: &Ctx<'_>, u: &[usize]) -> Vec<usize> {
-    let line = |p: usize| &ctx.log_ops[ctx.units[u[p]].members[0]];
+    let line = |p: usize| ctx.units[u[p]].members.first().map(|&l| &ctx.log_ops[l]);
     let mut start: Vec<usize> = Vec::with_capacity(u.len());
     for p in 0..u.len() {
-        let o = line(p);
-        let joins = ctx.cfg.group_p2p && p > 0 && o.op.is_p2p() && {
-            let q = line(p - 1);
-            q.op.is_p2p() && q.comm == o.comm && q.op_count == o.op_count
+        let joins = ctx.cfg.group_p2p && p > 0 && {
+            match (line(p - 1), line(p)) {
+                (Some(q), Some(o)) => {
+                    o.op.is_p2p() && q.op.is_p2p() && q.comm == o.comm && q.op_count == o.op_count
+                }
+                _ => false,
+            }
         };
         start.push(if joins { start[p - 1] } else { p });
     }

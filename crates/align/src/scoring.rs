@@ -20,6 +20,7 @@
 use crate::nw::{self, GapModel, Score};
 use crate::symbols::{class_key, kernel_class, op_symbol, weight, Symbol};
 use model::OpType;
+use std::collections::HashMap;
 
 /// The parameters of a scoring, in points.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +52,13 @@ pub struct RichTerms {
     pub channels_conflict: f64,
     /// A kernel whose name gives no op (`ncclDevKernel_Generic`) against any log op.
     pub unknown_op: f64,
+    /// Any kernel against the placeholder of a log line missing from its opCount sequence:
+    /// better than two gaps, far worse than a real match.
+    pub placeholder: f64,
+    /// The kernel's call as the other ranks place it (communicator, opCount) agrees with the
+    /// line's, or not.
+    pub call_agree: f64,
+    pub call_conflict: f64,
     /// Timestamps within one time scale of the offset earn up to this much.
     pub time_agree: f64,
     /// Beyond one scale, `time_slope` points are lost per scale, down to `−time_cap`.
@@ -96,6 +104,9 @@ impl Scoring {
                 channels_agree: 1.0,
                 channels_conflict: -4.0,
                 unknown_op: 1.0,
+                placeholder: 2.0,
+                call_agree: 6.0,
+                call_conflict: -4.0,
                 time_agree: 3.0,
                 time_slope: 6.0,
                 time_cap: 60.0,
@@ -115,6 +126,9 @@ pub struct TimeModel {
     /// (log time, offset) knots, increasing in log time.
     pub knots: Vec<(i64, i64)>,
     pub scale_ns: i64,
+    /// Whether the model is good enough to place anchors for the banded aligner (a fitted
+    /// model); a voted first guess ignores drift, and anchors from it can misplace the band.
+    pub anchors: bool,
 }
 
 fn median(v: &mut [i64]) -> i64 {
@@ -148,7 +162,11 @@ impl TimeModel {
             }
         }
         knots.dedup_by_key(|k| k.0);
-        let mut tm = TimeModel { knots, scale_ns: 1 };
+        let mut tm = TimeModel {
+            knots,
+            scale_ns: 1,
+            anchors: true,
+        };
         let mut dev: Vec<i64> = samples
             .iter()
             .map(|&(t, d)| (d - tm.offset_at(t)).abs())
@@ -156,6 +174,77 @@ impl TimeModel {
         let mad = median(&mut dev) as f64;
         tm.scale_ns = ((4.0 * 1.4826 * mad) as i64).max(min_scale_ns).max(1);
         Some(tm)
+    }
+
+    /// A first model that needs no alignment. Log lines vote, with every kernel of their op
+    /// class, for `kernel − log` in buckets of `width_ns`; the densest triple of buckets wins
+    /// and the median of its votes is the offset. The true offset gets one vote per sampled
+    /// line; a shift by some operations only where the intervals between calls repeat. A long
+    /// log is cut into up to 8 stretches in time order: the first (64 lines) votes against every
+    /// kernel, each later one (32 lines) near the previous stretch's offset (within 300 ppm of
+    /// the run's span), which follows clock drift. Why: a first pass on symbols alone may be shifted by a few
+    /// operations in long runs of identical calls, and a model fitted on its pairs keeps the
+    /// shift. `log` and `kernels`: (time, op class).
+    pub fn vote(
+        log: &[(i64, u64)],
+        kernels: &[(i64, u64)],
+        width_ns: i64,
+        min_scale_ns: i64,
+    ) -> Option<TimeModel> {
+        let width = width_ns.max(1);
+        let mut by_class: HashMap<u64, Vec<i64>> = HashMap::new();
+        for &(t, c) in kernels {
+            by_class.entry(c).or_default().push(t);
+        }
+        for v in by_class.values_mut() {
+            v.sort_unstable();
+        }
+        let mut log: Vec<(i64, u64)> = log.to_vec();
+        log.sort_unstable();
+        let spread = |v: &[(i64, u64)], n: usize| -> Vec<(i64, u64)> {
+            v.iter()
+                .step_by(v.len().div_ceil(n).max(1))
+                .copied()
+                .collect()
+        };
+        // Drift spreads one offset over many buckets in a long run: the first vote is taken on
+        // a short stretch (the first with a clear winner), later ones near the last offset.
+        let span = log.last()?.0 - log.first()?.0;
+        let drift = span / 3_333;
+        let radius = (20 * width).max(drift);
+        // As many stretches as 300 ppm of drift over the run spans buckets (one for short runs).
+        let chunks = ((drift / width + 1) as usize).clamp(1, (log.len() / 64).clamp(1, 8));
+        let mut knots = Vec::new();
+        let mut mad = 0i64;
+        let mut centre: Option<i64> = None;
+        for chunk in log.chunks(log.len().div_ceil(chunks).max(1)) {
+            let samples = spread(chunk, if centre.is_some() { 32 } else { 64 });
+            let window = centre.map(|c| (c, radius));
+            if let Some((off, dev)) = vote_offset(&samples, &by_class, width, window) {
+                let mut t: Vec<i64> = samples.iter().map(|s| s.0).collect();
+                knots.push((median(&mut t), off));
+                mad = mad.max(dev);
+                centre = Some(off);
+            }
+        }
+        if knots.len() >= 3 {
+            let raw = knots.clone();
+            for i in 1..raw.len() - 1 {
+                knots[i].1 = median(&mut [raw[i - 1].1, raw[i].1, raw[i + 1].1]);
+            }
+        }
+        knots.dedup_by_key(|k| k.0);
+        if knots.is_empty() {
+            return None;
+        }
+        Some(TimeModel {
+            knots,
+            // As in `fit`: four robust standard deviations of the winning votes.
+            scale_ns: ((4.0 * 1.4826 * mad as f64) as i64)
+                .max(width)
+                .max(min_scale_ns),
+            anchors: false,
+        })
     }
 
     /// The offset at a log time (constant beyond the first and last knots).
@@ -184,6 +273,55 @@ impl TimeModel {
     }
 }
 
+/// The most voted `kernel − log` offset of `samples` (log time, class) against the kernels of
+/// their class (sorted times), optionally only within `radius` of `centre`, and the median
+/// absolute deviation of the winning votes; `None` with fewer than 3 votes.
+fn vote_offset(
+    samples: &[(i64, u64)],
+    by_class: &HashMap<u64, Vec<i64>>,
+    width: i64,
+    near: Option<(i64, i64)>,
+) -> Option<(i64, i64)> {
+    let diffs = |keep: &mut dyn FnMut(i64)| {
+        for &(lt, c) in samples {
+            let ks = by_class.get(&c).map(Vec::as_slice).unwrap_or(&[]);
+            let (from, to) = match near {
+                Some((centre, r)) => (
+                    ks.partition_point(|&k| k < lt + centre - r),
+                    ks.partition_point(|&k| k <= lt + centre + r),
+                ),
+                None => (0, ks.len()),
+            };
+            for &kt in &ks[from..to] {
+                keep(kt - lt);
+            }
+        }
+    };
+    let mut votes: HashMap<i64, u32> = HashMap::new();
+    diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
+    let near3 = |b: i64| {
+        (b - 1..=b + 1)
+            .map(|x| votes.get(&x).copied().unwrap_or(0))
+            .sum::<u32>()
+    };
+    let (best, n) = votes
+        .keys()
+        .map(|&b| (b, near3(b)))
+        .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))?;
+    if n < 3 {
+        return None;
+    }
+    let mut d: Vec<i64> = Vec::new();
+    diffs(&mut |x| {
+        if x.div_euclid(width).abs_diff(best) <= 1 {
+            d.push(x);
+        }
+    });
+    let m = median(&mut d);
+    let mut dev: Vec<i64> = d.iter().map(|x| (x - m).abs()).collect();
+    Some((m, median(&mut dev)))
+}
+
 /// A [`Score`] over kernels (`a`) and log symbols (`b`).
 pub struct Scorer<'a> {
     pub scoring: &'a Scoring,
@@ -209,6 +347,17 @@ impl Scorer<'_> {
     pub fn points(&self, i: usize, j: usize) -> f64 {
         let (k, l) = (&self.kernels[i], &self.log[j]);
         let sc = self.scoring;
+        let call = |r: &RichTerms| match (k.call, l.call) {
+            (Some(a), Some(b)) if a == b => r.call_agree,
+            (Some(_), Some(_)) => r.call_conflict,
+            _ => 0.0,
+        };
+        if l.members == 0 {
+            return sc
+                .rich
+                .as_ref()
+                .map_or(sc.mismatch, |r| r.placeholder + call(r));
+        }
         let mut p = match (k.op, l.op) {
             (Some(a), Some(b)) if kernel_class(a) == kernel_class(b) => {
                 sc.match_score * weight(Some(a))
@@ -229,6 +378,7 @@ impl Scorer<'_> {
         attr(both(k.red_op, l.red_op), r.attr_conflict);
         attr(both(k.algo, l.algo), r.algo_conflict);
         attr(both(k.proto, l.proto), r.algo_conflict);
+        p += call(r);
         match both(k.channels, l.channels) {
             Some(true) => p += r.channels_agree,
             Some(false) => p += r.channels_conflict,
@@ -272,7 +422,7 @@ impl Score for Scorer<'_> {
     /// With a time model, each kernel's nearest log line in time (same op class, within one
     /// scale) is an anchor: this makes the band dense and narrow when timestamps exist.
     fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
-        let tm = self.time?;
+        let tm = self.time.filter(|t| t.anchors)?;
         let mut lt: Vec<(i64, usize)> = self
             .log
             .iter()

@@ -22,8 +22,12 @@ pub struct Symbol {
     pub stream: u64,
     /// Log: CPU timestamp; kernel: launch time, else start time.
     pub time_ns: Option<i64>,
-    /// Number of log lines behind this symbol (1; kept for callers that pre-group lines).
+    /// Number of log lines behind this symbol: 1, or 0 for the placeholder of a line missing
+    /// from its communicator's opCount sequence (a kernel has 1).
     pub members: u32,
+    /// (communicator pointer, opCount): the log line's own; for a kernel, the call the other
+    /// ranks' kernels of the same collective say it runs ([`crate::consensus`]), if known.
+    pub call: Option<(u64, u64)>,
 }
 
 /// The thesis' operation weights (eq. 4.1): rare operations count more.
@@ -73,9 +77,10 @@ pub fn decode_kernel_op(name: &str) -> Option<OpType> {
     ORDER.into_iter().find(|op| name.contains(op.name()))
 }
 
-/// Signed integers as unsigned: NCCL 2.19+ compiles one kernel for both (its generator's
-/// "equivalent primary" types), so `ncclDevKernel_AllReduce_Sum_u32_*` runs an int32 AllReduce.
-fn fold_sign(d: DataType) -> DataType {
+/// The kernel family a datatype runs in: NCCL builds one kernel for signed and unsigned
+/// integers of a size where the reduction gives the same bits (a Sum on `int32` runs
+/// `..._Sum_u32_...`), so only the size of an integer type is compared.
+pub fn kernel_datatype(d: DataType) -> DataType {
     match d {
         DataType::Int8 => DataType::Uint8,
         DataType::Int32 => DataType::Uint32,
@@ -96,13 +101,14 @@ pub fn log_symbol(op: &LogOp) -> Symbol {
     Symbol {
         op: Some(op.op),
         red_op: reduces(op.op).then_some(op.red_op),
-        datatype: op.datatype.map(fold_sign),
+        datatype: op.datatype.map(kernel_datatype),
         algo: op.algo,
         proto: op.proto,
         channels: op.nchannels,
         stream: op.stream,
         time_ns: op.timestamp_ns,
         members: 1,
+        call: Some((op.comm, op.op_count)),
     }
 }
 
@@ -121,10 +127,12 @@ pub fn kernel_symbol(k: &Kernel, decoded: Option<&KernelName>) -> Option<Symbol>
         } else {
             d.red_op
         },
-        datatype: if op.is_some_and(|o| o.is_p2p()) {
-            None
+        // NCCL instantiates the kernels of non-reducing operations (AllGather, Broadcast,
+        // SendRecv) for bytes only (`..._int8_t`, `..._i8`): their name's type is not the call's.
+        datatype: if op.is_some_and(reduces) {
+            d.datatype.map(kernel_datatype)
         } else {
-            d.datatype.map(fold_sign)
+            None
         },
         algo: d.algo,
         proto: d.proto,
@@ -132,6 +140,7 @@ pub fn kernel_symbol(k: &Kernel, decoded: Option<&KernelName>) -> Option<Symbol>
         stream: u64::from(k.stream),
         time_ns: Some(k.launch_ns.unwrap_or(k.start_ns)),
         members: 1,
+        call: None,
     })
 }
 
@@ -147,6 +156,7 @@ pub fn op_symbol(op: OpType) -> Symbol {
         stream: 0,
         time_ns: None,
         members: 1,
+        call: None,
     }
 }
 

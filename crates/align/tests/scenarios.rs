@@ -391,7 +391,11 @@ fn large_rank() {
             two_streams: false,
             p2p_groups: true,
         };
-        let r = make_rank(&mut rng, 0, 100_000, g);
+        let n = std::env::var("LARGE_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000);
+        let r = make_rank(&mut rng, 0, n, g);
         for (name, cfg) in [
             ("thesis", AlignConfig::thesis()),
             ("rich", AlignConfig::rich()),
@@ -401,7 +405,7 @@ fn large_rank() {
             let el = t.elapsed();
             let f1 = score_pairs(&a.pairs(), &r.truth).f1;
             println!(
-                "100k ops ({} log lines, {} kernels), ts={timestamps}, {name}: {el:?}, F1 {f1:.3}",
+                "{n} ops ({} log lines, {} kernels), ts={timestamps}, {name}: {el:?}, F1 {f1:.3}",
                 r.log.len(),
                 r.kernels.len()
             );

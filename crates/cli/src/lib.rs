@@ -3,6 +3,7 @@
 //! Exit status: 0 on success (even with warnings), 2 for unusable arguments or when no input
 //! could be read at all. Errors name the file and, for text, the line.
 
+mod align_scenarios_cmd;
 mod analyze;
 mod inputs;
 mod summary;
@@ -32,6 +33,8 @@ enum Command {
     Synth(synth_cmd::SynthArgs),
     /// Theoretical communication volume of a model and parallel layout (no trace needed).
     Theory(theory_cmd::TheoryArgs),
+    /// Developer tool: the thesis' table 4.5 alignment scenarios, generated and scored per seed.
+    AlignScenarios(align_scenarios_cmd::AlignScenariosArgs),
 }
 
 /// Runs the command line `args` (including the program name) and returns the exit status.
@@ -55,6 +58,7 @@ where
         Command::Analyze(args) => analyze::run(&args),
         Command::Synth(args) => synth_cmd::run(&args),
         Command::Theory(args) => theory_cmd::run(&args),
+        Command::AlignScenarios(args) => align_scenarios_cmd::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -3,7 +3,7 @@
 //! on one side only are listed, never guessed.
 
 use crate::session::Session;
-use align::{align_process, AlignConfig, ProcessAlignment};
+use align::{align_all, AlignConfig, ProcessAlignment, ProcessInput};
 use ingest_nsys::decode_kernel_name;
 use model::log::{LogOp, ProcessKey};
 use model::nsys::Kernel;
@@ -66,39 +66,67 @@ pub fn align_session(session: &Session, cfg: &AlignConfig) -> Alignments {
         }
     }
     let mut kernels: BTreeMap<ProcessKey, Vec<Kernel>> = BTreeMap::new();
-    for e in session.exports() {
+    // Kernel times of one export share its capture's clock: the consensus compares those only.
+    let mut clock: BTreeMap<ProcessKey, u64> = BTreeMap::new();
+    for (x, e) in session.exports().iter().enumerate() {
         // An export covers one node (or one rank): its first host names every process in it.
         let host = e.export.hosts.first().cloned().unwrap_or_default();
         for k in &e.export.kernels {
-            kernels
-                .entry(ProcessKey {
-                    host: host.clone(),
-                    pid: k.pid,
-                })
-                .or_default()
-                .push(k.clone());
+            let key = ProcessKey {
+                host: host.clone(),
+                pid: k.pid,
+            };
+            clock.entry(key.clone()).or_insert(x as u64);
+            kernels.entry(key).or_default().push(k.clone());
         }
     }
     adopt_hostless_kernels(&ops, &mut kernels);
     let mut out = Alignments::default();
+    let mut both = Vec::new();
     let keys: BTreeSet<ProcessKey> = ops.keys().chain(kernels.keys()).cloned().collect();
     for key in keys {
         match (ops.remove(&key), kernels.remove(&key)) {
             (Some(log_ops), Some(mut ks)) => {
                 ks.sort_by_key(|k| (k.start_ns, k.correlation_id));
                 let names: Vec<_> = ks.iter().map(|k| decode_kernel_name(&k.name)).collect();
-                let alignment = align_process(&log_ops, &ks, &names, cfg);
-                out.processes.push(ProcessMatch {
-                    process: key,
-                    log_ops,
-                    kernels: ks,
-                    alignment,
-                });
+                both.push((key, log_ops, ks, names));
             }
             (Some(_), None) => out.log_only.push(key),
             (None, Some(_)) => out.kernels_only.push(key),
             (None, None) => {}
         }
+    }
+    // All processes at once: in parallel natively, and with the cross-rank consensus among
+    // the processes of one export (an adopted hostless process keeps its export's clock).
+    let inputs: Vec<ProcessInput<'_>> = both
+        .iter()
+        .map(|(key, log_ops, ks, names)| {
+            let hostless = ProcessKey {
+                host: String::new(),
+                pid: key.pid,
+            };
+            let x = clock.get(key).or(clock.get(&hostless)).copied();
+            ProcessInput {
+                log_ops,
+                kernels: ks,
+                names,
+                clock: x.unwrap_or(u64::MAX),
+                // The export's NVTX ranges: where NCCL's own are there, the exact join checks
+                // the alignment.
+                nvtx: x
+                    .and_then(|x| session.exports().get(x as usize))
+                    .map_or(&[], |e| e.export.nvtx.as_slice()),
+            }
+        })
+        .collect();
+    let aligned = align_all(&inputs, cfg);
+    for ((process, log_ops, kernels, _), alignment) in both.into_iter().zip(aligned) {
+        out.processes.push(ProcessMatch {
+            process,
+            log_ops,
+            kernels,
+            alignment,
+        });
     }
     out
 }

@@ -699,7 +699,8 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         }
         if nccl_on {
             // The API calls happen on the CPU just before the line's time; grouped calls are
-            // bracketed by ncclGroupStart/ncclGroupEnd, as in the real capture.
+            // bracketed by ncclGroupStart/ncclGroupEnd, as in the real capture. The call (or
+            // ncclGroupEnd) launches the kernel, so its range ends after the launch (a + 1 µs).
             let a = tm.arrive_ns;
             let n = call.ops.len() as i64;
             let grouped = n > 1 || call.is_p2p();
@@ -730,12 +731,12 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                     let s = a - 2_000 - 400 * (n - j as i64);
                     (s, s + 300)
                 } else {
-                    (a - 2_000, a + 800)
+                    (a - 2_000, a + 1_500)
                 };
                 nccl_range(s, e, ncclnvtx::function_of(o.op), Some(f));
             }
             if grouped {
-                nccl_range(a - 2_000, a + 800, "ncclGroupEnd", None);
+                nccl_range(a - 2_000, a + 1_500, "ncclGroupEnd", None);
             }
         }
         let intra = c.global_ranks.iter().all(|g| g / gpn == p.node);

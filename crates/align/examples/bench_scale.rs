@@ -1,0 +1,129 @@
+//! Time and peak heap of the banded aligner (`nw::align_fast`) against sequence length, and of
+//! the full-matrix reference (`nw::align_full`) where it fits, with the rich scoring over
+//! realistic symbols (op mix of a training step, three datatypes, 10 % of each side dropped).
+//! Release build:
+//!
+//! `cargo run --release -p align --example bench_scale [-- MAX_LEN [FULL_MAX_LEN]]`
+//!
+//! Defaults: lengths 10³ … 10⁶ per side; the full matrix up to 10⁴ (one 32-bit back-pointer per
+//! cell: 400 MB at 10⁴ × 10⁴, 40 GB at 10⁵).
+
+mod bench_common;
+
+use align::nw::{align_fast, align_full};
+use align::scoring::{Scorer, Scoring};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+/// Counts live and peak heap bytes.
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// CPU seconds of this process so far (Linux `/proc`, 10 ms ticks): the machine is shared, so
+/// wall time alone says more about the neighbours than about the aligner.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which ends with ')'): utime and stime are 12th and 13th.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    f.iter().sum::<f64>() / 100.0
+}
+
+/// One measurement: wall seconds, CPU seconds, peak heap above the start.
+struct Cost {
+    wall: f64,
+    cpu: f64,
+    heap: usize,
+}
+
+impl std::fmt::Display for Cost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.4} s ({:.4} s CPU) | {:.1} MB",
+            self.wall,
+            self.cpu,
+            self.heap as f64 / 1e6
+        )
+    }
+}
+
+/// Runs `f` `reps` times (small inputs: enough to see CPU ticks), returning its result and
+/// the cost of one run.
+fn measure<R>(reps: usize, f: impl Fn() -> R) -> (R, Cost) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let (t, c) = (Instant::now(), cpu_secs());
+    let mut r = f();
+    for _ in 1..reps {
+        r = f();
+    }
+    let cost = Cost {
+        wall: t.elapsed().as_secs_f64() / reps as f64,
+        cpu: (cpu_secs() - c) / reps as f64,
+        heap: PEAK.load(Ordering::Relaxed) - base,
+    };
+    (r, cost)
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let max = args.first().copied().unwrap_or(1_000_000);
+    let full_max = args.get(1).copied().unwrap_or(10_000);
+    let scoring = Scoring::rich();
+    println!("| operations per side | banded time | banded peak heap | full-matrix time | full-matrix peak heap | CPU time ratio full / banded | same score |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut n = 1_000;
+    while n <= max {
+        let (k, l) = bench_common::sequences(n, n as u64);
+        let sc = Scorer {
+            scoring: &scoring,
+            kernels: &k,
+            log: &l,
+            time: None,
+        };
+        let (fast, cf) = measure((100_000 / n).max(1), || align_fast(&sc, k.len(), l.len()));
+        match (n <= full_max)
+            .then(|| measure((10_000 / n).max(1), || align_full(&sc, k.len(), l.len())))
+        {
+            Some((full, cr)) => println!(
+                "| {n} | {cf} | {cr} | {:.0}× | {} |",
+                cr.cpu / cf.cpu.max(1e-4),
+                full.score == fast.score
+            ),
+            None => println!(
+                "| {n} | {cf} | not run (would need {:.0} GB) | | | |",
+                (4 * (k.len() + 1) * (l.len() + 1)) as f64 / 1e9
+            ),
+        }
+        n *= 10;
+    }
+}
