@@ -320,3 +320,74 @@ fn iteration_patterns_choose_the_nvtx_ranges_that_count() {
     assert_eq!(iterations(&["iter*"]).as_u64(), Some(expected));
     assert!(iterations(&["optimizer_step"]).is_null());
 }
+
+/// `synth --layout` writes a run of the user's layout that the analysis labels back: every
+/// communicator's parallelism and the sizes; bad specs are refused naming the problem.
+#[test]
+fn synth_writes_a_layout_of_the_users_choice() {
+    let dir = scratch_dir("synth-layout");
+    let code = ncclscope_cli::run([
+        "ncclscope",
+        "synth",
+        "--layout",
+        "tp=2,pp=2,dp=2",
+        "--gpus-per-node",
+        "4",
+        "--nccl-version",
+        "2.27.5",
+        "--timestamps",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("truth.json")).unwrap()).unwrap();
+    assert_eq!(truth["ranks"].as_array().unwrap().len(), 8);
+    assert_eq!(truth["nccl_version"], "2.27.5");
+    std::fs::remove_file(dir.join("truth.json")).unwrap();
+    let (code, summary) = analyze(&[&dir], "synth-layout-summary");
+    assert_eq!(code, ExitCode::SUCCESS);
+    let sizes = &summary["layout"]["sizes"];
+    assert_eq!(
+        (
+            sizes["tp"].as_u64(),
+            sizes["pp"].as_u64(),
+            sizes["dp"].as_u64()
+        ),
+        (Some(2), Some(2), Some(2))
+    );
+    let labels: Vec<(&Value, &Value)> = truth["communicators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (&c["global_ranks"], &c["parallelism"]))
+        .collect();
+    for c in summary["communicators"].as_array().unwrap() {
+        assert!(
+            labels.contains(&(&c["global_ranks"], &c["parallelism"])),
+            "{c}"
+        );
+    }
+    for bad in ["tp=0", "tp=2,xp=2"] {
+        let code = ncclscope_cli::run([
+            "ncclscope",
+            "synth",
+            "--layout",
+            bad,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(code, ExitCode::from(2), "{bad}");
+    }
+    let code = ncclscope_cli::run([
+        "ncclscope",
+        "synth",
+        "--layout",
+        "dp=2",
+        "--nccl-version",
+        "2.10.3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, ExitCode::from(2));
+}

@@ -7,8 +7,29 @@ use std::process::ExitCode;
 #[derive(Args, Debug)]
 pub struct SynthArgs {
     /// Preset name (see the list below).
-    #[arg(long, required_unless_present = "list")]
+    #[arg(long, required_unless_present_any = ["list", "layout"], conflicts_with = "layout")]
     preset: Option<String>,
+    /// A layout of your own instead of a preset, e.g. `tp=2,pp=2,dp=2` (sizes tp cp ep dp pp
+    /// vpp, flags sp and distopt, dispatcher=alltoall|allgather), on the thesis' model (with
+    /// experts when ep > 1).
+    #[arg(long)]
+    layout: Option<String>,
+    /// GPUs per node (with --layout; default 4, at most 8).
+    #[arg(long, requires = "layout")]
+    gpus_per_node: Option<u32>,
+    /// NCCL version whose line formats and kernel names are written (with --layout; default
+    /// 2.21.5).
+    #[arg(long, requires = "layout")]
+    nccl_version: Option<String>,
+    /// Epoch timestamps on every log line (with --layout).
+    #[arg(long, requires = "layout")]
+    timestamps: bool,
+    /// One combined, interleaved log instead of one per process (with --layout).
+    #[arg(long, requires = "layout")]
+    combined_log: bool,
+    /// Export schema, 3.17 or 3.25 (with --layout; default 3.25).
+    #[arg(long, requires = "layout")]
+    schema: Option<String>,
     /// Output directory.
     #[arg(long, required_unless_present = "list")]
     out: Option<PathBuf>,
@@ -36,13 +57,18 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let (Some(name), Some(out)) = (&args.preset, &args.out) else {
-        return Err("synth needs --preset NAME and --out DIR".into());
+    let Some(out) = &args.out else {
+        return Err("synth needs --out DIR".into());
     };
-    let mut preset = synth::preset(name).ok_or_else(|| {
-        let names: Vec<_> = synth::presets().into_iter().map(|p| p.name).collect();
-        format!("unknown preset {name:?}; presets: {}", names.join(", "))
-    })?;
+    let mut preset = match (&args.preset, &args.layout) {
+        (Some(name), _) => synth::preset(name).ok_or_else(|| {
+            let names: Vec<_> = synth::presets().into_iter().map(|p| p.name).collect();
+            format!("unknown preset {name:?}; presets: {}", names.join(", "))
+        })?,
+        (None, Some(spec)) => custom(args, spec)?,
+        (None, None) => return Err("synth needs --preset NAME or --layout SPEC".into()),
+    };
+    let name = preset.name;
     if let Some(seed) = args.seed {
         preset.config.seed = seed;
     }
@@ -68,6 +94,48 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
         )
     };
     written.map_err(|e| format!("{}: {e}", out.display()))?;
-    eprintln!("ncclscope: wrote preset {name} to {}", out.display());
+    eprintln!("ncclscope: wrote {name} run to {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// A run of the user's layout on the thesis' model.
+fn custom(args: &SynthArgs, spec: &str) -> Result<synth::Preset, String> {
+    let layout = synth::Layout::parse(spec).map_err(|e| format!("--layout: {e}"))?;
+    let mut model = synth::Model::thesis();
+    if layout.ep > 1 {
+        // Experts spread over the expert-parallel ranks, every fourth layer an MoE layer.
+        model.moe_experts = layout.ep;
+        model.moe_top_k = 1;
+        model.moe_layers = (model.layers / 4).max(1);
+    }
+    let mut config = synth::RunConfig::new(layout, model);
+    let gpus = args.gpus_per_node.unwrap_or(4);
+    if !(1..=8).contains(&gpus) {
+        return Err(format!("--gpus-per-node {gpus}: expected 1 to 8"));
+    }
+    config.gpus_per_node = gpus;
+    config.nodes = config.layout.world().div_ceil(gpus);
+    let version = args.nccl_version.clone().unwrap_or_else(|| "2.21.5".into());
+    let minor = version
+        .strip_prefix("2.")
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    if !minor.is_some_and(|m| (18..=28).contains(&m)) || version.split('.').count() != 3 {
+        return Err(format!(
+            "--nccl-version {version}: the generator writes NCCL 2.18.x to 2.28.x"
+        ));
+    }
+    config.nccl_version = version;
+    config.timestamps = args.timestamps;
+    config.combined_log = args.combined_log;
+    config.schema = match args.schema.as_deref() {
+        None | Some("3.25") => synth::Schema::V3_25,
+        Some("3.17") => synth::Schema::V3_17,
+        Some(other) => return Err(format!("--schema {other}: expected 3.17 or 3.25")),
+    };
+    Ok(synth::Preset {
+        name: "custom",
+        description: "a layout given on the command line",
+        config,
+    })
 }

@@ -69,6 +69,50 @@ impl Default for Layout {
 }
 
 impl Layout {
+    /// A layout from a spec such as `tp=2,pp=2,dp=2` (sizes `tp cp ep dp pp vpp`, flags `sp`
+    /// and `distopt`, `dispatcher=alltoall|allgather`); sizes not named are 1.
+    pub fn parse(spec: &str) -> Result<Layout, String> {
+        let mut l = Layout::default();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part.split_once('=') {
+                Some(("dispatcher", v)) => {
+                    l.moe_dispatcher = match v {
+                        "alltoall" => MoeDispatcher::AllToAll,
+                        "allgather" => MoeDispatcher::AllGather,
+                        _ => return Err(format!("dispatcher={v}: expected alltoall or allgather")),
+                    }
+                }
+                Some((key, v)) => {
+                    let n: u32 = v
+                        .parse()
+                        .ok()
+                        .filter(|&n| (1..=65_536).contains(&n))
+                        .ok_or_else(|| format!("{key}={v}: expected a size from 1 to 65536"))?;
+                    match key {
+                        "tp" => l.tp = n,
+                        "cp" => l.cp = n,
+                        "ep" => l.ep = n,
+                        "dp" => l.dp = n,
+                        "pp" => l.pp = n,
+                        "vpp" => l.vpp = n,
+                        _ => return Err(format!("{key}: expected tp, cp, ep, dp, pp or vpp")),
+                    }
+                }
+                None => match part {
+                    "sp" => l.sequence_parallel = true,
+                    "distopt" => l.distributed_optimizer = true,
+                    _ => return Err(format!("{part}: expected KEY=N, sp or distopt")),
+                },
+            }
+        }
+        if u64::from(l.tp) * u64::from(l.cp) * u64::from(l.ep) * u64::from(l.dp) * u64::from(l.pp)
+            > 1 << 20
+        {
+            return Err(format!("{spec}: more than 2^20 ranks"));
+        }
+        Ok(l)
+    }
+
     pub fn world(&self) -> u32 {
         self.tp * self.cp * self.ep * self.dp * self.pp
     }
@@ -140,5 +184,34 @@ mod tests {
         assert_eq!(l.group(0, Dim::PP), vec![0, 4]);
         assert_eq!(l.groups(Dim::TP).len(), 4);
         assert_eq!(l.coord(5, Dim::PP), 1);
+    }
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn specs_give_layouts_and_mistakes_are_named() {
+        let l = Layout::parse("tp=2, pp=4,dp=8,vpp=2,sp,distopt").unwrap();
+        assert_eq!((l.tp, l.pp, l.dp, l.vpp, l.cp, l.ep), (2, 4, 8, 2, 1, 1));
+        assert!(l.sequence_parallel && l.distributed_optimizer);
+        assert_eq!(l.world(), 64);
+        let moe = Layout::parse("ep=4,dispatcher=allgather").unwrap();
+        assert_eq!(moe.moe_dispatcher, MoeDispatcher::AllGather);
+        for bad in [
+            "tp=0",
+            "xp=2",
+            "tp=two",
+            "fast",
+            "dispatcher=mail",
+            "tp=1024,dp=1024,pp=2",
+        ] {
+            let e = Layout::parse(bad).unwrap_err();
+            assert!(
+                e.contains(bad.split(['=', ',']).next().unwrap()),
+                "{bad}: {e}"
+            );
+        }
     }
 }
