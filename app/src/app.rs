@@ -3,7 +3,7 @@
 use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use ncclscope_app::theory_panel::{prefill, saved_form, TheoryPanel, TheoryView};
+use ncclscope_app::theory_panel::{prefill, saved_form, TheoryPanel, TheoryView, HARDWARE_FIELD};
 use ncclscope_app::views::{CommPanel, FileView, RankView};
 use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, ToPage};
 use pipeline::Timeline;
@@ -65,6 +65,7 @@ pub fn App() -> impl IntoView {
             digests: digests_wanted(),
             files: Vec::new(),
             theory: Some(toml),
+            hardware: theory_form.with_untracked(|f| f.get(HARDWARE_FIELD).cloned()),
         })
     };
 
@@ -146,6 +147,7 @@ pub fn App() -> impl IntoView {
             digests: digests_wanted(),
             files,
             theory: None,
+            hardware: None,
         });
     };
 

@@ -83,12 +83,12 @@ async fn serve(req: LoadRequest) {
         load_and_analyse(&req).await;
     }
     if let Some(toml) = &req.theory {
-        post(&theory(toml), None);
+        post(&theory(toml, req.hardware.as_deref()), None);
     }
 }
 
 /// Theory versus observed for `toml`'s model and layout, over the last analysis.
-fn theory(toml: &str) -> ToPage {
+fn theory(toml: &str, hardware: Option<&str>) -> ToPage {
     let cfg = match TheoryConfig::from_toml(toml) {
         Ok(cfg) => cfg,
         Err(e) => {
@@ -101,8 +101,14 @@ fn theory(toml: &str) -> ToPage {
     SESSION.with(|s| {
         ANALYSIS.with(|a| match a.borrow().as_ref() {
             Some(analysis) => {
-                let hw = pipeline::hardware_from_topology(&s.borrow())
-                    .unwrap_or_else(theory::Hardware::a100);
+                let hw = match hardware {
+                    Some("a100") => theory::Hardware::a100(),
+                    Some("h100") => theory::Hardware::h100(),
+                    Some("h200") => theory::Hardware::h200(),
+                    Some("b200") => theory::Hardware::b200(),
+                    _ => pipeline::hardware_from_topology(&s.borrow())
+                        .unwrap_or_else(theory::Hardware::a100),
+                };
                 ToPage::Theory {
                     view: Some(theory_view(&cfg, analysis, &hw)),
                     error: None,

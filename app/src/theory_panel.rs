@@ -17,6 +17,18 @@ use theory::{Hardware, TheoryConfig};
 
 /// Where the form's TOML is kept between visits.
 const STORAGE_KEY: &str = "ncclscope.theory.toml";
+/// Where the chosen hardware is kept.
+const HARDWARE_KEY: &str = "ncclscope.theory.hardware";
+/// The form entry of the time model's hardware (not a TOML key: the config does not hold it).
+pub const HARDWARE_FIELD: &str = "ui.hardware";
+/// The hardware choices: the LBNL presets, and the links the logs' topology dump printed.
+const HARDWARE: [(&str, &str); 5] = [
+    ("topology", "the topology the logs printed"),
+    ("a100", "A100"),
+    ("h100", "H100"),
+    ("h200", "H200"),
+    ("b200", "B200"),
+];
 
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -27,6 +39,8 @@ pub struct TheoryRow {
     pub observed: String,
     pub ratio: String,
     pub discrepancy: String,
+    /// Per iteration (theoretical / observed), when the exports' NVTX ranges count iterations.
+    pub per_iteration: String,
     /// Per rank: (rank, observed, theoretical) bytes.
     pub ranks: Vec<(u32, f64, f64)>,
 }
@@ -74,6 +88,17 @@ pub fn theory_view(cfg: &TheoryConfig, analysis: &Analysis, hw: &Hardware) -> Th
                         human_bytes(d.abs().round() as u64)
                     )
                 }),
+                per_iteration: analysis
+                    .iterations
+                    .filter(|&n| n > 0)
+                    .map_or(String::new(), |n| {
+                        let obs = c.observed_mean().unwrap_or(0) / u64::from(n);
+                        format!(
+                            "{} / {}",
+                            human_bytes(c.entry.bytes_per_iteration.round() as u64),
+                            human_bytes(obs)
+                        )
+                    }),
                 ranks: c
                     .observed
                     .iter()
@@ -113,16 +138,28 @@ pub fn theory_view(cfg: &TheoryConfig, analysis: &Analysis, hw: &Hardware) -> Th
 
 /// The form saved by the last visit, else the thesis' dense model.
 pub fn saved_form() -> Form {
-    let saved = web_sys::window()
-        .and_then(|w| w.local_storage().ok().flatten())
+    let saved = storage()
         .and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
         .and_then(|toml| TheoryConfig::from_toml(&toml).ok());
-    form_of(&saved.unwrap_or_default())
+    let mut form = form_of(&saved.unwrap_or_default());
+    let hardware = storage()
+        .and_then(|s| s.get_item(HARDWARE_KEY).ok().flatten())
+        .filter(|h| HARDWARE.iter().any(|(k, _)| k == h))
+        .unwrap_or_else(|| "topology".into());
+    form.insert(HARDWARE_FIELD.into(), hardware);
+    form
+}
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window().and_then(|w| w.local_storage().ok().flatten())
 }
 
 fn save_form(form: &Form) {
-    if let Some(s) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+    if let Some(s) = storage() {
         let _ = s.set_item(STORAGE_KEY, &to_toml(form));
+        if let Some(h) = form.get(HARDWARE_FIELD) {
+            let _ = s.set_item(HARDWARE_KEY, h);
+        }
     }
 }
 
@@ -172,7 +209,12 @@ pub fn TheoryPanel(
         }
     };
     let preset = move |cfg: TheoryConfig| {
-        form.set(form_of(&cfg));
+        let hardware = form.with_untracked(|f| f.get(HARDWARE_FIELD).cloned());
+        let mut new = form_of(&cfg);
+        if let Some(h) = hardware {
+            new.insert(HARDWARE_FIELD.into(), h);
+        }
+        form.set(new);
         // A chosen preset is the user's: the trace's values no longer replace it.
         typed.set(FIELDS.iter().map(|f| f.name()).collect());
         apply();
@@ -232,6 +274,15 @@ pub fn TheoryPanel(
             </p>
             <form class="theory-form" on:submit=move |ev| { ev.prevent_default(); apply(); }>
                 {sections}
+                <label class="field">"time model hardware "
+                    <select data-field=HARDWARE_FIELD
+                        on:change=move |ev| edit(HARDWARE_FIELD.to_string(), event_target_value(&ev))>
+                        {HARDWARE.iter().map(|&(key, label)| {
+                            let selected = move || form.with(|f| f.get(HARDWARE_FIELD).map(String::as_str) == Some(key));
+                            view! { <option value=key selected=selected>{label}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
                 <div class="actions-row">
                     <button type="submit" data-testid="theory-apply">"Compare"</button>
                     <button type="button" on:click=move |_| preset(TheoryConfig::thesis_dense())>"Thesis dense"</button>
@@ -256,6 +307,7 @@ fn results(v: TheoryView) -> impl IntoView {
                     <td class="num" data-testid="theory-theoretical">{r.theoretical.clone()}</td>
                     <td class="num" data-testid="theory-observed">{r.observed.clone()}</td>
                     <td class="num" data-testid="theory-ratio">{r.ratio.clone()}</td>
+                    <td class="num" data-testid="theory-per-iteration">{r.per_iteration.clone()}</td>
                     <td>{r.discrepancy.clone()}</td>
                 </tr>
             }
@@ -316,7 +368,7 @@ fn results(v: TheoryView) -> impl IntoView {
         .collect_view();
     view! {
         <table class="theory-table" data-testid="theory-table">
-            <thead><tr><th>"strategy"</th><th>"ranks"</th><th>"theoretical"</th><th>"observed"</th><th>"ratio"</th><th>"primary discrepancy"</th></tr></thead>
+            <thead><tr><th>"strategy"</th><th>"ranks"</th><th>"theoretical"</th><th>"observed"</th><th>"ratio"</th><th>"per iteration (theory / observed)"</th><th>"primary discrepancy"</th></tr></thead>
             <tbody>{rows}</tbody>
         </table>
         {charts}
@@ -324,7 +376,7 @@ fn results(v: TheoryView) -> impl IntoView {
             <Histogram buckets=buckets mark=Some(v.tensor_bytes) test_id="message-sizes" />
             <figcaption>{format!("Message sizes (log scale); outlined: b·s·h·β = {}", human_bytes(v.tensor_bytes))}</figcaption>
         </figure>
-        <h3>{format!("Kernel time beside the alpha-beta model ({})", v.hardware)}</h3>
+        <h3 data-testid="time-hardware">{format!("Kernel time beside the alpha-beta model ({})", v.hardware)}</h3>
         <table class="time-table" data-testid="time-table">
             <thead><tr><th>"operation"</th><th>"size ≥"</th><th>"kernels"</th><th>"observed µs"</th><th>"model µs"</th><th>"ratio"</th></tr></thead>
             <tbody>{times}</tbody>

@@ -67,6 +67,8 @@ pub struct LoadRequest {
     pub digests: bool,
     pub files: Vec<LoadItem>,
     pub theory: Option<String>,
+    /// The time model's hardware for `theory`: `a100`, `h100`, `h200`, `b200` or `topology`.
+    pub hardware: Option<String>,
 }
 
 impl LoadRequest {
@@ -84,6 +86,9 @@ impl LoadRequest {
         set(&msg, "files", &files);
         if let Some(t) = &self.theory {
             set(&msg, "theory", &JsValue::from_str(t));
+        }
+        if let Some(h) = &self.hardware {
+            set(&msg, "hardware", &JsValue::from_str(h));
         }
         msg.into()
     }
@@ -108,6 +113,7 @@ impl LoadRequest {
             digests: get(v, "digests")?.as_bool().unwrap_or(false),
             files: items,
             theory: get(v, "theory")?.as_string(),
+            hardware: get(v, "hardware")?.as_string(),
         })
     }
 }

@@ -94,6 +94,21 @@ test('the theory form is pre-filled from the trace and its table equals the comm
     assert.match(typed, /layers = 8/);
     assertSameAsNative(await tableRows(s.page), nativeTheory(typed));
 
+    // Per iteration, as the exports' NVTX ranges count them: theory / observed.
+    const native = nativeTheory(typed);
+    const perIteration = await s.page.locator('[data-testid=theory-per-iteration]').first().textContent();
+    const e0 = native.theory[0];
+    assert.equal(perIteration.trim(),
+      `${humanBytes(e0.theoretical_bytes_per_iteration)} / ${humanBytes(e0.observed_bytes_per_iteration)}`);
+
+    // Another hardware preset changes the time model's figures.
+    const modelTimes = () => s.page.locator('[data-testid=time-table] tbody tr td:nth-child(5)').allTextContents();
+    const beforeHw = await modelTimes();
+    await s.page.locator('[data-field="ui.hardware"]').selectOption('b200');
+    await s.page.getByTestId('theory-apply').click();
+    await s.page.waitForFunction(() => /B200/.test(document.querySelector('[data-testid=time-hardware]')?.textContent ?? ''));
+    assert.notDeepEqual(await modelTimes(), beforeHw);
+
     // The histogram marks the bucket of b·s·h·β; the time table has rows.
     assert.ok(await s.page.locator('[data-testid=message-sizes] [data-marked=true]').count() <= 1);
     assert.ok(await s.page.locator('[data-testid=time-table] tbody tr').count() > 0);

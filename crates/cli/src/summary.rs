@@ -160,8 +160,12 @@ fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis) -> Vec<Value> {
                     json!({"op": op.name(), "observed_minus_theoretical_bytes": d.round()})
                 }),
             );
-            if let Some(n) = analysis.iterations {
+            if let Some(n) = analysis.iterations.filter(|&n| n > 0) {
                 obj.insert("observed_iterations".into(), json!(n));
+                obj.insert(
+                    "observed_bytes_per_iteration".into(),
+                    json!(c.observed_mean().map(|b| b / u64::from(n))),
+                );
             }
             v
         })
