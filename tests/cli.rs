@@ -391,3 +391,84 @@ fn synth_writes_a_layout_of_the_users_choice() {
     ]);
     assert_eq!(code, ExitCode::from(2));
 }
+
+/// Each communicator's median bus bandwidth in the summary is the median of the per-kernel bus
+/// bandwidths the CSV export gives for that communicator (single-line kernels).
+#[test]
+fn communicator_bandwidth_summarises_the_enriched_kernels() {
+    let dir = scratch_dir("comm-bandwidth");
+    let preset = synth::preset("demo").unwrap();
+    synth::write_run(&synth::generate(&preset.config), &dir).unwrap();
+    std::fs::remove_file(dir.join("truth.json")).unwrap();
+    let (out, csv) = (dir.join("s.json"), dir.join("k.csv"));
+    let code = ncclscope_cli::run([
+        "ncclscope",
+        "analyze",
+        "--json",
+        out.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    // Parse the CSV with its quoting (kernel names hold commas).
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<String>> = text
+        .split("\r\n")
+        .filter(|l| !l.is_empty())
+        .map(csv_cells)
+        .collect();
+    let col = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+    let (id, bus, op) = (col("Communicator ID"), col("Bus BW (GB/s)"), col("Name"));
+    let mut per_comm: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for r in &rows[1..] {
+        // Fused Send/Recv kernels (named SendRecv) carry several lines: not summarised.
+        if let (Ok(b), false) = (r[bus].parse::<f64>(), r[op] == "SendRecv") {
+            per_comm.entry(r[id].clone()).or_default().push(b);
+        }
+    }
+    let mut checked = 0;
+    for c in s["communicators"].as_array().unwrap() {
+        let Some(median) = c["bandwidth"]["median_bus_bw_gbps"].as_f64() else {
+            continue;
+        };
+        let mut v = per_comm
+            .remove(c["id"].as_str().unwrap())
+            .expect("kernels of the communicator");
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let expect = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        assert!(
+            (median - expect).abs() <= 1e-9 * expect.abs().max(1.0),
+            "{}: {median} vs {expect}",
+            c["id"]
+        );
+        assert_eq!(c["bandwidth"]["kernels"].as_u64(), Some(n as u64));
+        checked += 1;
+    }
+    assert!(checked >= 4);
+}
+
+/// One CSV line's cells (RFC 4180 quoting).
+fn csv_cells(line: &str) -> Vec<String> {
+    let (mut cells, mut cur, mut quoted, mut chars) =
+        (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    cells.push(cur);
+    cells
+}

@@ -178,7 +178,7 @@ async fn load_and_analyse(req: &LoadRequest) {
                 .iter()
                 .map(RankView::from_summary)
                 .collect(),
-            comms: CommPanel::from_analysis(&analysis),
+            comms: CommPanel::from_analysis(&analysis, &s),
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis),

@@ -1,7 +1,7 @@
 //! The view data the worker sends to the page: plain, already formatted rows, so the page only
 //! draws and the records themselves never cross the worker boundary.
 
-use pipeline::{Analysis, FileReport, ProcessSummary};
+use pipeline::{Analysis, FileReport, ProcessSummary, Session};
 use serde::{Deserialize, Serialize};
 
 use crate::wire::human_bytes;
@@ -133,6 +133,12 @@ pub struct CommRow {
     pub parallelism: String,
     pub confidence: f64,
     pub evidence: String,
+    /// Median bus bandwidth and bus efficiency of its kernels, against its bottleneck link.
+    pub bus_bw: String,
+    pub bus_efficiency: String,
+    pub bottleneck: String,
+    /// Mean arrival skew and the rank most often last.
+    pub skew: String,
 }
 
 /// The communicators panel's rows and the layout line above them.
@@ -143,7 +149,9 @@ pub struct CommPanel {
 }
 
 impl CommPanel {
-    pub fn from_analysis(a: &Analysis) -> Self {
+    pub fn from_analysis(a: &Analysis, session: &Session) -> Self {
+        let stats = pipeline::comm_stats(session, a);
+        let skews = pipeline::arrival_skew(session, a);
         let layout = match a.layout.sizes {
             Some(s) => format!(
                 "layout TP={} CP={} EP={} DP={} PP={} (confidence {:.2}): {}",
@@ -168,6 +176,31 @@ impl CommPanel {
                         .to_string(),
                     confidence: label.map_or(0.0, |l| l.confidence),
                     evidence: label.map(|l| l.evidence.clone()).unwrap_or_default(),
+                    bus_bw: stats
+                        .get(i)
+                        .and_then(|s| s.median_bus_bw_gbps)
+                        .map_or(String::new(), |b| format!("{b:.2} GB/s")),
+                    bus_efficiency: stats
+                        .get(i)
+                        .and_then(|s| s.median_bus_efficiency)
+                        .map_or(String::new(), |e| format!("{:.0} %", e * 100.0)),
+                    bottleneck: stats
+                        .get(i)
+                        .and_then(|s| s.bottleneck.as_ref())
+                        .map_or(String::new(), |b| {
+                            format!("{} ({:.0} GB/s)", b.name, b.gbps)
+                        }),
+                    skew: skews
+                        .iter()
+                        .find(|s| s.comm == i)
+                        .map_or(String::new(), |s| {
+                            let last = s.slowest.iter().max_by_key(|(_, n)| **n).map(|(r, _)| *r);
+                            format!(
+                                "{:.1} µs{}",
+                                s.mean_skew_ns / 1e3,
+                                last.map_or(String::new(), |r| format!(", rank {r} last"))
+                            )
+                        }),
                 }
             })
             .collect();

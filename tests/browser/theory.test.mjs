@@ -139,3 +139,29 @@ test('an impossible value is refused with a message naming the key', async () =>
     assert.deepEqual(s.errors, []);
   });
 });
+
+test('the communicators panel shows the enrichment the command computes', async () => {
+  await withScreenshot(s.page, 'comm-enrichment', async () => {
+    await s.page.goto(s.url);
+    await s.page.getByTestId('load-demo').click();
+    await s.page.getByTestId('comm-table').waitFor({ timeout: 60_000 });
+    const native = nativeSummary(demoFiles());
+    let checked = 0;
+    for (const c of native.communicators) {
+      const bw = c.bandwidth?.median_bus_bw_gbps;
+      if (bw == null) continue;
+      const row = s.page.locator(`[data-testid=comm-row][data-comm="${c.id}"]`);
+      assert.equal((await row.locator('[data-testid=bus-bw]').textContent()).trim(), `${bw.toFixed(2)} GB/s`, c.id);
+      const eff = c.bandwidth.median_bus_efficiency;
+      if (eff != null) {
+        assert.equal((await row.locator('[data-testid=bus-efficiency]').textContent()).trim(), `${(eff * 100).toFixed(0)} %`);
+      }
+      if (c.arrival_skew) {
+        assert.match(await row.locator('[data-testid=skew]').textContent(), new RegExp(`^${c.arrival_skew.mean_us.toFixed(1)} µs`));
+      }
+      checked += 1;
+    }
+    assert.ok(checked >= 4, `${checked} communicators with a bandwidth`);
+    assert.deepEqual(s.errors, []);
+  });
+});

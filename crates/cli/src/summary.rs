@@ -45,6 +45,7 @@ pub fn build(
 
     let labels = &analysis.layout.comms;
     let skews = pipeline::arrival_skew(session, analysis);
+    let stats = pipeline::comm_stats(session, analysis);
     let communicators: Vec<Value> = analysis
         .communicators
         .comms
@@ -60,6 +61,13 @@ pub fn build(
                 "parallelism_confidence": label.map(|l| l.confidence),
                 "parallelism_evidence": label.map(|l| l.evidence.clone()),
                 "arrival_skew": skews.iter().find(|s| s.comm == i).map(skew_entry),
+                "bandwidth": stats.get(i).map(|s| json!({
+                    "kernels": s.kernels,
+                    "median_bus_bw_gbps": s.median_bus_bw_gbps,
+                    "median_bus_efficiency": s.median_bus_efficiency,
+                    "bottleneck": s.bottleneck.as_ref().map(|b| b.name.clone()),
+                    "bottleneck_gbps": s.bottleneck.as_ref().map(|b| b.gbps),
+                })),
             })
         })
         .collect();

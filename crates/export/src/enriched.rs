@@ -11,7 +11,7 @@
 
 use crate::fields::*;
 use align::KernelMatch;
-use enrich::{Bottleneck, TopoIndex};
+use enrich::Bottleneck;
 use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, NvtxRange};
 use model::OpType;
@@ -49,7 +49,7 @@ pub struct Records {
 /// Builds the enriched records of every NCCL kernel in the session's exports.
 pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
     let ranks = assign_ranks(analysis);
-    let bottlenecks = comm_bottlenecks(session, analysis);
+    let bottlenecks = pipeline::comm_bottlenecks(session, analysis);
     let mut out = Records::default();
     for pm in &analysis.alignments.processes {
         let Some(&rank) = ranks.get(&pm.process) else {
@@ -159,27 +159,6 @@ fn rank_of_export_pid(ranks: &BTreeMap<ProcessKey, u32>, host: &str, pid: u32) -
         (Some((_, &r)), None) => Some(r),
         _ => None,
     }
-}
-
-/// The bottleneck of every logical communicator whose members' GPUs the topology knows.
-fn comm_bottlenecks(session: &Session, analysis: &Analysis) -> Vec<Option<Bottleneck>> {
-    let topo = TopoIndex::build(session.logs().iter().flat_map(|l| {
-        l.parsed
-            .processes
-            .iter()
-            .filter_map(|p| p.topology.as_ref().map(|t| (p.process.host.as_str(), t)))
-    }));
-    let inits: Vec<_> = session
-        .logs()
-        .iter()
-        .flat_map(|l| l.parsed.inits.iter().cloned())
-        .collect();
-    analysis
-        .communicators
-        .comms
-        .iter()
-        .map(|c| topo.communicator(&enrich::comm_gpus(c, &inits)))
-        .collect()
 }
 
 /// What one process's records share.

@@ -9,6 +9,7 @@
 mod alignment;
 mod analysis;
 mod clocks;
+mod comm_stats;
 mod comparison;
 mod digest;
 mod predicted_times;
@@ -23,6 +24,7 @@ mod volumes;
 pub use alignment::{align_session, Alignments, ProcessMatch};
 pub use analysis::{analyse, Analysis, UserSizes};
 pub use clocks::synchronise_clocks;
+pub use comm_stats::{comm_bottlenecks, comm_stats, CommStats};
 pub use comparison::{compare_volumes, VolumeComparison};
 pub use digest::records_digest;
 pub use enrich::ClockSync;

@@ -1,0 +1,95 @@
+//! Bandwidth per logical communicator: the enrichment of every matched kernel (bus bandwidth and
+//! bus efficiency against the communicator's bottleneck link, thesis §4.2.5) summarised by its
+//! median, with the bottleneck's name. The exports ([`export`](../export)) show the same figures
+//! per kernel; the page shows these per communicator.
+
+use crate::analysis::Analysis;
+use crate::session::Session;
+use enrich::{Bottleneck, TopoIndex};
+
+/// The bottleneck link of every logical communicator whose members' GPUs the logs' topology
+/// dumps place (same order as [`enrich::Communicators::comms`]).
+pub fn comm_bottlenecks(session: &Session, analysis: &Analysis) -> Vec<Option<Bottleneck>> {
+    let topo = TopoIndex::build(session.logs().iter().flat_map(|l| {
+        l.parsed
+            .processes
+            .iter()
+            .filter_map(|p| p.topology.as_ref().map(|t| (p.process.host.as_str(), t)))
+    }));
+    let inits: Vec<_> = session
+        .logs()
+        .iter()
+        .flat_map(|l| l.parsed.inits.iter().cloned())
+        .collect();
+    analysis
+        .communicators
+        .comms
+        .iter()
+        .map(|c| topo.communicator(&enrich::comm_gpus(c, &inits)))
+        .collect()
+}
+
+/// One communicator's bandwidth summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommStats {
+    /// Index into [`enrich::Communicators::comms`].
+    pub comm: usize,
+    /// Matched kernels with a bandwidth (fused Send/Recv groups are left out).
+    pub kernels: usize,
+    pub median_bus_bw_gbps: Option<f64>,
+    /// Median of bus bandwidth over the bottleneck's theoretical bus bandwidth.
+    pub median_bus_efficiency: Option<f64>,
+    pub bottleneck: Option<Bottleneck>,
+}
+
+/// Every communicator's summary, in communicator order.
+pub fn comm_stats(session: &Session, analysis: &Analysis) -> Vec<CommStats> {
+    let bottlenecks = comm_bottlenecks(session, analysis);
+    let n = analysis.communicators.comms.len();
+    let mut bus: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut eff: Vec<Vec<f64>> = vec![Vec::new(); n];
+    for pm in &analysis.alignments.processes {
+        for (k, m) in pm.kernels.iter().zip(&pm.alignment.per_kernel) {
+            let Some(m) = m else { continue };
+            // One line per kernel: a fused Send/Recv group moves different sizes to different
+            // peers and has no single bandwidth.
+            let [first] = m.log_ops[..] else { continue };
+            let op = &pm.log_ops[first];
+            let Some(c) = analysis.communicators.comm_of(&pm.process, op.comm) else {
+                continue;
+            };
+            let limit = bottlenecks[c].as_ref().map(|b| (b.gbps, b.name.as_str()));
+            let Some(bw) = enrich::for_log_op(op, k.end_ns - k.start_ns, limit) else {
+                continue;
+            };
+            bus[c].push(bw.bus_bw_gbps);
+            if let Some(t) = &bw.theoretical {
+                eff[c].push(t.bus_efficiency);
+            }
+        }
+    }
+    bottlenecks
+        .into_iter()
+        .enumerate()
+        .map(|(c, bottleneck)| CommStats {
+            comm: c,
+            kernels: bus[c].len(),
+            median_bus_bw_gbps: median(&mut bus[c]),
+            median_bus_efficiency: median(&mut eff[c]),
+            bottleneck,
+        })
+        .collect()
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
