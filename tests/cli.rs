@@ -317,6 +317,13 @@ fn iteration_patterns_choose_the_nvtx_ranges_that_count() {
     };
     let expected = u64::from(preset.config.model.iterations);
     assert_eq!(iterations(&[]).as_u64(), Some(expected));
+    // The logs' dominant datatype gives the model's bytes per element (bf16 gradients: 2).
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        s["layout"]["bytes_per_element"].as_u64(),
+        Some(preset.config.model.bytes_per_element)
+    );
     assert_eq!(iterations(&["iter*"]).as_u64(), Some(expected));
     assert!(iterations(&["optimizer_step"]).is_null());
 }

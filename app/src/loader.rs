@@ -122,9 +122,13 @@ fn theory(toml: &str, hardware: Option<&str>) -> ToPage {
     })
 }
 
-/// The theory form's fields the analysis tells: parallel sizes and iterations.
-fn inferred_fields(analysis: &Analysis) -> Vec<(String, String)> {
+/// The theory form's fields the trace tells: parallel sizes (the layout inference), iterations
+/// (NVTX) and bytes per element (the datatype that carries most of the logged bytes).
+fn inferred_fields(analysis: &Analysis, session: &Session) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    if let Some(beta) = pipeline::dominant_element_bytes(session) {
+        out.push(("model.bytes_per_element".into(), beta.to_string()));
+    }
     if let Some(s) = analysis.layout.sizes {
         for (key, n) in [
             ("tp", s.tp),
@@ -181,7 +185,7 @@ async fn load_and_analyse(req: &LoadRequest) {
             comms: CommPanel::from_analysis(&analysis, &s),
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
-            inferred: inferred_fields(&analysis),
+            inferred: inferred_fields(&analysis, &s),
         };
         ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
         (result, timeline)

@@ -74,6 +74,9 @@ test('the theory form is pre-filled from the trace and its table equals the comm
       assert.equal(await field.inputValue(), String(sizes[k]), `parallel.${k}`);
       assert.match(await field.locator('xpath=..').textContent(), /inferred/);
     }
+    const beta = s.page.locator('[data-field="model.bytes_per_element"]');
+    assert.equal(await beta.inputValue(), String(nativeSummary(demoFiles()).layout.bytes_per_element));
+    assert.match(await beta.locator('xpath=..').textContent(), /inferred/);
 
     // Compare saves the form; the table shows what the command gives for the same TOML.
     await s.page.getByTestId('theory-apply').click();

@@ -76,6 +76,8 @@ pub fn build(
         "sizes": layout.sizes.map(|s| json!({"tp": s.tp, "cp": s.cp, "ep": s.ep, "dp": s.dp, "pp": s.pp})),
         "evidence": layout.evidence,
         "confidence": layout.confidence,
+        // The datatype size carrying most logged bytes: the model's β as the logs show it.
+        "bytes_per_element": pipeline::dominant_element_bytes(session),
     });
 
     let log_ops: u64 = session

@@ -36,4 +36,4 @@ pub use session::{LogLoader, Session};
 pub use skew::{arrival_skew, CommSkew};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
 pub use timeline::{Span, Timeline, Track};
-pub use volumes::{observed_volumes, traffic_bytes, RankVolume};
+pub use volumes::{dominant_element_bytes, observed_volumes, traffic_bytes, RankVolume};

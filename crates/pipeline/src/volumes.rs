@@ -104,3 +104,19 @@ pub fn observed_volumes(
     }
     out.into_values().collect()
 }
+
+/// The element size (bytes) of the datatype that carries most of the logged bytes: the model's
+/// β (2 for bf16/fp16 training) as the logs show it. `None` without operations.
+pub fn dominant_element_bytes(session: &Session) -> Option<u64> {
+    let mut by_size: BTreeMap<u64, u64> = BTreeMap::new();
+    for op in session.logs().iter().flat_map(|l| &l.parsed.ops) {
+        if let Some(d) = op.datatype {
+            *by_size.entry(d.size_bytes()).or_default() += op.msg_bytes();
+        }
+    }
+    by_size
+        .into_iter()
+        .filter(|&(_, b)| b > 0)
+        .max_by_key(|&(_, b)| b)
+        .map(|(size, _)| size)
+}
