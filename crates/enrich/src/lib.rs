@@ -19,7 +19,7 @@ mod test_support;
 pub use bandwidth::{
     bus_factor, for_log_op, measure, op_bytes, theory_factors, Bandwidth, Theoretical,
 };
-pub use clock::{synchronise, ClockSync, RankClock};
+pub use clock::{median, synchronise, ClockSync, RankClock};
 pub use communicators::{group, Communicators, GroupedBy, LogicalComm};
 pub use instances::{match_instances, skew, timed, Instance, Skew};
 pub use parallelism::{infer, CommParallelism, Hints, LayoutInference, Parallelism, Sizes};

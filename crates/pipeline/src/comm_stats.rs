@@ -74,22 +74,9 @@ pub fn comm_stats(session: &Session, analysis: &Analysis) -> Vec<CommStats> {
         .map(|(c, bottleneck)| CommStats {
             comm: c,
             kernels: bus[c].len(),
-            median_bus_bw_gbps: median(&mut bus[c]),
-            median_bus_efficiency: median(&mut eff[c]),
+            median_bus_bw_gbps: enrich::median(&mut bus[c]),
+            median_bus_efficiency: enrich::median(&mut eff[c]),
             bottleneck,
         })
         .collect()
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }

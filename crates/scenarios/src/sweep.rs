@@ -150,7 +150,7 @@ pub fn sweep(seeds: u64, first_seed: u64) -> Result<Vec<ScenarioResult>, String>
     let mut out = Vec::new();
     for timestamps in [false, true] {
         for scenario in SCENARIOS {
-            let per_seed = map_parallel(&seed_list, |&seed| {
+            let per_seed = align::all::map_ordered(&seed_list, |&seed| {
                 let ranks = generate(&scenario, timestamps, seed)?;
                 let prf: Vec<Prf> = Method::ALL.iter().map(|&m| score(m, &ranks)).collect();
                 let size = (
@@ -202,23 +202,4 @@ fn stats(method: Method, prf: &[Prf], seeds: &[u64]) -> MethodStats {
         worst_seed: seeds.get(worst).copied().unwrap_or(0),
         per_seed_f1: prf.iter().map(|p| p.f1).collect(),
     }
-}
-
-/// `f` over `items`, in order; on native targets the items are spread over the machine's cores.
-fn map_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if threads <= 1 || items.len() <= 1 {
-        return items.iter().map(f).collect();
-    }
-    let chunk = items.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|c| s.spawn(|| c.iter().map(&f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a scenario thread panicked"))
-            .collect()
-    })
 }

@@ -5,28 +5,11 @@
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+
+mod common;
+use common::fixtures;
 use std::sync::OnceLock;
 use synth::{generate, preset, RunConfig};
-
-fn fixtures() -> Option<PathBuf> {
-    let d = std::env::var("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
-            ))
-        });
-    if d.join("nccl").is_dir() {
-        Some(d.join("nccl"))
-    } else {
-        println!(
-            "NOTICE: real fixtures not found at {}; skipping",
-            d.display()
-        );
-        None
-    }
-}
 
 /// Shape of a line's body: pointers → P, numbers (decimal or hex, inside tokens too) → N,
 /// interface-like names (`eth0`, `bond0`, `enp179s0f0`) → ID, whitespace runs collapsed (one

@@ -3,6 +3,9 @@
 use regex::Regex;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
+
+mod common;
+use common::fixtures;
 use synth::{generate, generate_named, preset, write_run, RunConfig, Schema};
 
 fn op_re() -> Regex {
@@ -226,26 +229,6 @@ fn sendrecv_fusion_gives_fewer_kernels_than_lines() {
         .filter(|k| k.name.contains("SendRecv"))
         .count() as u64;
     assert_eq!(sr2, p2p_lines);
-}
-
-fn fixtures() -> Option<PathBuf> {
-    let d = std::env::var("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
-            ))
-        });
-    if d.join("nccl").is_dir() {
-        Some(d.join("nccl"))
-    } else {
-        println!(
-            "NOTICE: real fixtures not found at {}; skipping",
-            d.display()
-        );
-        None
-    }
 }
 
 /// Token shape: words kept, numbers → N, hex → H, pointers → P.
