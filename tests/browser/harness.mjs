@@ -75,8 +75,11 @@ export async function dropFiles(page, files) {
 let nativeBuilt = false;
 
 /** The native command's summary of the given inputs (the reference the page must agree with). */
+/** The native command, where cargo builds it (`CARGO_TARGET_DIR` if set). */
+export const NATIVE_BIN = path.join(process.env.CARGO_TARGET_DIR || path.join(ROOT, 'target'), 'debug/ncclscope');
+
 export function nativeSummary(files) {
-  const bin = path.join(ROOT, 'target/debug/ncclscope');
+  const bin = NATIVE_BIN;
   // Built once per test process, so a stale binary can never answer (a no-op when up to date).
   if (!nativeBuilt) execFileSync('cargo', ['build', '-q', '-p', 'ncclscope-cli'], { cwd: ROOT, stdio: 'inherit' });
   nativeBuilt = true;

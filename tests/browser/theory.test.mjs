@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, nativeSummary, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, nativeSummary, NATIVE_BIN, ROOT } from './harness.mjs';
 
 const DEMO = path.join(ROOT, 'target/www-demo/demo');
 const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
@@ -27,7 +27,7 @@ function nativeTheory(toml) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ncclscope-theory-'));
   const config = path.join(dir, 'model.toml');
   fs.writeFileSync(config, toml);
-  const out = execFileSync(path.join(ROOT, 'target/debug/ncclscope'),
+  const out = execFileSync(NATIVE_BIN,
     ['analyze', '--config', config, '--json', '-', ...demoFiles()], { cwd: ROOT, maxBuffer: 1 << 28 });
   fs.rmSync(dir, { recursive: true, force: true });
   return JSON.parse(out.toString());
