@@ -239,7 +239,7 @@ pub fn App() -> impl IntoView {
                     on_apply=Callback::new(ask_theory)
                 />
             </Show>
-            <p class="privacy">"Files are read in this tab only; nothing is uploaded."</p>
+            <p class="privacy" data-testid="privacy">"Files are read in this tab only; nothing is uploaded. After the first visit the page also works offline."</p>
         </div>
     }
 }

@@ -16,19 +16,25 @@ export const FIXTURES = process.env.NCCLSCOPE_REAL_FIXTURES || path.join(ROOT, '
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-/** Starts the server and the browser; returns helpers and a `close()`. */
-export async function startSession() {
+/**
+ * Starts the server and the browser; returns helpers and a `close()`. `prefix` serves the site
+ * under a sub-path (`/team/ncclscope/`), as an internal Pages host would.
+ */
+export async function startSession({ prefix = '/' } = {}) {
   const dist = path.join(ROOT, 'dist');
   if (!fs.existsSync(path.join(dist, 'index.html'))) {
     throw new Error('dist/ is not built: run `trunk build --release` (scripts/test does)');
   }
-  const { server, url } = await serveDir(dist, 0);
+  const { server, url } = await serveDir(dist, 0, prefix);
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'ncclscope-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: CHROMIUM_ARGS, headless: true,
   });
   const page = context.pages()[0] || await context.newPage();
   const requests = [];
+  // Every request with its method and whether it carried a body (an upload would).
+  const sent = [];
+  page.on('request', (r) => sent.push({ url: r.url(), method: r.method(), body: r.postDataBuffer()?.length ?? 0 }));
   const errors = [];
   page.on('request', (r) => requests.push(r.url()));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
@@ -38,7 +44,7 @@ export async function startSession() {
     server.close();
     fs.rmSync(profile, { recursive: true, force: true });
   }
-  return { page, url, origin: new URL(url).origin, requests, errors, close, profile };
+  return { page, url, origin: new URL(url).origin, requests, sent, errors, close, profile };
 }
 
 /** Runs `body`; on failure keeps a screenshot named after the test, then rethrows. */

@@ -1,0 +1,70 @@
+// The site served under a sub-path, as an internal GitHub Pages host serves it
+// (`https://host/team/ncclscope/`): the page, its worker, sql.js and the demo all load from
+// relative URLs, and a whole session (load, drop, analyse, compare with theory) sends nothing:
+// every request stays under the sub-path of the page's origin, is a GET, and carries no body.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startSession, withScreenshot, dropFiles, fact, FIXTURES } from './harness.mjs';
+
+const PREFIX = '/team/ncclscope/';
+const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
+
+let s;
+before(async () => { s = await startSession({ prefix: PREFIX }); });
+after(async () => { await s?.close(); });
+
+test('a whole session under a sub-path requests nothing outside it and uploads nothing', async () => {
+  await withScreenshot(s.page, 'subpath-session', async () => {
+    assert.ok(s.url.endsWith(PREFIX));
+    await s.page.goto(s.url);
+    await s.page.getByTestId('load-demo').click();
+    await s.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
+    await s.page.getByTestId('comm-table').waitFor();
+    if (haveFixtures) {
+      const log = path.join(FIXTURES, 'nccl', 'pytorch-torchtitan_issue1369_tp-collectives_coll-2ranks.log');
+      const db = path.join(FIXTURES, 'nsys', 'GindaChen-nsys-ai_mfu_2gpu_before.sqlite');
+      await dropFiles(s.page, [log, db]);
+      assert.ok(Number(await fact(s.page, path.basename(log), 'NCCL operations')) > 0);
+      assert.ok(Number(await fact(s.page, path.basename(db), 'NCCL kernels')) > 0);
+    }
+    await s.page.getByTestId('theory-apply').click();
+    await s.page.getByTestId('theory-table').waitFor();
+
+    assert.ok(s.sent.length > 0);
+    const base = `${s.origin}${PREFIX}`;
+    const outside = s.sent.filter((r) => !r.url.startsWith(base) && !r.url.startsWith('blob:') && !r.url.startsWith('data:'));
+    assert.deepEqual(outside, [], 'requests outside the sub-path or the origin');
+    // The worker, sql.js and the demo's files came from under the sub-path.
+    for (const want of ['sql-wasm.wasm', 'sql-wasm.js', 'demo/MANIFEST']) {
+      assert.ok(s.sent.some((r) => r.url === `${base}${want}`), `${want} from ${base}`);
+    }
+    const uploads = s.sent.filter((r) => r.method !== 'GET' || r.body > 0);
+    assert.deepEqual(uploads, [], 'no request but GETs without a body');
+    assert.deepEqual(s.errors, []);
+  });
+});
+
+test('after the first visit the page works offline, demo included', async () => {
+  await withScreenshot(s.page, 'offline', async () => {
+    await s.page.goto(s.url);
+    // The service worker controls the page once it has activated (claim) and a load went through it.
+    await s.page.evaluate(() => navigator.serviceWorker.ready);
+    await s.page.reload();
+    await s.page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+    await s.page.getByTestId('load-demo').click();
+    await s.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
+    assert.match(await s.page.getByTestId('privacy').textContent(), /works offline/);
+
+    await s.page.context().setOffline(true);
+    try {
+      await s.page.reload();
+      await s.page.getByTestId('load-demo').click();
+      await s.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
+      await s.page.getByTestId('comm-table').waitFor();
+    } finally {
+      await s.page.context().setOffline(false);
+    }
+  });
+});
