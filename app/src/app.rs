@@ -66,6 +66,16 @@ pub fn App() -> impl IntoView {
             files: Vec::new(),
             theory: Some(toml),
             hardware: theory_form.with_untracked(|f| f.get(HARDWARE_FIELD).cloned()),
+            export: None,
+        })
+    };
+    let ask_export = move |kind: &str| {
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files: Vec::new(),
+            theory: None,
+            hardware: None,
+            export: Some(kind.to_string()),
         })
     };
 
@@ -120,7 +130,8 @@ pub fn App() -> impl IntoView {
         }),
         ToPage::Analysing => analysing.set(true),
         ToPage::Crashed { .. } => analysing.set(false),
-        ToPage::Ready => {}
+        // Handled by the client (it saves the file).
+        ToPage::Ready | ToPage::Export { .. } => {}
     }));
 
     let load_all = move |items: Vec<(String, Blob)>| {
@@ -148,6 +159,7 @@ pub fn App() -> impl IntoView {
             files,
             theory: None,
             hardware: None,
+            export: None,
         });
     };
 
@@ -227,6 +239,15 @@ pub fn App() -> impl IntoView {
                     <p class="hint" data-testid="analysing">"Analysing every file loaded so far…"</p>
                 </Show>
                 <FileList rows=rows.into() />
+                <div class="downloads">
+                    <button data-testid="download-trace" on:click=move |_| ask_export("chrome-trace")>
+                        "Download Chrome trace (opens in Perfetto, chrome://tracing)"
+                    </button>
+                    <button data-testid="download-csv" on:click=move |_| ask_export("csv")>
+                        "Download kernels as CSV"
+                    </button>
+                    <span class="hint">"Saved from this tab; nothing is uploaded."</span>
+                </div>
                 <TimelineCanvas timeline=timeline.into() />
                 <RankTable ranks=ranks.into() />
                 <Communicators panel=comms.into() />

@@ -132,6 +132,17 @@ fn on_message(e: MessageEvent) {
             crashed(format!("the loading worker stopped: {message}"));
             return;
         }
+        ToPage::Export { file_name, mime } => {
+            let bytes = js_sys::Reflect::get(&data, &"data".into())
+                .ok()
+                .filter(|b| !b.is_undefined());
+            if let Some(buffer) = bytes {
+                if let Err(e) = download(file_name, mime, &buffer) {
+                    web_sys::console::error_1(&e);
+                }
+            }
+            return;
+        }
         ToPage::Report { id, .. } => CLIENT.with(|c| {
             if let Some(client) = c.borrow_mut().as_mut() {
                 client.in_flight.remove(id);
@@ -189,4 +200,24 @@ fn deliver_with(msg: ToPage, timeline: Option<Timeline>) {
     if let Some(h) = HANDLER.with(|h| h.borrow().clone()) {
         h(msg, timeline);
     }
+}
+
+/// Saves `buffer` as a file through a blob URL and a `download` link: the bytes go from the
+/// worker to the user's disk, never to a network.
+fn download(file_name: &str, mime: &str, buffer: &JsValue) -> Result<(), JsValue> {
+    let parts = js_sys::Array::of1(buffer);
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let blob = web_sys::Blob::new_with_buffer_source_sequence_and_options(&parts, &options)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob)?;
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .ok_or_else(|| JsValue::from_str("no document"))?;
+    let a: web_sys::HtmlAnchorElement = document.create_element("a")?.dyn_into()?;
+    a.set_href(&url);
+    a.set_download(file_name);
+    a.click();
+    // The URL is not revoked: revoking it at once can cancel the download, and one blob per
+    // export the user asks for is small.
+    Ok(())
 }

@@ -85,6 +85,43 @@ async fn serve(req: LoadRequest) {
     if let Some(toml) = &req.theory {
         post(&theory(toml, req.hardware.as_deref()), None);
     }
+    if let Some(kind) = &req.export {
+        export(kind);
+    }
+}
+
+/// Builds a download of the last analysis (the command's `--chrome-trace` or `--csv` output)
+/// and posts its bytes to the page, which saves them: nothing leaves the machine.
+fn export(kind: &str) {
+    let built = SESSION.with(|s| {
+        ANALYSIS.with(|a| {
+            let s = s.borrow();
+            let a = a.borrow();
+            let a = a.as_ref()?;
+            Some(match kind {
+                "csv" => (
+                    "ncclscope-kernels.csv",
+                    "text/csv",
+                    export::enriched_csv(&s, a).into_bytes(),
+                ),
+                _ => (
+                    "ncclscope-trace.json",
+                    "application/json",
+                    serde_json::to_vec(&export::chrome_trace(&s, a)).unwrap_or_default(),
+                ),
+            })
+        })
+    });
+    if let Some((file_name, mime, bytes)) = built {
+        post_bytes(
+            &ToPage::Export {
+                file_name: file_name.into(),
+                mime: mime.into(),
+            },
+            "data",
+            bytes,
+        );
+    }
 }
 
 /// Theory versus observed for `toml`'s model and layout, over the last analysis.
@@ -200,6 +237,19 @@ fn wasm_memory_bytes() -> f64 {
         .ok()
         .and_then(|n| n.as_f64())
         .unwrap_or(0.0)
+}
+
+/// Posts `msg` with `bytes` under `key`; the buffer is transferred, not copied.
+fn post_bytes(msg: &ToPage, key: &str, bytes: Vec<u8>) {
+    let json = serde_json::to_string(msg).unwrap_or_else(|e| format!("\"{e}\""));
+    let obj = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&obj, &"json".into(), &json.into());
+    let buffer = Uint8Array::from(bytes.as_slice()).buffer();
+    let _ = js_sys::Reflect::set(&obj, &key.into(), &buffer);
+    let transfer = Array::of1(&buffer);
+    if let Err(e) = scope().post_message_with_transfer(&obj, &transfer) {
+        web_sys::console::error_1(&e);
+    }
 }
 
 /// Posts `msg` to the page; `timeline`'s buffer is transferred, not copied.

@@ -49,6 +49,8 @@ pub enum ToPage {
         view: Option<TheoryView>,
         error: Option<String>,
     },
+    /// A download the page asked for (the bytes travel beside, in binary, under `data`).
+    Export { file_name: String, mime: String },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
@@ -69,6 +71,8 @@ pub struct LoadRequest {
     pub theory: Option<String>,
     /// The time model's hardware for `theory`: `a100`, `h100`, `h200`, `b200` or `topology`.
     pub hardware: Option<String>,
+    /// An export of the analysis to download: `chrome-trace` or `csv`.
+    pub export: Option<String>,
 }
 
 impl LoadRequest {
@@ -89,6 +93,9 @@ impl LoadRequest {
         }
         if let Some(h) = &self.hardware {
             set(&msg, "hardware", &JsValue::from_str(h));
+        }
+        if let Some(x) = &self.export {
+            set(&msg, "export", &JsValue::from_str(x));
         }
         msg.into()
     }
@@ -114,6 +121,7 @@ impl LoadRequest {
             files: items,
             theory: get(v, "theory")?.as_string(),
             hardware: get(v, "hardware")?.as_string(),
+            export: get(v, "export")?.as_string(),
         })
     }
 }

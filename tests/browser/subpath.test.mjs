@@ -6,7 +6,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, fact, FIXTURES } from './harness.mjs';
+import os from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { startSession, withScreenshot, dropFiles, fact, nativeSummary, NATIVE_BIN, ROOT, FIXTURES } from './harness.mjs';
 
 const PREFIX = '/team/ncclscope/';
 const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
@@ -66,5 +68,47 @@ test('after the first visit the page works offline, demo included', async () => 
     } finally {
       await s.page.context().setOffline(false);
     }
+  });
+});
+
+test('the Chrome trace and the CSV download from the page equal the command\'s', async () => {
+  await withScreenshot(s.page, 'downloads', async () => {
+    await s.page.goto(s.url);
+    await s.page.getByTestId('load-demo').click();
+    await s.page.getByTestId('comm-table').waitFor({ timeout: 60_000 });
+    const before = s.sent.length;
+    const save = async (testId) => {
+      const [download] = await Promise.all([s.page.waitForEvent('download'), s.page.getByTestId(testId).click()]);
+      return fs.readFileSync(await download.path(), 'utf8');
+    };
+    const trace = JSON.parse(await save('download-trace'));
+    const csv = await save('download-csv');
+    // The same files from the command, on the demo run's files.
+    const demo = path.join(ROOT, 'target/www-demo/demo');
+    const files = fs.readFileSync(path.join(demo, 'MANIFEST'), 'utf8').split('\n')
+      .filter((l) => l && !l.startsWith('#')).map((f) => path.join(demo, f));
+    nativeSummary(files); // builds the command once
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ncclscope-dl-'));
+    execFileSync(NATIVE_BIN, ['analyze', '--chrome-trace', path.join(dir, 't.json'), '--csv', path.join(dir, 'k.csv'), ...files]);
+    const nativeTrace = JSON.parse(fs.readFileSync(path.join(dir, 't.json'), 'utf8'));
+    const nativeCsv = fs.readFileSync(path.join(dir, 'k.csv'), 'utf8');
+    fs.rmSync(dir, { recursive: true, force: true });
+    const kernels = (t) => t.traceEvents.filter((e) => e.cat === 'nccl');
+    assert.equal(kernels(trace).length, kernels(nativeTrace).length);
+    assert.deepEqual(kernels(trace).map((e) => [e.pid, e.ts, e.args['Op Count (Hex)']]),
+      kernels(nativeTrace).map((e) => [e.pid, e.ts, e.args['Op Count (Hex)']]));
+    // Cell by cell; floats may differ in their last digit (wasm's and the native libm's `exp`).
+    const rows = (t) => t.split('\r\n').map((r) => r.split(','));
+    const [ours, theirs] = [rows(csv), rows(nativeCsv)];
+    assert.equal(ours.length, theirs.length);
+    ours.forEach((row, i) => row.forEach((cell, j) => {
+      const other = theirs[i][j];
+      const same = cell === other
+        || (Number.isFinite(Number(cell)) && Math.abs(Number(cell) - Number(other)) <= 1e-12 * Math.max(1, Math.abs(Number(other))));
+      assert.ok(same, `CSV row ${i} column ${theirs[0][j]}: ${cell} vs ${other}`);
+    }));
+    // Saving went through blob: URLs only.
+    assert.deepEqual(s.sent.slice(before).filter((r) => !r.url.startsWith('blob:')).filter((r) => r.method !== 'GET'), []);
+    assert.deepEqual(s.errors, []);
   });
 });
