@@ -92,18 +92,19 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
         write_output(path, text.as_bytes())?;
     }
-    if let Some(path) = &args.chrome_trace {
-        let text = serde_json::to_string(&export::chrome_trace(&session, &analysis))
-            .map_err(|e| e.to_string())?;
+    // The enriched kernel records behind every export, built once for all of them.
+    let wants_records = args.chrome_trace.is_some() || args.csv.is_some() || args.parquet.is_some();
+    let records = wants_records.then(|| export::kernel_records(&session, &analysis));
+    if let (Some(path), Some(records)) = (&args.chrome_trace, &records) {
+        let text = serde_json::to_string(&export::trace_of(records)).map_err(|e| e.to_string())?;
         write_output(path, text.as_bytes())?;
     }
-    if let Some(path) = &args.csv {
-        write_output(path, export::enriched_csv(&session, &analysis).as_bytes())?;
+    if let (Some(path), Some(records)) = (&args.csv, &records) {
+        write_output(path, export::csv_of(records).as_bytes())?;
     }
-    if let Some(path) = &args.parquet {
+    if let (Some(path), Some(records)) = (&args.parquet, &records) {
         let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let records = export::kernel_records(&session, &analysis);
-        export_parquet::write_parquet(&records, std::io::BufWriter::new(file))
+        export_parquet::write_parquet(records, std::io::BufWriter::new(file))
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let any_read = reports.iter().any(|r| r.error.is_none());

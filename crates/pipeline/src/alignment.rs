@@ -3,7 +3,7 @@
 //! on one side only are listed, never guessed.
 
 use crate::session::Session;
-use align::{align_all, AlignConfig, ProcessAlignment, ProcessInput};
+use align::{align_all, AlignConfig, KernelMatch, ProcessAlignment, ProcessInput};
 use ingest_nsys::decode_kernel_name;
 use model::log::{LogOp, ProcessKey};
 use model::nsys::Kernel;
@@ -20,11 +20,15 @@ pub struct ProcessMatch {
 impl ProcessMatch {
     /// Kernels that carry a log operation.
     pub fn matched_kernels(&self) -> u64 {
-        self.alignment
-            .per_kernel
+        self.matched().count() as u64
+    }
+
+    /// Every kernel that carries a log operation, with its match (kernel order).
+    pub fn matched(&self) -> impl Iterator<Item = (&Kernel, &KernelMatch)> {
+        self.kernels
             .iter()
-            .filter(|m| m.is_some())
-            .count() as u64
+            .zip(&self.alignment.per_kernel)
+            .filter_map(|(k, m)| Some((k, m.as_ref()?)))
     }
 
     /// Log lines that no kernel accounts for (neither matched, fused, nor a duplicate of a match).

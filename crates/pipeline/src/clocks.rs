@@ -27,8 +27,8 @@ pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators
         let next = hosts.len() as u32;
         let node = *hosts.entry(pm.process.host.as_str()).or_insert(next);
         node_of.insert(rank, node);
-        for (k, m) in pm.kernels.iter().zip(&pm.alignment.per_kernel) {
-            let Some(&first) = m.as_ref().and_then(|m| m.log_ops.first()) else {
+        for (k, m) in pm.matched() {
+            let Some(&first) = m.log_ops.first() else {
                 continue;
             };
             let op = &pm.log_ops[first];

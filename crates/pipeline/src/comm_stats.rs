@@ -49,8 +49,7 @@ pub fn comm_stats(session: &Session, analysis: &Analysis) -> Vec<CommStats> {
     let mut bus: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut eff: Vec<Vec<f64>> = vec![Vec::new(); n];
     for pm in &analysis.alignments.processes {
-        for (k, m) in pm.kernels.iter().zip(&pm.alignment.per_kernel) {
-            let Some(m) = m else { continue };
+        for (k, m) in pm.matched() {
             // One line per kernel: a fused Send/Recv group moves different sizes to different
             // peers and has no single bandwidth.
             let [first] = m.log_ops[..] else { continue };

@@ -51,8 +51,7 @@ pub fn predicted_times(analysis: &Analysis, hw: &Hardware) -> Vec<TimeRow> {
     // (op, bucket) → (kernels, observed sum, predicted sum)
     let mut acc: BTreeMap<(OpType, u64), (u64, f64, f64)> = BTreeMap::new();
     for pm in &analysis.alignments.processes {
-        for (k, m) in pm.kernels.iter().zip(&pm.alignment.per_kernel) {
-            let Some(m) = m else { continue };
+        for (k, m) in pm.matched() {
             let ops: Vec<&LogOp> = m
                 .log_ops
                 .iter()

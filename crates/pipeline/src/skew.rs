@@ -67,8 +67,7 @@ fn kernel_starts(ops: &[LogOp], analysis: &Analysis, clocks: &ClockSync) -> Vec<
     for pm in &analysis.alignments.processes {
         let rank = analysis.communicators.rank_of(&pm.process);
         let mut starts = vec![None; pm.log_ops.len()];
-        for (k, m) in pm.kernels.iter().zip(&pm.alignment.per_kernel) {
-            let Some(m) = m else { continue };
+        for (k, m) in pm.matched() {
             let t = rank.map_or(k.start_ns, |r| clocks.to_sync(r, k.start_ns));
             for &j in m.log_ops.iter().chain(&m.duplicates) {
                 if let Some(s) = starts.get_mut(j) {
