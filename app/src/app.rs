@@ -14,7 +14,8 @@ use web_sys::{Blob, File, FileList};
 use crate::client;
 use crate::communicators::Communicators;
 use crate::ranks::RankTable;
-use crate::timeline_canvas::TimelineCanvas;
+use crate::share::{apply_link, link_from_page, LinkBanner, LinkState};
+use crate::timeline_canvas::{TimelineCanvas, View};
 use ncclscope_app::files::fetch_blob;
 
 /// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
@@ -67,6 +68,22 @@ pub fn App() -> impl IntoView {
             theory: Some(toml),
             hardware: theory_form.with_untracked(|f| f.get(HARDWARE_FIELD).cloned()),
             export: None,
+            fingerprints: false,
+        })
+    };
+    // Shareable links: the timeline's window (owned here so a link can set it) and what the
+    // page's own fragment asked for.
+    let window = RwSignal::new(None::<View>);
+    let link = RwSignal::new(LinkState::from_location());
+    let share_url = RwSignal::new(None::<String>);
+    let ask_fingerprints = move || {
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files: Vec::new(),
+            theory: None,
+            hardware: None,
+            export: None,
+            fingerprints: true,
         })
     };
     let ask_export = move |kind: &str| {
@@ -76,6 +93,7 @@ pub fn App() -> impl IntoView {
             theory: None,
             hardware: None,
             export: Some(kind.to_string()),
+            fingerprints: false,
         })
     };
 
@@ -118,6 +136,35 @@ pub fn App() -> impl IntoView {
             theory_form.set(form);
             inferred.set(filled);
             ask_theory(to_toml(&theory_form.get_untracked()));
+            // A link waiting for its files: check the dropped ones.
+            if link.with_untracked(LinkState::waiting) {
+                ask_fingerprints();
+            }
+        }
+        ToPage::Fingerprints { files } => {
+            if let Some(expected) = link.with_untracked(LinkState::expected) {
+                let (state, restore) = apply_link(&expected, &files);
+                if let Some(r) = restore {
+                    if let Some((a, b)) = r.window {
+                        window.set(Some(View {
+                            start_ns: a as f64,
+                            end_ns: b as f64,
+                        }));
+                    }
+                    if !r.theory.is_empty() {
+                        let mut form = theory_form.get_untracked();
+                        form.extend(r.theory.clone());
+                        theory_form.set(form);
+                        typed.update(|t| t.extend(r.theory.keys().cloned()));
+                        ask_theory(to_toml(&theory_form.get_untracked()));
+                    }
+                }
+                link.set(state);
+            } else {
+                let here =
+                    link_from_page(window.get_untracked(), &theory_form.get_untracked(), files);
+                share_url.set(Some(here));
+            }
         }
         ToPage::Theory { view, error } => {
             theory_view.set(view);
@@ -160,6 +207,7 @@ pub fn App() -> impl IntoView {
             theory: None,
             hardware: None,
             export: None,
+            fingerprints: false,
         });
     };
 
@@ -184,6 +232,17 @@ pub fn App() -> impl IntoView {
         e.prevent_default();
         dragging.set(false);
         on_files(e.data_transfer().and_then(|d| d.files()));
+    });
+
+    // A link pasted into this tab changes only the fragment: read it again, and check it
+    // against the files already loaded.
+    let _ = window_event_listener(ev::hashchange, move |_| {
+        let state = LinkState::from_location();
+        let check = state.waiting() && rows.with_untracked(|r| !r.is_empty());
+        link.set(state);
+        if check {
+            ask_fingerprints();
+        }
     });
 
     let load_demo = move |_| {
@@ -230,6 +289,7 @@ pub fn App() -> impl IntoView {
                     <button data-testid="load-demo" on:click=load_demo>"Load demo run"</button>
                 </div>
             </header>
+            <LinkBanner state=link.into() />
             <Show when=move || rows.with(Vec::is_empty)>
                 <EmptyState />
             </Show>
@@ -248,7 +308,22 @@ pub fn App() -> impl IntoView {
                     </button>
                     <span class="hint">"Saved from this tab; nothing is uploaded."</span>
                 </div>
-                <TimelineCanvas timeline=timeline.into() />
+                <div class="share">
+                    <button
+                        data-testid="copy-link"
+                        title="A link to this view: the time window, the theory form and the files' SHA-256 fingerprints. It holds no data; the recipient drops the same files."
+                        on:click=move |_| {
+                            link.set(LinkState::None);
+                            ask_fingerprints();
+                        }
+                    >
+                        "Copy link to this view"
+                    </button>
+                    {move || share_url.get().map(|u| view! {
+                        <input readonly class="share-url" data-testid="share-link" value=u />
+                    })}
+                </div>
+                <TimelineCanvas timeline=timeline.into() view=window />
                 <RankTable ranks=ranks.into() />
                 <Communicators panel=comms.into() />
                 <TheoryPanel

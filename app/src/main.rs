@@ -6,6 +6,7 @@ mod app;
 mod client;
 mod communicators;
 mod ranks;
+mod share;
 mod timeline_canvas;
 
 fn main() {

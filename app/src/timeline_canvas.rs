@@ -14,15 +14,15 @@ const RULER_HEIGHT: f64 = 20.0;
 
 /// The visible time window, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct View {
-    start_ns: f64,
-    end_ns: f64,
+pub struct View {
+    pub start_ns: f64,
+    pub end_ns: f64,
 }
 
+/// `view` is the visible window: the page owns it so that a link can carry and restore it.
 #[component]
-pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
+pub fn TimelineCanvas(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
-    let view = RwSignal::new(None::<View>);
     let drag_from = RwSignal::new(None::<f64>);
 
     // A new timeline resets the view to the whole run.
@@ -85,6 +85,7 @@ pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
             <canvas
                 node_ref=canvas
                 data-testid="timeline"
+                data-window=move || view.get().map(|v| format!("{}_{}", v.start_ns as i64, v.end_ns as i64))
                 width="1200"
                 height=move || height().to_string()
                 on:wheel=on_wheel

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
 
+use crate::link::LinkFile;
 use crate::theory_panel::TheoryView;
 use crate::views::{CommPanel, FileView, RankView};
 
@@ -51,6 +52,8 @@ pub enum ToPage {
     },
     /// A download the page asked for (the bytes travel beside, in binary, under `data`).
     Export { file_name: String, mime: String },
+    /// Name, size and SHA-256 of every file loaded so far, for a shareable link.
+    Fingerprints { files: Vec<LinkFile> },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
@@ -73,6 +76,8 @@ pub struct LoadRequest {
     pub hardware: Option<String>,
     /// An export of the analysis to download: `chrome-trace` or `csv`.
     pub export: Option<String>,
+    /// Fingerprint every file loaded so far ([`ToPage::Fingerprints`]).
+    pub fingerprints: bool,
 }
 
 impl LoadRequest {
@@ -97,6 +102,7 @@ impl LoadRequest {
         if let Some(x) = &self.export {
             set(&msg, "export", &JsValue::from_str(x));
         }
+        set(&msg, "fingerprints", &JsValue::from_bool(self.fingerprints));
         msg.into()
     }
 
@@ -122,6 +128,7 @@ impl LoadRequest {
             theory: get(v, "theory")?.as_string(),
             hardware: get(v, "hardware")?.as_string(),
             export: get(v, "export")?.as_string(),
+            fingerprints: get(v, "fingerprints")?.as_bool().unwrap_or(false),
         })
     }
 }

@@ -1,0 +1,327 @@
+//! Shareable links: the view in the URL fragment, which browsers never send to a server.
+//!
+//! A link carries the timeline's time window, the theory form's values, and the name, size and
+//! SHA-256 of every input file. The recipient's page asks for those files; once they are dropped
+//! (under any name) their fingerprints are checked and the view restored.
+//!
+//! The fragment is untrusted text: [`decode`] bounds its length and every field, accepts only
+//! well-formed values, ignores keys it does not know, and returns an error for anything else.
+//! What it returns is plain data; the page shows it as text, never as markup.
+//!
+//! Format (`&`-separated, values percent-encoded, order free):
+//! `v=1&w=START_NS_END_NS&f=NAME*SIZE*SHA256&t=FIELD*VALUE` with `f` and `t` repeated.
+
+use std::collections::BTreeMap;
+
+/// The fragment's format version.
+const VERSION: &str = "1";
+/// The longest fragment accepted (a link with this many files is already unwieldy).
+pub const MAX_FRAGMENT_BYTES: usize = 64 * 1024;
+const MAX_FILES: usize = 4096;
+const MAX_NAME_BYTES: usize = 512;
+const MAX_VALUE_BYTES: usize = 256;
+
+/// One input file as a link names it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LinkFile {
+    pub name: String,
+    pub size: u64,
+    /// Lower-case hex, 64 digits.
+    pub sha256: String,
+}
+
+/// The view a link restores.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ViewLink {
+    /// The timeline's visible window, in trace nanoseconds.
+    pub window: Option<(i64, i64)>,
+    /// Theory form fields (`section.key` → value), only fields the form knows.
+    pub theory: BTreeMap<String, String>,
+    pub files: Vec<LinkFile>,
+}
+
+/// The fragment (without `#`) for `link`.
+pub fn encode(link: &ViewLink) -> String {
+    let mut parts = vec![format!("v={VERSION}")];
+    if let Some((a, b)) = link.window {
+        parts.push(format!("w={a}_{b}"));
+    }
+    for f in &link.files {
+        parts.push(format!("f={}*{}*{}", pct(&f.name), f.size, f.sha256));
+    }
+    for (k, v) in &link.theory {
+        parts.push(format!("t={}*{}", pct(k), pct(v)));
+    }
+    parts.join("&")
+}
+
+/// Reads a fragment (with or without its `#`). `known_field` says which theory fields exist.
+pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<ViewLink, String> {
+    let fragment = fragment.strip_prefix('#').unwrap_or(fragment);
+    if fragment.len() > MAX_FRAGMENT_BYTES {
+        return Err(format!(
+            "the link's fragment is {} bytes, more than the {MAX_FRAGMENT_BYTES} accepted",
+            fragment.len()
+        ));
+    }
+    let mut link = ViewLink::default();
+    let mut version = None;
+    for part in fragment.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("“{}” is not key=value", shorten(part)))?;
+        match key {
+            "v" => version = Some(value),
+            "w" => link.window = Some(window(value)?),
+            "f" => {
+                if link.files.len() == MAX_FILES {
+                    return Err(format!("more than {MAX_FILES} files"));
+                }
+                link.files.push(file(value)?);
+            }
+            "t" => {
+                let (k, v) = value
+                    .split_once('*')
+                    .ok_or_else(|| format!("theory value “{}” has no field", shorten(value)))?;
+                let (k, v) = (unpct(k, MAX_VALUE_BYTES)?, unpct(v, MAX_VALUE_BYTES)?);
+                if known_field(&k) {
+                    link.theory.insert(k, v);
+                }
+            }
+            // Keys of later versions (or of other tools) are not ours to refuse.
+            _ => {}
+        }
+    }
+    match version {
+        Some(VERSION) => Ok(link),
+        Some(v) => Err(format!(
+            "the link is of format version “{}”; this page reads version {VERSION}",
+            shorten(v)
+        )),
+        None => Err("the fragment is not an ncclscope link (no v=)".into()),
+    }
+}
+
+fn window(value: &str) -> Result<(i64, i64), String> {
+    let bad = || format!("time window “{}” is not START_END in ns", shorten(value));
+    let (a, b) = value.split_once('_').ok_or_else(bad)?;
+    let (a, b): (i64, i64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a >= b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+fn file(value: &str) -> Result<LinkFile, String> {
+    let bad = |why: &str| format!("file “{}”: {why}", shorten(value));
+    let mut it = value.split('*');
+    let (Some(name), Some(size), Some(sha), None) = (it.next(), it.next(), it.next(), it.next())
+    else {
+        return Err(bad("expected NAME*SIZE*SHA256"));
+    };
+    let name = unpct(name, MAX_NAME_BYTES)?;
+    if name.is_empty() {
+        return Err(bad("empty name"));
+    }
+    let size = size.parse().map_err(|_| bad("the size is not a number"))?;
+    if sha.len() != 64 || !sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(bad("the fingerprint is not 64 lower-case hex digits"));
+    }
+    Ok(LinkFile {
+        name,
+        size,
+        sha256: sha.to_string(),
+    })
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn pct(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes percent-encoding (strictly: a `%` must start two hex digits; the result UTF-8).
+fn unpct(s: &str, max: usize) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad percent-encoding in “{}”", shorten(s)))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+        if out.len() > max {
+            return Err(format!(
+                "a value longer than {max} bytes in “{}”",
+                shorten(s)
+            ));
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("“{}” is not UTF-8 text", shorten(s)))
+}
+
+/// At most 60 characters of untrusted text, for messages.
+fn shorten(s: &str) -> String {
+    let mut out: String = s.chars().take(60).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// How dropped files answer a link's list: names and sizes may differ, fingerprints may not.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verification {
+    /// The link's files whose fingerprint no loaded file has.
+    pub missing: Vec<LinkFile>,
+    /// Loaded files the link does not name.
+    pub extra: Vec<LinkFile>,
+}
+
+impl Verification {
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty()
+    }
+}
+
+/// Compares the link's files with the loaded ones by fingerprint.
+pub fn verify(expected: &[LinkFile], loaded: &[LinkFile]) -> Verification {
+    let has = |list: &[LinkFile], f: &LinkFile| list.iter().any(|g| g.sha256 == f.sha256);
+    Verification {
+        missing: expected
+            .iter()
+            .filter(|f| !has(loaded, f))
+            .cloned()
+            .collect(),
+        extra: loaded
+            .iter()
+            .filter(|f| !has(expected, f))
+            .cloned()
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sha(c: char) -> String {
+        std::iter::repeat_n(c, 64).collect()
+    }
+
+    fn any_field(_: &str) -> bool {
+        true
+    }
+
+    #[test]
+    fn round_trips_a_view() {
+        let link = ViewLink {
+            window: Some((-5, 1_700_000_000_123)),
+            theory: [
+                ("model.layers".to_string(), "16".to_string()),
+                ("ui.hardware".to_string(), "a100 & <nvlink>".to_string()),
+            ]
+            .into(),
+            files: vec![
+                LinkFile {
+                    name: "nccl debug (node 1)*.log".into(),
+                    size: 12,
+                    sha256: sha('a'),
+                },
+                LinkFile {
+                    name: "réport_&=#%.sqlite".into(),
+                    size: 0,
+                    sha256: sha('0'),
+                },
+            ],
+        };
+        let text = encode(&link);
+        assert!(!text.contains(' ') && !text.contains('#') && !text.contains('<'));
+        assert_eq!(decode(&format!("#{text}"), any_field).unwrap(), link);
+    }
+
+    #[test]
+    fn unknown_theory_fields_and_keys_are_ignored() {
+        let l = decode("v=1&t=model.layers*4&t=evil*1&later=x", |f| {
+            f == "model.layers"
+        })
+        .unwrap();
+        assert_eq!(l.theory.len(), 1);
+        assert_eq!(l.theory["model.layers"], "4");
+    }
+
+    #[test]
+    fn hostile_fragments_are_errors_not_panics() {
+        let long = format!("v=1&f={}", "A".repeat(MAX_FRAGMENT_BYTES));
+        let many = format!(
+            "v=1{}",
+            format!("&f=a*1*{}", sha('b')).repeat(MAX_FILES + 1)
+        );
+        let cases = [
+            "",
+            "#",
+            "v=2",
+            "nonsense",
+            "v=1&w=5_5",
+            "v=1&w=1_x",
+            "v=1&w=99999999999999999999_1",
+            "v=1&f=a*1",
+            "v=1&f=a*1*XYZ",
+            "v=1&f=%3Cscript%3E*1*0123",
+            "v=1&f=a*-1*0000000000000000000000000000000000000000000000000000000000000000",
+            "v=1&f=*1*0000000000000000000000000000000000000000000000000000000000000000",
+            "v=1&t=model.layers*%ZZ",
+            "v=1&t=model.layers*%",
+            "v=1&t=model.layers*%FF%FE",
+            "v=1&t=nostar",
+            long.as_str(),
+            many.as_str(),
+        ];
+        for c in cases {
+            assert!(decode(c, any_field).is_err(), "{c:.80}");
+        }
+        // Markup in names and values survives as text, to be shown as text.
+        let l = decode(
+            &format!(
+                "v=1&f=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E*3*{}",
+                sha('c')
+            ),
+            any_field,
+        )
+        .unwrap();
+        assert_eq!(l.files[0].name, "<img src=x onerror=alert(1)>");
+    }
+
+    #[test]
+    fn verification_goes_by_fingerprint_not_name() {
+        let f = |name: &str, c: char| LinkFile {
+            name: name.into(),
+            size: 1,
+            sha256: sha(c),
+        };
+        let v = verify(
+            &[f("a.log", '1'), f("b.sqlite", '2')],
+            &[f("renamed.log", '1')],
+        );
+        assert!(!v.complete());
+        assert_eq!(v.missing, vec![f("b.sqlite", '2')]);
+        let v = verify(&[f("a.log", '1')], &[f("x", '1'), f("y", '3')]);
+        assert!(v.complete());
+        assert_eq!(v.extra, vec![f("y", '3')]);
+    }
+}

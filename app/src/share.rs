@@ -1,0 +1,166 @@
+//! The page's side of shareable links ([`ncclscope_app::link`] has the format): making a link
+//! of the current view, and restoring the view a link names once its files are dropped.
+
+use leptos::prelude::*;
+use ncclscope_app::link::{decode, encode, verify, LinkFile, ViewLink};
+use ncclscope_app::theory_panel::HARDWARE_FIELD;
+use ncclscope_app::wire::human_bytes;
+use theory::form::{Form, FIELDS};
+
+use crate::timeline_canvas::View;
+
+/// Where the page's own link stands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LinkState {
+    /// No link, or one this page made.
+    None,
+    /// The page was opened with a link; its files have not been verified yet.
+    Waiting(ViewLink),
+    /// The files are verified and the view restored.
+    Restored { files: usize },
+    /// The dropped files do not include all of the link's (by fingerprint).
+    Mismatch {
+        expected: ViewLink,
+        missing: Vec<LinkFile>,
+    },
+    /// The fragment could not be read (hostile, cut short, another format).
+    Unreadable(String),
+}
+
+impl LinkState {
+    /// From the page's URL fragment.
+    pub fn from_location() -> LinkState {
+        let hash = web_sys::window()
+            .and_then(|w| w.location().hash().ok())
+            .unwrap_or_default();
+        if hash.trim_start_matches('#').is_empty() {
+            return LinkState::None;
+        }
+        match decode(&hash, known_field) {
+            Ok(link) => LinkState::Waiting(link),
+            Err(e) => LinkState::Unreadable(e),
+        }
+    }
+
+    pub fn waiting(&self) -> bool {
+        matches!(self, LinkState::Waiting(_) | LinkState::Mismatch { .. })
+    }
+
+    /// The link whose files are expected, if any.
+    pub fn expected(&self) -> Option<ViewLink> {
+        match self {
+            LinkState::Waiting(l) | LinkState::Mismatch { expected: l, .. } => Some(l.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn known_field(name: &str) -> bool {
+    name == HARDWARE_FIELD || FIELDS.iter().any(|f| f.name() == name)
+}
+
+/// Checks the loaded files against the link: the new state, and the view to restore when every
+/// file the link names is there.
+pub fn apply_link(expected: &ViewLink, loaded: &[LinkFile]) -> (LinkState, Option<ViewLink>) {
+    let v = verify(&expected.files, loaded);
+    if v.complete() {
+        (
+            LinkState::Restored {
+                files: expected.files.len(),
+            },
+            Some(expected.clone()),
+        )
+    } else {
+        (
+            LinkState::Mismatch {
+                expected: expected.clone(),
+                missing: v.missing,
+            },
+            None,
+        )
+    }
+}
+
+/// Puts a link to the current view in the address bar (replacing the entry, so Back still
+/// leaves the page), copies it to the clipboard where allowed, and returns it.
+pub fn link_from_page(window: Option<View>, form: &Form, files: Vec<LinkFile>) -> String {
+    let link = ViewLink {
+        window: window.map(|v| (v.start_ns as i64, v.end_ns as i64)),
+        theory: form
+            .iter()
+            .filter(|(k, v)| !v.is_empty() && known_field(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        files,
+    };
+    let fragment = encode(&link);
+    let Some(w) = web_sys::window() else {
+        return format!("#{fragment}");
+    };
+    let loc = w.location();
+    let base = format!(
+        "{}{}{}",
+        loc.origin().unwrap_or_default(),
+        loc.pathname().unwrap_or_default(),
+        loc.search().unwrap_or_default()
+    );
+    let url = format!("{base}#{fragment}");
+    if let Ok(h) = w.history() {
+        let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
+    }
+    // Clipboard access needs a user gesture and permission; the link is shown either way.
+    let _ = w.navigator().clipboard().write_text(&url);
+    url
+}
+
+fn describe(f: &LinkFile) -> String {
+    format!(
+        "{} ({}, SHA-256 {}…)",
+        f.name,
+        human_bytes(f.size),
+        &f.sha256[..12]
+    )
+}
+
+/// What the page's link asks of the user, or what became of it. Every string from the link is
+/// shown as text.
+#[component]
+pub fn LinkBanner(state: Signal<LinkState>) -> impl IntoView {
+    move || {
+        match state.get() {
+        LinkState::None => None,
+        LinkState::Waiting(l) => Some(view! {
+            <section class="link-banner" data-testid="link-waiting">
+                <p>
+                    "This link shows a view of the files below. Drop them (any names) to restore it; their SHA-256 fingerprints are checked here, nothing is uploaded."
+                </p>
+                <ul>
+                    {l.files.iter().map(|f| view! { <li data-testid="link-file">{describe(f)}</li> }).collect_view()}
+                </ul>
+            </section>
+        }
+        .into_any()),
+        LinkState::Restored { files } => Some(view! {
+            <p class="link-banner ok" data-testid="link-restored">
+                {format!("View restored from the link: {files} files verified by SHA-256.")}
+            </p>
+        }
+        .into_any()),
+        LinkState::Mismatch { missing, .. } => Some(view! {
+            <section class="link-banner warn" data-testid="link-mismatch">
+                <p>"The files loaded so far do not include these files of the link (compared by SHA-256):"</p>
+                <ul>
+                    {missing.iter().map(|f| view! { <li>{describe(f)}</li> }).collect_view()}
+                </ul>
+            </section>
+        }
+        .into_any()),
+        LinkState::Unreadable(e) => Some(view! {
+            <p class="link-banner warn" data-testid="link-unreadable">
+                {format!("This page's link could not be read: {e}. The page works as usual.")}
+            </p>
+        }
+        .into_any()),
+    }
+    }
+}
