@@ -245,6 +245,33 @@ pub fn App() -> impl IntoView {
         }
     });
 
+    // A link's `src=` URLs, after the user said yes: fetched here (the page's policy admits
+    // exactly their origins), then loaded like dropped files. A URL that fails gets a row.
+    let load_sources = move |urls: Vec<String>| {
+        spawn_local(async move {
+            let mut items = Vec::new();
+            for url in urls {
+                match fetch_blob(&url).await {
+                    Ok(blob) => items.push((crate::share::name_of_source(&url), blob)),
+                    Err(e) => rows.update(|r| {
+                        r.push(Row {
+                            name: url.clone(),
+                            size: 0,
+                            read: 0,
+                            stage: None,
+                            report: Some(FileView::failed(format!(
+                                "could not fetch {url}: {e} (the host must allow this page's origin by CORS)"
+                            ))),
+                        })
+                    }),
+                }
+            }
+            if !items.is_empty() {
+                load_all(items);
+            }
+        });
+    };
+
     let load_demo = move |_| {
         // Only the fetch of the demo's files runs here; the worker reads them.
         spawn_local(async move {
@@ -289,7 +316,7 @@ pub fn App() -> impl IntoView {
                     <button data-testid="load-demo" on:click=load_demo>"Load demo run"</button>
                 </div>
             </header>
-            <LinkBanner state=link.into() />
+            <LinkBanner state=link.into() on_sources=Callback::new(load_sources) />
             <Show when=move || rows.with(Vec::is_empty)>
                 <EmptyState />
             </Show>

@@ -9,7 +9,8 @@
 //! What it returns is plain data; the page shows it as text, never as markup.
 //!
 //! Format (`&`-separated, values percent-encoded, order free):
-//! `v=1&w=START_NS_END_NS&f=NAME*SIZE*SHA256&t=FIELD*VALUE` with `f` and `t` repeated.
+//! `v=1&w=START_NS_END_NS&f=NAME*SIZE*SHA256&t=FIELD*VALUE&src=URL,URL` with `f` and `t`
+//! repeated; `#src=URL[,URL...]` alone is a link too.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +21,9 @@ pub const MAX_FRAGMENT_BYTES: usize = 64 * 1024;
 const MAX_FILES: usize = 4096;
 const MAX_NAME_BYTES: usize = 512;
 const MAX_VALUE_BYTES: usize = 256;
+const MAX_URL_BYTES: usize = 2048;
+/// The page's Content-Security-Policy admits this many source origins (`www/index.html`).
+pub const MAX_SOURCES: usize = 16;
 
 /// One input file as a link names it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -38,6 +42,9 @@ pub struct ViewLink {
     /// Theory form fields (`section.key` → value), only fields the form knows.
     pub theory: BTreeMap<String, String>,
     pub files: Vec<LinkFile>,
+    /// `src=`: URLs to load the inputs from (the user's own artifact store; fetched only after
+    /// the user confirms the hosts). A fragment may be `#src=URL[,URL...]` alone.
+    pub sources: Vec<String>,
 }
 
 /// The fragment (without `#`) for `link`.
@@ -51,6 +58,10 @@ pub fn encode(link: &ViewLink) -> String {
     }
     for (k, v) in &link.theory {
         parts.push(format!("t={}*{}", pct(k), pct(v)));
+    }
+    if !link.sources.is_empty() {
+        let urls: Vec<String> = link.sources.iter().map(|u| pct(u)).collect();
+        parts.push(format!("src={}", urls.join(",")));
     }
     parts.join("&")
 }
@@ -88,18 +99,39 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
                     link.theory.insert(k, v);
                 }
             }
+            "src" => {
+                for url in value.split(',').filter(|u| !u.is_empty()) {
+                    if link.sources.len() == MAX_SOURCES {
+                        return Err(format!("more than {MAX_SOURCES} source URLs"));
+                    }
+                    link.sources.push(source(url)?);
+                }
+            }
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
         }
     }
     match version {
         Some(VERSION) => Ok(link),
+        // `#src=URL,...` written by hand.
+        None if !link.sources.is_empty() => Ok(link),
         Some(v) => Err(format!(
             "the link is of format version “{}”; this page reads version {VERSION}",
             shorten(v)
         )),
         None => Err("the fragment is not an ncclscope link (no v=)".into()),
     }
+}
+
+/// An `http:`/`https:` URL (checked again by the browser's URL parser before any fetch).
+fn source(value: &str) -> Result<String, String> {
+    let url = unpct(value, MAX_URL_BYTES)?;
+    let lower = url.to_ascii_lowercase();
+    let scheme_ok = lower.starts_with("https://") || lower.starts_with("http://");
+    if !scheme_ok || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("source “{}” is not an http(s) URL", shorten(&url)));
+    }
+    Ok(url)
 }
 
 fn window(value: &str) -> Result<(i64, i64), String> {
@@ -249,10 +281,41 @@ mod tests {
                     sha256: sha('0'),
                 },
             ],
+            sources: Vec::new(),
+        };
+        let link = ViewLink {
+            sources: vec![
+                "https://store.example/run%201/a.log?x=1&y=2".into(),
+                "http://127.0.0.1:9/b,c.sqlite".into(),
+            ],
+            ..link
         };
         let text = encode(&link);
         assert!(!text.contains(' ') && !text.contains('#') && !text.contains('<'));
         assert_eq!(decode(&format!("#{text}"), any_field).unwrap(), link);
+    }
+
+    #[test]
+    fn a_hand_written_src_list_is_a_link() {
+        let l = decode(
+            "#src=https://a.example/x.log,http://127.0.0.1:8000/y.sqlite",
+            any_field,
+        )
+        .unwrap();
+        assert_eq!(
+            l.sources,
+            ["https://a.example/x.log", "http://127.0.0.1:8000/y.sqlite"]
+        );
+        for bad in [
+            "src=javascript:alert(1)",
+            "src=file:///etc/passwd",
+            "src=https://a.example/x%20y%0A",
+            "src=data:text/html,x",
+        ] {
+            assert!(decode(bad, any_field).is_err(), "{bad}");
+        }
+        let many = format!("src={}", ["https://a.example/f"; MAX_SOURCES + 1].join(","));
+        assert!(decode(&many, any_field).is_err());
     }
 
     #[test]

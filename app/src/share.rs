@@ -92,6 +92,7 @@ pub fn link_from_page(window: Option<View>, form: &Form, files: Vec<LinkFile>) -
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         files,
+        sources: Vec::new(),
     };
     let fragment = encode(&link);
     let Some(w) = web_sys::window() else {
@@ -122,30 +123,84 @@ fn describe(f: &LinkFile) -> String {
     )
 }
 
+/// The hosts (`host:port`) of a link's source URLs, as the browser parses them.
+fn hosts_of(urls: &[String]) -> Vec<String> {
+    let mut hosts: Vec<String> = urls
+        .iter()
+        .map(|u| web_sys::Url::new(u).map_or_else(|_| u.clone(), |p| p.host()))
+        .collect();
+    hosts.dedup();
+    hosts
+}
+
+/// A name for a file fetched from `url`: its last path segment.
+pub fn name_of_source(url: &str) -> String {
+    web_sys::Url::new(url)
+        .ok()
+        .and_then(|p| {
+            let path = p.pathname();
+            let last = path.rsplit('/').next().unwrap_or_default().to_string();
+            js_sys::decode_uri_component(&last)
+                .ok()
+                .and_then(|s| s.as_string())
+                .filter(|s| !s.is_empty())
+        })
+        .unwrap_or_else(|| url.to_string())
+}
+
 /// What the page's link asks of the user, or what became of it. Every string from the link is
-/// shown as text.
+/// shown as text. `on_sources` fetches a link's `src=` URLs, once the user has said yes.
 #[component]
-pub fn LinkBanner(state: Signal<LinkState>) -> impl IntoView {
+pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -> impl IntoView {
     move || {
         match state.get() {
         LinkState::None => None,
-        LinkState::Waiting(l) => Some(view! {
-            <section class="link-banner" data-testid="link-waiting">
+        LinkState::Waiting(l) => {
+            let urls = l.sources.clone();
+            let hosts = hosts_of(&urls).join(", ");
+            let n = urls.len();
+            let sources = (!urls.is_empty()).then(move || {
+                view! {
+                    <div data-testid="link-sources">
+                        <p>
+                            {format!("This link loads {n} files from {hosts}. Nothing is fetched until you say so; only these hosts are contacted, and nothing is sent to them.")}
+                        </p>
+                        <button data-testid="link-load-sources" on:click=move |_| on_sources.run(urls.clone())>
+                            {format!("Load the files from {hosts}")}
+                        </button>
+                    </div>
+                }
+            });
+            let files = (!l.files.is_empty()).then(|| view! {
                 <p>
                     "This link shows a view of the files below. Drop them (any names) to restore it; their SHA-256 fingerprints are checked here, nothing is uploaded."
                 </p>
                 <ul>
                     {l.files.iter().map(|f| view! { <li data-testid="link-file">{describe(f)}</li> }).collect_view()}
                 </ul>
-            </section>
+            });
+            Some(
+                view! {
+                    <section class="link-banner" data-testid="link-waiting">
+                        {sources}
+                        {files}
+                    </section>
+                }
+                .into_any(),
+            )
         }
-        .into_any()),
-        LinkState::Restored { files } => Some(view! {
-            <p class="link-banner ok" data-testid="link-restored">
-                {format!("View restored from the link: {files} files verified by SHA-256.")}
-            </p>
-        }
-        .into_any()),
+        LinkState::Restored { files } => Some(
+            view! {
+                <p class="link-banner ok" data-testid="link-restored">
+                    {if files == 0 {
+                        "View restored from the link.".to_string()
+                    } else {
+                        format!("View restored from the link: {files} files verified by SHA-256.")
+                    }}
+                </p>
+            }
+            .into_any(),
+        ),
         LinkState::Mismatch { missing, .. } => Some(view! {
             <section class="link-banner warn" data-testid="link-mismatch">
                 <p>"The files loaded so far do not include these files of the link (compared by SHA-256):"</p>

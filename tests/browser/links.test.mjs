@@ -4,6 +4,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -147,4 +148,53 @@ test('hostile fragments neither break the page nor inject markup', async () => {
     assert.deepEqual(dialogs, []);
     assert.deepEqual(d.errors, []);
   });
+});
+
+/** A loopback "artifact store" on another port (another origin) that allows any origin by CORS. */
+function corsStore(dir) {
+  const server = http.createServer((req, res) => {
+    const file = path.join(dir, path.basename(decodeURIComponent(new URL(req.url, 'http://x').pathname)));
+    if (!fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
+    res.writeHead(200, { 'Access-Control-Allow-Origin': '*', 'Content-Type': 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
+    resolve({ server, origin: `http://127.0.0.1:${server.address().port}` });
+  }));
+}
+
+test('#src= loads a run from a CORS server only after the user confirms its host', async () => {
+  const store = await corsStore(DEMO);
+  const e = await session();
+  try {
+    await withScreenshot(e.page, 'link-src', async () => {
+      const names = demoFiles().map((f) => path.basename(f));
+      const urls = names.map((n) => `${store.origin}/runs/${n}`);
+      await e.page.goto(`${e.url}#src=${urls.map(encodeURIComponent).join(',')}`);
+      await e.page.getByTestId('link-load-sources').waitFor();
+      const host = new URL(store.origin).host;
+      assert.match(await e.page.getByTestId('link-sources').textContent(), new RegExp(`${names.length} files from ${host}`));
+      await e.page.waitForTimeout(500);
+      assert.deepEqual(e.requests.filter((u) => u.startsWith(store.origin)), [], 'nothing fetched before the click');
+
+      await e.page.getByTestId('link-load-sources').click();
+      await analysed(e.page);
+      await e.page.getByTestId('link-restored').waitFor({ timeout: 60_000 });
+      for (const n of names) {
+        await e.page.locator(`[data-testid=file-row][data-file="${n}"] [data-testid=status]`)
+          .filter({ hasText: /^loaded/ }).waitFor({ timeout: 60_000 });
+      }
+      const toStore = e.sent.filter((r) => r.url.startsWith(store.origin));
+      assert.deepEqual(toStore.map((r) => r.url).sort(), [...urls].sort(), 'exactly the named files');
+      assert.ok(toStore.every((r) => r.method === 'GET' && r.body === 0), 'only downloads');
+      // Another origin, not named by the link, stays forbidden by the page's policy.
+      const other = await e.page.evaluate(async (u) => {
+        try { await fetch(u); return 'fetched'; } catch (err) { return 'blocked'; }
+      }, `http://localhost:${new URL(store.origin).port}/runs/${names[0]}`);
+      assert.equal(other, 'blocked');
+      assert.deepEqual(e.errors.filter((m) => !/Content Security Policy|Failed to fetch/.test(m)), []);
+    });
+  } finally {
+    store.server.close();
+  }
 });
