@@ -69,6 +69,7 @@ pub fn App() -> impl IntoView {
             hardware: theory_form.with_untracked(|f| f.get(HARDWARE_FIELD).cloned()),
             export: None,
             fingerprints: false,
+            window: None,
         })
     };
     // Shareable links: the timeline's window (owned here so a link can set it) and what the
@@ -84,6 +85,24 @@ pub fn App() -> impl IntoView {
             hardware: None,
             export: None,
             fingerprints: true,
+            window: None,
+        })
+    };
+    // The aggregate of the visible window, asked for on demand (a pan must not flood the worker).
+    let window_summary = RwSignal::new(None::<pipeline::WindowSummary>);
+    let share_error = RwSignal::new(None::<String>);
+    let ask_window = move || {
+        let Some(v) = window.get_untracked() else {
+            return;
+        };
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files: Vec::new(),
+            theory: None,
+            hardware: None,
+            export: None,
+            fingerprints: false,
+            window: Some((v.start_ns as i64, v.end_ns as i64)),
         })
     };
     let ask_export = move |kind: &str| {
@@ -94,6 +113,7 @@ pub fn App() -> impl IntoView {
             hardware: None,
             export: Some(kind.to_string()),
             fingerprints: false,
+            window: None,
         })
     };
 
@@ -126,6 +146,7 @@ pub fn App() -> impl IntoView {
         } => {
             analysing.set(false);
             analysis_ms.set(Some(ms));
+            window_summary.set(None);
             worker_memory.set(Some(worker_memory_bytes));
             timeline.set(new_timeline.unwrap_or_default());
             comms.set(new_comms);
@@ -141,6 +162,7 @@ pub fn App() -> impl IntoView {
                 ask_fingerprints();
             }
         }
+        ToPage::Window { summary } => window_summary.set(Some(summary)),
         ToPage::Fingerprints { files } => {
             if let Some(expected) = link.with_untracked(LinkState::expected) {
                 let (state, restore) = apply_link(&expected, &files);
@@ -208,6 +230,7 @@ pub fn App() -> impl IntoView {
             hardware: None,
             export: None,
             fingerprints: false,
+            window: None,
         });
     };
 
@@ -346,11 +369,39 @@ pub fn App() -> impl IntoView {
                     >
                         "Copy link to this view"
                     </button>
+                    <button
+                        data-testid="copy-summary-link"
+                        title="A link that carries the visible window's aggregate itself: it opens with no files."
+                        disabled=move || window_summary.with(Option::is_none)
+                        on:click=move |_| {
+                            let made = window_summary
+                                .with_untracked(|w| w.as_ref().map(crate::share::self_contained_link));
+                            match made {
+                                Some(Ok(url)) => {
+                                    share_error.set(None);
+                                    share_url.set(Some(url));
+                                }
+                                Some(Err(e)) => share_error.set(Some(e)),
+                                None => {}
+                            }
+                        }
+                    >
+                        "Copy self-contained link (window summary)"
+                    </button>
                     {move || share_url.get().map(|u| view! {
                         <input readonly class="share-url" data-testid="share-link" value=u />
                     })}
+                    {move || share_error.get().map(|e| view! { <span class="error" data-testid="share-error">{e}</span> })}
                 </div>
                 <TimelineCanvas timeline=timeline.into() view=window />
+                <section class="window-panel">
+                    <button data-testid="aggregate-window" on:click=move |_| ask_window()>
+                        "Aggregate the visible window"
+                    </button>
+                    {move || window_summary.get().map(|w| view! {
+                        <div data-testid="window-aggregate">{crate::window_panel::summary_view(&w)}</div>
+                    })}
+                </section>
                 <RankTable ranks=ranks.into() />
                 <Communicators panel=comms.into() />
                 <TheoryPanel

@@ -9,10 +9,18 @@
 //! What it returns is plain data; the page shows it as text, never as markup.
 //!
 //! Format (`&`-separated, values percent-encoded, order free):
-//! `v=1&w=START_NS_END_NS&f=NAME*SIZE*SHA256&t=FIELD*VALUE&src=URL,URL` with `f` and `t`
-//! repeated; `#src=URL[,URL...]` alone is a link too.
+//! `v=1&w=START_NS_END_NS&f=NAME*SIZE*SHA256&t=FIELD*VALUE&sum=SUMMARY&src=URL,URL` with `f`
+//! and `t` repeated; `#src=URL[,URL...]` alone is a link too. `SUMMARY` is a self-contained
+//! window aggregate: JSON, deflated, base64url.
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use flate2::read::DeflateDecoder;
+use flate2::write::DeflateEncoder;
+use flate2::Compression;
+use pipeline::WindowSummary;
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
 
 /// The fragment's format version.
 const VERSION: &str = "1";
@@ -22,6 +30,9 @@ const MAX_FILES: usize = 4096;
 const MAX_NAME_BYTES: usize = 512;
 const MAX_VALUE_BYTES: usize = 256;
 const MAX_URL_BYTES: usize = 2048;
+/// The longest `sum=` value (compressed, base64url).
+pub const MAX_SUMMARY_BYTES: usize = 32 * 1024;
+const MAX_SUMMARY_JSON_BYTES: usize = 4 << 20;
 /// The page's Content-Security-Policy admits this many source origins (`www/index.html`).
 pub const MAX_SOURCES: usize = 16;
 
@@ -45,6 +56,9 @@ pub struct ViewLink {
     /// `src=`: URLs to load the inputs from (the user's own artifact store; fetched only after
     /// the user confirms the hosts). A fragment may be `#src=URL[,URL...]` alone.
     pub sources: Vec<String>,
+    /// `sum=`: a self-contained summary (a time window's aggregate), compressed; a recipient
+    /// sees it without any file.
+    pub summary: Option<WindowSummary>,
 }
 
 /// The fragment (without `#`) for `link`.
@@ -58,6 +72,9 @@ pub fn encode(link: &ViewLink) -> String {
     }
     for (k, v) in &link.theory {
         parts.push(format!("t={}*{}", pct(k), pct(v)));
+    }
+    if let Some(packed) = link.summary.as_ref().and_then(|w| pack_summary(w).ok()) {
+        parts.push(format!("sum={packed}"));
     }
     if !link.sources.is_empty() {
         let urls: Vec<String> = link.sources.iter().map(|u| pct(u)).collect();
@@ -107,6 +124,7 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
                     link.sources.push(source(url)?);
                 }
             }
+            "sum" => link.summary = Some(unpack_summary(value)?),
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
         }
@@ -121,6 +139,44 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
         )),
         None => Err("the fragment is not an ncclscope link (no v=)".into()),
     }
+}
+
+/// A summary as a fragment value: JSON, deflated, base64url. Errors when the result is longer
+/// than [`MAX_SUMMARY_BYTES`] (the message says what to do instead).
+pub fn pack_summary(w: &WindowSummary) -> Result<String, String> {
+    let json = serde_json::to_vec(w).map_err(|e| e.to_string())?;
+    let mut z = DeflateEncoder::new(Vec::new(), Compression::best());
+    z.write_all(&json).map_err(|e| e.to_string())?;
+    let packed = URL_SAFE_NO_PAD.encode(z.finish().map_err(|e| e.to_string())?);
+    if packed.len() > MAX_SUMMARY_BYTES {
+        return Err(format!(
+            "the summary is {} KB compressed, more than the {} KB a link can carry: narrow the \
+             time window, or share a link to the view (the recipient drops the files)",
+            packed.len() / 1024,
+            MAX_SUMMARY_BYTES / 1024
+        ));
+    }
+    Ok(packed)
+}
+
+/// Reads a `sum=` value, bounding the decompressed size (a small value must not inflate into
+/// a huge one).
+fn unpack_summary(value: &str) -> Result<WindowSummary, String> {
+    if value.len() > MAX_SUMMARY_BYTES {
+        return Err("the link's summary is too long".into());
+    }
+    let bytes = URL_SAFE_NO_PAD
+        .decode(value)
+        .map_err(|_| "the link's summary is not base64url".to_string())?;
+    let mut json = Vec::new();
+    DeflateDecoder::new(&bytes[..])
+        .take(MAX_SUMMARY_JSON_BYTES as u64 + 1)
+        .read_to_end(&mut json)
+        .map_err(|_| "the link's summary is not deflate data".to_string())?;
+    if json.len() > MAX_SUMMARY_JSON_BYTES {
+        return Err("the link's summary unpacks to more than 4 MB".into());
+    }
+    serde_json::from_slice(&json).map_err(|e| format!("the link's summary is malformed: {e}"))
 }
 
 /// An `http:`/`https:` URL (checked again by the browser's URL parser before any fetch).
@@ -282,6 +338,7 @@ mod tests {
                 },
             ],
             sources: Vec::new(),
+            summary: None,
         };
         let link = ViewLink {
             sources: vec![
@@ -293,6 +350,63 @@ mod tests {
         let text = encode(&link);
         assert!(!text.contains(' ') && !text.contains('#') && !text.contains('<'));
         assert_eq!(decode(&format!("#{text}"), any_field).unwrap(), link);
+    }
+
+    fn summary(ranks: usize) -> WindowSummary {
+        let row = |key: String, n: u64| pipeline::WindowRow {
+            key,
+            kernels: n,
+            bytes: n * 4_194_304 + 7,
+            busy_ns: n as i64 * 12_345,
+        };
+        WindowSummary {
+            start_ns: 1_000,
+            end_ns: 9_000_000,
+            per_op: vec![
+                row("AllReduce".into(), 40),
+                row("<b>SendRecv</b>".into(), 3),
+            ],
+            per_rank: (0..ranks)
+                .map(|r| row(format!("rank {r}"), r as u64))
+                .collect(),
+            unmatched_kernels: 2,
+        }
+    }
+
+    #[test]
+    fn a_summary_travels_in_the_fragment() {
+        let link = ViewLink {
+            summary: Some(summary(64)),
+            ..ViewLink::default()
+        };
+        let text = encode(&link);
+        assert!(text.len() < 4096, "64 ranks fit in {} bytes", text.len());
+        assert_eq!(decode(&text, any_field).unwrap(), link);
+        // Too big for a link: a clear message, not a cut.
+        let err = pack_summary(&WindowSummary {
+            per_rank: (0..100_000)
+                .map(|r| pipeline::WindowRow {
+                    key: format!("rank {r} {}", r * 7919 % 10007),
+                    kernels: r * 31 % 977,
+                    bytes: r * 104_729 % 1_000_003,
+                    busy_ns: (r * 7 % 13) as i64,
+                })
+                .collect(),
+            ..summary(0)
+        })
+        .unwrap_err();
+        assert!(err.contains("narrow the"), "{err}");
+        // Garbage and bombs are errors.
+        for bad in ["v=1&sum=!!!", "v=1&sum=AAAA", "v=1&sum=eJzLSM3JyQcABiwCFQ"] {
+            assert!(decode(bad, any_field).is_err(), "{bad}");
+        }
+        let zeros = {
+            let mut z = DeflateEncoder::new(Vec::new(), Compression::best());
+            z.write_all(&vec![b' '; (4 << 20) + 1024]).unwrap();
+            URL_SAFE_NO_PAD.encode(z.finish().unwrap())
+        };
+        let e = decode(&format!("v=1&sum={zeros}"), any_field).unwrap_err();
+        assert!(e.contains("4 MB"), "{e}");
     }
 
     #[test]

@@ -100,6 +100,16 @@ async fn serve(req: LoadRequest) {
     if let Some(kind) = &req.export {
         export(kind);
     }
+    if let Some((start, end)) = req.window {
+        let summary = ANALYSIS.with(|a| {
+            a.borrow()
+                .as_ref()
+                .map(|a| pipeline::window_summary(a, start, end))
+        });
+        if let Some(summary) = summary {
+            post(&ToPage::Window { summary }, None);
+        }
+    }
     if req.fingerprints {
         let files = fingerprints().await;
         post(&ToPage::Fingerprints { files }, None);

@@ -8,6 +8,7 @@ mod communicators;
 mod ranks;
 mod share;
 mod timeline_canvas;
+mod window_panel;
 
 fn main() {
     console_error_panic_hook::set_once();

@@ -2,9 +2,10 @@
 //! of the current view, and restoring the view a link names once its files are dropped.
 
 use leptos::prelude::*;
-use ncclscope_app::link::{decode, encode, verify, LinkFile, ViewLink};
+use ncclscope_app::link::{decode, encode, pack_summary, verify, LinkFile, ViewLink};
 use ncclscope_app::theory_panel::HARDWARE_FIELD;
 use ncclscope_app::wire::human_bytes;
+use pipeline::WindowSummary;
 use theory::form::{Form, FIELDS};
 
 use crate::timeline_canvas::View;
@@ -81,6 +82,18 @@ pub fn apply_link(expected: &ViewLink, loaded: &[LinkFile]) -> (LinkState, Optio
     }
 }
 
+/// A self-contained link: the window and its aggregate, no files. Errors when the summary is
+/// too big for a link.
+pub fn self_contained_link(summary: &WindowSummary) -> Result<String, String> {
+    pack_summary(summary)?;
+    let link = ViewLink {
+        window: Some((summary.start_ns, summary.end_ns)),
+        summary: Some(summary.clone()),
+        ..ViewLink::default()
+    };
+    Ok(publish(&encode(&link)))
+}
+
 /// Puts a link to the current view in the address bar (replacing the entry, so Back still
 /// leaves the page), copies it to the clipboard where allowed, and returns it.
 pub fn link_from_page(window: Option<View>, form: &Form, files: Vec<LinkFile>) -> String {
@@ -92,9 +105,14 @@ pub fn link_from_page(window: Option<View>, form: &Form, files: Vec<LinkFile>) -
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         files,
-        sources: Vec::new(),
+        ..ViewLink::default()
     };
-    let fragment = encode(&link);
+    publish(&encode(&link))
+}
+
+/// Shows `fragment` in the address bar (replacing the entry, so Back still leaves the page),
+/// copies the link to the clipboard where allowed, and returns it.
+fn publish(fragment: &str) -> String {
     let Some(w) = web_sys::window() else {
         return format!("#{fragment}");
     };
@@ -179,9 +197,18 @@ pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -
                     {l.files.iter().map(|f| view! { <li data-testid="link-file">{describe(f)}</li> }).collect_view()}
                 </ul>
             });
+            let summary = l.summary.as_ref().map(|w| {
+                view! {
+                    <div data-testid="link-summary">
+                        <h2>"Summary carried by this link (no files needed)"</h2>
+                        {crate::window_panel::summary_view(w)}
+                    </div>
+                }
+            });
             Some(
                 view! {
                     <section class="link-banner" data-testid="link-waiting">
+                        {summary}
                         {sources}
                         {files}
                     </section>

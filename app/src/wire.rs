@@ -7,7 +7,7 @@
 
 use js_sys::{Array, Object, Reflect};
 use model::OpType;
-use pipeline::{Span, Timeline, Track};
+use pipeline::{Span, Timeline, Track, WindowSummary};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
@@ -54,6 +54,8 @@ pub enum ToPage {
     Export { file_name: String, mime: String },
     /// Name, size and SHA-256 of every file loaded so far, for a shareable link.
     Fingerprints { files: Vec<LinkFile> },
+    /// The aggregate of the time window the page asked about.
+    Window { summary: WindowSummary },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
@@ -78,6 +80,8 @@ pub struct LoadRequest {
     pub export: Option<String>,
     /// Fingerprint every file loaded so far ([`ToPage::Fingerprints`]).
     pub fingerprints: bool,
+    /// Aggregate this window of the synchronised timeline, in ns ([`ToPage::Window`]).
+    pub window: Option<(i64, i64)>,
 }
 
 impl LoadRequest {
@@ -103,6 +107,10 @@ impl LoadRequest {
             set(&msg, "export", &JsValue::from_str(x));
         }
         set(&msg, "fingerprints", &JsValue::from_bool(self.fingerprints));
+        if let Some((a, b)) = self.window {
+            set(&msg, "window_start", &JsValue::from_f64(a as f64));
+            set(&msg, "window_end", &JsValue::from_f64(b as f64));
+        }
         msg.into()
     }
 
@@ -129,6 +137,10 @@ impl LoadRequest {
             hardware: get(v, "hardware")?.as_string(),
             export: get(v, "export")?.as_string(),
             fingerprints: get(v, "fingerprints")?.as_bool().unwrap_or(false),
+            window: get(v, "window_start")?
+                .as_f64()
+                .zip(get(v, "window_end")?.as_f64())
+                .map(|(a, b)| (a as i64, b as i64)),
         })
     }
 }

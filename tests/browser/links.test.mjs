@@ -198,3 +198,37 @@ test('#src= loads a run from a CORS server only after the user confirms its host
     store.server.close();
   }
 });
+
+test('a self-contained link carries a window\'s aggregate and opens with no files', async () => {
+  const a = await session();
+  const tables = (page, root) => page.locator(`[data-testid=${root}] table`).evaluateAll((ts) => ts.map((t) =>
+    [...t.querySelectorAll('tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent.trim()))));
+  let made;
+  let url;
+  await withScreenshot(a.page, 'link-summary-make', async () => {
+    await a.page.goto(a.url);
+    await a.page.getByTestId('load-demo').click();
+    await analysed(a.page);
+    const canvas = a.page.getByTestId('timeline');
+    await canvas.hover();
+    for (let i = 0; i < 2; i++) await a.page.mouse.wheel(0, -200);
+    await a.page.getByTestId('aggregate-window').click();
+    await a.page.getByTestId('window-aggregate').waitFor({ timeout: 60_000 });
+    made = await tables(a.page, 'window-aggregate');
+    assert.equal(made.length, 2, 'per operation and per rank');
+    assert.ok(made[0].length > 0 && made[1].length > 0, 'rows in both');
+    await a.page.getByTestId('copy-summary-link').click();
+    url = await a.page.getByTestId('share-link').inputValue();
+    assert.match(new URL(url).hash, /[#&]sum=/);
+    assert.doesNotMatch(new URL(url).hash, /[#&]f=/, 'no files needed');
+    assert.deepEqual(a.errors, []);
+  });
+  const b = await session();
+  await withScreenshot(b.page, 'link-summary-open', async () => {
+    await b.page.goto(b.url + new URL(url).hash);
+    await b.page.getByTestId('link-summary').waitFor();
+    assert.deepEqual(await tables(b.page, 'link-summary'), made, 'the same tables, with no file loaded');
+    assert.equal(await b.page.locator('[data-testid=file-row]').count(), 0);
+    assert.deepEqual(b.errors, []);
+  });
+});

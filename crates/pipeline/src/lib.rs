@@ -20,6 +20,7 @@ mod skew;
 mod sniff;
 mod timeline;
 mod volumes;
+mod window;
 
 pub use alignment::{align_session, Alignments, ProcessMatch};
 pub use analysis::{analyse, Analysis, UserSizes};
@@ -37,3 +38,4 @@ pub use skew::{arrival_skew, CommSkew};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
 pub use timeline::{Span, Timeline, Track};
 pub use volumes::{dominant_element_bytes, observed_volumes, traffic_bytes, RankVolume};
+pub use window::{window_summary, WindowRow, WindowSummary};
