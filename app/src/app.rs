@@ -203,6 +203,45 @@ pub fn App() -> impl IntoView {
         ToPage::Ready | ToPage::Export { .. } => {}
     }));
 
+    // A bundle (an exported HTML file) carries the views' messages: replay them, no worker.
+    let bundle = crate::bundle::embedded();
+    let is_bundle = bundle.is_some();
+    if let Some(b) = bundle {
+        client::disable_worker();
+        rows.set(
+            b.files
+                .iter()
+                .map(|(name, size)| Row {
+                    name: name.clone(),
+                    size: *size,
+                    read: *size,
+                    stage: None,
+                    report: None,
+                })
+                .collect(),
+        );
+        client::replay(b.messages());
+    }
+    let bundle_error = RwSignal::new(None::<String>);
+    let export_bundle = move |_| {
+        let files: Vec<(String, u64)> =
+            rows.with_untracked(|r| r.iter().map(|r| (r.name.clone(), r.size)).collect());
+        spawn_local(async move {
+            match crate::bundle::build(files, client::recording()).await {
+                Ok(html) => {
+                    bundle_error.set(None);
+                    let bytes = js_sys::Uint8Array::from(html.as_bytes());
+                    if let Err(e) =
+                        client::download("ncclscope-bundle.html", "text/html", &bytes.buffer())
+                    {
+                        bundle_error.set(Some(ncclscope_app::files::js_msg(e)));
+                    }
+                }
+                Err(e) => bundle_error.set(Some(e)),
+            }
+        });
+    };
+
     let load_all = move |items: Vec<(String, Blob)>| {
         let first = rows.with_untracked(Vec::len);
         rows.update(|r| {
@@ -349,16 +388,29 @@ pub fn App() -> impl IntoView {
                     <p class="hint" data-testid="analysing">"Analysing every file loaded so far…"</p>
                 </Show>
                 <FileList rows=rows.into() />
-                <div class="downloads">
+                <div class="downloads" hidden=is_bundle>
                     <button data-testid="download-trace" on:click=move |_| ask_export("chrome-trace")>
                         "Download Chrome trace (opens in Perfetto, chrome://tracing)"
                     </button>
                     <button data-testid="download-csv" on:click=move |_| ask_export("csv")>
                         "Download kernels as CSV"
                     </button>
+                    <button
+                        data-testid="export-bundle"
+                        title="One HTML file with the viewer and this analysis inside: it opens anywhere, with no files and no network."
+                        on:click=export_bundle
+                    >
+                        "Export bundle (one HTML file)"
+                    </button>
                     <span class="hint">"Saved from this tab; nothing is uploaded."</span>
+                    {move || bundle_error.get().map(|e| view! { <span class="error" data-testid="bundle-error">{e}</span> })}
                 </div>
-                <div class="share">
+                {is_bundle.then(|| view! {
+                    <p class="link-banner" data-testid="bundle-note">
+                        "This is an ncclscope bundle: a snapshot of an analysed run, with no files. Views that need the files (new drops, downloads, theory changes, window aggregates) are not available here."
+                    </p>
+                })}
+                <div class="share" hidden=is_bundle>
                     <button
                         data-testid="copy-link"
                         title="A link to this view: the time window, the theory form and the files' SHA-256 fingerprints. It holds no data; the recipient drops the same files."
@@ -395,7 +447,7 @@ pub fn App() -> impl IntoView {
                 </div>
                 <TimelineCanvas timeline=timeline.into() view=window />
                 <section class="window-panel">
-                    <button data-testid="aggregate-window" on:click=move |_| ask_window()>
+                    <button data-testid="aggregate-window" hidden=is_bundle on:click=move |_| ask_window()>
                         "Aggregate the visible window"
                     </button>
                     {move || window_summary.get().map(|w| view! {

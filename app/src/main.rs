@@ -3,6 +3,7 @@
 //! (`src/bin/ncclscope-worker.rs`), which reads, parses and analyses them.
 
 mod app;
+mod bundle;
 mod client;
 mod communicators;
 mod ranks;

@@ -232,3 +232,40 @@ test('a self-contained link carries a window\'s aggregate and opens with no file
     assert.deepEqual(b.errors, []);
   });
 });
+
+test('an exported bundle opens in a fresh context with no files and no network', async () => {
+  const a = await session();
+  const views = (page) => page.evaluate(() => ({
+    timeline: document.querySelector('[data-testid=timeline-summary]')?.textContent.trim(),
+    files: [...document.querySelectorAll('[data-testid=file-row]')].map((r) => r.dataset.file),
+    tables: [...document.querySelectorAll('table')].map((t) => t.innerText),
+  }));
+  let saved;
+  let made;
+  await withScreenshot(a.page, 'bundle-make', async () => {
+    await a.page.goto(a.url);
+    await a.page.getByTestId('load-demo').click();
+    await analysed(a.page);
+    await a.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
+    made = await views(a.page);
+    const [download] = await Promise.all([a.page.waitForEvent('download'), a.page.getByTestId('export-bundle').click()]);
+    assert.equal(download.suggestedFilename(), 'ncclscope-bundle.html');
+    saved = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ncclscope-bundle-')), 'bundle.html');
+    fs.copyFileSync(await download.path(), saved);
+    assert.deepEqual(a.errors, []);
+  });
+  const b = await session();
+  await withScreenshot(b.page, 'bundle-open', async () => {
+    await b.page.goto(`file://${saved}`);
+    await b.page.getByTestId('bundle-note').waitFor({ timeout: 60_000 });
+    await b.page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window, null, { timeout: 60_000 });
+    await b.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
+    const opened = await views(b.page);
+    assert.equal(opened.timeline, made.timeline, 'the same timeline');
+    assert.deepEqual(opened.files, made.files, 'the same file list');
+    assert.deepEqual(opened.tables, made.tables, 'the same tables');
+    assert.deepEqual(b.requests.filter((u) => !u.startsWith('file://') && !u.startsWith('data:')), [], 'no network');
+    assert.deepEqual(b.errors, []);
+  });
+  fs.rmSync(path.dirname(saved), { recursive: true, force: true });
+});
