@@ -70,6 +70,7 @@ pub fn App() -> impl IntoView {
             export: None,
             fingerprints: false,
             window: None,
+            pick: None,
         })
     };
     // Shareable links: the timeline's window (owned here so a link can set it) and what the
@@ -86,6 +87,31 @@ pub fn App() -> impl IntoView {
             export: None,
             fingerprints: true,
             window: None,
+            pick: None,
+        })
+    };
+    // The kernel picked on the timeline, and what the worker says about it.
+    let selected = RwSignal::new(None::<(usize, usize)>);
+    let details = RwSignal::new(None::<pipeline::KernelDetails>);
+    let flow = Signal::derive(move || {
+        details.with(|d| {
+            d.as_ref()
+                .and_then(|d| d.instance.as_ref())
+                .map(|i| i.members.iter().map(|m| (m.rank, m.start_ns)).collect())
+                .unwrap_or_default()
+        })
+    });
+    let pick = move |p: (usize, usize)| {
+        selected.set(Some(p));
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files: Vec::new(),
+            theory: None,
+            hardware: None,
+            export: None,
+            fingerprints: false,
+            window: None,
+            pick: Some(p),
         })
     };
     // The aggregate of the visible window, asked for on demand (a pan must not flood the worker).
@@ -103,6 +129,7 @@ pub fn App() -> impl IntoView {
             export: None,
             fingerprints: false,
             window: Some((v.start_ns as i64, v.end_ns as i64)),
+            pick: None,
         })
     };
     let ask_export = move |kind: &str| {
@@ -114,6 +141,7 @@ pub fn App() -> impl IntoView {
             export: Some(kind.to_string()),
             fingerprints: false,
             window: None,
+            pick: None,
         })
     };
 
@@ -147,6 +175,8 @@ pub fn App() -> impl IntoView {
             analysing.set(false);
             analysis_ms.set(Some(ms));
             window_summary.set(None);
+            selected.set(None);
+            details.set(None);
             worker_memory.set(Some(worker_memory_bytes));
             timeline.set(new_timeline.unwrap_or_default());
             comms.set(new_comms);
@@ -163,6 +193,15 @@ pub fn App() -> impl IntoView {
             }
         }
         ToPage::Window { summary } => window_summary.set(Some(summary)),
+        ToPage::Details {
+            track,
+            span,
+            details: d,
+        } => {
+            if selected.get_untracked() == Some((track, span)) {
+                details.set(d);
+            }
+        }
         ToPage::Fingerprints { files } => {
             if let Some(expected) = link.with_untracked(LinkState::expected) {
                 let (state, restore) = apply_link(&expected, &files);
@@ -270,6 +309,7 @@ pub fn App() -> impl IntoView {
             export: None,
             fingerprints: false,
             window: None,
+            pick: None,
         });
     };
 
@@ -445,7 +485,22 @@ pub fn App() -> impl IntoView {
                     })}
                     {move || share_error.get().map(|e| view! { <span class="error" data-testid="share-error">{e}</span> })}
                 </div>
-                <TimelineCanvas timeline=timeline.into() view=window />
+                <TimelineCanvas
+                    timeline=timeline.into()
+                    view=window
+                    selected=selected.into()
+                    flow=flow
+                    on_pick=Callback::new(pick)
+                />
+                {move || selected.get().map(|_| view! {
+                    <section class="details-panel" data-testid="details">
+                        <h2>"Selected kernel"</h2>
+                        {move || match details.get() {
+                            Some(d) => crate::details_panel::details_view(&d).into_any(),
+                            None => view! { <p class="hint">"Looking it up…"</p> }.into_any(),
+                        }}
+                    </section>
+                })}
                 <section class="window-panel">
                     <button data-testid="aggregate-window" hidden=is_bundle on:click=move |_| ask_window()>
                         "Aggregate the visible window"

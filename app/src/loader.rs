@@ -6,7 +6,7 @@
 //! serving the next files and the next drops.
 
 use js_sys::{Array, Uint8Array};
-use pipeline::{sniff, Analysis, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
+use pipeline::{sniff, Analysis, FileReport, InputKind, LogLoader, Session, Timeline, SNIFF_BYTES};
 use sha2::{Digest, Sha256};
 use sqlsource_sqljs::SqlJs;
 use std::cell::{Cell, RefCell};
@@ -41,6 +41,8 @@ thread_local! {
     static SQLJS: RefCell<Option<SqlJs>> = const { RefCell::new(None) };
     /// The last analysis, for theory requests that come without files.
     static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
+    /// The timeline last sent, with each track's process and GPU, to resolve the page's picks.
+    static TIMELINE: RefCell<Timeline> = RefCell::new(Timeline::default());
     /// Every file loaded so far (the browser's handle, not its bytes), for fingerprints.
     static INPUTS: RefCell<Vec<Input>> = const { RefCell::new(Vec::new()) };
 }
@@ -99,6 +101,29 @@ async fn serve(req: LoadRequest) {
     }
     if let Some(kind) = &req.export {
         export(kind);
+    }
+    if let Some((track, span)) = req.pick {
+        let details = SESSION.with(|s| {
+            ANALYSIS.with(|a| {
+                TIMELINE.with(|t| {
+                    let t = t.borrow();
+                    let s = s.borrow();
+                    let a = a.borrow();
+                    let tr = t.tracks.get(track)?;
+                    let (process, device) = tr.source.as_ref()?;
+                    let sp = tr.spans.get(span)?;
+                    pipeline::kernel_details(&s, a.as_ref()?, process, *device, sp.start_ns)
+                })
+            })
+        });
+        post(
+            &ToPage::Details {
+                track,
+                span,
+                details,
+            },
+            None,
+        );
     }
     if let Some((start, end)) = req.window {
         let summary = ANALYSIS.with(|a| {
@@ -287,7 +312,9 @@ async fn load_and_analyse(req: &LoadRequest) {
     let (result, timeline) = SESSION.with(|s| {
         let s = s.borrow();
         let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
-        let timeline = encode_timeline(&s.timeline(&analysis.processes, &analysis.clocks));
+        let built = s.timeline(&analysis.processes, &analysis.clocks);
+        let timeline = encode_timeline(&built);
+        TIMELINE.with(|t| *t.borrow_mut() = built);
         let result = ToPage::Result {
             ranks: analysis
                 .processes

@@ -6,6 +6,7 @@ mod app;
 mod bundle;
 mod client;
 mod communicators;
+mod details_panel;
 mod ranks;
 mod share;
 mod timeline_canvas;
