@@ -137,6 +137,12 @@ pub(crate) fn hex_u64(b: &[u8]) -> Option<u64> {
     Some(v)
 }
 
+/// The value of a hex digit; above 15 for every other byte.
+#[inline(always)]
+pub(crate) fn hex_digit(c: u8) -> u8 {
+    HEX[usize::from(c)]
+}
+
 /// Hex digit values; 0xff for every other byte.
 static HEX: [u8; 256] = {
     let mut t = [0xffu8; 256];
