@@ -258,19 +258,52 @@ fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
     h
 }
 
-/// `1712345678.123456` → epoch ns.
+/// `1712345678.123456` → epoch ns. One pass over the token (it is read on every timestamped
+/// line): up to 20 digits, a dot, 1–9 digits, the seconds at most 9·10⁹.
 fn epoch_ts(tok: &[u8]) -> Option<i64> {
-    let dot = tok.iter().position(|c| *c == b'.')?;
-    let secs = scan::dec_u64(tok.get(..dot)?)?;
-    let frac = tok.get(dot + 1..)?;
+    let mut secs: u64 = 0;
+    let mut n = 0;
+    for &c in tok.iter().take(21) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        // Saturating: anything past u64 is past the bound below as well.
+        secs = secs.saturating_mul(10).saturating_add(u64::from(d));
+        n += 1;
+    }
+    if n == 0 || n > 20 || tok.get(n) != Some(&b'.') {
+        return None;
+    }
+    let frac = tok.get(n + 1..)?;
     // Seconds this large cannot be an epoch time (and would overflow ns).
     if secs > 9_000_000_000 || frac.is_empty() || frac.len() > 9 {
         return None;
     }
-    let f = scan::dec_u64(frac)?;
-    let scale = 10u64.pow(9 - frac.len() as u32);
+    let mut f: u64 = 0;
+    for &c in frac {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        f = f * 10 + u64::from(d);
+    }
+    let scale = POW10.get(9 - frac.len())?;
     i64::try_from(secs * 1_000_000_000 + f * scale).ok()
 }
+
+const POW10: [u64; 10] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
 
 /// `[2026-04-28` `14:14:49]` (optionally `14:14:49.123456]`) → epoch ns. NCCL formats it in local
 /// time and does not say which zone; it is taken as UTC, so it orders lines but is not absolute.

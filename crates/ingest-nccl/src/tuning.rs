@@ -49,6 +49,21 @@ pub(crate) fn arrow(body: &[u8]) -> Option<usize> {
     // The first match in the trimmed text is the first in the body: a match starting in the
     // dropped spaces would need the text to start with `Bytes -> `, which fails the gate.
     let lead = body.len() - b.len();
+    // Where the arrow is on NCCL's own lines, `N Bytes` or `Op: N Bytes`: no space before it
+    // is followed by `B`, so a match there is the first one, without the search's set-up.
+    let num_at = if b.first().is_some_and(u8::is_ascii_digit) {
+        0
+    } else if b.get(word..word + 2) == Some(b": ") {
+        word + 2
+    } else {
+        usize::MAX
+    };
+    if let Some(num) = b.get(num_at..) {
+        let n = num.iter().take_while(|c| c.is_ascii_digit()).count();
+        if n > 0 && num.get(n..).is_some_and(|t| t.starts_with(b" Bytes -> ")) {
+            return Some(lead + num_at + n);
+        }
+    }
     scan::FINDERS.bytes_arrow.find(b).map(|i| i + lead)
 }
 
@@ -93,6 +108,48 @@ fn upper<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> Option<&'b str> {
     std::str::from_utf8(dst).ok()
 }
 
+/// The two tails almost every tuning line has, single-spaced, read without the token loop:
+/// `Algo RING proto LL channel{Lo..Hi}={0..7}` (2.24+) and `Algo 1 proto 2 time 54.7` (2.20–2.23).
+/// `None` for anything else (the token loop then reads it); what this accepts, the loop reads
+/// the same way.
+fn common_tail(tail: &[u8]) -> Option<(Algo, Proto, Option<u32>)> {
+    let r = tail.strip_prefix(b"Algo ")?;
+    // Short tokens: a plain loop beats a SIMD search's set-up.
+    let sp = r.iter().position(|c| *c == b' ')?;
+    let algo = match r.get(..sp)? {
+        b"RING" => Algo::Ring,
+        b"TREE" => Algo::Tree,
+        b"NVLS" => Algo::Nvls,
+        b"NVLS_TREE" => Algo::NvlsTree,
+        b"COLLNET_DIRECT" => Algo::CollNetDirect,
+        b"COLLNET_CHAIN" => Algo::CollNetChain,
+        b"PAT" => Algo::Pat,
+        &[d @ b'0'..=b'6'] => Algo::from_code(u32::from(d - b'0'))?,
+        _ => return None,
+    };
+    let r = r.get(sp + 1..)?.strip_prefix(b"proto ")?;
+    let sp = r.iter().position(|c| *c == b' ')?;
+    let proto = match r.get(..sp)? {
+        b"LL" => Proto::LL,
+        b"LL128" => Proto::LL128,
+        b"SIMPLE" => Proto::Simple,
+        &[d @ b'0'..=b'2'] => Proto::from_code(u32::from(d - b'0'))?,
+        _ => return None,
+    };
+    let r = r.get(sp + 1..)?;
+    if let Some(v) = r.strip_prefix(b"time ") {
+        // An ignored value: any single token (no space or tab inside, not empty).
+        if v.is_empty() || v.iter().any(|c| *c == b' ' || *c == b'\t') {
+            return None;
+        }
+        return Some((algo, proto, None));
+    }
+    if r.iter().any(|c| *c == b' ' || *c == b'\t') {
+        return None;
+    }
+    Some((algo, proto, Some(channel_range(r)?)))
+}
+
 #[cfg(test)]
 pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
     let arrow = scan::FINDERS
@@ -134,6 +191,12 @@ pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static
         }
         t.op_name = Some(name);
         t.symmetric = sym;
+    }
+    if let Some((algo, proto, nchannels)) = common_tail(tail) {
+        t.algo = Some(algo);
+        t.proto = Some(proto);
+        t.nchannels = nchannels;
+        return Ok(t);
     }
     let mut it = scan::tokens(tail);
     let mut any = false;
