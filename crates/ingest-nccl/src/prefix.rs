@@ -268,8 +268,10 @@ fn epoch_ts(tok: &[u8]) -> Option<i64> {
         if d > 9 {
             break;
         }
-        // Saturating: anything past u64 is past the bound below as well.
-        secs = secs.saturating_mul(10).saturating_add(u64::from(d));
+        // Past the bound below it stays past it: no overflow check per digit.
+        if secs <= 9_000_000_000 {
+            secs = secs * 10 + u64::from(d);
+        }
         n += 1;
     }
     if n == 0 || n > 20 || tok.get(n) != Some(&b'.') {
