@@ -194,6 +194,11 @@ pub(crate) fn parse(body: &[u8]) -> Result<Coll<'_>, &'static str> {
     if let Some(c) = canonical(name, rest) {
         return Ok(c);
     }
+    general(name, rest)
+}
+
+/// Any field order, extra (RCCL) fields, padding; names the first bad field.
+fn general<'a>(name: &'a [u8], rest: &'a [u8]) -> Result<Coll<'a>, &'static str> {
     let mut c = Coll {
         name,
         op_count: 0,
@@ -308,5 +313,48 @@ mod tests {
         assert!(parse(b"AllReduce: opCount 1f sendbuff 0x10 recvbuff 0x20 count 1 datatype 7 op 0 root 0 comm 0x2b").is_err());
         assert!(!looks_like(b"Bootstrap : Using"));
         assert!(looks_like(b"AllToAll: opCount 3 sendbuff"));
+    }
+
+    /// The one-pass reader accepts only what the general one reads the same way: every line
+    /// below, and every cut and one-byte change of it, gives `None` or the general result.
+    #[test]
+    fn canonical_agrees_with_general() {
+        let lines: [&[u8]; 4] = [
+            b"opCount 1a sendbuff 0x7fd9f7780000 recvbuff 0x7fd9f7780000 count 131072 datatype 6 op 0 root 0 comm 0x447b8890 [nranks=4] stream 0x32dc6760",
+            b"opCount 0 sendbuff (nil) recvbuff 0X7c29d4000000 count 18446744073709551615 datatype 9 op 0 root -1 comm 0x566f01ecaf80 [nranks=2] stream (nil)",
+            b"opCount ffffffffffffffff sendbuff 0x1 recvbuff 0x2 count 00 datatype 4294967295 op 4294967296 root -9223372036854775808 comm 0x3 [nranks=1] stream 0x4",
+            b"opCount 0x10 sendbuff 0x1 recvbuff 0x2 count 1 datatype 1 op 1 root 9223372036854775807 comm 0x3 [nranks=4294967295] stream 0x4",
+        ];
+        let subs = [
+            b' ', b'\t', b'0', b'9', b'a', b'f', b'g', b'x', b'-', b']', b'(', b'[', b'=',
+        ];
+        let mut accepted = 0;
+        for line in lines {
+            let mut variants: Vec<Vec<u8>> = (0..=line.len()).map(|n| line[..n].to_vec()).collect();
+            for i in 0..line.len() {
+                for s in subs {
+                    let mut v = line.to_vec();
+                    v[i] = s;
+                    variants.push(v.clone());
+                    v.insert(i, s);
+                    variants.push(v);
+                }
+                let mut v = line.to_vec();
+                v.remove(i);
+                variants.push(v);
+            }
+            for v in &variants {
+                if let Some(c) = canonical(b"AllReduce", v) {
+                    accepted += 1;
+                    assert_eq!(
+                        Ok(c),
+                        general(b"AllReduce", v),
+                        "{}",
+                        String::from_utf8_lossy(v)
+                    );
+                }
+            }
+        }
+        assert!(accepted > 500, "{accepted}");
     }
 }

@@ -51,8 +51,10 @@ fn marker(line: &[u8], from: usize) -> Option<(usize, Level)> {
     let hay = line.get(from..)?;
     // `NCCL ` cannot overlap itself, so visiting every `N` that starts one finds the same
     // occurrences as a substring search, without its set-up cost on a short line.
-    for pos in memchr::memchr_iter(b'N', hay) {
-        let at = from + pos;
+    let mut next = 0;
+    while let Some(pos) = hay.get(next..).and_then(|h| scan::find_byte(h, b'N')) {
+        let at = from + next + pos;
+        next += pos + 1;
         if line.get(at + 1..at + 5) != Some(b"CCL ") {
             continue;
         }
@@ -210,10 +212,14 @@ struct CachedTail {
 fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
     let slot = slot_of(pre);
     // An empty tail is a free slot (a cached one always holds the origin token).
-    let hit = cache
-        .slots
-        .get(slot)
-        .filter(|c| !c.tail.is_empty() && pre.ends_with(&c.tail));
+    let hit = cache.slots.get(slot).filter(|c| {
+        !c.tail.is_empty()
+            && pre
+                .len()
+                .checked_sub(c.tail.len())
+                .and_then(|from| pre.get(from..))
+                .is_some_and(|end| scan::same(end, &c.tail))
+    });
     if let Some(c) = hit {
         let start = pre.len() - c.tail.len();
         let rest = match start.checked_sub(1) {
@@ -430,6 +436,45 @@ mod tests {
         assert!(s.origin.is_none());
         assert_eq!(s.dev, Some(0));
         assert!(split_line(b"NCCL version 2.18.3").is_none());
+    }
+
+    /// The one-pass epoch reader answers like the straightforward one it replaced.
+    #[test]
+    fn epoch_ts_matches_reference() {
+        fn reference(tok: &[u8]) -> Option<i64> {
+            let dot = tok.iter().position(|c| *c == b'.')?;
+            let secs = scan::dec_u64(tok.get(..dot)?)?;
+            let frac = tok.get(dot + 1..)?;
+            if secs > 9_000_000_000 || frac.is_empty() || frac.len() > 9 {
+                return None;
+            }
+            let f = scan::dec_u64(frac)?;
+            let scale = 10u64.pow(9 - frac.len() as u32);
+            i64::try_from(secs * 1_000_000_000 + f * scale).ok()
+        }
+        for t in [
+            "1712345678.123456",
+            "1712345678.5",
+            "9000000000.999999999",
+            "9000000001.1",
+            "0.0",
+            "00000000000000000001.1",
+            "000000000000000000001.1",
+            "99999999999999999999.1",
+            "999999999999999999999.1",
+            "1.1234567890",
+            "1.",
+            ".5",
+            "1.2.3",
+            "1a.5",
+            "1.5a",
+            "",
+            "12",
+            "-1.5",
+            "1.+5",
+        ] {
+            assert_eq!(epoch_ts(t.as_bytes()), reference(t.as_bytes()), "{t:?}");
+        }
     }
 
     /// The header cache gives what the uncached read gives, whatever line came before.

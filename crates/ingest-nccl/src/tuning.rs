@@ -198,6 +198,11 @@ pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static
         t.nchannels = nchannels;
         return Ok(t);
     }
+    tokens_tail(t, tail)
+}
+
+/// The text after ` Bytes -> ` as `key value` tokens, in any order.
+fn tokens_tail<'a>(mut t: Tuning<'a>, tail: &'a [u8]) -> Result<Tuning<'a>, &'static str> {
     let mut it = scan::tokens(tail);
     let mut any = false;
     while let Some(key) = it.next() {
@@ -275,5 +280,70 @@ mod tests {
         assert_eq!((t.symmetric, t.nchannels, t.algo), (true, Some(2), None));
         assert!(t.kernel.is_some());
         assert!(parse(b"12 Bytes -> Algo").is_err());
+    }
+
+    /// The fixed-shape tail reader accepts only what the token loop reads the same way.
+    #[test]
+    fn common_tail_agrees_with_tokens() {
+        let tails: [&[u8]; 5] = [
+            b"Algo RING proto LL channel{Lo..Hi}={0..7}",
+            b"Algo COLLNET_DIRECT proto SIMPLE channel{Lo..Hi}={3..3}",
+            b"Algo NVLS_TREE proto LL128 channel{Lo..Hi}={9..2}",
+            b"Algo 1 proto 2 time 54.707825",
+            b"Algo 6 proto 0 time x",
+        ];
+        let subs = [b' ', b'\t', b'0', b'7', b'9', b'.', b'}', b'R', b'r', b'x'];
+        let blank = Tuning {
+            op_name: None,
+            symmetric: false,
+            bytes: 0,
+            algo: None,
+            proto: None,
+            nchannels: None,
+            kernel: None,
+        };
+        let mut accepted = 0;
+        for tail in tails {
+            let mut variants: Vec<Vec<u8>> = (0..=tail.len()).map(|n| tail[..n].to_vec()).collect();
+            for i in 0..tail.len() {
+                for s in subs {
+                    let mut v = tail.to_vec();
+                    v[i] = s;
+                    variants.push(v.clone());
+                    v.insert(i, s);
+                    variants.push(v);
+                }
+                let mut v = tail.to_vec();
+                v.remove(i);
+                variants.push(v);
+            }
+            for v in &variants {
+                if let Some((algo, proto, nchannels)) = common_tail(v) {
+                    accepted += 1;
+                    let want = tokens_tail(blank, v);
+                    let got = Tuning {
+                        algo: Some(algo),
+                        proto: Some(proto),
+                        nchannels,
+                        ..blank
+                    };
+                    assert_eq!(Ok(got), want, "{}", String::from_utf8_lossy(v));
+                }
+            }
+        }
+        assert!(accepted > 100, "{accepted}");
+        // The arrow where NCCL puts it is the first one.
+        for body in [
+            &b"AllReduce: 4 Bytes -> Algo RING"[..],
+            b"  12 Bytes -> Bytes -> ",
+            b"Op: 1 2 Bytes -> x",
+            b"Op [Symmetric]: 4096 Bytes -> Kernel k",
+            b"Op:  4 Bytes -> x",
+        ] {
+            let b = body.trim_ascii_start();
+            let lead = body.len() - b.len();
+            let want = scan::FINDERS.bytes_arrow.find(b).map(|i| i + lead);
+            assert_eq!(arrow(body), want, "{}", String::from_utf8_lossy(body));
+        }
     }
 }

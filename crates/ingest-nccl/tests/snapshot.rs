@@ -52,7 +52,14 @@ fn generator_configs() -> Vec<(String, synth::RunConfig)> {
         c.launcher = launcher;
         v.push((format!("demo-{}", launcher.name()), c));
     }
-    for preset in ["tp4", "tp4-sym", "tp2pp2", "dp4-distopt", "ep4-alltoall", "pp4"] {
+    for preset in [
+        "tp4",
+        "tp4-sym",
+        "tp2pp2",
+        "dp4-distopt",
+        "ep4-alltoall",
+        "pp4",
+    ] {
         let mut c = synth::preset(preset).expect("preset").config;
         c.timestamps = preset.len() % 2 == 0;
         v.push((preset.to_string(), c));
@@ -94,20 +101,14 @@ fn output_matches_the_pinned_digests() {
             std::fs::write(file, text).expect("write dump");
         }
     }
-    let got: BTreeMap<&str, String> = dumps
-        .iter()
-        .map(|(n, t)| (n.as_str(), digest(t)))
-        .collect();
+    let got: BTreeMap<&str, String> = dumps.iter().map(|(n, t)| (n.as_str(), digest(t))).collect();
     if std::env::var_os("NCCLSCOPE_UPDATE_SNAPSHOT").is_some() {
         let text: String = got.iter().map(|(n, d)| format!("{n} {d}\n")).collect();
         std::fs::write(DIGESTS, text).expect("write digests");
         return;
     }
     let pinned = std::fs::read_to_string(DIGESTS).expect("tests/snapshot.digests");
-    let want: BTreeMap<&str, &str> = pinned
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .collect();
+    let want: BTreeMap<&str, &str> = pinned.lines().filter_map(|l| l.split_once(' ')).collect();
     let have_real = got.keys().any(|n| n.starts_with("real/"));
     let mut checked = 0;
     for (name, d) in &want {
@@ -115,7 +116,11 @@ fn output_matches_the_pinned_digests() {
             continue; // fixtures absent on this machine (common::nccl_dir said so)
         }
         let g = got.get(name).map(String::as_str);
-        assert_eq!(g, Some(*d), "{name}: parse output differs from the pinned one");
+        assert_eq!(
+            g,
+            Some(*d),
+            "{name}: parse output differs from the pinned one"
+        );
         checked += 1;
     }
     for name in got.keys() {
