@@ -106,12 +106,16 @@ pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     }
     let mut ca = a.chunks_exact(8);
     let mut cb = b.chunks_exact(8);
+    let word = |c: &[u8]| <[u8; 8]>::try_from(c).map(u64::from_ne_bytes).unwrap_or(0);
     for (x, y) in (&mut ca).zip(&mut cb) {
-        if x != y {
+        if word(x) != word(y) {
             return false;
         }
     }
-    ca.remainder() == cb.remainder()
+    ca.remainder()
+        .iter()
+        .zip(cb.remainder())
+        .all(|(x, y)| x == y)
 }
 
 pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
