@@ -317,7 +317,7 @@ mod tests {
                 }
                 let g = hay.get(..h.len()).unwrap();
                 assert_eq!(same(h, g), h == g);
-                assert_eq!(same(h, h), true);
+                assert!(same(h, h));
             }
         }
     }
