@@ -148,6 +148,18 @@ fn head_at(pre: &[u8], level: Level) -> (Head<'_>, Option<usize>) {
 
 /// An optional timestamp right before the host: `rest` is `pre` up to the origin token.
 fn timestamp<'a>(h: &mut Head<'a>, pre: &'a [u8], rest: &'a [u8]) {
+    // The usual case, an epoch time alone before the host (NCCL's own `%s.%6f`): read forwards.
+    // Digits and a dot hold no space, so this is the last token the general path would pop.
+    let end = rest
+        .iter()
+        .rposition(|c| *c != b' ' && *c != b'\t')
+        .map_or(0, |i| i + 1);
+    let alone = rest.get(..end).unwrap_or_default();
+    if let Some(ns) = epoch_ts(alone) {
+        h.ts_ns = Some(ns);
+        h.ts_text = Some(alone);
+        return;
+    }
     let (rest2, tok) = pop_token(rest);
     let bare = tok
         .strip_prefix(b"[")

@@ -144,10 +144,26 @@ fn common_tail(tail: &[u8]) -> Option<(Algo, Proto, Option<u32>)> {
         }
         return Some((algo, proto, None));
     }
-    if r.iter().any(|c| *c == b' ' || *c == b'\t') {
+    Some((algo, proto, Some(channel_range_digits(r)?)))
+}
+
+/// [`channel_range`] for the exact `channel{Lo..Hi}={<digits>..<digits>}` (what NCCL prints),
+/// read front to back; `None` for anything else.
+fn channel_range_digits(tok: &[u8]) -> Option<u32> {
+    let (head, v) = tok.split_first_chunk::<17>()?;
+    if head != b"channel{Lo..Hi}={" {
         return None;
     }
-    Some((algo, proto, Some(channel_range(r)?)))
+    let digits = |b: &[u8]| b.iter().take(11).take_while(|c| c.is_ascii_digit()).count();
+    let n = digits(v);
+    let lo = scan::dec_u32(v.get(..n)?)?;
+    let w = v.get(n..)?.strip_prefix(b"..")?;
+    let m = digits(w);
+    let hi = scan::dec_u32(w.get(..m)?)?;
+    if w.get(m..)? != b"}" {
+        return None;
+    }
+    hi.checked_sub(lo)?.checked_add(1)
 }
 
 #[cfg(test)]
