@@ -35,6 +35,17 @@ pub(crate) fn looks_like(body: &[u8]) -> bool {
     op_name(body).is_some()
 }
 
+/// Parses a body of the shape [`looks_like`] accepts; `None` for any other body (the shape is
+/// checked once). `Err` names the first missing or malformed field (a truncated or garbled
+/// line).
+pub(crate) fn parse_if(body: &[u8]) -> Option<Result<Coll<'_>, &'static str>> {
+    let (name, rest) = op_name(body)?;
+    Some(match canonical(name, rest) {
+        Some(c) => Ok(c),
+        None => general(name, rest),
+    })
+}
+
 fn op_name(body: &[u8]) -> Option<(&[u8], &[u8])> {
     // Stop at the first non-alphanumeric byte: most bodies fail here within one word.
     let colon = body.iter().position(|c| !c.is_ascii_alphanumeric())?;
@@ -78,18 +89,16 @@ fn hex_value(r: &mut &[u8]) -> Option<u64> {
     }
     let mut v: u64 = 0;
     let mut n = 0;
-    for &c in r.iter() {
+    // A 17th digit is read only to refuse the value (its bits are shifted out, unused).
+    for &c in r.iter().take(17) {
         let d = scan::hex_digit(c);
         if d > 15 {
             break;
         }
-        if n == 16 {
-            return None;
-        }
         v = (v << 4) | u64::from(d);
         n += 1;
     }
-    if n == 0 {
+    if n == 0 || n > 16 {
         return None;
     }
     end_value(r, n)?;
@@ -187,14 +196,9 @@ fn canonical<'a>(name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
     })
 }
 
-/// Parses a body already known to look like a per-collective line. `Err` names the first
-/// missing or malformed field (a truncated or garbled line).
-pub(crate) fn parse(body: &[u8]) -> Result<Coll<'_>, &'static str> {
-    let (name, rest) = op_name(body).ok_or("not a per-collective line")?;
-    if let Some(c) = canonical(name, rest) {
-        return Ok(c);
-    }
-    general(name, rest)
+#[cfg(test)]
+fn parse(body: &[u8]) -> Result<Coll<'_>, &'static str> {
+    parse_if(body).unwrap_or(Err("not a per-collective line"))
 }
 
 /// Any field order, extra (RCCL) fields, padding; names the first bad field.
