@@ -88,3 +88,32 @@ fn window_aggregates_equal_the_enriched_records() {
     let count = |w: &pipeline::WindowSummary| w.per_op.iter().map(|r| r.kernels).sum::<u64>();
     assert!(count(&mid) > 0 && count(&mid) < count(&all));
 }
+
+#[test]
+fn one_kernels_record_equals_its_row_among_all() {
+    let session = demo_session();
+    let analysis = analyse(&session, &UserSizes::default());
+    let all = export::kernel_records(&session, &analysis);
+    let mut checked = 0;
+    for pm in &analysis.alignments.processes {
+        for i in (0..pm.kernels.len()).step_by(17) {
+            let one = export::kernel_record(&session, &analysis, &pm.process, i)
+                .expect("every aligned kernel has a record");
+            let corr = one.args[export::fields::CUDA_CORRELATION_ID].clone();
+            let same: Vec<_> = all
+                .kernels
+                .iter()
+                .filter(|r| {
+                    r.rank == one.rank && r.args[export::fields::CUDA_CORRELATION_ID] == corr
+                })
+                .collect();
+            assert_eq!(same.len(), 1);
+            assert_eq!(format!("{:?}", same[0]), format!("{one:?}"));
+            checked += 1;
+        }
+        assert!(
+            export::kernel_record(&session, &analysis, &pm.process, pm.kernels.len()).is_none()
+        );
+    }
+    assert!(checked > 20, "{checked} kernels checked");
+}

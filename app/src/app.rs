@@ -71,6 +71,7 @@ pub fn App() -> impl IntoView {
             fingerprints: false,
             window: None,
             pick: None,
+            pick_by: None,
         })
     };
     // Shareable links: the timeline's window (owned here so a link can set it) and what the
@@ -88,19 +89,29 @@ pub fn App() -> impl IntoView {
             fingerprints: true,
             window: None,
             pick: None,
+            pick_by: None,
         })
     };
     // The kernel picked on the timeline, and what the worker says about it.
     let selected = RwSignal::new(None::<(usize, usize)>);
-    let details = RwSignal::new(None::<pipeline::KernelDetails>);
+    let details = RwSignal::new(None::<(pipeline::KernelDetails, Vec<(String, String)>)>);
     let flow = Signal::derive(move || {
         details.with(|d| {
             d.as_ref()
-                .and_then(|d| d.instance.as_ref())
+                .and_then(|(d, _)| d.instance.as_ref())
                 .map(|i| i.members.iter().map(|m| (m.rank, m.start_ns)).collect())
                 .unwrap_or_default()
         })
     });
+    let awaiting_selection = RwSignal::new(false);
+    let select_by = move |sel: ncclscope_app::link::Selection| {
+        awaiting_selection.set(true);
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            pick_by: Some((sel.rank, sel.comm, sel.op_count)),
+            ..LoadRequest::default()
+        })
+    };
     let pick = move |p: (usize, usize)| {
         selected.set(Some(p));
         client::load(LoadRequest {
@@ -112,6 +123,7 @@ pub fn App() -> impl IntoView {
             fingerprints: false,
             window: None,
             pick: Some(p),
+            pick_by: None,
         })
     };
     // The aggregate of the visible window, asked for on demand (a pan must not flood the worker).
@@ -130,6 +142,7 @@ pub fn App() -> impl IntoView {
             fingerprints: false,
             window: Some((v.start_ns as i64, v.end_ns as i64)),
             pick: None,
+            pick_by: None,
         })
     };
     let ask_export = move |kind: &str| {
@@ -142,6 +155,7 @@ pub fn App() -> impl IntoView {
             fingerprints: false,
             window: None,
             pick: None,
+            pick_by: None,
         })
     };
 
@@ -197,9 +211,15 @@ pub fn App() -> impl IntoView {
             track,
             span,
             details: d,
+            fields,
         } => {
+            // A link's selection arrives as whatever (track, span) the worker resolved it to.
+            if awaiting_selection.get_untracked() {
+                awaiting_selection.set(false);
+                selected.set(d.is_some().then_some((track, span)));
+            }
             if selected.get_untracked() == Some((track, span)) {
-                details.set(d);
+                details.set(d.map(|d| (d, fields)));
             }
         }
         ToPage::Fingerprints { files } => {
@@ -212,6 +232,9 @@ pub fn App() -> impl IntoView {
                             end_ns: b as f64,
                         }));
                     }
+                    if let Some(sel) = r.selection.clone() {
+                        select_by(sel);
+                    }
                     if !r.theory.is_empty() {
                         let mut form = theory_form.get_untracked();
                         form.extend(r.theory.clone());
@@ -222,8 +245,21 @@ pub fn App() -> impl IntoView {
                 }
                 link.set(state);
             } else {
-                let here =
-                    link_from_page(window.get_untracked(), &theory_form.get_untracked(), files);
+                let selection = details.with_untracked(|d| {
+                    d.as_ref().and_then(|(d, _)| {
+                        d.instance.as_ref().map(|i| ncclscope_app::link::Selection {
+                            rank: d.rank,
+                            comm: i.comm_id.clone(),
+                            op_count: i.op_count,
+                        })
+                    })
+                });
+                let here = link_from_page(
+                    window.get_untracked(),
+                    &theory_form.get_untracked(),
+                    files,
+                    selection,
+                );
                 share_url.set(Some(here));
             }
         }
@@ -310,6 +346,7 @@ pub fn App() -> impl IntoView {
             fingerprints: false,
             window: None,
             pick: None,
+            pick_by: None,
         });
     };
 
@@ -496,7 +533,7 @@ pub fn App() -> impl IntoView {
                     <section class="details-panel" data-testid="details">
                         <h2>"Selected kernel"</h2>
                         {move || match details.get() {
-                            Some(d) => crate::details_panel::details_view(&d).into_any(),
+                            Some((d, fields)) => crate::details_panel::details_view(&d, &fields).into_any(),
                             None => view! { <p class="hint">"Looking it up…"</p> }.into_any(),
                         }}
                     </section>

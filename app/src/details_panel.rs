@@ -13,8 +13,8 @@ fn us(ns: i64) -> String {
     format!("{:.1} µs", ns as f64 / 1e3)
 }
 
-/// Every string is shown as text.
-pub fn details_view(d: &KernelDetails) -> impl IntoView {
+/// Every string is shown as text. `fields` are the kernel's enriched fields.
+pub fn details_view(d: &KernelDetails, fields: &[(String, String)]) -> impl IntoView {
     let facts = vec![
         ("rank", d.rank.to_string()),
         ("host", d.host.clone()),
@@ -101,6 +101,13 @@ pub fn details_view(d: &KernelDetails) -> impl IntoView {
                 <tbody>{lines}</tbody>
             </table>
             {instance}
+            <h3>"Enriched fields"</h3>
+            <dl data-testid="detail-fields">
+                {fields
+                    .iter()
+                    .map(|(k, v)| view! { <dt>{k.clone()}</dt><dd data-field-name=k.clone()>{v.clone()}</dd> })
+                    .collect_view()}
+            </dl>
         </div>
     }
 }

@@ -45,6 +45,15 @@ pub struct LinkFile {
     pub sha256: String,
 }
 
+/// A selected kernel, by what identifies it across loads: the global rank, the logical
+/// communicator's id and the opCount.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    pub rank: u32,
+    pub comm: String,
+    pub op_count: u64,
+}
+
 /// The view a link restores.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ViewLink {
@@ -56,6 +65,8 @@ pub struct ViewLink {
     /// `src=`: URLs to load the inputs from (the user's own artifact store; fetched only after
     /// the user confirms the hosts). A fragment may be `#src=URL[,URL...]` alone.
     pub sources: Vec<String>,
+    /// `s=`: the selected kernel, as the collective instance it ran on one rank.
+    pub selection: Option<Selection>,
     /// `sum=`: a self-contained summary (a time window's aggregate), compressed; a recipient
     /// sees it without any file.
     pub summary: Option<WindowSummary>,
@@ -72,6 +83,14 @@ pub fn encode(link: &ViewLink) -> String {
     }
     for (k, v) in &link.theory {
         parts.push(format!("t={}*{}", pct(k), pct(v)));
+    }
+    if let Some(sel) = &link.selection {
+        parts.push(format!(
+            "s={}*{}*{:x}",
+            sel.rank,
+            pct(&sel.comm),
+            sel.op_count
+        ));
     }
     if let Some(packed) = link.summary.as_ref().and_then(|w| pack_summary(w).ok()) {
         parts.push(format!("sum={packed}"));
@@ -125,6 +144,7 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
                 }
             }
             "sum" => link.summary = Some(unpack_summary(value)?),
+            "s" => link.selection = Some(selection(value)?),
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
         }
@@ -188,6 +208,25 @@ fn source(value: &str) -> Result<String, String> {
         return Err(format!("source “{}” is not an http(s) URL", shorten(&url)));
     }
     Ok(url)
+}
+
+fn selection(value: &str) -> Result<Selection, String> {
+    let bad = || {
+        format!(
+            "selection “{}” is not RANK*COMMUNICATOR*OPCOUNT",
+            shorten(value)
+        )
+    };
+    let mut it = value.split('*');
+    let (Some(rank), Some(comm), Some(oc), None) = (it.next(), it.next(), it.next(), it.next())
+    else {
+        return Err(bad());
+    };
+    Ok(Selection {
+        rank: rank.parse().map_err(|_| bad())?,
+        comm: unpct(comm, MAX_VALUE_BYTES)?,
+        op_count: u64::from_str_radix(oc, 16).map_err(|_| bad())?,
+    })
 }
 
 fn window(value: &str) -> Result<(i64, i64), String> {
@@ -339,6 +378,11 @@ mod tests {
             ],
             sources: Vec::new(),
             summary: None,
+            selection: Some(Selection {
+                rank: 7,
+                comm: "0x9f3c*&".into(),
+                op_count: 0x1a2b,
+            }),
         };
         let link = ViewLink {
             sources: vec![
@@ -466,6 +510,9 @@ mod tests {
             "v=1&t=model.layers*%",
             "v=1&t=model.layers*%FF%FE",
             "v=1&t=nostar",
+            "v=1&s=1*0xab",
+            "v=1&s=x*0xab*1",
+            "v=1&s=1*0xab*zz",
             long.as_str(),
             many.as_str(),
         ];

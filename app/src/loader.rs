@@ -102,7 +102,21 @@ async fn serve(req: LoadRequest) {
     if let Some(kind) = &req.export {
         export(kind);
     }
-    if let Some((track, span)) = req.pick {
+    let by_identity = req.pick_by.as_ref().and_then(|(rank, comm, oc)| {
+        let (process, device, start) =
+            ANALYSIS.with(|a| pipeline::find_kernel(a.borrow().as_ref()?, *rank, comm, *oc))?;
+        TIMELINE.with(|t| {
+            let t = t.borrow();
+            let track = t
+                .tracks
+                .iter()
+                .position(|tr| tr.source.as_ref() == Some(&(process.clone(), device)))?;
+            let spans = &t.tracks[track].spans;
+            let span = spans.partition_point(|s| s.start_ns < start);
+            (spans.get(span)?.start_ns == start).then_some((track, span))
+        })
+    });
+    if let Some((track, span)) = req.pick.or(by_identity) {
         let details = SESSION.with(|s| {
             ANALYSIS.with(|a| {
                 TIMELINE.with(|t| {
@@ -116,11 +130,13 @@ async fn serve(req: LoadRequest) {
                 })
             })
         });
+        let fields = details.as_ref().map_or_else(Vec::new, enriched_fields);
         post(
             &ToPage::Details {
                 track,
                 span,
                 details,
+                fields,
             },
             None,
         );
@@ -139,6 +155,33 @@ async fn serve(req: LoadRequest) {
         let files = fingerprints().await;
         post(&ToPage::Fingerprints { files }, None);
     }
+}
+
+/// The picked kernel's enriched record (the exports' fields), each value as text.
+fn enriched_fields(d: &pipeline::KernelDetails) -> Vec<(String, String)> {
+    let process = model::log::ProcessKey {
+        host: d.host.clone(),
+        pid: d.pid,
+    };
+    let record = SESSION.with(|s| {
+        ANALYSIS.with(|a| {
+            let a = a.borrow();
+            export::kernel_record(&s.borrow(), a.as_ref()?, &process, d.kernel_index)
+        })
+    });
+    record.map_or_else(Vec::new, |r| {
+        r.args
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| {
+                let text = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                (k, text)
+            })
+            .collect()
+    })
 }
 
 /// SHA-256 of every file loaded so far, read again in slices (only when a link is made or

@@ -2,7 +2,7 @@
 //! of the current view, and restoring the view a link names once its files are dropped.
 
 use leptos::prelude::*;
-use ncclscope_app::link::{decode, encode, pack_summary, verify, LinkFile, ViewLink};
+use ncclscope_app::link::{decode, encode, pack_summary, verify, LinkFile, Selection, ViewLink};
 use ncclscope_app::theory_panel::HARDWARE_FIELD;
 use ncclscope_app::wire::human_bytes;
 use pipeline::WindowSummary;
@@ -96,7 +96,12 @@ pub fn self_contained_link(summary: &WindowSummary) -> Result<String, String> {
 
 /// Puts a link to the current view in the address bar (replacing the entry, so Back still
 /// leaves the page), copies it to the clipboard where allowed, and returns it.
-pub fn link_from_page(window: Option<View>, form: &Form, files: Vec<LinkFile>) -> String {
+pub fn link_from_page(
+    window: Option<View>,
+    form: &Form,
+    files: Vec<LinkFile>,
+    selection: Option<Selection>,
+) -> String {
     let link = ViewLink {
         window: window.map(|v| (v.start_ns as i64, v.end_ns as i64)),
         theory: form
@@ -105,6 +110,7 @@ pub fn link_from_page(window: Option<View>, form: &Form, files: Vec<LinkFile>) -
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         files,
+        selection,
         ..ViewLink::default()
     };
     publish(&encode(&link))

@@ -61,6 +61,8 @@ pub enum ToPage {
         track: usize,
         span: usize,
         details: Option<KernelDetails>,
+        /// Its enriched fields (the exports' columns, figure 4.2 of the thesis), as text.
+        fields: Vec<(String, String)>,
     },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
@@ -76,6 +78,7 @@ pub struct LoadItem {
 
 /// Page → worker: load these files (into the session kept in the worker), then re-analyse;
 /// and, with `theory` (the form's TOML), compare that model and layout with the analysis.
+#[derive(Default)]
 pub struct LoadRequest {
     pub digests: bool,
     pub files: Vec<LoadItem>,
@@ -90,6 +93,9 @@ pub struct LoadRequest {
     pub window: Option<(i64, i64)>,
     /// Details of the kernel at (track, span) of the last timeline ([`ToPage::Details`]).
     pub pick: Option<(usize, usize)>,
+    /// Details of the kernel with which a global rank ran an opCount of a communicator (by
+    /// its id): a link's selection.
+    pub pick_by: Option<(u32, String, u64)>,
 }
 
 impl LoadRequest {
@@ -115,6 +121,16 @@ impl LoadRequest {
             set(&msg, "export", &JsValue::from_str(x));
         }
         set(&msg, "fingerprints", &JsValue::from_bool(self.fingerprints));
+        if let Some((rank, comm, oc)) = &self.pick_by {
+            set(&msg, "pick_rank", &JsValue::from_f64(f64::from(*rank)));
+            set(&msg, "pick_comm", &JsValue::from_str(comm));
+            // opCounts can exceed 2^53: hex text.
+            set(
+                &msg,
+                "pick_op_count",
+                &JsValue::from_str(&format!("{oc:x}")),
+            );
+        }
         if let Some((t, i)) = self.pick {
             set(&msg, "pick_track", &JsValue::from_f64(t as f64));
             set(&msg, "pick_span", &JsValue::from_f64(i as f64));
@@ -157,6 +173,16 @@ impl LoadRequest {
                 .as_f64()
                 .zip(get(v, "pick_span")?.as_f64())
                 .map(|(t, i)| (t as usize, i as usize)),
+            pick_by: match (
+                get(v, "pick_rank")?.as_f64(),
+                get(v, "pick_comm")?.as_string(),
+                get(v, "pick_op_count")?
+                    .as_string()
+                    .and_then(|h| u64::from_str_radix(&h, 16).ok()),
+            ) {
+                (Some(r), Some(c), Some(oc)) => Some((r as u32, c, oc)),
+                _ => None,
+            },
         })
     }
 }

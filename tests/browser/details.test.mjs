@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, pickCollective, ROOT } from './harness.mjs';
 
 const DEMO = path.join(ROOT, 'target/www-demo/demo');
 
@@ -19,21 +19,7 @@ test('a clicked kernel shows its log lines, confidence and the collective across
     await s.page.getByTestId('load-demo').click();
     await s.page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
       null, { timeout: 120_000 });
-    const canvas = s.page.getByTestId('timeline');
-    const box = await canvas.boundingBox();
-    const scale = box.width / 1200; // the canvas draws 1200 px wide
-    // Row 0 (rank 0); try points across the plot until one lands on a matched collective.
-    let found = false;
-    for (let i = 1; i < 60 && !found; i++) {
-      const x = box.x + (180 + (1020 * i) / 60) * scale;
-      const y = box.y + (20 + 11) * scale;
-      await s.page.mouse.click(x, y);
-      const panel = s.page.getByTestId('details');
-      if (!(await panel.count())) continue;
-      await s.page.waitForFunction(() => !/Looking it up/.test(document.querySelector('[data-testid=details]')?.textContent ?? ''));
-      found = (await s.page.getByTestId('detail-instance').count()) > 0;
-    }
-    assert.ok(found, 'some click picked a matched collective');
+    await pickCollective(s.page, 0);
     assert.equal(await s.page.locator('[data-detail=rank]').textContent(), '0');
     const confidence = Number(await s.page.locator('[data-detail=confidence]').textContent());
     assert.ok(confidence > 0 && confidence <= 1, `confidence ${confidence}`);
@@ -47,6 +33,13 @@ test('a clicked kernel shows its log lines, confidence and the collective across
       const text = fs.readFileSync(path.join(DEMO, file), 'utf8').split('\n')[Number(line) - 1];
       assert.match(text, new RegExp(`${op}: opCount ${opCount} .*count ${count} `), `${source}: ${text}`);
     }
+
+    // The enriched fields (the exports' columns) of the same kernel.
+    const field = (name) => s.page.locator(`[data-testid=detail-fields] [data-field-name="${name}"]`).textContent();
+    assert.equal(await field('Op Count (Hex)'), rows[0][2]);
+    assert.equal(await field('Match'), 'matched');
+    assert.equal(await field('Global Rank'), '0');
+    assert.ok(Number(await field('Algo BW (GB/s)')) > 0);
 
     // The instance: every member once, rank 0 among them; the skew is the spread of starts.
     const members = await s.page.locator('[data-testid=detail-members] tbody tr').evaluateAll((trs) =>

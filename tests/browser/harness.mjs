@@ -98,3 +98,19 @@ export async function fact(page, fileName, factName) {
   await row.locator('[data-testid=status]').filter({ hasText: /^(loaded|error)/ }).waitFor({ timeout: 60_000 });
   return (await row.locator(`[data-fact="${factName}"] b`).textContent()).trim();
 }
+
+/**
+ * Clicks across row `row` of the timeline until a kernel that ran a collective is picked (its
+ * details list the collective's members); returns the details' instance line.
+ */
+export async function pickCollective(page, row = 0) {
+  const box = await page.getByTestId('timeline').boundingBox();
+  const scale = box.width / 1200; // the canvas draws 1200 px wide
+  for (let i = 1; i < 60; i++) {
+    await page.mouse.click(box.x + (180 + (1020 * i) / 60) * scale, box.y + (20 + 22 * row + 11) * scale);
+    if (!(await page.getByTestId('details').count())) continue;
+    await page.waitForFunction(() => !/Looking it up/.test(document.querySelector('[data-testid=details]')?.textContent ?? ''));
+    if (await page.getByTestId('detail-instance').count()) return page.getByTestId('detail-instance').textContent();
+  }
+  throw new Error(`no collective picked on row ${row}`);
+}

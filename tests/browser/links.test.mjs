@@ -8,7 +8,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, pickCollective, ROOT } from './harness.mjs';
 
 const DEMO = path.join(ROOT, 'target/www-demo/demo');
 const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
@@ -33,6 +33,7 @@ const windowOf = (page) => page.locator('[data-testid=timeline]').getAttribute('
 
 let link;
 let madeWindow;
+let madeInstance;
 
 test('a link carries the view and the files\' SHA-256 fingerprints', async () => {
   const a = await session();
@@ -49,6 +50,8 @@ test('a link carries the view and the files\' SHA-256 fingerprints', async () =>
     for (let i = 0; i < 4; i++) await a.page.mouse.wheel(0, -200);
     await a.page.waitForFunction((w) => document.querySelector('[data-testid=timeline]').dataset.window !== w, whole);
     madeWindow = await windowOf(a.page);
+    // A selected collective (row 1: rank 1).
+    madeInstance = await pickCollective(a.page, 1);
     // A typed theory value.
     await a.page.locator('[data-field="model.layers"]').fill('8');
     await a.page.locator('[data-field="model.layers"]').dispatchEvent('change');
@@ -61,6 +64,8 @@ test('a link carries the view and the files\' SHA-256 fingerprints', async () =>
     assert.match(fragment, /^#v=1&/);
     assert.ok(fragment.includes(`w=${madeWindow}`), `${fragment} has the window ${madeWindow}`);
     assert.ok(fragment.includes('t=model.layers*8'), 'the typed theory value');
+    const opCount = /opCount ([0-9a-f]+)/.exec(madeInstance)[1];
+    assert.match(fragment, new RegExp(`[#&]s=1\\*[^*&]+\\*${opCount}(&|$)`), 'the selection');
     for (const f of demoFiles()) {
       assert.ok(fragment.includes(`*${fs.statSync(f).size}*${sha256(f)}`), `fingerprint of ${path.basename(f)}`);
     }
@@ -92,6 +97,9 @@ test('a fresh context restores the view once the same files are dropped under an
     assert.match(await b.page.getByTestId('link-restored').textContent(), new RegExp(`${renamed.length} files verified`));
     assert.equal(await windowOf(b.page), madeWindow, 'the time window');
     assert.equal(await b.page.locator('[data-field="model.layers"]').inputValue(), '8', 'the theory value');
+    await b.page.getByTestId('detail-instance').waitFor({ timeout: 60_000 });
+    assert.equal(await b.page.getByTestId('detail-instance').textContent(), madeInstance, 'the selected collective');
+    assert.equal(await b.page.locator('[data-detail=rank]').textContent(), '1');
     fs.rmSync(dir, { recursive: true, force: true });
     assert.deepEqual(b.errors, []);
   });

@@ -46,6 +46,34 @@ pub struct Records {
     pub nvtx: Vec<(u32, NvtxRange)>,
 }
 
+/// The enriched record of one kernel: `kernel` indexes the process's kernels in its alignment
+/// (`ProcessMatch::kernels`). For a details panel: it costs one pass over the communicators,
+/// not over every kernel.
+pub fn kernel_record(
+    session: &Session,
+    analysis: &Analysis,
+    process: &ProcessKey,
+    kernel: usize,
+) -> Option<KernelRecord> {
+    let ranks = assign_ranks(analysis);
+    let &rank = ranks.get(process)?;
+    let pm = analysis
+        .alignments
+        .processes
+        .iter()
+        .find(|pm| &pm.process == process)?;
+    let k = pm.kernels.get(kernel)?;
+    let m = pm.alignment.per_kernel.get(kernel).and_then(|m| m.as_ref());
+    let bottlenecks = pipeline::comm_bottlenecks(session, analysis);
+    let ctx = Ctx {
+        process: &pm.process,
+        rank,
+        analysis,
+        bottlenecks: &bottlenecks,
+    };
+    Some(ctx.record(k, m.map(|m| (m, &pm.log_ops[..]))))
+}
+
 /// Builds the enriched records of every NCCL kernel in the session's exports.
 pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
     let ranks = assign_ranks(analysis);

@@ -15,5 +15,5 @@ pub mod validate;
 
 pub use chrome_trace::{chrome_trace, trace_of};
 pub use csv::{csv_field, csv_of, enriched_csv};
-pub use enriched::{kernel_records, KernelRecord, Records};
+pub use enriched::{kernel_record, kernel_records, KernelRecord, Records};
 pub use validate::validate_trace;

@@ -53,6 +53,8 @@ pub struct KernelDetails {
     pub host: String,
     pub pid: u32,
     pub device: u32,
+    /// Index of the kernel in its process's aligned kernels (`ProcessMatch::kernels`).
+    pub kernel_index: usize,
     pub kernel_name: String,
     pub stream: u32,
     pub correlation_id: u32,
@@ -114,6 +116,7 @@ pub fn kernel_details(
         host: process.host.clone(),
         pid: process.pid,
         device,
+        kernel_index: i,
         kernel_name: k.name.clone(),
         stream: k.stream,
         correlation_id: k.correlation_id,
@@ -189,4 +192,40 @@ fn member(analysis: &Analysis, rank: u32, k: &Kernel) -> MemberTiming {
         start_ns: analysis.clocks.to_sync(rank, k.start_ns),
         end_ns: analysis.clocks.to_sync(rank, k.end_ns),
     }
+}
+
+/// The kernel with which global rank `rank` ran opCount `op_count` of the communicator whose id
+/// is `comm_id` (a link's selection): its process, GPU and synchronised start.
+pub fn find_kernel(
+    analysis: &Analysis,
+    rank: u32,
+    comm_id: &str,
+    op_count: u64,
+) -> Option<(ProcessKey, u32, i64)> {
+    let process = &analysis
+        .processes
+        .iter()
+        .find(|p| p.global_rank == rank)?
+        .process;
+    let comms = &analysis.communicators;
+    let pm = analysis
+        .alignments
+        .processes
+        .iter()
+        .find(|pm| &pm.process == process)?;
+    let (k, _) = pm.matched().find(|(_, m)| {
+        m.log_ops.iter().any(|&j| {
+            pm.log_ops.get(j).is_some_and(|o| {
+                o.op_count == op_count
+                    && comms
+                        .comm_of(process, o.comm)
+                        .is_some_and(|c| comms.comms[c].id == comm_id)
+            })
+        })
+    })?;
+    Some((
+        process.clone(),
+        k.device,
+        analysis.clocks.to_sync(rank, k.start_ns),
+    ))
 }

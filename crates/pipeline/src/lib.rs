@@ -28,7 +28,9 @@ pub use analysis::{analyse, Analysis, UserSizes};
 pub use clocks::synchronise_clocks;
 pub use comm_stats::{comm_bottlenecks, comm_stats, CommStats};
 pub use comparison::{compare_volumes, VolumeComparison};
-pub use details::{kernel_details, InstanceDetails, KernelDetails, LineDetails, MemberTiming};
+pub use details::{
+    find_kernel, kernel_details, InstanceDetails, KernelDetails, LineDetails, MemberTiming,
+};
 pub use digest::records_digest;
 pub use enrich::ClockSync;
 pub use enrich::{Hints, Sizes};
