@@ -532,6 +532,31 @@ pub fn App() -> impl IntoView {
                 {move || selected.get().map(|_| view! {
                     <section class="details-panel" data-testid="details">
                         <h2>"Selected kernel"</h2>
+                        <button
+                            data-testid="copy-kernel-link"
+                            hidden=is_bundle
+                            disabled=move || details.with(Option::is_none)
+                            title="A link that carries this kernel's details itself: it opens with no files."
+                            on:click=move |_| {
+                                let made = details.with_untracked(|d| {
+                                    d.clone().map(|(details, fields)| {
+                                        crate::share::self_contained_kernel_link(
+                                            ncclscope_app::link::SharedKernel { details, fields },
+                                        )
+                                    })
+                                });
+                                match made {
+                                    Some(Ok(url)) => {
+                                        share_error.set(None);
+                                        share_url.set(Some(url));
+                                    }
+                                    Some(Err(e)) => share_error.set(Some(e)),
+                                    None => {}
+                                }
+                            }
+                        >
+                            "Copy self-contained link (this kernel)"
+                        </button>
                         {move || match details.get() {
                             Some((d, fields)) => crate::details_panel::details_view(&d, &fields).into_any(),
                             None => view! { <p class="hint">"Looking it up…"</p> }.into_any(),

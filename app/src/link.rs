@@ -9,16 +9,18 @@
 //! What it returns is plain data; the page shows it as text, never as markup.
 //!
 //! Format (`&`-separated, values percent-encoded, order free):
-//! `v=1&w=START_NS_END_NS&f=NAME*SIZE*SHA256&t=FIELD*VALUE&sum=SUMMARY&src=URL,URL` with `f`
-//! and `t` repeated; `#src=URL[,URL...]` alone is a link too. `SUMMARY` is a self-contained
-//! window aggregate: JSON, deflated, base64url.
+//! `v=1&w=START_NS_END_NS&s=RANK*COMM*OPCOUNT&f=NAME*SIZE*SHA256&t=FIELD*VALUE&sum=SUMMARY&k=KERNEL&src=URL,URL`
+//! with `f` and `t` repeated; `#src=URL[,URL...]` alone is a link too. `SUMMARY` is a self-contained
+//! window aggregate, `KERNEL` a picked kernel's details; both JSON, deflated, base64url.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use flate2::Compression;
-use pipeline::WindowSummary;
+use pipeline::{KernelDetails, WindowSummary};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
@@ -45,6 +47,14 @@ pub struct LinkFile {
     pub sha256: String,
 }
 
+/// What a self-contained link tells about a picked kernel: its details (log lines with file
+/// and line, the collective on every rank) and its enriched fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedKernel {
+    pub details: KernelDetails,
+    pub fields: Vec<(String, String)>,
+}
+
 /// A selected kernel, by what identifies it across loads: the global rank, the logical
 /// communicator's id and the opCount.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +77,8 @@ pub struct ViewLink {
     pub sources: Vec<String>,
     /// `s=`: the selected kernel, as the collective instance it ran on one rank.
     pub selection: Option<Selection>,
+    /// `k=`: a self-contained copy of a picked kernel's details, compressed like `sum=`.
+    pub kernel: Option<SharedKernel>,
     /// `sum=`: a self-contained summary (a time window's aggregate), compressed; a recipient
     /// sees it without any file.
     pub summary: Option<WindowSummary>,
@@ -94,6 +106,9 @@ pub fn encode(link: &ViewLink) -> String {
     }
     if let Some(packed) = link.summary.as_ref().and_then(|w| pack_summary(w).ok()) {
         parts.push(format!("sum={packed}"));
+    }
+    if let Some(packed) = link.kernel.as_ref().and_then(|k| pack_kernel(k).ok()) {
+        parts.push(format!("k={packed}"));
     }
     if !link.sources.is_empty() {
         let urls: Vec<String> = link.sources.iter().map(|u| pct(u)).collect();
@@ -143,7 +158,8 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
                     link.sources.push(source(url)?);
                 }
             }
-            "sum" => link.summary = Some(unpack_summary(value)?),
+            "sum" => link.summary = Some(unpack(value)?),
+            "k" => link.kernel = Some(unpack(value)?),
             "s" => link.selection = Some(selection(value)?),
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
@@ -164,14 +180,23 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
 /// A summary as a fragment value: JSON, deflated, base64url. Errors when the result is longer
 /// than [`MAX_SUMMARY_BYTES`] (the message says what to do instead).
 pub fn pack_summary(w: &WindowSummary) -> Result<String, String> {
-    let json = serde_json::to_vec(w).map_err(|e| e.to_string())?;
+    pack(w, "narrow the time window")
+}
+
+/// A picked kernel (its details and enriched fields) as a fragment value, like [`pack_summary`].
+pub fn pack_kernel(k: &SharedKernel) -> Result<String, String> {
+    pack(k, "pick a kernel of a smaller collective")
+}
+
+fn pack<T: Serialize>(value: &T, instead: &str) -> Result<String, String> {
+    let json = serde_json::to_vec(value).map_err(|e| e.to_string())?;
     let mut z = DeflateEncoder::new(Vec::new(), Compression::best());
     z.write_all(&json).map_err(|e| e.to_string())?;
     let packed = URL_SAFE_NO_PAD.encode(z.finish().map_err(|e| e.to_string())?);
     if packed.len() > MAX_SUMMARY_BYTES {
         return Err(format!(
-            "the summary is {} KB compressed, more than the {} KB a link can carry: narrow the \
-             time window, or share a link to the view (the recipient drops the files)",
+            "the summary is {} KB compressed, more than the {} KB a link can carry: {instead}, \
+             or share a link to the view (the recipient drops the files)",
             packed.len() / 1024,
             MAX_SUMMARY_BYTES / 1024
         ));
@@ -179,9 +204,9 @@ pub fn pack_summary(w: &WindowSummary) -> Result<String, String> {
     Ok(packed)
 }
 
-/// Reads a `sum=` value, bounding the decompressed size (a small value must not inflate into
-/// a huge one).
-fn unpack_summary(value: &str) -> Result<WindowSummary, String> {
+/// Reads a packed value, bounding the decompressed size (a small value must not inflate into a
+/// huge one).
+fn unpack<T: DeserializeOwned>(value: &str) -> Result<T, String> {
     if value.len() > MAX_SUMMARY_BYTES {
         return Err("the link's summary is too long".into());
     }
@@ -382,6 +407,48 @@ mod tests {
                 rank: 7,
                 comm: "0x9f3c*&".into(),
                 op_count: 0x1a2b,
+            }),
+            kernel: Some(SharedKernel {
+                details: KernelDetails {
+                    rank: 1,
+                    host: "node<01>".into(),
+                    pid: 42,
+                    device: 3,
+                    kernel_index: 9,
+                    kernel_name: "ncclDevKernel_AllReduce_Sum_f32_RING_LL".into(),
+                    stream: 7,
+                    correlation_id: 1234,
+                    grid: [2, 1, 1],
+                    block: [512, 1, 1],
+                    start_ns: 10,
+                    end_ns: 20,
+                    own_start_ns: 5_000_000_010,
+                    own_end_ns: 5_000_000_020,
+                    lines: vec![pipeline::LineDetails {
+                        op: "AllReduce".into(),
+                        comm: "0x55f4294ab180".into(),
+                        op_count: 0x13,
+                        count: 1,
+                        datatype: "float32".into(),
+                        file: "nccl_debug_combined.log".into(),
+                        line: 1234,
+                    }],
+                    duplicates: 0,
+                    confidence: Some(0.97),
+                    instance: Some(pipeline::InstanceDetails {
+                        comm_id: "0xabc".into(),
+                        comm_size: 8,
+                        op_count: 0x13,
+                        members: vec![pipeline::MemberTiming {
+                            rank: 1,
+                            start_ns: 10,
+                            end_ns: 20,
+                        }],
+                        arrival_skew_ns: 0,
+                        slowest_rank: 1,
+                    }),
+                },
+                fields: vec![("Bus BW (GB/s)".into(), "12.5".into())],
             }),
         };
         let link = ViewLink {

@@ -2,7 +2,9 @@
 //! of the current view, and restoring the view a link names once its files are dropped.
 
 use leptos::prelude::*;
-use ncclscope_app::link::{decode, encode, pack_summary, verify, LinkFile, Selection, ViewLink};
+use ncclscope_app::link::{
+    decode, encode, pack_kernel, pack_summary, verify, LinkFile, Selection, SharedKernel, ViewLink,
+};
 use ncclscope_app::theory_panel::HARDWARE_FIELD;
 use ncclscope_app::wire::human_bytes;
 use pipeline::WindowSummary;
@@ -89,6 +91,16 @@ pub fn self_contained_link(summary: &WindowSummary) -> Result<String, String> {
     let link = ViewLink {
         window: Some((summary.start_ns, summary.end_ns)),
         summary: Some(summary.clone()),
+        ..ViewLink::default()
+    };
+    Ok(publish(&encode(&link)))
+}
+
+/// A self-contained link to a picked kernel: its details travel in the link.
+pub fn self_contained_kernel_link(kernel: SharedKernel) -> Result<String, String> {
+    pack_kernel(&kernel)?;
+    let link = ViewLink {
+        kernel: Some(kernel),
         ..ViewLink::default()
     };
     Ok(publish(&encode(&link)))
@@ -211,9 +223,18 @@ pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -
                     </div>
                 }
             });
+            let kernel = l.kernel.as_ref().map(|k| {
+                view! {
+                    <div data-testid="link-kernel">
+                        <h2>"Kernel carried by this link (no files needed)"</h2>
+                        {crate::details_panel::details_view(&k.details, &k.fields)}
+                    </div>
+                }
+            });
             Some(
                 view! {
                     <section class="link-banner" data-testid="link-waiting">
+                        {kernel}
                         {summary}
                         {sources}
                         {files}

@@ -277,3 +277,29 @@ test('an exported bundle opens in a fresh context with no files and no network',
   });
   fs.rmSync(path.dirname(saved), { recursive: true, force: true });
 });
+
+test('a self-contained link carries a picked kernel\'s details and opens with no files', async () => {
+  const a = await session();
+  const panel = (page, root) => page.locator(`[data-testid=${root}] .details`).first().innerText();
+  let made;
+  let url;
+  await withScreenshot(a.page, 'link-kernel-make', async () => {
+    await a.page.goto(a.url);
+    await a.page.getByTestId('load-demo').click();
+    await analysed(a.page);
+    await pickCollective(a.page, 2);
+    made = await panel(a.page, 'details');
+    assert.match(made, /Bus BW \(GB\/s\)/, 'enriched fields shown');
+    await a.page.getByTestId('copy-kernel-link').click();
+    url = await a.page.getByTestId('share-link').inputValue();
+    assert.match(new URL(url).hash, /[#&]k=/);
+    assert.deepEqual(a.errors, []);
+  });
+  const b = await session();
+  await withScreenshot(b.page, 'link-kernel-open', async () => {
+    await b.page.goto(b.url + new URL(url).hash);
+    await b.page.getByTestId('link-kernel').waitFor();
+    assert.equal(await panel(b.page, 'link-kernel'), made, 'the same details, with no file loaded');
+    assert.deepEqual(b.errors, []);
+  });
+});
