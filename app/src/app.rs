@@ -11,15 +11,30 @@ use std::rc::Rc;
 use theory::form::to_toml;
 use web_sys::{Blob, File, FileList};
 
+use crate::budget_dialog::{BudgetDialog, Pending};
 use crate::client;
 use crate::communicators::Communicators;
 use crate::ranks::RankTable;
 use crate::share::{apply_link, link_from_page, LinkBanner, LinkState};
 use crate::timeline_canvas::{TimelineCanvas, View};
+use ncclscope_app::budget::{estimate, fits, FileEstimate, DEFAULT_LIMIT_BYTES};
 use ncclscope_app::files::fetch_blob;
 
 /// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
 const DEMO_MANIFEST: &str = "demo/MANIFEST";
+
+/// The worker's memory limit for the files it is given: `?memory-limit-mb=N` in the page's URL
+/// (for tests and for machines with less memory), else [`DEFAULT_LIMIT_BYTES`].
+pub fn memory_limit() -> u64 {
+    web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .and_then(|q| {
+            q.trim_start_matches('?')
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("memory-limit-mb=")?.parse::<u64>().ok())
+        })
+        .map_or(DEFAULT_LIMIT_BYTES, |mb| mb * 1_000_000)
+}
 
 /// `?digest` in the page's URL asks for each input's records digest (for engine comparisons).
 fn digests_wanted() -> bool {
@@ -350,6 +365,33 @@ pub fn App() -> impl IntoView {
         });
     };
 
+    // Files that would not fit in the worker's memory wait here for the user's choice.
+    let over_budget = RwSignal::new_local(None::<Vec<Pending>>);
+    let offer = move |items: Vec<(String, Blob)>| {
+        let estimates: Vec<FileEstimate> = items
+            .iter()
+            .map(|(name, blob)| estimate(name, blob.size() as u64))
+            .collect();
+        let needs: u64 = estimates.iter().map(|e| e.needs).sum();
+        let in_use = worker_memory.get_untracked().unwrap_or(0.0) as u64;
+        if fits(needs, in_use, memory_limit()) {
+            load_all(items);
+        } else {
+            over_budget.set(Some(
+                items
+                    .into_iter()
+                    .zip(estimates)
+                    .map(|((name, blob), estimate)| Pending {
+                        name,
+                        blob,
+                        estimate,
+                        checked: true,
+                    })
+                    .collect(),
+            ));
+        }
+    };
+
     let on_files = move |list: Option<FileList>| {
         let Some(list) = list else { return };
         let items: Vec<(String, Blob)> = (0..list.length())
@@ -357,7 +399,7 @@ pub fn App() -> impl IntoView {
             .map(|f: File| (f.name(), f.into()))
             .collect();
         if !items.is_empty() {
-            load_all(items);
+            offer(items);
         }
     };
 
@@ -406,7 +448,7 @@ pub fn App() -> impl IntoView {
                 }
             }
             if !items.is_empty() {
-                load_all(items);
+                offer(items);
             }
         });
     };
@@ -456,6 +498,9 @@ pub fn App() -> impl IntoView {
                 </div>
             </header>
             <LinkBanner state=link.into() on_sources=Callback::new(load_sources) />
+            {move || over_budget.with(|o| o.is_some()).then(|| view! {
+                <BudgetDialog pending=over_budget in_use=worker_memory.get_untracked().unwrap_or(0.0) as u64 on_load=Callback::new(move |items: Vec<(String, Blob)>| load_all(items)) />
+            })}
             <Show when=move || rows.with(Vec::is_empty)>
                 <EmptyState />
             </Show>

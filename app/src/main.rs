@@ -3,6 +3,7 @@
 //! (`src/bin/ncclscope-worker.rs`), which reads, parses and analyses them.
 
 mod app;
+mod budget_dialog;
 mod bundle;
 mod client;
 mod communicators;
