@@ -101,3 +101,23 @@ fn read_export_output_is_unchanged() {
     }
     assert_eq!(got, want);
 }
+
+/// Digests of other exports (`NSYS_EXTRA`, paths separated by `:`), e.g. the benchmark's large
+/// files: `cargo test --release -p ingest-nsys --test reference -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn extra_exports() {
+    let Some(files) = std::env::var_os("NSYS_EXTRA") else {
+        return;
+    };
+    let mut out = BTreeMap::new();
+    for path in std::env::split_paths(&files) {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let db = NativeDb::open(&path).unwrap();
+        let x = read_export(&db, &name, &ReadOptions::default()).unwrap();
+        record(&path.display().to_string(), &x, &mut out);
+    }
+    for (k, v) in out {
+        println!("{k} {v}");
+    }
+}
