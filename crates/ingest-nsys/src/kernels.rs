@@ -150,8 +150,8 @@ pub(crate) fn read_kernels(
 }
 
 /// Each NCCL name once, by `StringIds` id, shared by every kernel carrying it.
-fn nccl_names(db: &dyn SqlSource) -> Result<HashMap<i64, Arc<str>>, SqlError> {
-    let mut names = HashMap::new();
+fn nccl_names(db: &dyn SqlSource) -> Result<IntMap<i64, Arc<str>>, SqlError> {
+    let mut names = IntMap::default();
     let sql = format!("SELECT s.id, s.value FROM StringIds AS s WHERE s.id IN ({NCCL_NAME_IDS})");
     db.for_each(&sql, &mut |r| {
         if let (Some(id), sqlsource::Value::Text(t)) = (r.int(0), r.value(1)) {
@@ -162,11 +162,11 @@ fn nccl_names(db: &dyn SqlSource) -> Result<HashMap<i64, Arc<str>>, SqlError> {
     Ok(names)
 }
 
-/// One NCCL kernel row with the raw keys the ordering and the launch join need.
-struct Raw {
+/// The raw keys of one NCCL kernel row that the ordering and the launch join need.
+#[derive(Clone, Copy)]
+struct RawKeys {
     global_pid: Option<i64>,
     correlation_id: Option<i64>,
-    kernel: Kernel,
 }
 
 /// Reads every NCCL kernel, ordered by `globalPid` then start, with its launch where the runtime
@@ -201,7 +201,9 @@ fn read_nccl_kernels(
         nccl = is_nccl(name_col),
     );
     let empty: Arc<str> = Arc::from("");
-    let mut rows: Vec<Raw> = Vec::new();
+    // In table order; moved once, into sorted order, at the end.
+    let mut kernels: Vec<Option<Kernel>> = Vec::new();
+    let mut keys: Vec<RawKeys> = Vec::new();
     db.for_each(&sql, &mut |r| {
         let u = |i: usize| r.int(i).unwrap_or(0).max(0) as u32;
         let global_pid = r.int(5);
@@ -217,34 +219,58 @@ fn read_nccl_kernels(
             .and_then(|id| names.get(&id))
             .unwrap_or(&empty)
             .clone();
-        rows.push(Raw {
+        keys.push(RawKeys {
             global_pid,
             correlation_id,
-            kernel: Kernel {
-                pid: global_pid.map(pid_of).unwrap_or(0),
-                start_ns,
-                end_ns,
-                device: u(2),
-                stream: u(3),
-                correlation_id: correlation_id.unwrap_or(0).max(0) as u32,
-                name,
-                grid: [u(7), u(8), u(9)],
-                block: [u(10), u(11), u(12)],
-                static_shared_bytes: u(13),
-                dynamic_shared_bytes: u(14),
-                registers_per_thread: u(15),
-                local_memory_total: r.int(16).unwrap_or(0).max(0) as u64,
-                launch_ns: None,
-                launch_tid: None,
-            },
         });
+        kernels.push(Some(Kernel {
+            pid: global_pid.map(pid_of).unwrap_or(0),
+            start_ns,
+            end_ns,
+            device: u(2),
+            stream: u(3),
+            correlation_id: correlation_id.unwrap_or(0).max(0) as u32,
+            name,
+            grid: [u(7), u(8), u(9)],
+            block: [u(10), u(11), u(12)],
+            static_shared_bytes: u(13),
+            dynamic_shared_bytes: u(14),
+            registers_per_thread: u(15),
+            local_memory_total: r.int(16).unwrap_or(0).max(0) as u64,
+            launch_ns: None,
+            launch_tid: None,
+        }));
         Ok(())
     })?;
+    let launches = read_launches(db, schema, &keys)?;
     // SQL's `ORDER BY globalPid, start` (NULL first), stable: rows tied on both keep the
-    // table's order.
-    rows.sort_by_key(|r| (r.global_pid, r.kernel.start_ns));
-    attach_launches(db, schema, &mut rows)?;
-    Ok(drop_duplicates(rows))
+    // table's order (the row index is the last key). Small keys are sorted, not the kernels.
+    let mut order: Vec<(Option<i64>, i64, u32)> = keys
+        .iter()
+        .zip(&kernels)
+        .enumerate()
+        .map(|(i, (k, kernel))| {
+            let start = kernel.as_ref().map_or(0, |k| k.start_ns);
+            (k.global_pid, start, i as u32)
+        })
+        .collect();
+    order.sort_unstable();
+    let shared_pids = pid_shared_by_global_pids(&keys, &kernels);
+    let mut dedup = Dedup::new(shared_pids, kernels.len());
+    let mut out = Vec::with_capacity(kernels.len());
+    for (global_pid, start, i) in order {
+        let Some(mut k) = kernels[i as usize].take() else {
+            continue;
+        };
+        if let Some((launch_ns, launch_tid)) = launches.get(i as usize).copied().flatten() {
+            k.launch_ns = launch_ns;
+            k.launch_tid = launch_tid.map(tid_of);
+        }
+        if dedup.keep(&out, (global_pid, start), &k) {
+            out.push(k);
+        }
+    }
+    Ok(out)
 }
 
 /// The identity of a kernel row: exact duplicates (a re-exported or merged file) would
@@ -260,54 +286,74 @@ fn identity(k: &Kernel) -> (u32, u32, u32, u32, i64, i64) {
     )
 }
 
-/// Keeps the first row of each [`identity`], in order. Duplicates share a start, so when no two
-/// `globalPid`s carry the same pid they are neighbours in the sorted rows and each run of one
-/// (globalPid, start) is compared within itself, with no set of every row; otherwise a set.
-fn drop_duplicates(rows: Vec<Raw>) -> Vec<Kernel> {
+/// Whether two distinct `globalPid`s carry the same pid (e.g. a merged multi-host export).
+fn pid_shared_by_global_pids(keys: &[RawKeys], kernels: &[Option<Kernel>]) -> bool {
     let mut pids: IntMap<u32, i64> = IntMap::default();
-    let pid_shared = rows.iter().any(|r| {
-        let g = r.global_pid.unwrap_or(i64::MIN);
-        *pids.entry(r.kernel.pid).or_insert(g) != g
-    });
-    let mut out: Vec<Kernel> = Vec::with_capacity(rows.len());
-    if pid_shared {
-        let mut seen = IntSet::with_capacity_and_hasher(rows.len(), Default::default());
-        out.extend(
-            rows.into_iter()
-                .map(|r| r.kernel)
-                .filter(|k| seen.insert(identity(k))),
-        );
-        return out;
-    }
-    let mut run_key = None;
-    let mut run_start = 0;
-    for r in rows {
-        let key = (r.global_pid, r.kernel.start_ns);
-        if run_key != Some(key) {
-            run_key = Some(key);
-            run_start = out.len();
-        }
-        let id = identity(&r.kernel);
-        if !out[run_start..].iter().any(|k| identity(k) == id) {
-            out.push(r.kernel);
-        }
-    }
-    out
+    keys.iter().zip(kernels).any(|(key, k)| {
+        let g = key.global_pid.unwrap_or(i64::MIN);
+        k.as_ref()
+            .is_some_and(|k| *pids.entry(k.pid).or_insert(g) != g)
+    })
 }
 
-/// Sets each kernel's launch: the earliest start, and the lowest `globalTid`, of the runtime
-/// rows with its correlation id in its process (`globalTid >> 24 = globalPid >> 24`). One pass
-/// over the runtime table's three columns, looked up in a map of the NCCL kernels' keys.
-fn attach_launches(db: &dyn SqlSource, schema: &Schema, rows: &mut [Raw]) -> Result<(), SqlError> {
+/// Keeps the first row of each [`identity`], in output order. Duplicates share a start, so when
+/// no two `globalPid`s carry the same pid they are neighbours in the sorted output and each run
+/// of one (globalPid, start) is compared within itself, with no set of every row; otherwise a
+/// set.
+enum Dedup {
+    Runs {
+        key: Option<(Option<i64>, i64)>,
+        start: usize,
+    },
+    Set(IntSet<(u32, u32, u32, u32, i64, i64)>),
+}
+
+impl Dedup {
+    fn new(pid_shared: bool, n: usize) -> Dedup {
+        if pid_shared {
+            Dedup::Set(IntSet::with_capacity_and_hasher(n, Default::default()))
+        } else {
+            Dedup::Runs {
+                key: None,
+                start: 0,
+            }
+        }
+    }
+
+    /// Whether `k`, sorted under `key`, is the first of its identity; `out` holds the kept rows.
+    fn keep(&mut self, out: &[Kernel], key: (Option<i64>, i64), k: &Kernel) -> bool {
+        match self {
+            Dedup::Set(seen) => seen.insert(identity(k)),
+            Dedup::Runs { key: run, start } => {
+                if *run != Some(key) {
+                    *run = Some(key);
+                    *start = out.len();
+                }
+                let id = identity(k);
+                !out[*start..].iter().any(|o| identity(o) == id)
+            }
+        }
+    }
+}
+
+/// Each kernel's launch (by row index): the earliest start, and the lowest `globalTid`, of the
+/// runtime rows with its correlation id in its process (`globalTid >> 24 = globalPid >> 24`).
+/// One pass over the runtime table's three columns. Empty when the tables lack the columns.
+#[allow(clippy::type_complexity)]
+fn read_launches(
+    db: &dyn SqlSource,
+    schema: &Schema,
+    rows: &[RawKeys],
+) -> Result<Vec<Option<(Option<i64>, Option<i64>)>>, SqlError> {
     let has_launch = schema.has(RUNTIME, "correlationId")
         && schema.has(RUNTIME, "start")
         && schema.has(RUNTIME, "globalTid")
         && schema.has(KERNEL, "correlationId")
         && schema.has(KERNEL, "globalPid");
     if !has_launch || rows.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let key = |r: &Raw| Some((r.global_pid? >> 24, r.correlation_id?));
+    let key = |r: &RawKeys| Some((r.global_pid? >> 24, r.correlation_id?));
     // Each distinct (process, correlation id) gets a slot in `launches`, (min start, min
     // globalTid), and each row remembers its slot, so the final assignment needs no lookup.
     let mut cids: IntMap<i64, (i64, i64, usize)> = IntMap::default();
@@ -332,7 +378,7 @@ fn attach_launches(db: &dyn SqlSource, schema: &Schema, rows: &mut [Raw]) -> Res
         })
         .collect();
     let Some(lo) = cids.values().map(|c| c.0).min() else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let hi = cids.values().map(|c| c.1).max().unwrap_or(lo);
     let sql = format!(
@@ -352,14 +398,10 @@ fn attach_launches(db: &dyn SqlSource, schema: &Schema, rows: &mut [Raw]) -> Res
         }
         Ok(())
     })?;
-    for (r, slot) in rows.iter_mut().zip(slots) {
-        if let Some(slot) = slot {
-            let (start, tid) = launches[slot as usize];
-            r.kernel.launch_ns = start;
-            r.kernel.launch_tid = tid.map(tid_of);
-        }
-    }
-    Ok(())
+    Ok(slots
+        .into_iter()
+        .map(|s| s.map(|s| launches[s as usize]))
+        .collect())
 }
 
 /// One process's NCCL correlation ids → launch slots. Correlation ids are mostly dense and
