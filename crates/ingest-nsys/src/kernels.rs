@@ -201,8 +201,9 @@ fn read_nccl_kernels(
         nccl = is_nccl(name_col),
     );
     let empty: Arc<str> = Arc::from("");
-    // In table order; moved once, into sorted order, at the end.
-    let mut kernels: Vec<Option<Kernel>> = Vec::new();
+    // In table order until sorted in place at the end (no second vector of records: they are
+    // most of the page's memory).
+    let mut kernels: Vec<Kernel> = Vec::new();
     let mut keys: Vec<RawKeys> = Vec::new();
     db.for_each(&sql, &mut |r| {
         let u = |i: usize| r.int(i).unwrap_or(0).max(0) as u32;
@@ -223,7 +224,7 @@ fn read_nccl_kernels(
             global_pid,
             correlation_id,
         });
-        kernels.push(Some(Kernel {
+        kernels.push(Kernel {
             pid: global_pid.map(pid_of).unwrap_or(0),
             start_ns,
             end_ns,
@@ -239,38 +240,59 @@ fn read_nccl_kernels(
             local_memory_total: r.int(16).unwrap_or(0).max(0) as u64,
             launch_ns: None,
             launch_tid: None,
-        }));
+        });
         Ok(())
     })?;
     let launches = read_launches(db, schema, &keys)?;
+    for (k, launch) in kernels.iter_mut().zip(launches) {
+        if let Some((launch_ns, launch_tid)) = launch {
+            k.launch_ns = launch_ns;
+            k.launch_tid = launch_tid.map(tid_of);
+        }
+    }
     // SQL's `ORDER BY globalPid, start` (NULL first), stable: rows tied on both keep the
-    // table's order (the row index is the last key). Small keys are sorted, not the kernels.
+    // table's order (the row index is the last key). Small keys are sorted, then the records
+    // are moved once, in place.
     let mut order: Vec<(Option<i64>, i64, u32)> = keys
         .iter()
         .zip(&kernels)
         .enumerate()
-        .map(|(i, (k, kernel))| {
-            let start = kernel.as_ref().map_or(0, |k| k.start_ns);
-            (k.global_pid, start, i as u32)
-        })
+        .map(|(i, (key, k))| (key.global_pid, k.start_ns, i as u32))
         .collect();
     order.sort_unstable();
-    let shared_pids = pid_shared_by_global_pids(&keys, &kernels);
-    let mut dedup = Dedup::new(shared_pids, kernels.len());
-    let mut out = Vec::with_capacity(kernels.len());
-    for (global_pid, start, i) in order {
-        let Some(mut k) = kernels[i as usize].take() else {
-            continue;
-        };
-        if let Some((launch_ns, launch_tid)) = launches.get(i as usize).copied().flatten() {
-            k.launch_ns = launch_ns;
-            k.launch_tid = launch_tid.map(tid_of);
-        }
-        if dedup.keep(&out, (global_pid, start), &k) {
-            out.push(k);
+    let pid_shared = pid_shared_by_global_pids(&keys, &kernels);
+    drop(keys);
+    let perm: Vec<u32> = order.iter().map(|o| o.2).collect();
+    permute(&mut kernels, &perm);
+    drop(perm);
+    let mut dedup = Dedup::new(pid_shared, kernels.len());
+    let mut kept = 0;
+    for (i, &(global_pid, start, _)) in order.iter().enumerate() {
+        if dedup.keep(&kernels[..kept], (global_pid, start), &kernels[i]) {
+            kernels.swap(kept, i);
+            kept += 1;
         }
     }
-    Ok(out)
+    kernels.truncate(kept);
+    Ok(kernels)
+}
+
+/// Reorders `v` so that `v[i]` becomes the old `v[perm[i]]`, following each cycle of the
+/// permutation (every element moves once).
+fn permute<T>(v: &mut [T], perm: &[u32]) {
+    let mut done = vec![false; v.len()];
+    for first in 0..v.len() {
+        let mut cur = first;
+        while !done[cur] {
+            done[cur] = true;
+            let next = perm[cur] as usize;
+            if next == first {
+                break;
+            }
+            v.swap(cur, next);
+            cur = next;
+        }
+    }
 }
 
 /// The identity of a kernel row: exact duplicates (a re-exported or merged file) would
@@ -287,12 +309,11 @@ fn identity(k: &Kernel) -> (u32, u32, u32, u32, i64, i64) {
 }
 
 /// Whether two distinct `globalPid`s carry the same pid (e.g. a merged multi-host export).
-fn pid_shared_by_global_pids(keys: &[RawKeys], kernels: &[Option<Kernel>]) -> bool {
+fn pid_shared_by_global_pids(keys: &[RawKeys], kernels: &[Kernel]) -> bool {
     let mut pids: IntMap<u32, i64> = IntMap::default();
     keys.iter().zip(kernels).any(|(key, k)| {
         let g = key.global_pid.unwrap_or(i64::MIN);
-        k.as_ref()
-            .is_some_and(|k| *pids.entry(k.pid).or_insert(g) != g)
+        *pids.entry(k.pid).or_insert(g) != g
     })
 }
 
