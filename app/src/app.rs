@@ -14,7 +14,8 @@ use web_sys::{Blob, File, FileList};
 use crate::client;
 use crate::communicators::Communicators;
 use crate::ranks::RankTable;
-use crate::timeline_canvas::TimelineCanvas;
+use crate::share::{apply_link, link_from_page, LinkBanner, LinkState};
+use crate::timeline_canvas::{TimelineCanvas, View};
 use ncclscope_app::files::fetch_blob;
 
 /// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
@@ -67,6 +68,68 @@ pub fn App() -> impl IntoView {
             theory: Some(toml),
             hardware: theory_form.with_untracked(|f| f.get(HARDWARE_FIELD).cloned()),
             export: None,
+            fingerprints: false,
+            window: None,
+            pick: None,
+        })
+    };
+    // Shareable links: the timeline's window (owned here so a link can set it) and what the
+    // page's own fragment asked for.
+    let window = RwSignal::new(None::<View>);
+    let link = RwSignal::new(LinkState::from_location());
+    let share_url = RwSignal::new(None::<String>);
+    let ask_fingerprints = move || {
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files: Vec::new(),
+            theory: None,
+            hardware: None,
+            export: None,
+            fingerprints: true,
+            window: None,
+            pick: None,
+        })
+    };
+    // The kernel picked on the timeline, and what the worker says about it.
+    let selected = RwSignal::new(None::<(usize, usize)>);
+    let details = RwSignal::new(None::<pipeline::KernelDetails>);
+    let flow = Signal::derive(move || {
+        details.with(|d| {
+            d.as_ref()
+                .and_then(|d| d.instance.as_ref())
+                .map(|i| i.members.iter().map(|m| (m.rank, m.start_ns)).collect())
+                .unwrap_or_default()
+        })
+    });
+    let pick = move |p: (usize, usize)| {
+        selected.set(Some(p));
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files: Vec::new(),
+            theory: None,
+            hardware: None,
+            export: None,
+            fingerprints: false,
+            window: None,
+            pick: Some(p),
+        })
+    };
+    // The aggregate of the visible window, asked for on demand (a pan must not flood the worker).
+    let window_summary = RwSignal::new(None::<pipeline::WindowSummary>);
+    let share_error = RwSignal::new(None::<String>);
+    let ask_window = move || {
+        let Some(v) = window.get_untracked() else {
+            return;
+        };
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            files: Vec::new(),
+            theory: None,
+            hardware: None,
+            export: None,
+            fingerprints: false,
+            window: Some((v.start_ns as i64, v.end_ns as i64)),
+            pick: None,
         })
     };
     let ask_export = move |kind: &str| {
@@ -76,6 +139,9 @@ pub fn App() -> impl IntoView {
             theory: None,
             hardware: None,
             export: Some(kind.to_string()),
+            fingerprints: false,
+            window: None,
+            pick: None,
         })
     };
 
@@ -108,6 +174,9 @@ pub fn App() -> impl IntoView {
         } => {
             analysing.set(false);
             analysis_ms.set(Some(ms));
+            window_summary.set(None);
+            selected.set(None);
+            details.set(None);
             worker_memory.set(Some(worker_memory_bytes));
             timeline.set(new_timeline.unwrap_or_default());
             comms.set(new_comms);
@@ -118,6 +187,45 @@ pub fn App() -> impl IntoView {
             theory_form.set(form);
             inferred.set(filled);
             ask_theory(to_toml(&theory_form.get_untracked()));
+            // A link waiting for its files: check the dropped ones.
+            if link.with_untracked(LinkState::waiting) {
+                ask_fingerprints();
+            }
+        }
+        ToPage::Window { summary } => window_summary.set(Some(summary)),
+        ToPage::Details {
+            track,
+            span,
+            details: d,
+        } => {
+            if selected.get_untracked() == Some((track, span)) {
+                details.set(d);
+            }
+        }
+        ToPage::Fingerprints { files } => {
+            if let Some(expected) = link.with_untracked(LinkState::expected) {
+                let (state, restore) = apply_link(&expected, &files);
+                if let Some(r) = restore {
+                    if let Some((a, b)) = r.window {
+                        window.set(Some(View {
+                            start_ns: a as f64,
+                            end_ns: b as f64,
+                        }));
+                    }
+                    if !r.theory.is_empty() {
+                        let mut form = theory_form.get_untracked();
+                        form.extend(r.theory.clone());
+                        theory_form.set(form);
+                        typed.update(|t| t.extend(r.theory.keys().cloned()));
+                        ask_theory(to_toml(&theory_form.get_untracked()));
+                    }
+                }
+                link.set(state);
+            } else {
+                let here =
+                    link_from_page(window.get_untracked(), &theory_form.get_untracked(), files);
+                share_url.set(Some(here));
+            }
         }
         ToPage::Theory { view, error } => {
             theory_view.set(view);
@@ -133,6 +241,45 @@ pub fn App() -> impl IntoView {
         // Handled by the client (it saves the file).
         ToPage::Ready | ToPage::Export { .. } => {}
     }));
+
+    // A bundle (an exported HTML file) carries the views' messages: replay them, no worker.
+    let bundle = crate::bundle::embedded();
+    let is_bundle = bundle.is_some();
+    if let Some(b) = bundle {
+        client::disable_worker();
+        rows.set(
+            b.files
+                .iter()
+                .map(|(name, size)| Row {
+                    name: name.clone(),
+                    size: *size,
+                    read: *size,
+                    stage: None,
+                    report: None,
+                })
+                .collect(),
+        );
+        client::replay(b.messages());
+    }
+    let bundle_error = RwSignal::new(None::<String>);
+    let export_bundle = move |_| {
+        let files: Vec<(String, u64)> =
+            rows.with_untracked(|r| r.iter().map(|r| (r.name.clone(), r.size)).collect());
+        spawn_local(async move {
+            match crate::bundle::build(files, client::recording()).await {
+                Ok(html) => {
+                    bundle_error.set(None);
+                    let bytes = js_sys::Uint8Array::from(html.as_bytes());
+                    if let Err(e) =
+                        client::download("ncclscope-bundle.html", "text/html", &bytes.buffer())
+                    {
+                        bundle_error.set(Some(ncclscope_app::files::js_msg(e)));
+                    }
+                }
+                Err(e) => bundle_error.set(Some(e)),
+            }
+        });
+    };
 
     let load_all = move |items: Vec<(String, Blob)>| {
         let first = rows.with_untracked(Vec::len);
@@ -160,6 +307,9 @@ pub fn App() -> impl IntoView {
             theory: None,
             hardware: None,
             export: None,
+            fingerprints: false,
+            window: None,
+            pick: None,
         });
     };
 
@@ -185,6 +335,44 @@ pub fn App() -> impl IntoView {
         dragging.set(false);
         on_files(e.data_transfer().and_then(|d| d.files()));
     });
+
+    // A link pasted into this tab changes only the fragment: read it again, and check it
+    // against the files already loaded.
+    let _ = window_event_listener(ev::hashchange, move |_| {
+        let state = LinkState::from_location();
+        let check = state.waiting() && rows.with_untracked(|r| !r.is_empty());
+        link.set(state);
+        if check {
+            ask_fingerprints();
+        }
+    });
+
+    // A link's `src=` URLs, after the user said yes: fetched here (the page's policy admits
+    // exactly their origins), then loaded like dropped files. A URL that fails gets a row.
+    let load_sources = move |urls: Vec<String>| {
+        spawn_local(async move {
+            let mut items = Vec::new();
+            for url in urls {
+                match fetch_blob(&url).await {
+                    Ok(blob) => items.push((crate::share::name_of_source(&url), blob)),
+                    Err(e) => rows.update(|r| {
+                        r.push(Row {
+                            name: url.clone(),
+                            size: 0,
+                            read: 0,
+                            stage: None,
+                            report: Some(FileView::failed(format!(
+                                "could not fetch {url}: {e} (the host must allow this page's origin by CORS)"
+                            ))),
+                        })
+                    }),
+                }
+            }
+            if !items.is_empty() {
+                load_all(items);
+            }
+        });
+    };
 
     let load_demo = move |_| {
         // Only the fetch of the demo's files runs here; the worker reads them.
@@ -230,6 +418,7 @@ pub fn App() -> impl IntoView {
                     <button data-testid="load-demo" on:click=load_demo>"Load demo run"</button>
                 </div>
             </header>
+            <LinkBanner state=link.into() on_sources=Callback::new(load_sources) />
             <Show when=move || rows.with(Vec::is_empty)>
                 <EmptyState />
             </Show>
@@ -239,16 +428,87 @@ pub fn App() -> impl IntoView {
                     <p class="hint" data-testid="analysing">"Analysing every file loaded so far…"</p>
                 </Show>
                 <FileList rows=rows.into() />
-                <div class="downloads">
+                <div class="downloads" hidden=is_bundle>
                     <button data-testid="download-trace" on:click=move |_| ask_export("chrome-trace")>
                         "Download Chrome trace (opens in Perfetto, chrome://tracing)"
                     </button>
                     <button data-testid="download-csv" on:click=move |_| ask_export("csv")>
                         "Download kernels as CSV"
                     </button>
+                    <button
+                        data-testid="export-bundle"
+                        title="One HTML file with the viewer and this analysis inside: it opens anywhere, with no files and no network."
+                        on:click=export_bundle
+                    >
+                        "Export bundle (one HTML file)"
+                    </button>
                     <span class="hint">"Saved from this tab; nothing is uploaded."</span>
+                    {move || bundle_error.get().map(|e| view! { <span class="error" data-testid="bundle-error">{e}</span> })}
                 </div>
-                <TimelineCanvas timeline=timeline.into() />
+                {is_bundle.then(|| view! {
+                    <p class="link-banner" data-testid="bundle-note">
+                        "This is an ncclscope bundle: a snapshot of an analysed run, with no files. Views that need the files (new drops, downloads, theory changes, window aggregates) are not available here."
+                    </p>
+                })}
+                <div class="share" hidden=is_bundle>
+                    <button
+                        data-testid="copy-link"
+                        title="A link to this view: the time window, the theory form and the files' SHA-256 fingerprints. It holds no data; the recipient drops the same files."
+                        on:click=move |_| {
+                            link.set(LinkState::None);
+                            ask_fingerprints();
+                        }
+                    >
+                        "Copy link to this view"
+                    </button>
+                    <button
+                        data-testid="copy-summary-link"
+                        title="A link that carries the visible window's aggregate itself: it opens with no files."
+                        disabled=move || window_summary.with(Option::is_none)
+                        on:click=move |_| {
+                            let made = window_summary
+                                .with_untracked(|w| w.as_ref().map(crate::share::self_contained_link));
+                            match made {
+                                Some(Ok(url)) => {
+                                    share_error.set(None);
+                                    share_url.set(Some(url));
+                                }
+                                Some(Err(e)) => share_error.set(Some(e)),
+                                None => {}
+                            }
+                        }
+                    >
+                        "Copy self-contained link (window summary)"
+                    </button>
+                    {move || share_url.get().map(|u| view! {
+                        <input readonly class="share-url" data-testid="share-link" value=u />
+                    })}
+                    {move || share_error.get().map(|e| view! { <span class="error" data-testid="share-error">{e}</span> })}
+                </div>
+                <TimelineCanvas
+                    timeline=timeline.into()
+                    view=window
+                    selected=selected.into()
+                    flow=flow
+                    on_pick=Callback::new(pick)
+                />
+                {move || selected.get().map(|_| view! {
+                    <section class="details-panel" data-testid="details">
+                        <h2>"Selected kernel"</h2>
+                        {move || match details.get() {
+                            Some(d) => crate::details_panel::details_view(&d).into_any(),
+                            None => view! { <p class="hint">"Looking it up…"</p> }.into_any(),
+                        }}
+                    </section>
+                })}
+                <section class="window-panel">
+                    <button data-testid="aggregate-window" hidden=is_bundle on:click=move |_| ask_window()>
+                        "Aggregate the visible window"
+                    </button>
+                    {move || window_summary.get().map(|w| view! {
+                        <div data-testid="window-aggregate">{crate::window_panel::summary_view(&w)}</div>
+                    })}
+                </section>
                 <RankTable ranks=ranks.into() />
                 <Communicators panel=comms.into() />
                 <TheoryPanel

@@ -5,7 +5,7 @@
 use ncclscope_app::views::FileView;
 use ncclscope_app::wire::{decode_timeline, LoadRequest, ToPage};
 use pipeline::Timeline;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -30,6 +30,8 @@ struct Client {
 thread_local! {
     static CLIENT: RefCell<Option<Client>> = const { RefCell::new(None) };
     static HANDLER: RefCell<Option<Handler>> = const { RefCell::new(None) };
+    static NO_WORKER: Cell<bool> = const { Cell::new(false) };
+    static RECORDING: RefCell<Vec<(String, Option<Vec<u8>>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Sets what the page does with the worker's messages; call once when the app mounts.
@@ -37,8 +39,16 @@ pub fn set_handler(h: Handler) {
     HANDLER.with(|cell| *cell.borrow_mut() = Some(h));
 }
 
+/// A bundle has no worker: requests are dropped (its views come from [`replay`]).
+pub fn disable_worker() {
+    NO_WORKER.with(|n| n.set(true));
+}
+
 /// Hands files to the worker (starting it if needed).
 pub fn load(req: LoadRequest) {
+    if NO_WORKER.with(Cell::get) {
+        return;
+    }
     let ids: Vec<(usize, String)> = req.files.iter().map(|f| (f.id, f.name.clone())).collect();
     let started = CLIENT.with(|c| {
         let mut c = c.borrow_mut();
@@ -154,6 +164,32 @@ fn on_message(e: MessageEvent) {
         .ok()
         .filter(|t| !t.is_undefined())
         .map(|buffer| js_sys::Uint8Array::new(&buffer).to_vec());
+    if matches!(
+        msg,
+        ToPage::Report { .. } | ToPage::Result { .. } | ToPage::Theory { .. }
+    ) {
+        RECORDING.with(|r| r.borrow_mut().push((json.clone(), timeline.clone())));
+    }
+    deliver_raw(msg, timeline);
+}
+
+/// Every message that shaped the views so far (reports, results with their timeline, theory),
+/// as received: an exported bundle replays them ([`replay`]).
+pub fn recording() -> Vec<(String, Option<Vec<u8>>)> {
+    RECORDING.with(|r| r.borrow().clone())
+}
+
+/// Delivers recorded messages to the views, as if the worker had sent them.
+pub fn replay(messages: Vec<(String, Option<Vec<u8>>)>) {
+    for (json, timeline) in messages {
+        match serde_json::from_str::<ToPage>(&json) {
+            Ok(msg) => deliver_raw(msg, timeline),
+            Err(e) => web_sys::console::error_1(&format!("bundle: {e}").into()),
+        }
+    }
+}
+
+fn deliver_raw(msg: ToPage, timeline: Option<Vec<u8>>) {
     let timeline = match timeline.map(|b| decode_timeline(&b)) {
         Some(Ok(t)) => Some(t),
         Some(Err(err)) => {
@@ -204,7 +240,7 @@ fn deliver_with(msg: ToPage, timeline: Option<Timeline>) {
 
 /// Saves `buffer` as a file through a blob URL and a `download` link: the bytes go from the
 /// worker to the user's disk, never to a network.
-fn download(file_name: &str, mime: &str, buffer: &JsValue) -> Result<(), JsValue> {
+pub fn download(file_name: &str, mime: &str, buffer: &JsValue) -> Result<(), JsValue> {
     let parts = js_sys::Array::of1(buffer);
     let options = web_sys::BlobPropertyBag::new();
     options.set_type(mime);

@@ -6,6 +6,7 @@
 
 pub mod charts;
 pub mod files;
+pub mod link;
 pub mod loader;
 pub mod theory_panel;
 pub mod views;

@@ -6,7 +6,8 @@
 //! serving the next files and the next drops.
 
 use js_sys::{Array, Uint8Array};
-use pipeline::{sniff, Analysis, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
+use pipeline::{sniff, Analysis, FileReport, InputKind, LogLoader, Session, Timeline, SNIFF_BYTES};
+use sha2::{Digest, Sha256};
 use sqlsource_sqljs::SqlJs;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -16,6 +17,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::files::{for_each_slice, js_msg, read_all};
+use crate::link::LinkFile;
 use crate::theory_panel::theory_view;
 use crate::views::{CommPanel, FileView, RankView};
 use crate::wire::{encode_timeline, LoadRequest, ToPage};
@@ -39,6 +41,18 @@ thread_local! {
     static SQLJS: RefCell<Option<SqlJs>> = const { RefCell::new(None) };
     /// The last analysis, for theory requests that come without files.
     static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
+    /// The timeline last sent, with each track's process and GPU, to resolve the page's picks.
+    static TIMELINE: RefCell<Timeline> = RefCell::new(Timeline::default());
+    /// Every file loaded so far (the browser's handle, not its bytes), for fingerprints.
+    static INPUTS: RefCell<Vec<Input>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A loaded file and, once computed, its SHA-256.
+#[derive(Clone)]
+struct Input {
+    name: String,
+    blob: Blob,
+    sha256: Option<String>,
 }
 
 fn scope() -> DedicatedWorkerGlobalScope {
@@ -88,6 +102,85 @@ async fn serve(req: LoadRequest) {
     if let Some(kind) = &req.export {
         export(kind);
     }
+    if let Some((track, span)) = req.pick {
+        let details = SESSION.with(|s| {
+            ANALYSIS.with(|a| {
+                TIMELINE.with(|t| {
+                    let t = t.borrow();
+                    let s = s.borrow();
+                    let a = a.borrow();
+                    let tr = t.tracks.get(track)?;
+                    let (process, device) = tr.source.as_ref()?;
+                    let sp = tr.spans.get(span)?;
+                    pipeline::kernel_details(&s, a.as_ref()?, process, *device, sp.start_ns)
+                })
+            })
+        });
+        post(
+            &ToPage::Details {
+                track,
+                span,
+                details,
+            },
+            None,
+        );
+    }
+    if let Some((start, end)) = req.window {
+        let summary = ANALYSIS.with(|a| {
+            a.borrow()
+                .as_ref()
+                .map(|a| pipeline::window_summary(a, start, end))
+        });
+        if let Some(summary) = summary {
+            post(&ToPage::Window { summary }, None);
+        }
+    }
+    if req.fingerprints {
+        let files = fingerprints().await;
+        post(&ToPage::Fingerprints { files }, None);
+    }
+}
+
+/// SHA-256 of every file loaded so far, read again in slices (only when a link is made or
+/// checked, so loading never pays for it) and remembered.
+async fn fingerprints() -> Vec<LinkFile> {
+    let count = INPUTS.with(|i| i.borrow().len());
+    let mut out = Vec::with_capacity(count);
+    for n in 0..count {
+        let Some(input) = INPUTS.with(|i| i.borrow().get(n).cloned()) else {
+            break;
+        };
+        let sha256 = match input.sha256 {
+            Some(s) => s,
+            None => {
+                let mut hasher = Sha256::new();
+                let mut buf = Vec::new();
+                let read = for_each_slice(&input.blob, |part| {
+                    buf.resize(part.length() as usize, 0);
+                    part.copy_to(&mut buf);
+                    hasher.update(&buf);
+                })
+                .await;
+                if read.is_err() {
+                    // A file that cannot be read again (removed from disk) is left out.
+                    continue;
+                }
+                let hex: String = hasher
+                    .finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                INPUTS.with(|i| i.borrow_mut()[n].sha256 = Some(hex.clone()));
+                hex
+            }
+        };
+        out.push(LinkFile {
+            name: input.name,
+            size: input.blob.size() as u64,
+            sha256,
+        });
+    }
+    out
 }
 
 /// Builds a download of the last analysis (the command's `--chrome-trace` or `--csv` output)
@@ -186,6 +279,13 @@ fn inferred_fields(analysis: &Analysis, session: &Session) -> Vec<(String, Strin
 async fn load_and_analyse(req: &LoadRequest) {
     SESSION.with(|s| s.borrow_mut().digests = req.digests);
     for item in &req.files {
+        INPUTS.with(|i| {
+            i.borrow_mut().push(Input {
+                name: item.name.clone(),
+                blob: item.blob.clone(),
+                sha256: None,
+            })
+        });
         let started = js_sys::Date::now();
         let mut last_post = f64::NEG_INFINITY;
         let report = load_blob(item.id, &item.name, &item.blob, |read| {
@@ -212,7 +312,9 @@ async fn load_and_analyse(req: &LoadRequest) {
     let (result, timeline) = SESSION.with(|s| {
         let s = s.borrow();
         let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
-        let timeline = encode_timeline(&s.timeline(&analysis.processes, &analysis.clocks));
+        let built = s.timeline(&analysis.processes, &analysis.clocks);
+        let timeline = encode_timeline(&built);
+        TIMELINE.with(|t| *t.borrow_mut() = built);
         let result = ToPage::Result {
             ranks: analysis
                 .processes

@@ -3,10 +3,14 @@
 //! (`src/bin/ncclscope-worker.rs`), which reads, parses and analyses them.
 
 mod app;
+mod bundle;
 mod client;
 mod communicators;
+mod details_panel;
 mod ranks;
+mod share;
 mod timeline_canvas;
+mod window_panel;
 
 fn main() {
     console_error_panic_hook::set_once();

@@ -14,15 +14,24 @@ const RULER_HEIGHT: f64 = 20.0;
 
 /// The visible time window, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct View {
-    start_ns: f64,
-    end_ns: f64,
+pub struct View {
+    pub start_ns: f64,
+    pub end_ns: f64,
 }
 
+/// `view` is the visible window: the page owns it so that a link can carry and restore it.
+/// A click (not a drag) on a kernel calls `on_pick(track, span)`; `selected` is outlined, and
+/// `flow` (rank, synchronised start) joins the members of the selected collective.
 #[component]
-pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
+pub fn TimelineCanvas(
+    timeline: Signal<Timeline>,
+    view: RwSignal<Option<View>>,
+    selected: Signal<Option<(usize, usize)>>,
+    flow: Signal<Vec<(u32, i64)>>,
+    on_pick: Callback<(usize, usize)>,
+) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
-    let view = RwSignal::new(None::<View>);
+    let down_at = RwSignal::new(None::<(f64, f64)>);
     let drag_from = RwSignal::new(None::<f64>);
 
     // A new timeline resets the view to the whole run.
@@ -37,8 +46,11 @@ pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
     Effect::new(move |_| {
         let t = timeline.get();
         let v = view.get();
+        let sel = selected.get();
+        let flow = flow.get();
         if let (Some(el), Some(v)) = (canvas.get(), v) {
             draw(&el, &t, v);
+            mark(&el, &t, v, sel, &flow);
         }
     });
 
@@ -59,8 +71,36 @@ pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
             end_ns: start + span,
         }));
     };
-    let on_down = move |e: web_sys::MouseEvent| drag_from.set(Some(e.offset_x() as f64));
-    let on_up = move |_| drag_from.set(None);
+    let on_down = move |e: web_sys::MouseEvent| {
+        drag_from.set(Some(e.offset_x() as f64));
+        down_at.set(Some((e.offset_x() as f64, e.offset_y() as f64)));
+    };
+    let on_leave = move |_| {
+        drag_from.set(None);
+        down_at.set(None);
+    };
+    let on_up = move |e: web_sys::MouseEvent| {
+        drag_from.set(None);
+        let Some((x0, y0)) = down_at.get_untracked() else {
+            return;
+        };
+        down_at.set(None);
+        let (x, y) = (e.offset_x() as f64, e.offset_y() as f64);
+        // A click, not the end of a drag.
+        if (x - x0).abs() > 3.0 || (y - y0).abs() > 3.0 {
+            return;
+        }
+        let (Some(el), Some(v)) = (canvas.get_untracked(), view.get_untracked()) else {
+            return;
+        };
+        // Mouse offsets are CSS pixels; the canvas draws in its own (scaled by CSS width).
+        let scale = el.width() as f64 / f64::from(el.client_width().max(1));
+        let hit =
+            timeline.with_untracked(|t| hit_test(t, v, el.width() as f64, x * scale, y * scale));
+        if let Some(p) = hit {
+            on_pick.run(p);
+        }
+    };
     let on_move = move |e: web_sys::MouseEvent| {
         let (Some(from), Some(v)) = (drag_from.get_untracked(), view.get_untracked()) else {
             return;
@@ -85,12 +125,13 @@ pub fn TimelineCanvas(timeline: Signal<Timeline>) -> impl IntoView {
             <canvas
                 node_ref=canvas
                 data-testid="timeline"
+                data-window=move || view.get().map(|v| format!("{}_{}", v.start_ns as i64, v.end_ns as i64))
                 width="1200"
                 height=move || height().to_string()
                 on:wheel=on_wheel
                 on:mousedown=on_down
                 on:mouseup=on_up
-                on:mouseleave=on_up
+                on:mouseleave=on_leave
                 on:mousemove=on_move
             ></canvas>
         </section>
@@ -155,6 +196,96 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
             ctx.set_fill_style_str(op_colour(s.op));
             ctx.fill_rect(x0, y + 3.0, (x1 - x0).max(1.0), ROW_HEIGHT - 6.0);
         }
+    }
+}
+
+/// The kernel under canvas point (x, y): the span containing the time there, else the nearest
+/// within three pixels.
+fn hit_test(t: &Timeline, v: View, width: f64, x: f64, y: f64) -> Option<(usize, usize)> {
+    if x < LABEL_WIDTH || y < RULER_HEIGHT {
+        return None;
+    }
+    let row = ((y - RULER_HEIGHT) / ROW_HEIGHT) as usize;
+    let track = t.tracks.get(row)?;
+    let plot_w = width - LABEL_WIDTH;
+    let ns_per_px = (v.end_ns - v.start_ns).max(1.0) / plot_w;
+    let at = v.start_ns + (x - LABEL_WIDTH) * ns_per_px;
+    let tol = 3.0 * ns_per_px;
+    let after = track
+        .spans
+        .partition_point(|s| (s.start_ns as f64) <= at + tol);
+    // Spans before `after` start in time; the closest by distance to `at` wins (0 inside).
+    (after.saturating_sub(64)..after)
+        .filter_map(|i| {
+            let s = &track.spans[i];
+            let d = if at < s.start_ns as f64 {
+                s.start_ns as f64 - at
+            } else if at > s.end_ns as f64 {
+                at - s.end_ns as f64
+            } else {
+                0.0
+            };
+            (d <= tol).then_some((d, i))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
+        .map(|(_, i)| (row, i))
+}
+
+/// Outlines the selected kernel and joins the members of its collective, rank by rank.
+fn mark(
+    canvas: &web_sys::HtmlCanvasElement,
+    t: &Timeline,
+    v: View,
+    sel: Option<(usize, usize)>,
+    flow: &[(u32, i64)],
+) {
+    let Some(ctx) = canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
+    else {
+        return;
+    };
+    let plot_w = canvas.width() as f64 - LABEL_WIDTH;
+    let span = (v.end_ns - v.start_ns).max(1.0);
+    let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
+    ctx.set_stroke_style_str("#000");
+    ctx.set_line_width(2.0);
+    // Rows of the members: a track's label starts with its global rank.
+    let row_of = |rank: u32| {
+        let prefix = format!("rank {rank} ");
+        t.tracks.iter().position(|tr| tr.label.starts_with(&prefix))
+    };
+    let mut points: Vec<(f64, f64)> = flow
+        .iter()
+        .filter_map(|&(rank, start)| {
+            let row = row_of(rank)?;
+            Some((
+                x_of(start as f64),
+                RULER_HEIGHT + row as f64 * ROW_HEIGHT + ROW_HEIGHT / 2.0,
+            ))
+        })
+        .collect();
+    points.sort_by(|a, b| a.1.total_cmp(&b.1));
+    if points.len() > 1 {
+        ctx.begin_path();
+        ctx.move_to(points[0].0, points[0].1);
+        for p in &points[1..] {
+            ctx.line_to(p.0, p.1);
+        }
+        ctx.stroke();
+    }
+    if let Some(s) = sel.and_then(|(row, i)| Some((row, t.tracks.get(row)?.spans.get(i)?))) {
+        let (row, s) = s;
+        let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT;
+        let (x0, x1) = (x_of(s.start_ns as f64), x_of(s.end_ns as f64));
+        ctx.stroke_rect(
+            x0 - 1.0,
+            y + 1.0,
+            (x1 - x0).max(1.0) + 2.0,
+            ROW_HEIGHT - 2.0,
+        );
     }
 }
 

@@ -7,11 +7,12 @@
 
 use js_sys::{Array, Object, Reflect};
 use model::OpType;
-use pipeline::{Span, Timeline, Track};
+use pipeline::{KernelDetails, Span, Timeline, Track, WindowSummary};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
 
+use crate::link::LinkFile;
 use crate::theory_panel::TheoryView;
 use crate::views::{CommPanel, FileView, RankView};
 
@@ -51,6 +52,16 @@ pub enum ToPage {
     },
     /// A download the page asked for (the bytes travel beside, in binary, under `data`).
     Export { file_name: String, mime: String },
+    /// Name, size and SHA-256 of every file loaded so far, for a shareable link.
+    Fingerprints { files: Vec<LinkFile> },
+    /// The aggregate of the time window the page asked about.
+    Window { summary: WindowSummary },
+    /// The kernel the page picked (`None`: the timeline changed under the pick).
+    Details {
+        track: usize,
+        span: usize,
+        details: Option<KernelDetails>,
+    },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
@@ -73,6 +84,12 @@ pub struct LoadRequest {
     pub hardware: Option<String>,
     /// An export of the analysis to download: `chrome-trace` or `csv`.
     pub export: Option<String>,
+    /// Fingerprint every file loaded so far ([`ToPage::Fingerprints`]).
+    pub fingerprints: bool,
+    /// Aggregate this window of the synchronised timeline, in ns ([`ToPage::Window`]).
+    pub window: Option<(i64, i64)>,
+    /// Details of the kernel at (track, span) of the last timeline ([`ToPage::Details`]).
+    pub pick: Option<(usize, usize)>,
 }
 
 impl LoadRequest {
@@ -96,6 +113,15 @@ impl LoadRequest {
         }
         if let Some(x) = &self.export {
             set(&msg, "export", &JsValue::from_str(x));
+        }
+        set(&msg, "fingerprints", &JsValue::from_bool(self.fingerprints));
+        if let Some((t, i)) = self.pick {
+            set(&msg, "pick_track", &JsValue::from_f64(t as f64));
+            set(&msg, "pick_span", &JsValue::from_f64(i as f64));
+        }
+        if let Some((a, b)) = self.window {
+            set(&msg, "window_start", &JsValue::from_f64(a as f64));
+            set(&msg, "window_end", &JsValue::from_f64(b as f64));
         }
         msg.into()
     }
@@ -122,6 +148,15 @@ impl LoadRequest {
             theory: get(v, "theory")?.as_string(),
             hardware: get(v, "hardware")?.as_string(),
             export: get(v, "export")?.as_string(),
+            fingerprints: get(v, "fingerprints")?.as_bool().unwrap_or(false),
+            window: get(v, "window_start")?
+                .as_f64()
+                .zip(get(v, "window_end")?.as_f64())
+                .map(|(a, b)| (a as i64, b as i64)),
+            pick: get(v, "pick_track")?
+                .as_f64()
+                .zip(get(v, "pick_span")?.as_f64())
+                .map(|(t, i)| (t as usize, i as usize)),
         })
     }
 }
@@ -187,7 +222,11 @@ pub fn decode_timeline(bytes: &[u8]) -> Result<Timeline, String> {
                 op: OpType::ALL.get(code as usize).copied(),
             });
         }
-        tracks.push(Track { label, spans });
+        tracks.push(Track {
+            label,
+            spans,
+            source: None,
+        });
     }
     if r.remaining() != 0 {
         return Err(format!("timeline: {} trailing bytes", r.remaining()));
@@ -267,6 +306,7 @@ mod tests {
                         op: (i % 12 != 11).then(|| OpType::ALL[(i % 11) as usize]),
                     })
                     .collect(),
+                source: None,
             })
             .collect();
         Timeline {

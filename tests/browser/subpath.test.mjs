@@ -1,6 +1,6 @@
 // The site served under a sub-path, as an internal GitHub Pages host serves it
 // (`https://host/team/ncclscope/`): the page, its worker, sql.js and the demo all load from
-// relative URLs, and a whole session (load, drop, analyse, compare with theory) sends nothing:
+// relative URLs, and a whole session (load, drop, analyse, compare with theory, share) sends nothing:
 // every request stays under the sub-path of the page's origin, is a GET, and carries no body.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -33,6 +33,16 @@ test('a whole session under a sub-path requests nothing outside it and uploads n
     }
     await s.page.getByTestId('theory-apply').click();
     await s.page.getByTestId('theory-table').waitFor();
+    // Share: a link to the view (fingerprints), a window aggregate and its self-contained link,
+    // and a bundle: all made in the tab.
+    await s.page.getByTestId('copy-link').click();
+    await s.page.getByTestId('share-link').waitFor({ timeout: 60_000 });
+    assert.ok((await s.page.getByTestId('share-link').inputValue()).startsWith(`${s.origin}${PREFIX}#v=1&`));
+    await s.page.getByTestId('aggregate-window').click();
+    await s.page.getByTestId('window-aggregate').waitFor({ timeout: 60_000 });
+    await s.page.getByTestId('copy-summary-link').click();
+    const [bundle] = await Promise.all([s.page.waitForEvent('download'), s.page.getByTestId('export-bundle').click()]);
+    assert.ok(fs.statSync(await bundle.path()).size > 100_000);
 
     assert.ok(s.sent.length > 0);
     const base = `${s.origin}${PREFIX}`;

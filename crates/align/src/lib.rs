@@ -8,6 +8,7 @@
 //! * [`symbols`] — the only place that knows NCCL op names and weights;
 //! * [`scoring`] — the thesis scoring and a richer one, as [`nw::Score`] implementations;
 //! * [`per_process`] — [`align_process`]: duplicates, Send/Recv fusion, streams, timestamps;
+//! * `twins` — after the alignment, adjacent look-alike lines settled by the clock;
 //! * [`all`] — [`align_all`]: every process, in parallel natively;
 //! * [`consensus`] — which call a collective kernel runs, from the other ranks' kernels;
 //! * [`nvtx_join`] — the exact kernel → NCCL call join through NCCL's own NVTX ranges;
@@ -23,6 +24,7 @@ pub mod nw;
 pub mod per_process;
 pub mod scoring;
 pub mod symbols;
+mod twins;
 
 pub use all::align_all;
 pub use consensus::ProcessInput;

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use crate::nw::{self, Score, Step, NEG};
 use crate::scoring::{Scorer, Scoring, TimeModel};
 use crate::symbols::{class_key, kernel_symbol, log_symbol, Symbol};
+use crate::twins;
 use model::log::LogOp;
 use model::nsys::{Kernel, KernelName};
 use model::OpType;
@@ -314,6 +315,12 @@ pub fn align_process_hinted(
                 .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
                 .collect();
         }
+    }
+
+    if let Some(tm) = &time {
+        let first_line: Vec<Option<usize>> =
+            units.iter().map(|u| u.members.first().copied()).collect();
+        twins::prefer_closer_twins(log_ops, &first_line, &usym, &ksym, tm, &mut matches);
     }
 
     // Output.

@@ -51,8 +51,10 @@ fn marker(line: &[u8], from: usize) -> Option<(usize, Level)> {
     let hay = line.get(from..)?;
     // `NCCL ` cannot overlap itself, so visiting every `N` that starts one finds the same
     // occurrences as a substring search, without its set-up cost on a short line.
-    for pos in memchr::memchr_iter(b'N', hay) {
-        let at = from + pos;
+    let mut next = 0;
+    while let Some(pos) = hay.get(next..).and_then(|h| scan::find_byte(h, b'N')) {
+        let at = from + next + pos;
+        next += pos + 1;
         if line.get(at + 1..at + 5) != Some(b"CCL ") {
             continue;
         }
@@ -146,6 +148,18 @@ fn head_at(pre: &[u8], level: Level) -> (Head<'_>, Option<usize>) {
 
 /// An optional timestamp right before the host: `rest` is `pre` up to the origin token.
 fn timestamp<'a>(h: &mut Head<'a>, pre: &'a [u8], rest: &'a [u8]) {
+    // The usual case, an epoch time alone before the host (NCCL's own `%s.%6f`): read forwards.
+    // Digits and a dot hold no space, so this is the last token the general path would pop.
+    let end = rest
+        .iter()
+        .rposition(|c| *c != b' ' && *c != b'\t')
+        .map_or(0, |i| i + 1);
+    let alone = rest.get(..end).unwrap_or_default();
+    if let Some(ns) = epoch_ts(alone) {
+        h.ts_ns = Some(ns);
+        h.ts_text = Some(alone);
+        return;
+    }
     let (rest2, tok) = pop_token(rest);
     let bare = tok
         .strip_prefix(b"[")
@@ -210,10 +224,14 @@ struct CachedTail {
 fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
     let slot = slot_of(pre);
     // An empty tail is a free slot (a cached one always holds the origin token).
-    let hit = cache
-        .slots
-        .get(slot)
-        .filter(|c| !c.tail.is_empty() && pre.ends_with(&c.tail));
+    let hit = cache.slots.get(slot).filter(|c| {
+        !c.tail.is_empty()
+            && pre
+                .len()
+                .checked_sub(c.tail.len())
+                .and_then(|from| pre.get(from..))
+                .is_some_and(|end| scan::same(end, &c.tail))
+    });
     if let Some(c) = hit {
         let start = pre.len() - c.tail.len();
         let rest = match start.checked_sub(1) {
@@ -258,19 +276,54 @@ fn head_cached<'a>(pre: &'a [u8], cache: &mut HeadCache) -> Head<'a> {
     h
 }
 
-/// `1712345678.123456` → epoch ns.
+/// `1712345678.123456` → epoch ns. One pass over the token (it is read on every timestamped
+/// line): up to 20 digits, a dot, 1–9 digits, the seconds at most 9·10⁹.
 fn epoch_ts(tok: &[u8]) -> Option<i64> {
-    let dot = tok.iter().position(|c| *c == b'.')?;
-    let secs = scan::dec_u64(tok.get(..dot)?)?;
-    let frac = tok.get(dot + 1..)?;
+    let mut secs: u64 = 0;
+    let mut n = 0;
+    for &c in tok.iter().take(21) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        // Past the bound below it stays past it: no overflow check per digit.
+        if secs <= 9_000_000_000 {
+            secs = secs * 10 + u64::from(d);
+        }
+        n += 1;
+    }
+    if n == 0 || n > 20 || tok.get(n) != Some(&b'.') {
+        return None;
+    }
+    let frac = tok.get(n + 1..)?;
     // Seconds this large cannot be an epoch time (and would overflow ns).
     if secs > 9_000_000_000 || frac.is_empty() || frac.len() > 9 {
         return None;
     }
-    let f = scan::dec_u64(frac)?;
-    let scale = 10u64.pow(9 - frac.len() as u32);
+    let mut f: u64 = 0;
+    for &c in frac {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        f = f * 10 + u64::from(d);
+    }
+    let scale = POW10.get(9 - frac.len())?;
     i64::try_from(secs * 1_000_000_000 + f * scale).ok()
 }
+
+const POW10: [u64; 10] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
 
 /// `[2026-04-28` `14:14:49]` (optionally `14:14:49.123456]`) → epoch ns. NCCL formats it in local
 /// time and does not say which zone; it is taken as UTC, so it orders lines but is not absolute.
@@ -395,6 +448,45 @@ mod tests {
         assert!(s.origin.is_none());
         assert_eq!(s.dev, Some(0));
         assert!(split_line(b"NCCL version 2.18.3").is_none());
+    }
+
+    /// The one-pass epoch reader answers like the straightforward one it replaced.
+    #[test]
+    fn epoch_ts_matches_reference() {
+        fn reference(tok: &[u8]) -> Option<i64> {
+            let dot = tok.iter().position(|c| *c == b'.')?;
+            let secs = scan::dec_u64(tok.get(..dot)?)?;
+            let frac = tok.get(dot + 1..)?;
+            if secs > 9_000_000_000 || frac.is_empty() || frac.len() > 9 {
+                return None;
+            }
+            let f = scan::dec_u64(frac)?;
+            let scale = 10u64.pow(9 - frac.len() as u32);
+            i64::try_from(secs * 1_000_000_000 + f * scale).ok()
+        }
+        for t in [
+            "1712345678.123456",
+            "1712345678.5",
+            "9000000000.999999999",
+            "9000000001.1",
+            "0.0",
+            "00000000000000000001.1",
+            "000000000000000000001.1",
+            "99999999999999999999.1",
+            "999999999999999999999.1",
+            "1.1234567890",
+            "1.",
+            ".5",
+            "1.2.3",
+            "1a.5",
+            "1.5a",
+            "",
+            "12",
+            "-1.5",
+            "1.+5",
+        ] {
+            assert_eq!(epoch_ts(t.as_bytes()), reference(t.as_bytes()), "{t:?}");
+        }
     }
 
     /// The header cache gives what the uncached read gives, whatever line came before.

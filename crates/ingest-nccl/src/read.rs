@@ -58,8 +58,8 @@ pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut HeadCache) -> Read<'a> {
 
 /// Which line family a body belongs to (first match wins) and its fields.
 pub(crate) fn read_body(body: &[u8]) -> Body<'_> {
-    if coll::looks_like(body) {
-        Body::Coll(coll::parse(body))
+    if let Some(c) = coll::parse_if(body) {
+        Body::Coll(c)
     } else if let Some(arrow) = tuning::arrow(body) {
         Body::Tuning(tuning::parse_at(body, arrow))
     } else if let Some(ev) = init::classify(body) {

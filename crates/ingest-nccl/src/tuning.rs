@@ -49,6 +49,21 @@ pub(crate) fn arrow(body: &[u8]) -> Option<usize> {
     // The first match in the trimmed text is the first in the body: a match starting in the
     // dropped spaces would need the text to start with `Bytes -> `, which fails the gate.
     let lead = body.len() - b.len();
+    // Where the arrow is on NCCL's own lines, `N Bytes` or `Op: N Bytes`: no space before it
+    // is followed by `B`, so a match there is the first one, without the search's set-up.
+    let num_at = if b.first().is_some_and(u8::is_ascii_digit) {
+        0
+    } else if b.get(word..word + 2) == Some(b": ") {
+        word + 2
+    } else {
+        usize::MAX
+    };
+    if let Some(num) = b.get(num_at..) {
+        let n = num.iter().take_while(|c| c.is_ascii_digit()).count();
+        if n > 0 && num.get(n..).is_some_and(|t| t.starts_with(b" Bytes -> ")) {
+            return Some(lead + num_at + n);
+        }
+    }
     scan::FINDERS.bytes_arrow.find(b).map(|i| i + lead)
 }
 
@@ -93,6 +108,64 @@ fn upper<'b>(v: &[u8], buf: &'b mut [u8; 16]) -> Option<&'b str> {
     std::str::from_utf8(dst).ok()
 }
 
+/// The two tails almost every tuning line has, single-spaced, read without the token loop:
+/// `Algo RING proto LL channel{Lo..Hi}={0..7}` (2.24+) and `Algo 1 proto 2 time 54.7` (2.20–2.23).
+/// `None` for anything else (the token loop then reads it); what this accepts, the loop reads
+/// the same way.
+fn common_tail(tail: &[u8]) -> Option<(Algo, Proto, Option<u32>)> {
+    let r = tail.strip_prefix(b"Algo ")?;
+    // Short tokens: a plain loop beats a SIMD search's set-up.
+    let sp = r.iter().position(|c| *c == b' ')?;
+    let algo = match r.get(..sp)? {
+        b"RING" => Algo::Ring,
+        b"TREE" => Algo::Tree,
+        b"NVLS" => Algo::Nvls,
+        b"NVLS_TREE" => Algo::NvlsTree,
+        b"COLLNET_DIRECT" => Algo::CollNetDirect,
+        b"COLLNET_CHAIN" => Algo::CollNetChain,
+        b"PAT" => Algo::Pat,
+        &[d @ b'0'..=b'6'] => Algo::from_code(u32::from(d - b'0'))?,
+        _ => return None,
+    };
+    let r = r.get(sp + 1..)?.strip_prefix(b"proto ")?;
+    let sp = r.iter().position(|c| *c == b' ')?;
+    let proto = match r.get(..sp)? {
+        b"LL" => Proto::LL,
+        b"LL128" => Proto::LL128,
+        b"SIMPLE" => Proto::Simple,
+        &[d @ b'0'..=b'2'] => Proto::from_code(u32::from(d - b'0'))?,
+        _ => return None,
+    };
+    let r = r.get(sp + 1..)?;
+    if let Some(v) = r.strip_prefix(b"time ") {
+        // An ignored value: any single token (no space or tab inside, not empty).
+        if v.is_empty() || v.iter().any(|c| *c == b' ' || *c == b'\t') {
+            return None;
+        }
+        return Some((algo, proto, None));
+    }
+    Some((algo, proto, Some(channel_range_digits(r)?)))
+}
+
+/// [`channel_range`] for the exact `channel{Lo..Hi}={<digits>..<digits>}` (what NCCL prints),
+/// read front to back; `None` for anything else.
+fn channel_range_digits(tok: &[u8]) -> Option<u32> {
+    let (head, v) = tok.split_first_chunk::<17>()?;
+    if head != b"channel{Lo..Hi}={" {
+        return None;
+    }
+    let digits = |b: &[u8]| b.iter().take(11).take_while(|c| c.is_ascii_digit()).count();
+    let n = digits(v);
+    let lo = scan::dec_u32(v.get(..n)?)?;
+    let w = v.get(n..)?.strip_prefix(b"..")?;
+    let m = digits(w);
+    let hi = scan::dec_u32(w.get(..m)?)?;
+    if w.get(m..)? != b"}" {
+        return None;
+    }
+    hi.checked_sub(lo)?.checked_add(1)
+}
+
 #[cfg(test)]
 pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
     let arrow = scan::FINDERS
@@ -135,6 +208,17 @@ pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static
         t.op_name = Some(name);
         t.symmetric = sym;
     }
+    if let Some((algo, proto, nchannels)) = common_tail(tail) {
+        t.algo = Some(algo);
+        t.proto = Some(proto);
+        t.nchannels = nchannels;
+        return Ok(t);
+    }
+    tokens_tail(t, tail)
+}
+
+/// The text after ` Bytes -> ` as `key value` tokens, in any order.
+fn tokens_tail<'a>(mut t: Tuning<'a>, tail: &'a [u8]) -> Result<Tuning<'a>, &'static str> {
     let mut it = scan::tokens(tail);
     let mut any = false;
     while let Some(key) = it.next() {
@@ -212,5 +296,70 @@ mod tests {
         assert_eq!((t.symmetric, t.nchannels, t.algo), (true, Some(2), None));
         assert!(t.kernel.is_some());
         assert!(parse(b"12 Bytes -> Algo").is_err());
+    }
+
+    /// The fixed-shape tail reader accepts only what the token loop reads the same way.
+    #[test]
+    fn common_tail_agrees_with_tokens() {
+        let tails: [&[u8]; 5] = [
+            b"Algo RING proto LL channel{Lo..Hi}={0..7}",
+            b"Algo COLLNET_DIRECT proto SIMPLE channel{Lo..Hi}={3..3}",
+            b"Algo NVLS_TREE proto LL128 channel{Lo..Hi}={9..2}",
+            b"Algo 1 proto 2 time 54.707825",
+            b"Algo 6 proto 0 time x",
+        ];
+        let subs = [b' ', b'\t', b'0', b'7', b'9', b'.', b'}', b'R', b'r', b'x'];
+        let blank = Tuning {
+            op_name: None,
+            symmetric: false,
+            bytes: 0,
+            algo: None,
+            proto: None,
+            nchannels: None,
+            kernel: None,
+        };
+        let mut accepted = 0;
+        for tail in tails {
+            let mut variants: Vec<Vec<u8>> = (0..=tail.len()).map(|n| tail[..n].to_vec()).collect();
+            for i in 0..tail.len() {
+                for s in subs {
+                    let mut v = tail.to_vec();
+                    v[i] = s;
+                    variants.push(v.clone());
+                    v.insert(i, s);
+                    variants.push(v);
+                }
+                let mut v = tail.to_vec();
+                v.remove(i);
+                variants.push(v);
+            }
+            for v in &variants {
+                if let Some((algo, proto, nchannels)) = common_tail(v) {
+                    accepted += 1;
+                    let want = tokens_tail(blank, v);
+                    let got = Tuning {
+                        algo: Some(algo),
+                        proto: Some(proto),
+                        nchannels,
+                        ..blank
+                    };
+                    assert_eq!(Ok(got), want, "{}", String::from_utf8_lossy(v));
+                }
+            }
+        }
+        assert!(accepted > 100, "{accepted}");
+        // The arrow where NCCL puts it is the first one.
+        for body in [
+            &b"AllReduce: 4 Bytes -> Algo RING"[..],
+            b"  12 Bytes -> Bytes -> ",
+            b"Op: 1 2 Bytes -> x",
+            b"Op [Symmetric]: 4096 Bytes -> Kernel k",
+            b"Op:  4 Bytes -> x",
+        ] {
+            let b = body.trim_ascii_start();
+            let lead = body.len() - b.len();
+            let want = scan::FINDERS.bytes_arrow.find(b).map(|i| i + lead);
+            assert_eq!(arrow(body), want, "{}", String::from_utf8_lossy(body));
+        }
     }
 }

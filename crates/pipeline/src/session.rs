@@ -213,7 +213,15 @@ impl Session {
                 None if host.is_empty() => (u32::MAX, format!("pid {pid} · GPU {device}")),
                 None => (u32::MAX, format!("{host} pid {pid} · GPU {device}")),
             };
-            keyed.push(((order, pid, device), Track { label, spans }));
+            let source = Some((ProcessKey { host, pid }, device));
+            keyed.push((
+                (order, pid, device),
+                Track {
+                    label,
+                    spans,
+                    source,
+                },
+            ));
         }
         keyed.sort_by_key(|(k, _)| *k);
         t.tracks = keyed.into_iter().map(|(_, track)| track).collect();

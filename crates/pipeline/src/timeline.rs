@@ -1,5 +1,6 @@
 //! The timeline's view model: tracks of time spans, no DOM. The page draws what is here.
 
+use model::log::ProcessKey;
 use model::OpType;
 
 /// One kernel on a track, in the reference rank's clock (synchronised across nodes).
@@ -16,6 +17,9 @@ pub struct Span {
 pub struct Track {
     pub label: String,
     pub spans: Vec<Span>,
+    /// The process and GPU whose kernels these are (kept where the analysis runs; the page's
+    /// copy of a timeline does not carry it).
+    pub source: Option<(ProcessKey, u32)>,
 }
 
 /// Every track, with the time range that covers them all.

@@ -1,22 +1,30 @@
 //! F1 of the thesis' method and ours (with and without the cross-rank consensus) on generator
-//! presets named on the command line, against the generator's truth (developer aid):
-//! `cargo run --release -p scenarios --example presets_f1 -- dp4 tp2pp2 demo`.
-//!
-//! Note: where NCCL splits one Send/Recv group over several kernels, the truth pairs every line
-//! of the group with every kernel, which a one-line-one-kernel alignment cannot reach.
+//! presets named on the command line, per pair and per call ([`scenarios::presets`]), against
+//! the generator's truth (developer aid):
+//! `cargo run --release -p scenarios --example presets_f1 -- dp4 tp2pp2 demo [--timestamps | --no-timestamps]`;
+//! no preset named: every small one, each with its own timestamp setting.
 
-use align::metrics::{score_pairs, Prf};
-use align::{align_all, AlignConfig};
+use align::AlignConfig;
+use scenarios::score_preset;
 
 fn main() {
-    let names: Vec<String> = std::env::args().skip(1).collect();
-    for p in synth::presets() {
-        if !names.iter().any(|n| n == p.name) {
-            continue;
-        }
-        let run = synth::generate_named(&p.config, Some(p.name));
-        let ranks = scenarios::rank_inputs(&run).expect("the preset parses");
-        let inputs: Vec<_> = ranks.iter().map(|r| r.input()).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let timestamps = if args.iter().any(|a| a == "--timestamps") {
+        Some(true)
+    } else if args.iter().any(|a| a == "--no-timestamps") {
+        Some(false)
+    } else {
+        None
+    };
+    let mut names: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
+    if names.is_empty() {
+        names = scenarios::presets::small_presets();
+    }
+    for name in names {
         let methods = [
             ("thesis", AlignConfig::thesis()),
             ("ours", AlignConfig::rich()),
@@ -29,21 +37,20 @@ fn main() {
             ),
         ];
         for (label, cfg) in methods {
-            let al = align_all(&inputs, &cfg);
-            let parts: Vec<Prf> = ranks
-                .iter()
-                .zip(&al)
-                .map(|(r, a)| score_pairs(&a.pairs(), &r.truth))
-                .collect();
-            let prf = Prf::pool(&parts);
-            println!(
-                "{:<16} {label:<20} ranks {:>2}  P {:.3} R {:.3} F1 {:.3}",
-                p.name,
-                ranks.len(),
-                prf.precision,
-                prf.recall,
-                prf.f1
-            );
+            match score_preset(name, timestamps, &cfg) {
+                Ok(s) => println!(
+                    "{:<16} {label:<20} ranks {:>2} ts {:<5}  pairs P {:.3} R {:.3} F1 {:.3}  calls F1 {:.3}{}",
+                    s.preset,
+                    s.ranks,
+                    s.timestamps,
+                    s.pairs.precision,
+                    s.pairs.recall,
+                    s.pairs.f1,
+                    s.calls.f1,
+                    if s.split_groups { "  (groups split over kernels)" } else { "" }
+                ),
+                Err(e) => println!("{name}: {e}"),
+            }
         }
     }
 }

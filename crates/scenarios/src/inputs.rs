@@ -31,6 +31,12 @@ pub struct RankInput {
 }
 
 impl RankInput {
+    /// The call log op `l` belongs to: its (communicator, opCount), shared by every line of one
+    /// grouped launch (see [`align::metrics::score_calls`]).
+    pub fn call_of(&self, l: usize) -> (u64, u64) {
+        (self.log_ops[l].comm, self.log_ops[l].op_count)
+    }
+
     /// The aligner's view; the clock domain is the host (one export per node).
     pub fn input(&self) -> ProcessInput<'_> {
         ProcessInput {

@@ -8,9 +8,11 @@
 //! the command and the test that holds the accuracy targets.
 
 pub mod inputs;
+pub mod presets;
 pub mod sweep;
 pub mod table;
 
 pub use inputs::{rank_inputs, RankInput};
+pub use presets::{score_preset, PresetScore};
 pub use sweep::{sweep, Method, MethodStats, Scenario, ScenarioResult, SCENARIOS};
 pub use table::markdown;

@@ -1,0 +1,192 @@
+//! Everything about one kernel the user picked on the timeline: the kernel's own row, the log
+//! lines matched to it (with file and line), the alignment's confidence, and the same collective
+//! instance on the other ranks (the members' kernels in synchronised time, the arrival skew and
+//! the slowest rank).
+
+use crate::analysis::Analysis;
+use crate::session::Session;
+use model::log::{LogOp, ProcessKey};
+use model::nsys::Kernel;
+use serde::{Deserialize, Serialize};
+
+/// One log line matched to the kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineDetails {
+    pub op: String,
+    /// The communicator pointer as printed.
+    pub comm: String,
+    pub op_count: u64,
+    pub count: u64,
+    pub datatype: String,
+    /// The log file's name and the 1-based line.
+    pub file: String,
+    pub line: u64,
+}
+
+/// One member of the collective instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberTiming {
+    pub rank: u32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+/// The picked kernel's collective on every rank that ran it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceDetails {
+    /// The logical communicator's id (`0x<commId>` or `seq-<n>`) and size.
+    pub comm_id: String,
+    pub comm_size: u32,
+    pub op_count: u64,
+    /// Ascending by rank.
+    pub members: Vec<MemberTiming>,
+    /// Last start minus first start.
+    pub arrival_skew_ns: i64,
+    /// The last rank to start: the others waited for it.
+    pub slowest_rank: u32,
+}
+
+/// What the details panel shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelDetails {
+    pub rank: u32,
+    pub host: String,
+    pub pid: u32,
+    pub device: u32,
+    pub kernel_name: String,
+    pub stream: u32,
+    pub correlation_id: u32,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Synchronised time, and the time as the export has it.
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub own_start_ns: i64,
+    pub own_end_ns: i64,
+    pub lines: Vec<LineDetails>,
+    pub duplicates: usize,
+    pub confidence: Option<f64>,
+    pub instance: Option<InstanceDetails>,
+}
+
+/// The kernel of `process` on `device` whose synchronised start is `start_ns` (a timeline span).
+pub fn kernel_details(
+    session: &Session,
+    analysis: &Analysis,
+    process: &ProcessKey,
+    device: u32,
+    start_ns: i64,
+) -> Option<KernelDetails> {
+    let rank = analysis
+        .processes
+        .iter()
+        .find(|p| &p.process == process)
+        .map(|p| p.global_rank)?;
+    let pm = analysis
+        .alignments
+        .processes
+        .iter()
+        .find(|pm| &pm.process == process)?;
+    let sync = |t: i64| analysis.clocks.to_sync(rank, t);
+    let (i, k) = pm
+        .kernels
+        .iter()
+        .enumerate()
+        .find(|(_, k)| k.device == device && sync(k.start_ns) == start_ns)?;
+    let m = pm.alignment.per_kernel.get(i).and_then(Option::as_ref);
+    let ops: Vec<&LogOp> = m
+        .map(|m| {
+            m.log_ops
+                .iter()
+                .filter_map(|&j| pm.log_ops.get(j))
+                .collect()
+        })
+        .unwrap_or_default();
+    let file_name = |index: u32| {
+        session
+            .logs()
+            .iter()
+            .find(|l| l.parsed.file_index == index)
+            .map_or_else(|| format!("file {index}"), |l| l.name.clone())
+    };
+    Some(KernelDetails {
+        rank,
+        host: process.host.clone(),
+        pid: process.pid,
+        device,
+        kernel_name: k.name.clone(),
+        stream: k.stream,
+        correlation_id: k.correlation_id,
+        grid: k.grid,
+        block: k.block,
+        start_ns: sync(k.start_ns),
+        end_ns: sync(k.end_ns),
+        own_start_ns: k.start_ns,
+        own_end_ns: k.end_ns,
+        lines: ops
+            .iter()
+            .map(|o| LineDetails {
+                op: o.op.name().to_string(),
+                comm: format!("0x{:x}", o.comm),
+                op_count: o.op_count,
+                count: o.count,
+                datatype: o.datatype.map_or_else(
+                    || format!("code {}", o.datatype_code),
+                    |d| d.name().to_string(),
+                ),
+                file: file_name(o.source.file),
+                line: o.source.line,
+            })
+            .collect(),
+        duplicates: m.map_or(0, |m| m.duplicates.len()),
+        confidence: m.map(|m| m.confidence),
+        instance: ops.first().and_then(|o| instance(analysis, process, o)),
+    })
+}
+
+/// The members' kernels of the instance `op` belongs to: the same logical communicator and
+/// opCount on every rank (NCCL counts opCount per communicator, the same on every member).
+fn instance(analysis: &Analysis, process: &ProcessKey, op: &LogOp) -> Option<InstanceDetails> {
+    let comms = &analysis.communicators;
+    let c = comms.comm_of(process, op.comm)?;
+    let mut members = Vec::new();
+    for pm in &analysis.alignments.processes {
+        let Some(rank) = analysis
+            .processes
+            .iter()
+            .find(|p| p.process == pm.process)
+            .map(|p| p.global_rank)
+        else {
+            continue;
+        };
+        let hit = pm.matched().find(|(_, m)| {
+            m.log_ops.iter().any(|&j| {
+                pm.log_ops.get(j).is_some_and(|o| {
+                    o.op_count == op.op_count && comms.comm_of(&pm.process, o.comm) == Some(c)
+                })
+            })
+        });
+        if let Some((k, _)) = hit {
+            members.push(member(analysis, rank, k));
+        }
+    }
+    members.sort_by_key(|m| m.rank);
+    let first = members.iter().map(|m| m.start_ns).min()?;
+    let last = members.iter().max_by_key(|m| (m.start_ns, m.rank))?;
+    Some(InstanceDetails {
+        comm_id: comms.comms[c].id.clone(),
+        comm_size: comms.comms[c].size,
+        op_count: op.op_count,
+        arrival_skew_ns: last.start_ns - first,
+        slowest_rank: last.rank,
+        members,
+    })
+}
+
+fn member(analysis: &Analysis, rank: u32, k: &Kernel) -> MemberTiming {
+    MemberTiming {
+        rank,
+        start_ns: analysis.clocks.to_sync(rank, k.start_ns),
+        end_ns: analysis.clocks.to_sync(rank, k.end_ns),
+    }
+}
