@@ -114,7 +114,7 @@ pub fn kernel_details(
         host: process.host.clone(),
         pid: process.pid,
         device,
-        kernel_name: k.name.clone(),
+        kernel_name: k.name.to_string(),
         stream: k.stream,
         correlation_id: k.correlation_id,
         grid: k.grid,
