@@ -166,7 +166,7 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
                 device: rank,
                 stream: 7 + s as u32 * 6,
                 correlation_id: kernel_index as u32,
-                name: kname,
+                name: kname.into(),
                 grid: [if op == OpType::SendRecv { 2 } else { nch }, 1, 1],
                 block: [640, 1, 1],
                 static_shared_bytes: 0,

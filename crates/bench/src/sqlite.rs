@@ -12,7 +12,8 @@ pub fn run(iterations: &[u32], report: &mut Report) {
         "Reading exports natively (issue 5)",
         "`ingest_nsys::read_export` over rusqlite on one node's report of the `tp4` preset's layout \
          (4 ranks) at growing iteration counts; best of 3. Reference: a bare `SELECT count(*)` over \
-         the kernel table of the same file (SQLite's own scan).",
+         the kernel table of the same file (SQLite's own scan). Bytes per kernel: the NCCL kernel \
+         record (`size_of`) plus its share of the heap it points to (names are shared).",
     );
     report.row(&[
         "iterations",
@@ -22,6 +23,7 @@ pub fn run(iterations: &[u32], report: &mut Report) {
         "kernels/s",
         "count(*) s",
         "read / count(*)",
+        "bytes/kernel",
     ]);
     let mut pts = Vec::new();
     for &it in iterations {
@@ -35,10 +37,21 @@ pub fn run(iterations: &[u32], report: &mut Report) {
         let name = file.display().to_string();
         let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
         let mut kernels = 0;
+        let mut bytes_per_kernel = 0.0;
         let read = best_of(3, || {
             let db = NativeDb::open(&file).expect("open the export");
             let e = read_export(&db, &name, &ReadOptions::default()).expect("read the export");
             kernels = e.kernels.len();
+            // Each distinct name is one heap block (an `Arc<str>`: two counters and the text),
+            // shared by the kernels carrying it.
+            let names: std::collections::HashMap<*const u8, usize> = e
+                .kernels
+                .iter()
+                .map(|k| (k.name.as_ptr(), 16 + k.name.len()))
+                .collect();
+            let heap: usize = names.values().sum();
+            let size = e.kernels.first().map_or(0, std::mem::size_of_val);
+            bytes_per_kernel = size as f64 + heap as f64 / kernels.max(1) as f64;
         });
         let count = best_of(3, || {
             let c = rusqlite_count(&file);
@@ -53,6 +66,7 @@ pub fn run(iterations: &[u32], report: &mut Report) {
             &format!("{:.0}", kernels as f64 / read),
             &format!("{count:.3}"),
             &format!("{:.1}", read / count),
+            &format!("{bytes_per_kernel:.1}"),
         ]);
     }
     report.growth("read_export vs kernels", exponent(&pts));

@@ -203,7 +203,7 @@ impl Ctx<'_> {
         let mut put = |key: &str, v: Value| {
             args.insert(key.to_string(), v);
         };
-        put(CUDA_KERNEL, json!(k.name));
+        put(CUDA_KERNEL, json!(&*k.name));
         put(CUDA_STREAM_ID, json!(k.stream));
         put(CUDA_CORRELATION_ID, json!(k.correlation_id));
         put(GLOBAL_RANK, json!(self.rank));

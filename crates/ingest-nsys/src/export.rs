@@ -55,8 +55,7 @@ pub fn read_export(
         );
     }
 
-    let mut kernels = Vec::new();
-    let mut other = Vec::new();
+    let mut kernels = kernels::KernelsRead::default();
     if !schema.has_table(KERNEL) {
         note(
             Severity::Warning,
@@ -82,8 +81,7 @@ pub fn read_export(
                 format!("table {RUNTIME} is absent: no CPU launch times for kernels"),
             );
         }
-        kernels = kernels::read_nccl_kernels(db, &schema, name_col).map_err(fail(KERNEL))?;
-        other = kernels::read_other_kernels(db, &schema, name_col).map_err(fail(KERNEL))?;
+        kernels = kernels::read_kernels(db, &schema, name_col).map_err(fail(KERNEL))?;
     } else {
         return Err(Diagnostic::error(
             path,
@@ -91,14 +89,15 @@ pub fn read_export(
             format!("table {KERNEL} has no kernel-name column"),
         ));
     }
-    if schema.has_table(KERNEL) && kernels.is_empty() {
+    if schema.has_table(KERNEL) && kernels.nccl.is_empty() {
         note(
             Severity::Warning,
             "no NCCL kernels in this export (no kernel name contains `nccl`)".into(),
         );
     }
 
-    let processes = processes::read_processes(db, &schema).map_err(fail("PROCESSES"))?;
+    let processes =
+        processes::read_processes(db, &schema, &kernels.global_pids).map_err(fail("PROCESSES"))?;
     let hosts = processes::read_hosts(db, &schema).map_err(fail("TARGET_INFO_SYSTEM_ENV"))?;
     let gpus = processes::read_gpus(db, &schema).map_err(fail("TARGET_INFO_GPU"))?;
     let cuda_devices =
@@ -140,8 +139,8 @@ pub fn read_export(
 
     out.schema_version = meta.schema_version;
     out.product_version = meta.product_version;
-    out.kernels = kernels;
-    out.other_kernels = other;
+    out.kernels = kernels.nccl;
+    out.other_kernels = kernels.other;
     out.processes = processes;
     out.hosts = hosts;
     out.gpus = gpus;

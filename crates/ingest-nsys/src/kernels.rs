@@ -1,17 +1,59 @@
 //! NCCL kernels and the count of all other kernels.
 //!
 //! Reads `CUPTI_ACTIVITY_KIND_KERNEL` (timing, launch geometry, `globalPid`, `correlationId`),
-//! joined with `StringIds` for the name (`demangledName`, else `shortName`, else `mangledName`:
-//! the first the schema has), and `CUPTI_ACTIVITY_KIND_RUNTIME` for the CPU-side launch of each
+//! with the name from `StringIds` (`demangledName`, else `shortName`, else `mangledName`: the
+//! first the schema has), and `CUPTI_ACTIVITY_KIND_RUNTIME` for the CPU-side launch of each
 //! NCCL kernel (same `correlationId` within the same process; NCCL launches through the driver
-//! API `cuLaunchKernelEx`, so no filter on the API name). The NCCL filter is in SQL
-//! (`lower(name) LIKE '%nccl%'`), and non-NCCL kernels are only counted, per pid and device, in
-//! SQL: exports hold millions of compute kernels the viewer never draws one by one.
+//! API `cuLaunchKernelEx`, so no filter on the API name). Non-NCCL kernels are only counted, per
+//! process and device, in SQL: exports hold millions of compute kernels the viewer never draws
+//! one by one.
+//!
+//! Built for speed (millions of kernel rows; see docs/PERFORMANCE.md): the names containing
+//! `nccl` are read once from `StringIds` (a few hundred strings), and the kernel table is then
+//! filtered in SQL by that set of name ids, so rows carry an integer and each distinct name is one
+//! shared string. The ordering (by process, then start), the launch join and the removal of
+//! duplicate rows are done here in one pass each rather than by SQLite's sorter and an automatic
+//! index over the runtime table, which cost several times the scan itself.
 
-use crate::probe::{ident, int, pid_of, query, text, tid_of, Schema};
+use crate::probe::{ident, int, pid_of, query, tid_of, Schema};
 use model::nsys::{Kernel, OtherKernels};
 use sqlsource::{SqlError, SqlSource};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+/// A multiply-rotate hash (rustc's FxHash) for the integer keys of the per-kernel maps: SipHash
+/// was a tenth of the read time, and these keys come from one file, not from an adversary
+/// who could profit from collisions.
+#[derive(Default, Clone, Copy)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+
+    fn write_i64(&mut self, i: i64) {
+        self.write_u64(i as u64);
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+type IntSet<K> = HashSet<K, BuildHasherDefault<IntHasher>>;
 
 pub(crate) const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
 pub(crate) const RUNTIME: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
@@ -41,15 +83,14 @@ pub(crate) fn name_column(schema: &Schema) -> Option<&'static str> {
         .find(|c| schema.has(KERNEL, c))
 }
 
-/// The SQL predicate selecting NCCL kernels by their joined name (alias `s`).
-const IS_NCCL: &str = "lower(s.value) LIKE '%nccl%'";
+/// The ids of `StringIds` holding an NCCL name: the one definition of "an NCCL kernel" shared
+/// by the count, the rows and the others (a kernel whose name id is missing is not NCCL).
+const NCCL_NAME_IDS: &str =
+    "SELECT s.id FROM StringIds AS s WHERE s.id IS NOT NULL AND lower(s.value) LIKE '%nccl%'";
 
-/// `FROM ... JOIN StringIds` shared by the count and the row query, so both select the same set.
-fn from_clause(name_col: &str) -> String {
-    format!(
-        "FROM {KERNEL} AS k JOIN StringIds AS s ON s.id = k.{}",
-        ident(name_col)
-    )
+/// `k.<name> IN (...)`: selects NCCL kernels by their integer name id, no join per row.
+fn is_nccl(name_col: &str) -> String {
+    format!("k.{} IN ({NCCL_NAME_IDS})", ident(name_col))
 }
 
 /// Counts NCCL kernels with one SQL COUNT. `Ok(0)` when the export has no kernel table.
@@ -71,50 +112,82 @@ pub(crate) fn count_with(db: &dyn SqlSource, schema: &Schema) -> Result<u64, Sql
         return Err(SqlError::new(format!("{KERNEL} has no kernel-name column")));
     };
     let mut n = 0u64;
-    let sql = format!("SELECT count(*) {} WHERE {IS_NCCL}", from_clause(name_col));
+    let sql = format!(
+        "SELECT count(*) FROM {KERNEL} AS k WHERE {}",
+        is_nccl(name_col)
+    );
     query(db, &sql, |r| n = int(r.first()).unwrap_or(0).max(0) as u64)?;
     Ok(n)
 }
 
-/// Reads every NCCL kernel, ordered by pid then start, with its launch where the runtime table has it.
-pub(crate) fn read_nccl_kernels(
+/// What [`read_kernels`] found.
+#[derive(Debug, Default)]
+pub(crate) struct KernelsRead {
+    /// NCCL kernels, ordered by `globalPid` then start.
+    pub nccl: Vec<Kernel>,
+    pub other: Vec<OtherKernels>,
+    /// Every distinct `globalPid` of the kernel table (NCCL or not), for the process list.
+    pub global_pids: Vec<i64>,
+}
+
+/// Reads the NCCL kernels (with their launch where the runtime table has it) and counts the
+/// others.
+pub(crate) fn read_kernels(
     db: &dyn SqlSource,
     schema: &Schema,
     name_col: &str,
+) -> Result<KernelsRead, SqlError> {
+    let mut global_pids = HashSet::new();
+    let nccl = read_nccl_kernels(db, schema, name_col, &mut global_pids)?;
+    let other = read_other_kernels(db, schema, name_col, &mut global_pids)?;
+    let mut global_pids: Vec<i64> = global_pids.into_iter().collect();
+    global_pids.sort_unstable();
+    Ok(KernelsRead {
+        nccl,
+        other,
+        global_pids,
+    })
+}
+
+/// Each NCCL name once, by `StringIds` id, shared by every kernel carrying it.
+fn nccl_names(db: &dyn SqlSource) -> Result<IntMap<i64, Arc<str>>, SqlError> {
+    let mut names = IntMap::default();
+    let sql = format!("SELECT s.id, s.value FROM StringIds AS s WHERE s.id IN ({NCCL_NAME_IDS})");
+    db.for_each(&sql, &mut |r| {
+        if let (Some(id), sqlsource::Value::Text(t)) = (r.int(0), r.value(1)) {
+            names.insert(id, Arc::from(t));
+        }
+        Ok(())
+    })?;
+    Ok(names)
+}
+
+/// The raw keys of one NCCL kernel row that the ordering and the launch join need.
+#[derive(Clone, Copy)]
+struct RawKeys {
+    global_pid: Option<i64>,
+    correlation_id: Option<i64>,
+}
+
+/// Reads every NCCL kernel, ordered by `globalPid` then start, with its launch where the runtime
+/// table has it; exact duplicate rows are dropped.
+fn read_nccl_kernels(
+    db: &dyn SqlSource,
+    schema: &Schema,
+    name_col: &str,
+    global_pids: &mut HashSet<i64>,
 ) -> Result<Vec<Kernel>, SqlError> {
+    let names = nccl_names(db)?;
     let c = |col: &str| schema.col_or_null(KERNEL, "k", col);
-    let has_launch = schema.has(RUNTIME, "correlationId")
-        && schema.has(RUNTIME, "start")
-        && schema.has(RUNTIME, "globalTid")
-        && schema.has(KERNEL, "correlationId")
-        && schema.has(KERNEL, "globalPid");
-    // Pre-aggregated per (process, correlation id) so a duplicated runtime row cannot duplicate a
-    // kernel, and limited to the NCCL kernels' correlation ids so a trace with millions of
-    // runtime calls is not grouped whole; SQLite builds an automatic index for the join.
-    let (launch_cols, launch_join) = if has_launch {
-        (
-            "r.launch_start, r.launch_tid",
-            format!(
-                "LEFT JOIN (SELECT correlationId AS cid, globalTid >> 24 AS gp, \
-                 min(start) AS launch_start, min(globalTid) AS launch_tid \
-                 FROM {RUNTIME} WHERE correlationId IN \
-                 (SELECT k.correlationId {from} WHERE {IS_NCCL}) \
-                 GROUP BY correlationId, globalTid >> 24) AS r \
-                 ON r.cid = k.correlationId AND r.gp = (k.globalPid >> 24)",
-                from = from_clause(name_col),
-            ),
-        )
-    } else {
-        ("NULL, NULL", String::new())
-    };
     let sql = format!(
-        "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {gpid}, s.value, \
-         {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {ssm}, {dsm}, {regs}, {lmt}, {launch_cols} \
-         {from} {launch_join} WHERE {IS_NCCL} ORDER BY {gpid}, k.start",
+        "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {gpid}, k.{name}, \
+         {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {ssm}, {dsm}, {regs}, {lmt} \
+         FROM {KERNEL} AS k WHERE {nccl}",
         dev = c("deviceId"),
         stream = c("streamId"),
         corr = c("correlationId"),
         gpid = c("globalPid"),
+        name = ident(name_col),
         gx = c("gridX"),
         gy = c("gridY"),
         gz = c("gridZ"),
@@ -125,70 +198,321 @@ pub(crate) fn read_nccl_kernels(
         dsm = c("dynamicSharedMemory"),
         regs = c("registersPerThread"),
         lmt = c("localMemoryTotal"),
-        from = from_clause(name_col),
+        nccl = is_nccl(name_col),
     );
-    let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    query(db, &sql, |r| {
-        let u = |i: usize| int(r.get(i)).unwrap_or(0).max(0) as u32;
-        let (Some(start_ns), Some(end_ns)) = (int(r.first()), int(r.get(1))) else {
-            return;
+    let empty: Arc<str> = Arc::from("");
+    // In table order until sorted in place at the end (no second vector of records: they are
+    // most of the page's memory).
+    let mut kernels: Vec<Kernel> = Vec::new();
+    let mut keys: Vec<RawKeys> = Vec::new();
+    db.for_each(&sql, &mut |r| {
+        let u = |i: usize| r.int(i).unwrap_or(0).max(0) as u32;
+        let global_pid = r.int(5);
+        if let Some(g) = global_pid {
+            global_pids.insert(g);
+        }
+        let (Some(start_ns), Some(end_ns)) = (r.int(0), r.int(1)) else {
+            return Ok(());
         };
-        let k = Kernel {
-            pid: int(r.get(5)).map(pid_of).unwrap_or(0),
+        let correlation_id = r.int(4);
+        let name = r
+            .int(6)
+            .and_then(|id| names.get(&id))
+            .unwrap_or(&empty)
+            .clone();
+        keys.push(RawKeys {
+            global_pid,
+            correlation_id,
+        });
+        kernels.push(Kernel {
+            pid: global_pid.map(pid_of).unwrap_or(0),
             start_ns,
             end_ns,
             device: u(2),
             stream: u(3),
-            correlation_id: u(4),
-            name: text(r.get(6)).unwrap_or_default(),
+            correlation_id: correlation_id.unwrap_or(0).max(0) as u32,
+            name,
             grid: [u(7), u(8), u(9)],
             block: [u(10), u(11), u(12)],
             static_shared_bytes: u(13),
             dynamic_shared_bytes: u(14),
             registers_per_thread: u(15),
-            local_memory_total: int(r.get(16)).unwrap_or(0).max(0) as u64,
-            launch_ns: int(r.get(17)),
-            launch_tid: int(r.get(18)).map(tid_of),
-        };
-        // Exact duplicate rows (a re-exported or merged file) would double-count operations.
-        if seen.insert((
-            k.pid,
-            k.device,
-            k.stream,
-            k.correlation_id,
-            k.start_ns,
-            k.end_ns,
-        )) {
-            out.push(k);
-        }
+            local_memory_total: r.int(16).unwrap_or(0).max(0) as u64,
+            launch_ns: None,
+            launch_tid: None,
+        });
+        Ok(())
     })?;
-    Ok(out)
+    let launches = read_launches(db, schema, &keys)?;
+    for (k, launch) in kernels.iter_mut().zip(launches) {
+        if let Some((launch_ns, launch_tid)) = launch {
+            k.launch_ns = launch_ns;
+            k.launch_tid = launch_tid.map(tid_of);
+        }
+    }
+    // SQL's `ORDER BY globalPid, start` (NULL first), stable: rows tied on both keep the
+    // table's order (the row index is the last key). Small keys are sorted, then the records
+    // are moved once, in place.
+    let mut order: Vec<(Option<i64>, i64, u32)> = keys
+        .iter()
+        .zip(&kernels)
+        .enumerate()
+        .map(|(i, (key, k))| (key.global_pid, k.start_ns, i as u32))
+        .collect();
+    order.sort_unstable();
+    let pid_shared = pid_shared_by_global_pids(&keys, &kernels);
+    drop(keys);
+    let perm: Vec<u32> = order.iter().map(|o| o.2).collect();
+    permute(&mut kernels, &perm);
+    drop(perm);
+    let mut dedup = Dedup::new(pid_shared, kernels.len());
+    let mut kept = 0;
+    for (i, &(global_pid, start, _)) in order.iter().enumerate() {
+        if dedup.keep(&kernels[..kept], (global_pid, start), &kernels[i]) {
+            kernels.swap(kept, i);
+            kept += 1;
+        }
+    }
+    kernels.truncate(kept);
+    Ok(kernels)
+}
+
+/// Reorders `v` so that `v[i]` becomes the old `v[perm[i]]`, following each cycle of the
+/// permutation (every element moves once).
+fn permute<T>(v: &mut [T], perm: &[u32]) {
+    let mut done = vec![false; v.len()];
+    for first in 0..v.len() {
+        let mut cur = first;
+        while !done[cur] {
+            done[cur] = true;
+            let next = perm[cur] as usize;
+            if next == first {
+                break;
+            }
+            v.swap(cur, next);
+            cur = next;
+        }
+    }
+}
+
+/// The identity of a kernel row: exact duplicates (a re-exported or merged file) would
+/// double-count operations, and the first of them is kept.
+fn identity(k: &Kernel) -> (u32, u32, u32, u32, i64, i64) {
+    (
+        k.pid,
+        k.device,
+        k.stream,
+        k.correlation_id,
+        k.start_ns,
+        k.end_ns,
+    )
+}
+
+/// Whether two distinct `globalPid`s carry the same pid (e.g. a merged multi-host export).
+fn pid_shared_by_global_pids(keys: &[RawKeys], kernels: &[Kernel]) -> bool {
+    let mut pids: IntMap<u32, i64> = IntMap::default();
+    keys.iter().zip(kernels).any(|(key, k)| {
+        let g = key.global_pid.unwrap_or(i64::MIN);
+        *pids.entry(k.pid).or_insert(g) != g
+    })
+}
+
+/// Keeps the first row of each [`identity`], in output order. Duplicates share a start, so when
+/// no two `globalPid`s carry the same pid they are neighbours in the sorted output and each run
+/// of one (globalPid, start) is compared within itself, with no set of every row; otherwise a
+/// set.
+enum Dedup {
+    Runs {
+        key: Option<(Option<i64>, i64)>,
+        start: usize,
+    },
+    Set(IntSet<(u32, u32, u32, u32, i64, i64)>),
+}
+
+impl Dedup {
+    fn new(pid_shared: bool, n: usize) -> Dedup {
+        if pid_shared {
+            Dedup::Set(IntSet::with_capacity_and_hasher(n, Default::default()))
+        } else {
+            Dedup::Runs {
+                key: None,
+                start: 0,
+            }
+        }
+    }
+
+    /// Whether `k`, sorted under `key`, is the first of its identity; `out` holds the kept rows.
+    fn keep(&mut self, out: &[Kernel], key: (Option<i64>, i64), k: &Kernel) -> bool {
+        match self {
+            Dedup::Set(seen) => seen.insert(identity(k)),
+            Dedup::Runs { key: run, start } => {
+                if *run != Some(key) {
+                    *run = Some(key);
+                    *start = out.len();
+                }
+                let id = identity(k);
+                !out[*start..].iter().any(|o| identity(o) == id)
+            }
+        }
+    }
+}
+
+/// Each kernel's launch (by row index): the earliest start, and the lowest `globalTid`, of the
+/// runtime rows with its correlation id in its process (`globalTid >> 24 = globalPid >> 24`).
+/// One pass over the runtime table's three columns. Empty when the tables lack the columns.
+#[allow(clippy::type_complexity)]
+fn read_launches(
+    db: &dyn SqlSource,
+    schema: &Schema,
+    rows: &[RawKeys],
+) -> Result<Vec<Option<(Option<i64>, Option<i64>)>>, SqlError> {
+    let has_launch = schema.has(RUNTIME, "correlationId")
+        && schema.has(RUNTIME, "start")
+        && schema.has(RUNTIME, "globalTid")
+        && schema.has(KERNEL, "correlationId")
+        && schema.has(KERNEL, "globalPid");
+    if !has_launch || rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let key = |r: &RawKeys| Some((r.global_pid? >> 24, r.correlation_id?));
+    // Each distinct (process, correlation id) gets a slot in `launches`, (min start, min
+    // globalTid), and each row remembers its slot, so the final assignment needs no lookup.
+    let mut cids: IntMap<i64, (i64, i64, usize)> = IntMap::default();
+    for (gp, cid) in rows.iter().filter_map(key) {
+        let e = cids.entry(gp).or_insert((cid, cid, 0));
+        *e = (e.0.min(cid), e.1.max(cid), e.2 + 1);
+    }
+    let mut tables: IntMap<i64, Slots> = cids
+        .iter()
+        .map(|(&gp, &(lo, hi, n))| (gp, Slots::new(lo, hi, n)))
+        .collect();
+    let mut launches: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+    let slots: Vec<Option<u32>> = rows
+        .iter()
+        .map(|r| {
+            let (gp, cid) = key(r)?;
+            let table = tables.get_mut(&gp)?;
+            Some(table.slot_or_insert(cid, || {
+                launches.push((None, None));
+                launches.len() as u32 - 1
+            }))
+        })
+        .collect();
+    let Some(lo) = cids.values().map(|c| c.0).min() else {
+        return Ok(Vec::new());
+    };
+    let hi = cids.values().map(|c| c.1).max().unwrap_or(lo);
+    let sql = format!(
+        "SELECT correlationId, globalTid, start FROM {RUNTIME} \
+         WHERE correlationId BETWEEN {lo} AND {hi}"
+    );
+    db.for_each(&sql, &mut |r| {
+        let (Some(cid), Some(tid)) = (r.int(0), r.int(1)) else {
+            return Ok(());
+        };
+        if let Some(slot) = tables.get(&(tid >> 24)).and_then(|t| t.get(cid)) {
+            let (start, min_tid) = &mut launches[slot as usize];
+            if let Some(s) = r.int(2) {
+                *start = Some(start.map_or(s, |m| m.min(s)));
+            }
+            *min_tid = Some(min_tid.map_or(tid, |m| m.min(tid)));
+        }
+        Ok(())
+    })?;
+    Ok(slots
+        .into_iter()
+        .map(|s| s.map(|s| launches[s as usize]))
+        .collect())
+}
+
+/// One process's NCCL correlation ids → launch slots. Correlation ids are mostly dense and
+/// runtime rows come roughly in their order, so a table indexed by id is read almost
+/// sequentially (a hash map over every kernel missed the cache on each runtime row); a sparse
+/// range falls back to a map.
+enum Slots {
+    Dense { lo: i64, slots: Vec<u32> },
+    Sparse(IntMap<i64, u32>),
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+impl Slots {
+    fn new(lo: i64, hi: i64, n: usize) -> Slots {
+        let span = hi.saturating_sub(lo) as u64;
+        if span < 8 * n as u64 + 4096 {
+            Slots::Dense {
+                lo,
+                slots: vec![NO_SLOT; span as usize + 1],
+            }
+        } else {
+            Slots::Sparse(IntMap::default())
+        }
+    }
+
+    fn slot_or_insert(&mut self, cid: i64, new: impl FnOnce() -> u32) -> u32 {
+        match self {
+            Slots::Dense { lo, slots } => {
+                // `cid` is within [lo, hi] by construction.
+                let s = &mut slots[(cid - *lo) as usize];
+                if *s == NO_SLOT {
+                    *s = new();
+                }
+                *s
+            }
+            Slots::Sparse(map) => *map.entry(cid).or_insert_with(new),
+        }
+    }
+
+    fn get(&self, cid: i64) -> Option<u32> {
+        match self {
+            Slots::Dense { lo, slots } => {
+                let i = usize::try_from(cid.checked_sub(*lo)?).ok()?;
+                slots.get(i).copied().filter(|&s| s != NO_SLOT)
+            }
+            Slots::Sparse(map) => map.get(&cid).copied(),
+        }
+    }
 }
 
 /// Counts the non-NCCL kernels per (pid, device) and sums their durations, in SQL.
 /// A kernel whose name id is missing from `StringIds` counts as non-NCCL.
-pub(crate) fn read_other_kernels(
+fn read_other_kernels(
     db: &dyn SqlSource,
     schema: &Schema,
     name_col: &str,
+    global_pids: &mut HashSet<i64>,
 ) -> Result<Vec<OtherKernels>, SqlError> {
     let gpid = schema.col_or_null(KERNEL, "k", "globalPid");
     let dev = schema.col_or_null(KERNEL, "k", "deviceId");
+    let name = ident(name_col);
+    // Grouped by the raw globalPid (its distinct values name the processes); groups of the same
+    // pid are merged below. Keys keep NULL apart from 0, as SQL's GROUP BY did.
     let sql = format!(
-        "SELECT ({gpid} >> 24) & 16777215 AS pid, {dev} AS dev, count(*), sum(k.\"end\" - k.start) \
-         FROM {KERNEL} AS k LEFT JOIN StringIds AS s ON s.id = k.{name} \
-         WHERE s.value IS NULL OR NOT ({IS_NCCL}) GROUP BY 1, 2 ORDER BY 1, 2",
-        name = ident(name_col),
+        "SELECT {gpid}, {dev}, count(*), sum(k.\"end\" - k.start) FROM {KERNEL} AS k \
+         WHERE k.{name} IS NULL OR k.{name} NOT IN ({NCCL_NAME_IDS}) GROUP BY 1, 2"
     );
-    let mut out = Vec::new();
-    query(db, &sql, |r| {
-        out.push(OtherKernels {
-            pid: int(r.first()).unwrap_or(0) as u32,
-            device: int(r.get(1)).unwrap_or(0).max(0) as u32,
-            count: int(r.get(2)).unwrap_or(0).max(0) as u64,
-            total_ns: int(r.get(3)).unwrap_or(0),
-        })
+    type Key = (Option<i64>, Option<i64>);
+    let mut groups: BTreeMap<Key, (i64, Option<i64>)> = BTreeMap::new();
+    db.for_each(&sql, &mut |r| {
+        let g = r.int(0);
+        if let Some(g) = g {
+            global_pids.insert(g);
+        }
+        let pid = g.map(|g| (g >> 24) & 0xFF_FFFF);
+        let e = groups.entry((pid, r.int(1))).or_insert((0, None));
+        e.0 = e.0.saturating_add(r.int(2).unwrap_or(0));
+        if let Some(t) = r.int(3) {
+            e.1 = Some(e.1.unwrap_or(0).saturating_add(t));
+        }
+        Ok(())
     })?;
-    Ok(out)
+    Ok(groups
+        .into_iter()
+        .map(|((pid, dev), (count, total))| OtherKernels {
+            pid: pid.unwrap_or(0) as u32,
+            device: dev.unwrap_or(0).max(0) as u32,
+            count: count.max(0) as u64,
+            total_ns: total.unwrap_or(0),
+        })
+        .collect())
 }

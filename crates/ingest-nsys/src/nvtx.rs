@@ -81,22 +81,24 @@ pub(crate) fn read_nvtx(
     );
     // Rows kept whole until domains are settled: (range, domainId, payload bytes).
     let mut rows: Vec<(NvtxRange, i64, Option<Vec<u8>>)> = Vec::new();
-    query(db, &sql, |r| {
-        let Some(start_ns) = int(r.first()) else {
-            return;
+    // Read in place (no vector of values per row): PyTorch traces hold millions of ranges.
+    db.for_each(&sql, &mut |r| {
+        let Some(start_ns) = r.int(0) else {
+            return Ok(());
         };
-        let gtid = int(r.get(2)).unwrap_or(0);
-        let domain_id = int(r.get(4)).unwrap_or(0);
+        let gtid = r.int(2).unwrap_or(0);
+        let domain_id = r.int(4).unwrap_or(0);
         let pid = pid_of(gtid);
         let range = NvtxRange {
             pid,
             tid: tid_of(gtid),
             start_ns,
-            end_ns: int(r.get(1)),
-            text: text(r.get(3)).unwrap_or_default(),
+            end_ns: r.int(1),
+            text: r.value(3).as_str().map(str::to_string).unwrap_or_default(),
             domain: domains.get(&(pid, domain_id)).cloned(),
         };
-        rows.push((range, domain_id, blob_of(r.get(5))));
+        rows.push((range, domain_id, blob_of(Some(&r.value(5)))));
+        Ok(())
     })?;
 
     // Nonzero domains with no DomainCreate row whose every range is an `nccl*` call.

@@ -16,16 +16,26 @@ use crate::probe::{ident, int, pid_of, query, text, Schema};
 use model::nsys::{CudaDeviceMap, Gpu, Process, SessionStart};
 use sqlsource::{SqlError, SqlSource};
 
+/// `kernel_global_pids`: the distinct `globalPid`s of the kernel table, already collected while
+/// reading kernels (a second `SELECT DISTINCT` over millions of kernel rows costs a full sort).
 pub(crate) fn read_processes(
     db: &dyn SqlSource,
     schema: &Schema,
+    kernel_global_pids: &[i64],
 ) -> Result<Vec<Process>, SqlError> {
     if !schema.has("PROCESSES", "globalPid") {
         return Ok(Vec::new());
     }
     let mut sources = Vec::new();
-    if schema.has(KERNEL, "globalPid") {
-        sources.push(format!("SELECT DISTINCT globalPid AS g FROM {KERNEL}"));
+    if schema.has(KERNEL, "globalPid") && !kernel_global_pids.is_empty() {
+        let values: Vec<String> = kernel_global_pids
+            .iter()
+            .map(|g| format!("({g})"))
+            .collect();
+        sources.push(format!(
+            "SELECT column1 AS g FROM (VALUES {})",
+            values.join(", ")
+        ));
     }
     if schema.has("NVTX_EVENTS", "globalTid") {
         // Low 24 bits (the thread) cleared: a globalPid.

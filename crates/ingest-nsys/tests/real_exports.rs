@@ -192,12 +192,9 @@ fn mfu_before_kernels_and_launches() {
     let conn = raw(&path);
     let x = read(&path);
     assert_eq!(x.kernels.len(), 66);
-    assert!(
-        x.kernels
-            .iter()
-            .all(|k| k.name
-                == "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)")
-    );
+    assert!(x.kernels.iter().all(
+        |k| &*k.name == "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<(unsigned long)4096>)"
+    ));
     let pids: std::collections::BTreeSet<u32> = x.kernels.iter().map(|k| k.pid).collect();
     assert_eq!(pids.into_iter().collect::<Vec<_>>(), vec![144, 145]);
     // Launch found for 64 of 66 (two launches fell outside the sliced window).

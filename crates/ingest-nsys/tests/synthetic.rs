@@ -210,3 +210,67 @@ fn nccl_payloads_decode_along_real_schemas() {
         "ncclGroupStart has no payload"
     );
 }
+
+/// Ordering, duplicates and launches on a hand-made table: rows out of order, an exact duplicate,
+/// a duplicate under another `globalPid` carrying the same pid (two hosts' pid 7), a correlation
+/// id far from the others, and two runtime rows for one kernel (earliest start, lowest thread).
+#[test]
+fn order_duplicates_and_launches() {
+    let a: i64 = (1 << 48) | (7 << 24);
+    let b: i64 = (2 << 48) | (7 << 24);
+    let c: i64 = (1 << 48) | (9 << 24);
+    let conn = Connection::open_in_memory().unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+         INSERT INTO StringIds VALUES (1, 'ncclDevKernel_AllGather_RING_LL'), (2, 'sgemm');
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
+             deviceId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+             demangledName INTEGER NOT NULL);
+         INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES
+             (500, 510, 0, 1, 10, {a}, 1), (100, 150, 0, 1, 5000000, {a}, 1),
+             (100, 150, 0, 1, 5000000, {a}, 1), (100, 150, 0, 1, 5000000, {b}, 1),
+             (300, 320, 0, 1, 11, {c}, 1), (200, 220, 0, 1, 12, {c}, 2);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
+             correlationId INTEGER, globalTid INTEGER);
+         INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES
+             (50, 51, 10, {a} + 3), (40, 41, 10, {a} + 4), (90, 91, 5000000, {a} + 5),
+             (70, 71, 11, {c} + 6), (10, 11, 11, {a} + 1);"
+    ))
+    .unwrap();
+    let db = NativeDb::from_connection(conn);
+    let x = read_export(&db, "mem.sqlite", &ReadOptions::default()).unwrap();
+    let got: Vec<_> = x
+        .kernels
+        .iter()
+        .map(|k| {
+            (
+                k.pid,
+                k.start_ns,
+                k.correlation_id,
+                k.launch_ns,
+                k.launch_tid,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (7, 100, 5_000_000, Some(90), Some(5)),
+            (7, 500, 10, Some(40), Some(3)),
+            (9, 300, 11, Some(70), Some(6)),
+        ]
+    );
+    assert!(x
+        .kernels
+        .iter()
+        .all(|k| &*k.name == "ncclDevKernel_AllGather_RING_LL"));
+    assert_eq!(x.other_kernels.len(), 1);
+    assert_eq!(
+        (
+            x.other_kernels[0].pid,
+            x.other_kernels[0].count,
+            x.other_kernels[0].total_ns
+        ),
+        (9, 1, 20)
+    );
+}

@@ -12,8 +12,10 @@ pub struct Kernel {
     pub device: u32,
     pub stream: u32,
     pub correlation_id: u32,
-    /// The kernel name as the export stores it (`demangledName`, else `shortName`).
-    pub name: String,
+    /// The kernel name as the export stores it (`demangledName`, else `shortName`). Shared: an
+    /// export has a few distinct NCCL kernel names for millions of kernels, so each kernel holds
+    /// a pointer to its name, not a copy (16 bytes instead of 24 plus the text on the heap).
+    pub name: std::sync::Arc<str>,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub static_shared_bytes: u32,

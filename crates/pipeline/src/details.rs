@@ -117,7 +117,7 @@ pub fn kernel_details(
         pid: process.pid,
         device,
         kernel_index: i,
-        kernel_name: k.name.clone(),
+        kernel_name: k.name.to_string(),
         stream: k.stream,
         correlation_id: k.correlation_id,
         grid: k.grid,

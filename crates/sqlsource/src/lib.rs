@@ -2,8 +2,12 @@
 //!
 //! Rows are pushed to a callback (as ripgrep's searcher pushes into a `Sink`), so each back end
 //! keeps its statement lifetimes to itself: rusqlite rows borrow their statement, and sql.js
-//! statements must be freed. Two implementations exist: `sqlsource-native` (rusqlite) and
-//! `sqlsource-sqljs` (sql.js through wasm-bindgen). Callers cannot tell which one they have.
+//! statements must be freed. The callback reads the current row in place through [`Row`] (typed
+//! integer reads, no per-row vector or boxing): exports hold millions of kernel rows, and a
+//! per-row allocation costs more than SQLite's own decoding of the row.
+//!
+//! Two implementations exist: `sqlsource-native` (rusqlite) and `sqlsource-sqljs` (sql.js through
+//! wasm-bindgen). Callers cannot tell which one they have.
 
 /// One SQLite value of a result row. Integers are full 64-bit (sql.js is asked for BigInts, so
 /// packed ids such as `globalPid` never round through a JS number).
@@ -62,15 +66,43 @@ impl std::fmt::Display for SqlError {
 
 impl std::error::Error for SqlError {}
 
+/// The current result row of a running query. Valid only inside the callback it is handed to.
+pub trait Row {
+    /// Number of result columns.
+    fn column_count(&self) -> usize;
+
+    /// Column `i` (0-based); `Null` past the last column.
+    fn value(&self, i: usize) -> Value<'_>;
+
+    /// Column `i` as an integer (a real is truncated, as [`Value::as_i64`]); `None` for NULL,
+    /// text, blobs and past the last column. Back ends override it to skip building a [`Value`].
+    fn int(&self, i: usize) -> Option<i64> {
+        self.value(i).as_i64()
+    }
+}
+
 /// A read-only SQLite database.
 pub trait SqlSource {
-    /// Runs `sql` and calls `row` once per result row, in order. The callback may stop the query
-    /// early by returning an error, which is passed back.
+    /// Runs `sql` and calls `row` once per result row, in order, with the row in place. The
+    /// callback may stop the query early by returning an error, which is passed back.
+    fn for_each(
+        &self,
+        sql: &str,
+        row: &mut dyn FnMut(&dyn Row) -> Result<(), SqlError>,
+    ) -> Result<(), SqlError>;
+
+    /// As [`SqlSource::for_each`], with each row copied into a slice of values: convenient for
+    /// small results (schema probes, metadata); hot loops read through [`Row`] instead.
     fn for_each_row(
         &self,
         sql: &str,
         row: &mut dyn FnMut(&[Value<'_>]) -> Result<(), SqlError>,
-    ) -> Result<(), SqlError>;
+    ) -> Result<(), SqlError> {
+        self.for_each(sql, &mut |r| {
+            let values: Vec<Value<'_>> = (0..r.column_count()).map(|i| r.value(i)).collect();
+            row(&values)
+        })
+    }
 }
 
 /// The 16-byte header every SQLite database file starts with.
