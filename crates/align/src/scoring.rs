@@ -330,8 +330,47 @@ pub struct Scorer<'a> {
     pub time: Option<&'a TimeModel>,
 }
 
-fn centi(x: f64) -> i64 {
-    (x * 100.0).round() as i64
+/// Hundredths of a point, rounded half away from zero: `(x * 100.0).round() as i64` without the
+/// libm call (it is on the aligner's per-cell path). Exact: `x - trunc(x)` is exact for every
+/// finite `x`, and the saturating casts and adds reproduce `round() as i64` for huge, infinite
+/// and NaN values.
+#[inline]
+pub(crate) fn centi(x: f64) -> i64 {
+    let x = x * 100.0;
+    let t = x as i64;
+    let f = x - t as f64;
+    if f >= 0.5 {
+        t.saturating_add(1)
+    } else if f <= -0.5 {
+        t.saturating_sub(1)
+    } else {
+        t
+    }
+}
+
+/// A pair's score apart from the timestamp term, which is always added last.
+#[derive(Debug, Clone, Copy)]
+enum Base {
+    /// The whole score: no time term can apply.
+    Done(f64),
+    /// The rich score before the time term (the op classes agree).
+    BeforeTime(f64),
+}
+
+/// `Some(a == b)` when both are known.
+fn both<T: PartialEq>(a: Option<T>, b: Option<T>) -> Option<bool> {
+    Some(a? == b?)
+}
+
+/// The time term of the rich scoring for `kernel time − log time − offset = d`.
+#[inline]
+fn time_term(r: &RichTerms, scale_ns: i64, d: i64) -> f64 {
+    let z = (d.wrapping_abs() as f64) / scale_ns as f64;
+    if z <= 1.0 {
+        r.time_agree * (1.0 - z)
+    } else {
+        -(r.time_slope * (z - 1.0)).min(r.time_cap)
+    }
 }
 
 impl Scorer<'_> {
@@ -346,34 +385,49 @@ impl Scorer<'_> {
     /// The pair's score in points.
     pub fn points(&self, i: usize, j: usize) -> f64 {
         let (k, l) = (&self.kernels[i], &self.log[j]);
+        match self.base(k, l, both(k.call, l.call)) {
+            Base::Done(p) => p,
+            Base::BeforeTime(p) => match (&self.scoring.rich, self.time, k.time_ns, l.time_ns) {
+                (Some(r), Some(tm), Some(kt), Some(lt)) => {
+                    p + time_term(r, tm.scale_ns, kt.wrapping_sub(lt).wrapping_sub(tm.offset_at(lt)))
+                }
+                _ => p,
+            },
+        }
+    }
+
+    /// Everything of [`Scorer::points`] but the time term; `call`: do the calls agree (when
+    /// both are known). Floating-point operations in the same order as ever, so that a table
+    /// of these values gives bit-identical scores.
+    fn base(&self, k: &Symbol, l: &Symbol, call: Option<bool>) -> Base {
         let sc = self.scoring;
-        let call = |r: &RichTerms| match (k.call, l.call) {
-            (Some(a), Some(b)) if a == b => r.call_agree,
-            (Some(_), Some(_)) => r.call_conflict,
-            _ => 0.0,
+        let call = |r: &RichTerms| match call {
+            Some(true) => r.call_agree,
+            Some(false) => r.call_conflict,
+            None => 0.0,
         };
         if l.members == 0 {
-            return sc
-                .rich
-                .as_ref()
-                .map_or(sc.mismatch, |r| r.placeholder + call(r));
+            return Base::Done(
+                sc.rich
+                    .as_ref()
+                    .map_or(sc.mismatch, |r| r.placeholder + call(r)),
+            );
         }
         let mut p = match (k.op, l.op) {
             (Some(a), Some(b)) if kernel_class(a) == kernel_class(b) => {
                 sc.match_score * weight(Some(a))
             }
             (None, Some(_)) if sc.rich.is_some() => sc.rich.as_ref().map_or(0.0, |r| r.unknown_op),
-            _ => return sc.mismatch * (weight(k.op) + weight(l.op)) / 2.0,
+            _ => return Base::Done(sc.mismatch * (weight(k.op) + weight(l.op)) / 2.0),
         };
-        let Some(r) = &sc.rich else { return p };
+        let Some(r) = &sc.rich else {
+            return Base::Done(p);
+        };
         let mut attr = |agree: Option<bool>, conflict: f64| match agree {
             Some(true) => p += r.attr_agree,
             Some(false) => p += conflict,
             None => {}
         };
-        fn both<T: PartialEq>(a: Option<T>, b: Option<T>) -> Option<bool> {
-            Some(a? == b?)
-        }
         attr(both(k.datatype, l.datatype), r.attr_conflict);
         attr(both(k.red_op, l.red_op), r.attr_conflict);
         attr(both(k.algo, l.algo), r.algo_conflict);
@@ -384,15 +438,175 @@ impl Scorer<'_> {
             Some(false) => p += r.channels_conflict,
             None => {}
         }
-        if let (Some(tm), Some(kt), Some(lt)) = (self.time, k.time_ns, l.time_ns) {
-            let z = ((kt - lt - tm.offset_at(lt)).abs() as f64) / tm.scale_ns as f64;
-            p += if z <= 1.0 {
-                r.time_agree * (1.0 - z)
-            } else {
-                -(r.time_slope * (z - 1.0)).min(r.time_cap)
-            };
+        Base::BeforeTime(p)
+    }
+}
+
+/// [`Scorer::points`] in hundredths for kernels `ks[i]` against log symbols `ls[j]`, built
+/// once per alignment so that the aligner's per-cell score is a table look-up: symbols that
+/// agree in every field the score reads (all but time, stream and call) share a class, the
+/// pre-time score depends only on (kernel class, log class, do the calls agree), and only pairs
+/// with a time term do floating point per cell (the same operations as `points`, so the same
+/// bits).
+pub struct PairTable {
+    /// Class of each kernel / log position.
+    kc: Vec<u32>,
+    lc: Vec<u32>,
+    /// Number of log classes (row length of `entries`).
+    nl: usize,
+    /// Interned calls (0 = unknown).
+    kcall: Vec<u32>,
+    lcall: Vec<u32>,
+    /// Per (kernel class, log class, call state): the score, or the pre-time points.
+    entries: Vec<Entry>,
+    /// Kernel time and expected kernel time of each log symbol (log time + offset); read only
+    /// for classes with a time term, so missing times hold 0.
+    kt: Vec<i64>,
+    le: Vec<i64>,
+    rich: Option<RichTerms>,
+    scale_ns: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    score: i64,
+    before_time: f64,
+    timed: bool,
+}
+
+/// Tables larger than this (or than a few entries per symbol, when building them would cost
+/// more than the band's cells) fall back to [`Scorer::points`] per cell.
+const MAX_TABLE: usize = 1 << 18;
+
+/// The fields [`Scorer::base`] reads, plus whether a time term applies.
+type ClassKey = (
+    Option<OpType>,
+    Option<model::RedOp>,
+    Option<model::DataType>,
+    Option<model::Algo>,
+    Option<model::Proto>,
+    Option<u32>,
+    u32,
+    bool,
+);
+
+impl PairTable {
+    /// The table for `sc` over the kernels `ks` and log symbols `ls` (indices into
+    /// `sc.kernels` and `sc.log`); `None` when there are too many classes for a table.
+    pub fn new(sc: &Scorer<'_>, ks: &[usize], ls: &[usize]) -> Option<PairTable> {
+        let timed = sc.time.is_some() && sc.scoring.rich.is_some();
+        let key = |s: &Symbol| -> ClassKey {
+            (
+                s.op,
+                s.red_op,
+                s.datatype,
+                s.algo,
+                s.proto,
+                s.channels,
+                s.members,
+                timed && s.time_ns.is_some(),
+            )
+        };
+        let classify = |syms: &[Symbol], idx: &[usize]| {
+            let mut ids: HashMap<ClassKey, u32> = HashMap::new();
+            let mut reps: Vec<usize> = Vec::new();
+            let cls: Vec<u32> = idx
+                .iter()
+                .map(|&x| {
+                    let n = ids.len() as u32;
+                    *ids.entry(key(&syms[x])).or_insert_with(|| {
+                        reps.push(x);
+                        n
+                    })
+                })
+                .collect();
+            (cls, reps)
+        };
+        let (kc, krep) = classify(sc.kernels, ks);
+        let (lc, lrep) = classify(sc.log, ls);
+        let nl = lrep.len();
+        let size = krep.len().saturating_mul(nl).saturating_mul(3);
+        if size > MAX_TABLE.min(16 * (ks.len() + ls.len()) + 4096) {
+            return None;
         }
-        p
+        let mut calls: HashMap<(u64, u64), u32> = HashMap::new();
+        let mut intern = |c: Option<(u64, u64)>| {
+            c.map_or(0, |c| {
+                let n = calls.len() as u32 + 1;
+                *calls.entry(c).or_insert(n)
+            })
+        };
+        let kcall: Vec<u32> = ks.iter().map(|&x| intern(sc.kernels[x].call)).collect();
+        let lcall: Vec<u32> = ls.iter().map(|&x| intern(sc.log[x].call)).collect();
+        let mut entries = Vec::with_capacity(krep.len() * nl * 3);
+        for &a in &krep {
+            for &b in &lrep {
+                let (k, l) = (&sc.kernels[a], &sc.log[b]);
+                let time = key(k).7 && key(l).7;
+                for call in [None, Some(true), Some(false)] {
+                    entries.push(match sc.base(k, l, call) {
+                        Base::BeforeTime(p) if time => Entry {
+                            score: 0,
+                            before_time: p,
+                            timed: true,
+                        },
+                        Base::Done(p) | Base::BeforeTime(p) => Entry {
+                            score: centi(p),
+                            before_time: 0.0,
+                            timed: false,
+                        },
+                    });
+                }
+            }
+        }
+        let kt = ks
+            .iter()
+            .map(|&x| sc.kernels[x].time_ns.unwrap_or(0))
+            .collect();
+        let le = ls
+            .iter()
+            .map(|&x| match (sc.log[x].time_ns, sc.time) {
+                // kt − lt − offset ≡ kt − (lt + offset) in wrapping arithmetic.
+                (Some(lt), Some(tm)) => lt.wrapping_add(tm.offset_at(lt)),
+                _ => 0,
+            })
+            .collect();
+        Some(PairTable {
+            kc,
+            lc,
+            nl,
+            kcall,
+            lcall,
+            entries,
+            kt,
+            le,
+            rich: sc.scoring.rich.clone(),
+            scale_ns: sc.time.map_or(1, |t| t.scale_ns),
+        })
+    }
+
+    /// `centi(points(ks[i], ls[j]))`.
+    #[inline]
+    pub fn sub(&self, i: usize, j: usize) -> i64 {
+        let (a, b) = (self.kcall[i], self.lcall[j]);
+        let call = if a == 0 || b == 0 {
+            0
+        } else if a == b {
+            1
+        } else {
+            2
+        };
+        let e = &self.entries[(self.kc[i] as usize * self.nl + self.lc[j] as usize) * 3 + call];
+        if !e.timed {
+            return e.score;
+        }
+        match &self.rich {
+            Some(r) => centi(
+                e.before_time
+                    + time_term(r, self.scale_ns, self.kt[i].wrapping_sub(self.le[j])),
+            ),
+            None => centi(e.before_time),
+        }
     }
 }
 
