@@ -601,6 +601,7 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
     // l-1 (outside the band).
     let mut prev: Vec<Cell<KA, KB>> = Vec::new();
     let mut cur: Vec<Cell<KA, KB>> = Vec::new();
+    let mut row: Vec<(i64, i64, usize)> = Vec::new();
     // Row 0: only b-gaps.
     let (l0, h0) = row_bounds(plan, 0, n, m, &lo, &hi, 0);
     debug_assert_eq!(l0, 0, "row 0 starts at the start cell");
@@ -645,32 +646,48 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
             prev.resize(h + 2 - pl, Cell::NONE);
         }
         cur.clear();
-        cur.push(Cell::NONE);
+        cur.resize(h + 2 - l, Cell::NONE);
+        let b0 = bp.len();
+        bp.resize(b0 + h + 1 - l, 0);
         let expect = (i * m).checked_div(n).unwrap_or(0);
         let mut best = (NEG, usize::MAX);
         let mut left = Cell::<KA, KB>::NONE;
+        // This row's pair scores and run bonuses first, in a loop of their own (the DP loop
+        // below is long enough without them).
+        row.clear();
+        row.extend((l..=h).map(|j| {
+            if j == 0 {
+                (NEG, 0, 1)
+            } else if j == 1 {
+                (sc.sub(i - 1, 0), 0, 1)
+            } else {
+                let bonus = if i >= 2 {
+                    sc.run_bonus(i - 1, j - 1)
+                } else {
+                    0
+                };
+                let fmax = sc.fuse_max(i - 1, j - 1).min(16);
+                (sc.sub(i - 1, j - 1), bonus, fmax)
+            }
+        }));
         // Columns l-1 ..= h of the previous row: the window at column j is (diag, up).
         let window = &prev[l - pl..h + 2 - pl];
-        for (c, w) in window.windows(2).enumerate() {
+        let cells = window.windows(2).zip(&mut cur[1..]).zip(&mut bp[b0..]);
+        for (c, ((w, out), word)) in cells.enumerate() {
             let j = l + c;
             let (d, u) = (&w[0], &w[1]);
             // M: pair a_{i-1} with b_{j-1}.
             let (mut mv, mut marg) = (NEG, 0u32);
             if j > 0 {
-                let s = sc.sub(i - 1, j - 1);
+                let (s, bonus, fmax) = row[c];
                 if s > NEG / 2 {
-                    let bonus = if i >= 2 && j >= 2 && d.m > NEG / 2 {
-                        sc.run_bonus(i - 1, j - 1)
-                    } else {
-                        0
-                    };
+                    let bonus = if d.m > NEG / 2 { bonus } else { 0 };
                     let (b, a) = d.best_from(d.m + bonus);
                     mv = (b + s).max(NEG);
                     marg = a as u32;
                 }
                 // Fusion: a_{i-1} absorbs the last `len` b symbols, from (i-1, j-len).
-                if j > 1 {
-                    let fmax = sc.fuse_max(i - 1, j - 1).min(16);
+                if fmax > 1 {
                     for len in 2..=fmax.min(j) {
                         let jj = j - len;
                         if jj < pl {
@@ -696,8 +713,8 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
             let (x, xa, xl) = gap_run::<KA, KB>(u.m, &u.x, &u.y, &ca, 1, 1 + KA);
             let (y, ya, yl) = gap_run::<KB, KA>(left.m, &left.y, &left.x, &cb, 1 + KA, 1);
             let cell = Cell { m: mv, x, y };
-            bp.push(pack(marg, xa, xl, ya, yl));
-            cur.push(cell);
+            *word = pack(marg, xa, xl, ya, yl);
+            *out = cell;
             if adaptive {
                 let v = cell.best_from(cell.m).0;
                 if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {

@@ -389,7 +389,11 @@ impl Scorer<'_> {
             Base::Done(p) => p,
             Base::BeforeTime(p) => match (&self.scoring.rich, self.time, k.time_ns, l.time_ns) {
                 (Some(r), Some(tm), Some(kt), Some(lt)) => {
-                    p + time_term(r, tm.scale_ns, kt.wrapping_sub(lt).wrapping_sub(tm.offset_at(lt)))
+                    p + time_term(
+                        r,
+                        tm.scale_ns,
+                        kt.wrapping_sub(lt).wrapping_sub(tm.offset_at(lt)),
+                    )
                 }
                 _ => p,
             },
@@ -449,22 +453,25 @@ impl Scorer<'_> {
 /// with a time term do floating point per cell (the same operations as `points`, so the same
 /// bits).
 pub struct PairTable {
-    /// Class of each kernel / log position.
-    kc: Vec<u32>,
-    lc: Vec<u32>,
-    /// Number of log classes (row length of `entries`).
-    nl: usize,
-    /// Interned calls (0 = unknown).
-    kcall: Vec<u32>,
-    lcall: Vec<u32>,
+    /// Per kernel position: its class's first entry; per log position: its class's offset.
+    ks: Vec<Side>,
+    ls: Vec<Side>,
     /// Per (kernel class, log class, call state): the score, or the pre-time points.
     entries: Vec<Entry>,
-    /// Kernel time and expected kernel time of each log symbol (log time + offset); read only
-    /// for classes with a time term, so missing times hold 0.
-    kt: Vec<i64>,
-    le: Vec<i64>,
     rich: Option<RichTerms>,
     scale_ns: i64,
+}
+
+/// What a position contributes to a look-up (one bounds check per side and cell).
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    /// Offset into `entries`.
+    at: u32,
+    /// Interned call (0 = unknown).
+    call: u32,
+    /// Kernel time, or the expected kernel time of a log symbol (log time + offset); read
+    /// only for classes with a time term, so missing times hold 0.
+    time: i64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -536,8 +543,6 @@ impl PairTable {
                 *calls.entry(c).or_insert(n)
             })
         };
-        let kcall: Vec<u32> = ks.iter().map(|&x| intern(sc.kernels[x].call)).collect();
-        let lcall: Vec<u32> = ls.iter().map(|&x| intern(sc.log[x].call)).collect();
         let mut entries = Vec::with_capacity(krep.len() * nl * 3);
         for &a in &krep {
             for &b in &lrep {
@@ -559,52 +564,58 @@ impl PairTable {
                 }
             }
         }
-        let kt = ks
+        let kside = ks
             .iter()
-            .map(|&x| sc.kernels[x].time_ns.unwrap_or(0))
+            .zip(&kc)
+            .map(|(&x, &c)| Side {
+                at: c * nl as u32 * 3,
+                call: intern(sc.kernels[x].call),
+                time: sc.kernels[x].time_ns.unwrap_or(0),
+            })
             .collect();
-        let le = ls
+        let lside = ls
             .iter()
-            .map(|&x| match (sc.log[x].time_ns, sc.time) {
-                // kt − lt − offset ≡ kt − (lt + offset) in wrapping arithmetic.
-                (Some(lt), Some(tm)) => lt.wrapping_add(tm.offset_at(lt)),
-                _ => 0,
+            .zip(&lc)
+            .map(|(&x, &c)| Side {
+                at: c * 3,
+                call: intern(sc.log[x].call),
+                time: match (sc.log[x].time_ns, sc.time) {
+                    // kt − lt − offset ≡ kt − (lt + offset) in wrapping arithmetic.
+                    (Some(lt), Some(tm)) => lt.wrapping_add(tm.offset_at(lt)),
+                    _ => 0,
+                },
             })
             .collect();
         Some(PairTable {
-            kc,
-            lc,
-            nl,
-            kcall,
-            lcall,
+            ks: kside,
+            ls: lside,
             entries,
-            kt,
-            le,
             rich: sc.scoring.rich.clone(),
             scale_ns: sc.time.map_or(1, |t| t.scale_ns),
         })
     }
 
     /// `centi(points(ks[i], ls[j]))`.
-    #[inline]
+    #[inline(always)]
     pub fn sub(&self, i: usize, j: usize) -> i64 {
-        let (a, b) = (self.kcall[i], self.lcall[j]);
-        let call = if a == 0 || b == 0 {
+        let (k, l) = (&self.ks[i], &self.ls[j]);
+        let call = if k.call == 0 || l.call == 0 {
             0
-        } else if a == b {
-            1
         } else {
-            2
+            1 + usize::from(k.call != l.call)
         };
-        let e = &self.entries[(self.kc[i] as usize * self.nl + self.lc[j] as usize) * 3 + call];
+        let e = &self.entries[k.at as usize + l.at as usize + call];
         if !e.timed {
             return e.score;
         }
+        self.timed(e, k.time.wrapping_sub(l.time))
+    }
+
+    /// A score with its time term, `d` = kernel time − log time − offset.
+    #[inline]
+    fn timed(&self, e: &Entry, d: i64) -> i64 {
         match &self.rich {
-            Some(r) => centi(
-                e.before_time
-                    + time_term(r, self.scale_ns, self.kt[i].wrapping_sub(self.le[j])),
-            ),
+            Some(r) => centi(e.before_time + time_term(r, self.scale_ns, d)),
             None => centi(e.before_time),
         }
     }
