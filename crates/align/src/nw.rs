@@ -641,12 +641,18 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
         lo.push(l);
         hi.push(h);
         row_start.push(bp.len());
-        // `prev` holds columns pl-1 ..= ph at index col + 1 - pl; pad it to column h.
+        // `prev` holds columns pl-1 ..= ph at index col + 1 - pl; pad it with unreachable
+        // cells to column h (past ph the buffers hold stale cells of older rows).
         if prev.len() < h + 2 - pl {
             prev.resize(h + 2 - pl, Cell::NONE);
         }
-        cur.clear();
-        cur.resize(h + 2 - l, Cell::NONE);
+        if h > ph {
+            prev[ph + 2 - pl..h + 2 - pl].fill(Cell::NONE);
+        }
+        if cur.len() < h + 2 - l {
+            cur.resize(h + 2 - l, Cell::NONE);
+        }
+        cur[0] = Cell::NONE;
         let b0 = bp.len();
         bp.resize(b0 + h + 1 - l, 0);
         let expect = (i * m).checked_div(n).unwrap_or(0);
@@ -672,7 +678,10 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
         }));
         // Columns l-1 ..= h of the previous row: the window at column j is (diag, up).
         let window = &prev[l - pl..h + 2 - pl];
-        let cells = window.windows(2).zip(&mut cur[1..]).zip(&mut bp[b0..]);
+        let cells = window
+            .windows(2)
+            .zip(&mut cur[1..h + 2 - l])
+            .zip(&mut bp[b0..]);
         for (c, ((w, out), word)) in cells.enumerate() {
             let j = l + c;
             let (d, u) = (&w[0], &w[1]);
