@@ -576,6 +576,98 @@ fn gap_run<const K: usize, const KO: usize>(
     (out, arg as u32, last_self)
 }
 
+/// Where a row of the band lies: row `i`, columns `l..`, the previous row's columns `pl..=ph`,
+/// and the column on the straight diagonal (ties of the best cell go towards it).
+struct RowBand {
+    i: usize,
+    l: usize,
+    pl: usize,
+    ph: usize,
+    expect: usize,
+}
+
+/// Fills the cells of row `rb.i` (`out`, one per column from `rb.l`) and their packed
+/// back-pointers from the previous row `prev` (columns `pl-1..` at index `col + 1 - pl`, padded
+/// with unreachable cells) and the row's `(pair score, run bonus, fusion limit)` per column.
+/// Returns the row's best cell (score, column) when `ADAPTIVE`. `FUSE`: some column of the
+/// row has a fusion limit above 1.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn fill_row<
+    S: Score + ?Sized,
+    const KA: usize,
+    const KB: usize,
+    const FUSE: bool,
+    const ADAPTIVE: bool,
+>(
+    sc: &S,
+    rb: &RowBand,
+    prev: &[Cell<KA, KB>],
+    out: &mut [Cell<KA, KB>],
+    words: &mut [u32],
+    row: &[(i64, i64, usize)],
+    ca: &[i64; KA],
+    cb: &[i64; KB],
+) -> (i64, usize) {
+    let (i, l, pl, ph, expect) = (rb.i, rb.l, rb.pl, rb.ph, rb.expect);
+    let pack = |marg: u32, xa: u32, xl: u32, ya: u32, yl: u32| {
+        marg | (xa & 15) << 8 | xl << 12 | (ya & 15) << 13 | yl << 17
+    };
+    let mut best = (NEG, usize::MAX);
+    let mut left = Cell::<KA, KB>::NONE;
+    // Columns l-1 ..= h of the previous row: the window at column j is (diag, up).
+    let window = &prev[l - pl..l - pl + out.len() + 1];
+    let cells = window.windows(2).zip(out).zip(words).zip(row);
+    for (c, (((w, out), word), &(s, bonus, fmax))) in cells.enumerate() {
+        let j = l + c;
+        let (d, u) = (&w[0], &w[1]);
+        // M: pair a_{i-1} with b_{j-1} (column 0 has score NEG: no pair).
+        let (mut mv, mut marg) = (NEG, 0u32);
+        if s > NEG / 2 {
+            let bonus = if d.m > NEG / 2 { bonus } else { 0 };
+            let (b, a) = d.best_from(d.m + bonus);
+            mv = (b + s).max(NEG);
+            marg = a as u32;
+        }
+        // Fusion: a_{i-1} absorbs the last `len` b symbols, from (i-1, j-len).
+        if FUSE && fmax > 1 {
+            for len in 2..=fmax.min(j) {
+                let jj = j - len;
+                if jj < pl {
+                    break;
+                }
+                if jj > ph {
+                    continue;
+                }
+                let f = sc.fuse(i - 1, j - 1, len);
+                if f <= NEG / 2 {
+                    continue;
+                }
+                let p = &prev[jj + 1 - pl];
+                let (bst, arg) = p.best_from(p.m);
+                if bst > NEG / 2 && bst + f > mv {
+                    mv = bst + f;
+                    marg = (arg | ((len - 1) << 4)) as u32;
+                }
+            }
+        }
+        // X: leave a_{i-1} unpaired (from (i-1, j)); Y: leave b_{j-1} unpaired (from (i, j-1)).
+        let (x, xa, xl) = gap_run::<KA, KB>(u.m, &u.x, &u.y, ca, 1, 1 + KA);
+        let (y, ya, yl) = gap_run::<KB, KA>(left.m, &left.y, &left.x, cb, 1 + KA, 1);
+        let cell = Cell { m: mv, x, y };
+        *word = pack(marg, xa, xl, ya, yl);
+        *out = cell;
+        if ADAPTIVE {
+            let v = cell.best_from(cell.m).0;
+            if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
+                best = (v, j);
+            }
+        }
+        left = cell;
+    }
+    best
+}
+
 /// [`run_band`] with the state counts as constants: cells are small arrays kept in flat rows
 /// reused from row to row, each row padded with unreachable cells (one before, and after it up
 /// to the next row's end) so that the inner loop has no band-edge tests, and the packed
@@ -656,82 +748,48 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
         let b0 = bp.len();
         bp.resize(b0 + h + 1 - l, 0);
         let expect = (i * m).checked_div(n).unwrap_or(0);
-        let mut best = (NEG, usize::MAX);
-        let mut left = Cell::<KA, KB>::NONE;
-        // This row's pair scores and run bonuses first, in a loop of their own (the DP loop
-        // below is long enough without them).
+        // This row's pair scores, run bonuses and fusion limits first, in a loop of their own
+        // (the DP loop is long enough without them).
         row.clear();
-        row.extend((l..=h).map(|j| {
-            if j == 0 {
-                (NEG, 0, 1)
-            } else if j == 1 {
-                (sc.sub(i - 1, 0), 0, 1)
-            } else {
-                let bonus = if i >= 2 {
-                    sc.run_bonus(i - 1, j - 1)
-                } else {
-                    0
-                };
-                let fmax = sc.fuse_max(i - 1, j - 1).min(16);
-                (sc.sub(i - 1, j - 1), bonus, fmax)
-            }
-        }));
-        // Columns l-1 ..= h of the previous row: the window at column j is (diag, up).
-        let window = &prev[l - pl..h + 2 - pl];
-        let cells = window
-            .windows(2)
-            .zip(&mut cur[1..h + 2 - l])
-            .zip(&mut bp[b0..]);
-        for (c, ((w, out), word)) in cells.enumerate() {
+        row.resize(h + 1 - l, (NEG, 0, 1));
+        let mut fuses = false;
+        for (c, r) in row.iter_mut().enumerate() {
             let j = l + c;
-            let (d, u) = (&w[0], &w[1]);
-            // M: pair a_{i-1} with b_{j-1}.
-            let (mut mv, mut marg) = (NEG, 0u32);
-            if j > 0 {
-                let (s, bonus, fmax) = row[c];
-                if s > NEG / 2 {
-                    let bonus = if d.m > NEG / 2 { bonus } else { 0 };
-                    let (b, a) = d.best_from(d.m + bonus);
-                    mv = (b + s).max(NEG);
-                    marg = a as u32;
-                }
-                // Fusion: a_{i-1} absorbs the last `len` b symbols, from (i-1, j-len).
-                if fmax > 1 {
-                    for len in 2..=fmax.min(j) {
-                        let jj = j - len;
-                        if jj < pl {
-                            break;
-                        }
-                        if jj > ph {
-                            continue;
-                        }
-                        let f = sc.fuse(i - 1, j - 1, len);
-                        if f <= NEG / 2 {
-                            continue;
-                        }
-                        let p = &prev[jj + 1 - pl];
-                        let (bst, arg) = p.best_from(p.m);
-                        if bst > NEG / 2 && bst + f > mv {
-                            mv = bst + f;
-                            marg = (arg | ((len - 1) << 4)) as u32;
-                        }
-                    }
-                }
+            if j >= 1 {
+                r.0 = sc.sub(i - 1, j - 1);
             }
-            // X: leave a_{i-1} unpaired (from (i-1, j)); Y: leave b_{j-1} unpaired (from (i, j-1)).
-            let (x, xa, xl) = gap_run::<KA, KB>(u.m, &u.x, &u.y, &ca, 1, 1 + KA);
-            let (y, ya, yl) = gap_run::<KB, KA>(left.m, &left.y, &left.x, &cb, 1 + KA, 1);
-            let cell = Cell { m: mv, x, y };
-            *word = pack(marg, xa, xl, ya, yl);
-            *out = cell;
-            if adaptive {
-                let v = cell.best_from(cell.m).0;
-                if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
-                    best = (v, j);
+            if j >= 2 {
+                if i >= 2 {
+                    r.1 = sc.run_bonus(i - 1, j - 1);
                 }
+                r.2 = sc.fuse_max(i - 1, j - 1).min(16);
+                fuses |= r.2 > 1;
             }
-            left = cell;
         }
+        let rb = RowBand {
+            i,
+            l,
+            pl,
+            ph,
+            expect,
+        };
+        let (out, words) = (&mut cur[1..h + 2 - l], &mut bp[b0..]);
+        // A loop without the fusion code where no fusion is possible (most rows), and without
+        // the best-cell search for fixed bands.
+        let best = match (fuses, adaptive) {
+            (false, false) => {
+                fill_row::<S, KA, KB, false, false>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+            }
+            (false, true) => {
+                fill_row::<S, KA, KB, false, true>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+            }
+            (true, false) => {
+                fill_row::<S, KA, KB, true, false>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+            }
+            (true, true) => {
+                fill_row::<S, KA, KB, true, true>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+            }
+        };
         best_col = if best.1 == usize::MAX { l } else { best.1 };
         std::mem::swap(&mut prev, &mut cur);
     }

@@ -860,3 +860,45 @@ mod tests {
         }
     }
 }
+
+/// `cargo test --release -p align --lib nw_ref::timing -- --ignored --nocapture`: time per cell
+/// of the full matrix, fast DP against the reference, on the same machine and input.
+#[cfg(test)]
+#[test]
+#[ignore]
+fn timing_per_cell() {
+    struct L(Vec<u8>, Vec<u8>);
+    impl Score for L {
+        fn sub(&self, i: usize, j: usize) -> i64 {
+            if self.0[i] == self.1[j] {
+                500
+            } else {
+                -1500
+            }
+        }
+        fn run_bonus(&self, i: usize, j: usize) -> i64 {
+            i64::from(self.0[i] == self.1[j]) * 100
+        }
+        fn gap_a(&self) -> GapModel {
+            GapModel { open: -500, step: 300, cap: 1 }
+        }
+        fn gap_b(&self) -> GapModel {
+            self.gap_a()
+        }
+    }
+    let n = 3000;
+    let sc = L(
+        (0..n).map(|i| (i * 7 % 5) as u8).collect(),
+        (0..n).map(|i| (i * 3 % 5) as u8).collect(),
+    );
+    for _ in 0..2 {
+        let t = std::time::Instant::now();
+        let a = crate::nw::align_full(&sc, n, n);
+        let fast = t.elapsed().as_secs_f64() * 1e9 / (n * n) as f64;
+        let t = std::time::Instant::now();
+        let b = align_full(&sc, n, n);
+        let slow = t.elapsed().as_secs_f64() * 1e9 / (n * n) as f64;
+        assert_eq!(a, b);
+        println!("ns per cell: fast {fast:.1}, reference {slow:.1}");
+    }
+}

@@ -538,11 +538,9 @@ impl Score for Sub<'_> {
     }
     #[inline(always)]
     fn run_bonus(&self, i: usize, j: usize) -> i64 {
-        if self.kop[i] == self.uop[j] && self.kop[i - 1] == self.uop[j - 1] {
-            self.run_bonus
-        } else {
-            0
-        }
+        // `&`, not `&&`: whether classes agree is data, a branch on it mispredicts.
+        let both = (self.kop[i] == self.uop[j]) & (self.kop[i - 1] == self.uop[j - 1]);
+        i64::from(both) * self.run_bonus
     }
     fn gap_a(&self) -> nw::GapModel {
         self.inner.gap_a()
@@ -558,10 +556,13 @@ impl Score for Sub<'_> {
     }
     #[inline(always)]
     fn fuse_max(&self, i: usize, j: usize) -> usize {
-        if !self.send_recv[i] || self.run_start[j] == j {
-            return 1;
+        // 1 when `j` starts its run.
+        let len = (j - self.run_start[j] + 1).min(16);
+        if self.send_recv[i] {
+            len
+        } else {
+            1
         }
-        (j - self.run_start[j] + 1).min(16)
     }
     /// The last line's score (it is the closest in time to the launch) plus a small bonus per
     /// absorbed line: absorbing beats leaving lines unmatched, but never beats a second kernel.
