@@ -880,7 +880,11 @@ fn timing_per_cell() {
             i64::from(self.0[i] == self.1[j]) * 100
         }
         fn gap_a(&self) -> GapModel {
-            GapModel { open: -500, step: 300, cap: 1 }
+            GapModel {
+                open: -500,
+                step: 300,
+                cap: 1,
+            }
         }
         fn gap_b(&self) -> GapModel {
             self.gap_a()

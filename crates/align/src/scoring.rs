@@ -297,16 +297,31 @@ fn vote_offset(
             }
         }
     };
-    let mut votes: HashMap<i64, u32> = HashMap::new();
-    diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
-    let near3 = |b: i64| {
-        (b - 1..=b + 1)
-            .map(|x| votes.get(&x).copied().unwrap_or(0))
-            .sum::<u32>()
+    // Votes per bucket as sorted (bucket, count) runs: a bucket's neighbours are adjacent
+    // (a hash map of buckets spent most of the time hashing).
+    let mut buckets: Vec<i64> = Vec::new();
+    diffs(&mut |d| buckets.push(d.div_euclid(width)));
+    buckets.sort_unstable();
+    let mut votes: Vec<(i64, u32)> = Vec::new();
+    for b in buckets {
+        match votes.last_mut() {
+            Some(last) if last.0 == b => last.1 += 1,
+            _ => votes.push((b, 1)),
+        }
+    }
+    let near3 = |k: usize| {
+        let (b, c) = votes[k];
+        let below = k
+            .checked_sub(1)
+            .filter(|&p| Some(votes[p].0) == b.checked_sub(1));
+        let above =
+            Some(k + 1).filter(|&p| p < votes.len() && Some(votes[p].0) == b.checked_add(1));
+        c + below.map_or(0, |p| votes[p].1) + above.map_or(0, |p| votes[p].1)
     };
-    let (best, n) = votes
-        .keys()
-        .map(|&b| (b, near3(b)))
+    // The most votes, ties to the lowest bucket (a total order: the result does not depend on
+    // the order of the candidates).
+    let (best, n) = (0..votes.len())
+        .map(|k| (votes[k].0, near3(k)))
         .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))?;
     if n < 3 {
         return None;
@@ -762,6 +777,102 @@ mod tests {
         assert!(al.longest_gap_run() <= 2, "{:?}", al.steps);
         let (m, mm, _) = counts(&k, &l, &al);
         assert_eq!((m, mm), (4, 0), "{:?}", al.steps);
+    }
+
+    /// `vote_offset` before the sorted buckets, verbatim.
+    fn vote_offset_ref(
+        samples: &[(i64, u64)],
+        by_class: &HashMap<u64, Vec<i64>>,
+        width: i64,
+        near: Option<(i64, i64)>,
+    ) -> Option<(i64, i64)> {
+        let diffs = |keep: &mut dyn FnMut(i64)| {
+            for &(lt, c) in samples {
+                let ks = by_class.get(&c).map(Vec::as_slice).unwrap_or(&[]);
+                let (from, to) = match near {
+                    Some((centre, r)) => (
+                        ks.partition_point(|&k| k < lt + centre - r),
+                        ks.partition_point(|&k| k <= lt + centre + r),
+                    ),
+                    None => (0, ks.len()),
+                };
+                for &kt in &ks[from..to] {
+                    keep(kt - lt);
+                }
+            }
+        };
+        let mut votes: HashMap<i64, u32> = HashMap::new();
+        diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
+        let near3 = |b: i64| {
+            (b - 1..=b + 1)
+                .map(|x| votes.get(&x).copied().unwrap_or(0))
+                .sum::<u32>()
+        };
+        let (best, n) = votes
+            .keys()
+            .map(|&b| (b, near3(b)))
+            .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))?;
+        if n < 3 {
+            return None;
+        }
+        let mut d: Vec<i64> = Vec::new();
+        diffs(&mut |x| {
+            if x.div_euclid(width).abs_diff(best) <= 1 {
+                d.push(x);
+            }
+        });
+        let m = median(&mut d);
+        let mut dev: Vec<i64> = d.iter().map(|x| (x - m).abs()).collect();
+        Some((m, median(&mut dev)))
+    }
+
+    #[test]
+    fn vote_offset_matches_the_reference() {
+        let mut x = 17u64;
+        let mut below = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut found = 0;
+        for round in 0..300 {
+            let classes = 1 + below(3);
+            let mut by_class: HashMap<u64, Vec<i64>> = HashMap::new();
+            let offset = below(1_000_000) as i64 - 500_000;
+            let kernels = 1 + below(400);
+            for t in 0..kernels {
+                let c = below(classes);
+                let spread = 1 + below(50_000);
+                let jitter = below(spread) as i64;
+                by_class
+                    .entry(c)
+                    .or_default()
+                    .push(t as i64 * 100_000 + offset + jitter);
+            }
+            for v in by_class.values_mut() {
+                v.sort_unstable();
+            }
+            let samples: Vec<(i64, u64)> = (0..1 + below(64))
+                .map(|t| {
+                    (
+                        t as i64 * 100_000 * (1 + below(3) as i64),
+                        below(classes + 1),
+                    )
+                })
+                .collect();
+            let width = 1 + below(20_000) as i64;
+            let near = (round % 2 == 0)
+                .then(|| (offset + below(20_000) as i64, 1 + below(100_000) as i64));
+            let got = vote_offset(&samples, &by_class, width, near);
+            assert_eq!(
+                got,
+                vote_offset_ref(&samples, &by_class, width, near),
+                "round {round}"
+            );
+            found += usize::from(got.is_some());
+        }
+        assert!(found > 100, "{found} offsets");
     }
 
     #[test]
