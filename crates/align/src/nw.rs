@@ -518,15 +518,15 @@ impl<const KA: usize, const KB: usize> Cell<KA, KB> {
     #[inline(always)]
     fn best_from(&self, first: i64) -> (i64, usize) {
         let (mut v, mut s) = (first, 0);
-        for t in 0..KA {
-            if self.x[t] > v {
-                v = self.x[t];
+        for (t, &x) in self.x.iter().enumerate() {
+            if x > v {
+                v = x;
                 s = 1 + t;
             }
         }
-        for t in 0..KB {
-            if self.y[t] > v {
-                v = self.y[t];
+        for (t, &y) in self.y.iter().enumerate() {
+            if y > v {
+                v = y;
                 s = 1 + KA + t;
             }
         }
@@ -552,9 +552,9 @@ fn gap_run<const K: usize, const KO: usize>(
     other_first: usize,
 ) -> ([i64; K], u32, u32) {
     let (mut best, mut arg) = (m, 0usize);
-    for t in 0..KO {
-        if other[t] > best {
-            best = other[t];
+    for (t, &v) in other.iter().enumerate() {
+        if v > best {
+            best = v;
             arg = other_first + t;
         }
     }
