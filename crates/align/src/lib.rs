@@ -21,6 +21,8 @@ pub mod consensus;
 pub mod metrics;
 pub mod nvtx_join;
 pub mod nw;
+#[cfg(test)]
+mod nw_ref;
 pub mod per_process;
 pub mod scoring;
 pub mod symbols;

@@ -347,6 +347,7 @@ fn gap_states(
 }
 
 /// How the rows of the band are chosen.
+#[derive(Clone, Copy)]
 enum Plan<'a> {
     /// Row `i` covers `lo[i]..=hi[i]` (the full matrix, or a band around an anchor path).
     Fixed(&'a [usize], &'a [usize]),
@@ -394,9 +395,413 @@ fn unpack(sh: &Shape, word: u32, state: usize) -> u8 {
     v as u8
 }
 
+/// The columns `l..=h` of row `i` under `plan`; `lo`, `hi` hold the rows before it and
+/// `best_col` is the best cell of row `i-1` (adaptive plan).
+#[inline]
+fn row_bounds(
+    plan: Plan<'_>,
+    i: usize,
+    n: usize,
+    m: usize,
+    lo: &[usize],
+    hi: &[usize],
+    best_col: usize,
+) -> (usize, usize) {
+    match plan {
+        Plan::Fixed(fl, fh) => (fl[i], fh[i]),
+        Plan::Adaptive(w) => {
+            if i == 0 {
+                (0, if n == 0 { m } else { w.min(m) })
+            } else {
+                let l = best_col.saturating_sub(w).max(lo[i - 1]).min(hi[i - 1]);
+                let h = if i == n {
+                    m
+                } else {
+                    (best_col + 1 + w).min(m).max(l)
+                };
+                (l, h)
+            }
+        }
+    }
+}
+
+/// An upper bound of the cells the plan fills (to reserve the back-pointers once: this is the
+/// only allocation that grows with the band).
+fn band_cells(plan: Plan<'_>, n: usize, m: usize) -> usize {
+    match plan {
+        Plan::Fixed(fl, fh) => fl.iter().zip(fh).map(|(l, h)| h - l + 1).sum(),
+        Plan::Adaptive(w) => (n + 1) * (2 * w + 2) + m + 1,
+    }
+}
+
+/// Follows the packed back-pointers from `state` at `(n, m)` back to `(0, 0)`.
+fn traceback(
+    sh: &Shape,
+    bp: &[u32],
+    row_start: &[usize],
+    lo: &[usize],
+    n: usize,
+    m: usize,
+    mut state: usize,
+) -> Vec<Step> {
+    let (mut i, mut j) = (n, m);
+    let mut steps = Vec::with_capacity(n + m);
+    while i > 0 || j > 0 {
+        let b = unpack(sh, bp[row_start[i] + j - lo[i]], state);
+        let pred = (b & 15) as usize;
+        if state == 0 {
+            let len = (b >> 4) as usize + 1;
+            steps.push(if len == 1 {
+                Step::Pair(i - 1, j - 1)
+            } else {
+                Step::Fused(i - 1, j - len, j - 1)
+            });
+            i -= 1;
+            j -= len;
+        } else if state < 1 + sh.ka {
+            steps.push(Step::GapA(i - 1));
+            i -= 1;
+        } else {
+            steps.push(Step::GapB(j - 1));
+            j -= 1;
+        }
+        state = pred;
+    }
+    steps.reverse();
+    steps
+}
+
 /// Runs the DP over rows `0..=n` and traces back; returns the alignment and the row bounds used.
 /// Memory: one 32-bit word per cell plus two rows of scores.
+///
+/// The gap-state counts of the models in use (caps 0–2 on either side) get a specialised
+/// recurrence ([`run_band_k`]); others take the general one. Both give the same alignment.
 fn run_band<S: Score + ?Sized>(
+    sc: &S,
+    n: usize,
+    m: usize,
+    plan: Plan<'_>,
+) -> (Alignment, Vec<usize>, Vec<usize>) {
+    let sh = Shape::new(sc);
+    match (sh.ka, sh.kb) {
+        (1, 1) => run_band_k::<S, 1, 1>(sc, &sh, n, m, plan),
+        (1, 2) => run_band_k::<S, 1, 2>(sc, &sh, n, m, plan),
+        (1, 3) => run_band_k::<S, 1, 3>(sc, &sh, n, m, plan),
+        (2, 1) => run_band_k::<S, 2, 1>(sc, &sh, n, m, plan),
+        (2, 2) => run_band_k::<S, 2, 2>(sc, &sh, n, m, plan),
+        (2, 3) => run_band_k::<S, 2, 3>(sc, &sh, n, m, plan),
+        (3, 1) => run_band_k::<S, 3, 1>(sc, &sh, n, m, plan),
+        (3, 2) => run_band_k::<S, 3, 2>(sc, &sh, n, m, plan),
+        (3, 3) => run_band_k::<S, 3, 3>(sc, &sh, n, m, plan),
+        _ => run_band_any(sc, n, m, plan),
+    }
+}
+
+/// One cell's scores: `M`, then the `KA` a-gap (`X`) and `KB` b-gap (`Y`) run states.
+#[derive(Clone, Copy)]
+struct Cell<const KA: usize, const KB: usize> {
+    m: i64,
+    x: [i64; KA],
+    y: [i64; KB],
+}
+
+impl<const KA: usize, const KB: usize> Cell<KA, KB> {
+    /// Unreachable (also stands for the cells outside the band).
+    const NONE: Self = Cell {
+        m: NEG,
+        x: [NEG; KA],
+        y: [NEG; KB],
+    };
+
+    /// The best of `first` (standing for `M`), the `X` and the `Y` states, with its state index;
+    /// the lowest index wins ties.
+    #[inline(always)]
+    fn best_from(&self, first: i64) -> (i64, usize) {
+        let (mut v, mut s) = (first, 0);
+        for (t, &x) in self.x.iter().enumerate() {
+            if x > v {
+                v = x;
+                s = 1 + t;
+            }
+        }
+        for (t, &y) in self.y.iter().enumerate() {
+            if y > v {
+                v = y;
+                s = 1 + KA + t;
+            }
+        }
+        (v, s)
+    }
+}
+
+/// One side's gap states after a gap move from the cell whose `M` is `m`, whose states of this
+/// side are `own` and of the other side `other` (state indices from `own_first` and
+/// `other_first`); `cost[r]` is the cost of the `(r+1)`-th gap. Returns the states, the first
+/// state's predecessor and whether the last state extended itself (see [`pack`]).
+///
+/// Unreachable inputs are only kept from drifting below [`NEG`] (`max`) instead of being reset
+/// to it: they stay far below every reachable score, so every reachable state gets the same
+/// score and predecessor as in the general recurrence.
+#[inline(always)]
+fn gap_run<const K: usize, const KO: usize>(
+    m: i64,
+    own: &[i64; K],
+    other: &[i64; KO],
+    cost: &[i64; K],
+    own_first: usize,
+    other_first: usize,
+) -> ([i64; K], u32, u32) {
+    let (mut best, mut arg) = (m, 0usize);
+    for (t, &v) in other.iter().enumerate() {
+        if v > best {
+            best = v;
+            arg = other_first + t;
+        }
+    }
+    if K == 1 && own[0] > best {
+        best = own[0];
+        arg = own_first;
+    }
+    let mut out = [NEG; K];
+    out[0] = (best + cost[0]).max(NEG);
+    let mut last_self = 0;
+    for r in 1..K {
+        let mut b = own[r - 1];
+        if r == K - 1 && own[r] > b {
+            b = own[r];
+            last_self = 1;
+        }
+        out[r] = (b + cost[r]).max(NEG);
+    }
+    (out, arg as u32, last_self)
+}
+
+/// Where a row of the band lies: row `i`, columns `l..`, the previous row's columns `pl..=ph`,
+/// and the column on the straight diagonal (ties of the best cell go towards it).
+struct RowBand {
+    i: usize,
+    l: usize,
+    pl: usize,
+    ph: usize,
+    expect: usize,
+}
+
+/// Fills the cells of row `rb.i` (`out`, one per column from `rb.l`) and their packed
+/// back-pointers from the previous row `prev` (columns `pl-1..` at index `col + 1 - pl`, padded
+/// with unreachable cells) and the row's `(pair score, run bonus, fusion limit)` per column.
+/// Returns the row's best cell (score, column) when `ADAPTIVE`. `FUSE`: some column of the
+/// row has a fusion limit above 1.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn fill_row<
+    S: Score + ?Sized,
+    const KA: usize,
+    const KB: usize,
+    const FUSE: bool,
+    const ADAPTIVE: bool,
+>(
+    sc: &S,
+    rb: &RowBand,
+    prev: &[Cell<KA, KB>],
+    out: &mut [Cell<KA, KB>],
+    words: &mut [u32],
+    row: &[(i64, i64, usize)],
+    ca: &[i64; KA],
+    cb: &[i64; KB],
+) -> (i64, usize) {
+    let (i, l, pl, ph, expect) = (rb.i, rb.l, rb.pl, rb.ph, rb.expect);
+    let pack = |marg: u32, xa: u32, xl: u32, ya: u32, yl: u32| {
+        marg | (xa & 15) << 8 | xl << 12 | (ya & 15) << 13 | yl << 17
+    };
+    let mut best = (NEG, usize::MAX);
+    let mut left = Cell::<KA, KB>::NONE;
+    // Columns l-1 ..= h of the previous row: the window at column j is (diag, up).
+    let window = &prev[l - pl..l - pl + out.len() + 1];
+    let cells = window.windows(2).zip(out).zip(words).zip(row);
+    for (c, (((w, out), word), &(s, bonus, fmax))) in cells.enumerate() {
+        let j = l + c;
+        let (d, u) = (&w[0], &w[1]);
+        // M: pair a_{i-1} with b_{j-1} (column 0 has score NEG: no pair).
+        let (mut mv, mut marg) = (NEG, 0u32);
+        if s > NEG / 2 {
+            let bonus = if d.m > NEG / 2 { bonus } else { 0 };
+            let (b, a) = d.best_from(d.m + bonus);
+            mv = (b + s).max(NEG);
+            marg = a as u32;
+        }
+        // Fusion: a_{i-1} absorbs the last `len` b symbols, from (i-1, j-len).
+        if FUSE && fmax > 1 {
+            for len in 2..=fmax.min(j) {
+                let jj = j - len;
+                if jj < pl {
+                    break;
+                }
+                if jj > ph {
+                    continue;
+                }
+                let f = sc.fuse(i - 1, j - 1, len);
+                if f <= NEG / 2 {
+                    continue;
+                }
+                let p = &prev[jj + 1 - pl];
+                let (bst, arg) = p.best_from(p.m);
+                if bst > NEG / 2 && bst + f > mv {
+                    mv = bst + f;
+                    marg = (arg | ((len - 1) << 4)) as u32;
+                }
+            }
+        }
+        // X: leave a_{i-1} unpaired (from (i-1, j)); Y: leave b_{j-1} unpaired (from (i, j-1)).
+        let (x, xa, xl) = gap_run::<KA, KB>(u.m, &u.x, &u.y, ca, 1, 1 + KA);
+        let (y, ya, yl) = gap_run::<KB, KA>(left.m, &left.y, &left.x, cb, 1 + KA, 1);
+        let cell = Cell { m: mv, x, y };
+        *word = pack(marg, xa, xl, ya, yl);
+        *out = cell;
+        if ADAPTIVE {
+            let v = cell.best_from(cell.m).0;
+            if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
+                best = (v, j);
+            }
+        }
+        left = cell;
+    }
+    best
+}
+
+/// [`run_band`] with the state counts as constants: cells are small arrays kept in flat rows
+/// reused from row to row, each row padded with unreachable cells (one before, and after it up
+/// to the next row's end) so that the inner loop has no band-edge tests, and the packed
+/// back-pointer word is built directly.
+fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
+    sc: &S,
+    sh: &Shape,
+    n: usize,
+    m: usize,
+    plan: Plan<'_>,
+) -> (Alignment, Vec<usize>, Vec<usize>) {
+    let ca: [i64; KA] = std::array::from_fn(|r| sh.ga.cost(r as u32 + 1));
+    let cb: [i64; KB] = std::array::from_fn(|r| sh.gb.cost(r as u32 + 1));
+    let adaptive = matches!(plan, Plan::Adaptive(_));
+    let pack = |marg: u32, xa: u32, xl: u32, ya: u32, yl: u32| {
+        marg | (xa & 15) << 8 | xl << 12 | (ya & 15) << 13 | yl << 17
+    };
+    let mut lo: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut hi: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut row_start = Vec::with_capacity(n + 2);
+    let mut bp: Vec<u32> = Vec::with_capacity(band_cells(plan, n, m));
+    // Row buffers: the row of columns l..=h lives at indices 1..=h-l+1, index 0 is column
+    // l-1 (outside the band).
+    let mut prev: Vec<Cell<KA, KB>> = Vec::new();
+    let mut cur: Vec<Cell<KA, KB>> = Vec::new();
+    let mut row: Vec<(i64, i64, usize)> = Vec::new();
+    // Row 0: only b-gaps.
+    let (l0, h0) = row_bounds(plan, 0, n, m, &lo, &hi, 0);
+    debug_assert_eq!(l0, 0, "row 0 starts at the start cell");
+    lo.push(0);
+    hi.push(h0);
+    row_start.push(0);
+    let mut start = Cell::NONE;
+    start.m = 0;
+    cur.push(Cell::NONE);
+    cur.push(start);
+    bp.push(0);
+    let expect = 0usize;
+    let mut best = (0i64, 0usize);
+    let mut left = start;
+    for j in 1..=h0 {
+        let (y, ya, yl) = gap_run::<KB, KA>(left.m, &left.y, &left.x, &cb, 1 + KA, 1);
+        let c = Cell {
+            m: NEG,
+            x: [NEG; KA],
+            y,
+        };
+        bp.push(pack(0, 0, 0, ya, yl));
+        cur.push(c);
+        if adaptive {
+            let v = c.best_from(c.m).0;
+            if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
+                best = (v, j);
+            }
+        }
+        left = c;
+    }
+    let mut best_col = best.1;
+    std::mem::swap(&mut prev, &mut cur);
+    for i in 1..=n {
+        let (l, h) = row_bounds(plan, i, n, m, &lo, &hi, best_col);
+        let (pl, ph) = (lo[i - 1], hi[i - 1]);
+        lo.push(l);
+        hi.push(h);
+        row_start.push(bp.len());
+        // `prev` holds columns pl-1 ..= ph at index col + 1 - pl; pad it with unreachable
+        // cells to column h (past ph the buffers hold stale cells of older rows).
+        if prev.len() < h + 2 - pl {
+            prev.resize(h + 2 - pl, Cell::NONE);
+        }
+        if h > ph {
+            prev[ph + 2 - pl..h + 2 - pl].fill(Cell::NONE);
+        }
+        if cur.len() < h + 2 - l {
+            cur.resize(h + 2 - l, Cell::NONE);
+        }
+        cur[0] = Cell::NONE;
+        let b0 = bp.len();
+        bp.resize(b0 + h + 1 - l, 0);
+        let expect = (i * m).checked_div(n).unwrap_or(0);
+        // This row's pair scores, run bonuses and fusion limits first, in a loop of their own
+        // (the DP loop is long enough without them).
+        row.clear();
+        row.resize(h + 1 - l, (NEG, 0, 1));
+        let mut fuses = false;
+        for (c, r) in row.iter_mut().enumerate() {
+            let j = l + c;
+            if j >= 1 {
+                r.0 = sc.sub(i - 1, j - 1);
+            }
+            if j >= 2 {
+                if i >= 2 {
+                    r.1 = sc.run_bonus(i - 1, j - 1);
+                }
+                r.2 = sc.fuse_max(i - 1, j - 1).min(16);
+                fuses |= r.2 > 1;
+            }
+        }
+        let rb = RowBand {
+            i,
+            l,
+            pl,
+            ph,
+            expect,
+        };
+        let (out, words) = (&mut cur[1..h + 2 - l], &mut bp[b0..]);
+        // A loop without the fusion code where no fusion is possible (most rows), and without
+        // the best-cell search for fixed bands.
+        let best = match (fuses, adaptive) {
+            (false, false) => {
+                fill_row::<S, KA, KB, false, false>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+            }
+            (false, true) => {
+                fill_row::<S, KA, KB, false, true>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+            }
+            (true, false) => {
+                fill_row::<S, KA, KB, true, false>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+            }
+            (true, true) => {
+                fill_row::<S, KA, KB, true, true>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+            }
+        };
+        best_col = if best.1 == usize::MAX { l } else { best.1 };
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    // Best final state (prefer M, then X, then Y: the lowest index wins ties).
+    let last = &prev[m + 1 - lo[n]];
+    let (score, state) = last.best_from(last.m);
+    let steps = traceback(sh, &bp, &row_start, &lo, n, m, state);
+    (Alignment { score, steps }, lo, hi)
+}
+
+/// [`run_band`] for any gap-state counts: the general recurrence, state by state.
+fn run_band_any<S: Score + ?Sized>(
     sc: &S,
     n: usize,
     m: usize,
@@ -409,10 +814,7 @@ fn run_band<S: Score + ?Sized>(
     let mut row_start = Vec::with_capacity(n + 2);
     // One packed back-pointer word per cell (see `pack`), reserved up front: this is the
     // only allocation that grows with the band.
-    let cells = match plan {
-        Plan::Fixed(fl, fh) => fl.iter().zip(fh).map(|(l, h)| h - l + 1).sum(),
-        Plan::Adaptive(w) => (n + 1) * (2 * w + 2) + m + 1,
-    };
+    let cells = band_cells(plan, n, m);
     let mut bp: Vec<u32> = Vec::with_capacity(cells);
     let mut tb = vec![0u8; ns];
     let mut prev: Vec<i64> = Vec::new();
@@ -420,22 +822,7 @@ fn run_band<S: Score + ?Sized>(
     let mut tmp = vec![NEG; ns];
     let mut best_col = 0usize;
     for i in 0..=n {
-        let (l, h) = match plan {
-            Plan::Fixed(fl, fh) => (fl[i], fh[i]),
-            Plan::Adaptive(w) => {
-                if i == 0 {
-                    (0, if n == 0 { m } else { w.min(m) })
-                } else {
-                    let l = best_col.saturating_sub(w).max(lo[i - 1]).min(hi[i - 1]);
-                    let h = if i == n {
-                        m
-                    } else {
-                        (best_col + 1 + w).min(m).max(l)
-                    };
-                    (l, h)
-                }
-            }
-        };
+        let (l, h) = row_bounds(plan, i, n, m, &lo, &hi, best_col);
         lo.push(l);
         hi.push(h);
         let width = h - l + 1;
@@ -523,32 +910,7 @@ fn run_band<S: Score + ?Sized>(
             state = t;
         }
     }
-    // Traceback.
-    let (mut i, mut j) = (n, m);
-    let mut steps = Vec::with_capacity(n + m);
-    while i > 0 || j > 0 {
-        let b = unpack(&sh, bp[row_start[i] + j - lo[i]], state);
-        let pred = (b & 15) as usize;
-        if state == 0 {
-            let len = (b >> 4) as usize + 1;
-            steps.push(if len == 1 {
-                Step::Pair(i - 1, j - 1)
-            } else {
-                Step::Fused(i - 1, j - len, j - 1)
-            });
-            i -= 1;
-            j -= len;
-        } else if state < 1 + sh.ka {
-            steps.push(Step::GapA(i - 1));
-            i -= 1;
-        } else {
-            steps.push(Step::GapB(j - 1));
-            j -= 1;
-        }
-        state = pred;
-    }
-    steps.reverse();
-    debug_assert!(sh.x(0) == 1 && sh.y(0) == 1 + sh.ka);
+    let steps = traceback(&sh, &bp, &row_start, &lo, n, m, state);
     (Alignment { score, steps }, lo, hi)
 }
 

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use crate::nw::{self, Score, Step, NEG};
-use crate::scoring::{Scorer, Scoring, TimeModel};
+use crate::scoring::{PairTable, Scorer, Scoring, TimeModel};
 use crate::symbols::{class_key, kernel_symbol, log_symbol, Symbol};
 use crate::twins;
 use model::log::LogOp;
@@ -483,26 +483,71 @@ fn p2p_runs(ctx: &Ctx<'_>, u: &[usize]) -> Vec<usize> {
     start
 }
 
-/// A view of some kernels and units (by index) as a [`Score`], with fusion moves.
+/// A view of some kernels and units (by index) as a [`Score`], with fusion moves. Everything
+/// the aligner asks per cell is precomputed per position (scores through a [`PairTable`]).
 struct Sub<'a> {
     inner: Scorer<'a>,
     k: &'a [usize],
     u: &'a [usize],
     run_start: Vec<usize>,
     fusion_extra: i64,
+    table: Option<PairTable>,
+    /// Op class per kernel / unit position for the run bonus (never equal when unknown).
+    kop: Vec<u8>,
+    uop: Vec<u8>,
+    run_bonus: i64,
+    /// Kernel positions that are SendRecv kernels (they may absorb a Send/Recv run).
+    send_recv: Vec<bool>,
+}
+
+impl<'a> Sub<'a> {
+    fn new(
+        inner: Scorer<'a>,
+        k: &'a [usize],
+        u: &'a [usize],
+        run_start: Vec<usize>,
+        fusion_extra: i64,
+    ) -> Sub<'a> {
+        let class =
+            |op: Option<OpType>, unknown: u8| op.map_or(unknown, |o| class_key(Some(o)) as u8);
+        Sub {
+            table: PairTable::new(&inner, k, u),
+            kop: k.iter().map(|&x| class(inner.kernels[x].op, 254)).collect(),
+            uop: u.iter().map(|&x| class(inner.log[x].op, 255)).collect(),
+            run_bonus: (inner.scoring.run_bonus * 100.0).round() as i64,
+            send_recv: k
+                .iter()
+                .map(|&x| inner.kernels[x].op == Some(OpType::SendRecv))
+                .collect(),
+            inner,
+            k,
+            u,
+            run_start,
+            fusion_extra,
+        }
+    }
+
+    /// Too many symbol classes for a table: the scoring itself, per cell.
+    #[cold]
+    #[inline(never)]
+    fn sub_slow(&self, i: usize, j: usize) -> i64 {
+        self.inner.sub(self.k[i], self.u[j])
+    }
 }
 
 impl Score for Sub<'_> {
+    #[inline(always)]
     fn sub(&self, i: usize, j: usize) -> i64 {
-        self.inner.sub(self.k[i], self.u[j])
-    }
-    fn run_bonus(&self, i: usize, j: usize) -> i64 {
-        let s = &self.inner;
-        if s.same_op(self.k[i], self.u[j]) && s.same_op(self.k[i - 1], self.u[j - 1]) {
-            (s.scoring.run_bonus * 100.0).round() as i64
-        } else {
-            0
+        match &self.table {
+            Some(t) => t.sub(i, j),
+            None => self.sub_slow(i, j),
         }
+    }
+    #[inline(always)]
+    fn run_bonus(&self, i: usize, j: usize) -> i64 {
+        // `&`, not `&&`: whether classes agree is data, a branch on it mispredicts.
+        let both = (self.kop[i] == self.uop[j]) & (self.kop[i - 1] == self.uop[j - 1]);
+        i64::from(both) * self.run_bonus
     }
     fn gap_a(&self) -> nw::GapModel {
         self.inner.gap_a()
@@ -516,14 +561,19 @@ impl Score for Sub<'_> {
     fn key_b(&self, j: usize) -> u64 {
         self.inner.key_b(self.u[j])
     }
+    #[inline(always)]
     fn fuse_max(&self, i: usize, j: usize) -> usize {
-        if self.run_start[j] == j || self.inner.kernels[self.k[i]].op != Some(OpType::SendRecv) {
-            return 1;
+        // 1 when `j` starts its run.
+        let len = (j - self.run_start[j] + 1).min(16);
+        if self.send_recv[i] {
+            len
+        } else {
+            1
         }
-        (j - self.run_start[j] + 1).min(16)
     }
     /// The last line's score (it is the closest in time to the launch) plus a small bonus per
     /// absorbed line: absorbing beats leaving lines unmatched, but never beats a second kernel.
+    #[inline]
     fn fuse(&self, i: usize, j: usize, len: usize) -> i64 {
         let s = self.sub(i, j);
         if s <= 0 {
@@ -549,8 +599,8 @@ impl Score for Sub<'_> {
 /// aligner's way of saying "both are orphans here".
 fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<&TimeModel>) -> Matches {
     let cfg = ctx.cfg;
-    let sc = Sub {
-        inner: Scorer {
+    let sc = Sub::new(
+        Scorer {
             scoring: &cfg.scoring,
             kernels: ctx.ksym,
             log: ctx.usym,
@@ -558,9 +608,9 @@ fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<&TimeModel>
         },
         k,
         u,
-        run_start: p2p_runs(ctx, u),
-        fusion_extra: (cfg.fusion_extra * 100.0).round() as i64,
-    };
+        p2p_runs(ctx, u),
+        (cfg.fusion_extra * 100.0).round() as i64,
+    );
     let al = if cfg.reference {
         nw::align_full(&sc, k.len(), u.len())
     } else {
@@ -791,5 +841,321 @@ mod tests {
         assert_eq!(map, vec![(0xa, 7), (0xb, 13)]);
         assert_eq!(a.report.matched, 80);
         assert!(a.pairs().iter().all(|&(l, k)| l == k));
+    }
+}
+
+/// The precomputed [`Sub`] against the per-cell scoring it replaced (kept verbatim here): same
+/// score for every pair and the same alignments, with and without a time model, for the
+/// thesis, rich and an off-grid scoring.
+#[cfg(test)]
+mod reference_tests {
+    use super::*;
+    use crate::scoring::RichTerms;
+    use model::{Algo, DataType, Proto, RedOp};
+
+    /// `Scorer::points` before the pair table, verbatim.
+    fn points_ref(s: &Scorer<'_>, i: usize, j: usize) -> f64 {
+        use crate::symbols::{kernel_class, weight};
+        let (k, l) = (&s.kernels[i], &s.log[j]);
+        let sc = s.scoring;
+        let call = |r: &RichTerms| match (k.call, l.call) {
+            (Some(a), Some(b)) if a == b => r.call_agree,
+            (Some(_), Some(_)) => r.call_conflict,
+            _ => 0.0,
+        };
+        if l.members == 0 {
+            return sc
+                .rich
+                .as_ref()
+                .map_or(sc.mismatch, |r| r.placeholder + call(r));
+        }
+        let mut p = match (k.op, l.op) {
+            (Some(a), Some(b)) if kernel_class(a) == kernel_class(b) => {
+                sc.match_score * weight(Some(a))
+            }
+            (None, Some(_)) if sc.rich.is_some() => sc.rich.as_ref().map_or(0.0, |r| r.unknown_op),
+            _ => return sc.mismatch * (weight(k.op) + weight(l.op)) / 2.0,
+        };
+        let Some(r) = &sc.rich else { return p };
+        let mut attr = |agree: Option<bool>, conflict: f64| match agree {
+            Some(true) => p += r.attr_agree,
+            Some(false) => p += conflict,
+            None => {}
+        };
+        fn both<T: PartialEq>(a: Option<T>, b: Option<T>) -> Option<bool> {
+            Some(a? == b?)
+        }
+        attr(both(k.datatype, l.datatype), r.attr_conflict);
+        attr(both(k.red_op, l.red_op), r.attr_conflict);
+        attr(both(k.algo, l.algo), r.algo_conflict);
+        attr(both(k.proto, l.proto), r.algo_conflict);
+        p += call(r);
+        match both(k.channels, l.channels) {
+            Some(true) => p += r.channels_agree,
+            Some(false) => p += r.channels_conflict,
+            None => {}
+        }
+        if let (Some(tm), Some(kt), Some(lt)) = (s.time, k.time_ns, l.time_ns) {
+            let z = ((kt - lt - tm.offset_at(lt)).abs() as f64) / tm.scale_ns as f64;
+            p += if z <= 1.0 {
+                r.time_agree * (1.0 - z)
+            } else {
+                -(r.time_slope * (z - 1.0)).min(r.time_cap)
+            };
+        }
+        p
+    }
+
+    /// `Sub` before the precomputation, verbatim but for `points_ref`.
+    struct RefSub<'a> {
+        inner: Scorer<'a>,
+        k: &'a [usize],
+        u: &'a [usize],
+        run_start: Vec<usize>,
+        fusion_extra: i64,
+    }
+
+    impl Score for RefSub<'_> {
+        fn sub(&self, i: usize, j: usize) -> i64 {
+            (points_ref(&self.inner, self.k[i], self.u[j]) * 100.0).round() as i64
+        }
+        fn run_bonus(&self, i: usize, j: usize) -> i64 {
+            let s = &self.inner;
+            if s.same_op(self.k[i], self.u[j]) && s.same_op(self.k[i - 1], self.u[j - 1]) {
+                (s.scoring.run_bonus * 100.0).round() as i64
+            } else {
+                0
+            }
+        }
+        fn gap_a(&self) -> nw::GapModel {
+            self.inner.gap_a()
+        }
+        fn gap_b(&self) -> nw::GapModel {
+            self.inner.gap_b()
+        }
+        fn key_a(&self, i: usize) -> u64 {
+            self.inner.key_a(self.k[i])
+        }
+        fn key_b(&self, j: usize) -> u64 {
+            self.inner.key_b(self.u[j])
+        }
+        fn fuse_max(&self, i: usize, j: usize) -> usize {
+            if self.run_start[j] == j || self.inner.kernels[self.k[i]].op != Some(OpType::SendRecv)
+            {
+                return 1;
+            }
+            (j - self.run_start[j] + 1).min(16)
+        }
+        fn fuse(&self, i: usize, j: usize, len: usize) -> i64 {
+            let s = self.sub(i, j);
+            if s <= 0 {
+                return NEG;
+            }
+            let _ = len;
+            s + self.fusion_extra
+        }
+        fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
+            let all = self.inner.anchor_hints()?;
+            let kpos: HashMap<usize, usize> =
+                self.k.iter().enumerate().map(|(p, &k)| (k, p)).collect();
+            let upos: HashMap<usize, usize> =
+                self.u.iter().enumerate().map(|(p, &u)| (u, p)).collect();
+            Some(
+                all.into_iter()
+                    .filter_map(|(k, u)| Some((*kpos.get(&k)?, *upos.get(&u)?)))
+                    .collect(),
+            )
+        }
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (z ^ (z >> 31)) % n
+        }
+        fn maybe<T>(&mut self, f: impl FnOnce(&mut Rng) -> T) -> Option<T> {
+            let v = f(self);
+            (self.below(4) != 0).then_some(v)
+        }
+    }
+
+    const OPS: [OpType; 7] = [
+        OpType::AllReduce,
+        OpType::AllGather,
+        OpType::ReduceScatter,
+        OpType::Broadcast,
+        OpType::Send,
+        OpType::Recv,
+        OpType::SendRecv,
+    ];
+
+    /// A symbol for operation `t` of a run: fields drawn from small sets so that they agree
+    /// and conflict often; times 1 ms apart with jitter.
+    /// Not `diverse`: algorithm, protocol and reduction fixed (few classes, as in real runs).
+    fn symbol(rng: &mut Rng, t: usize, kernel: bool, diverse: bool) -> Symbol {
+        let mut op = OPS[rng.below(OPS.len() as u64) as usize];
+        if kernel && op.is_p2p() {
+            op = OpType::SendRecv;
+        }
+        Symbol {
+            op: if kernel && rng.below(10) == 0 {
+                None
+            } else {
+                Some(op)
+            },
+            red_op: rng
+                .maybe(|rng| [RedOp::Sum, RedOp::Max][rng.below(2) as usize])
+                .filter(|_| diverse),
+            datatype: rng
+                .maybe(|rng| [DataType::Float32, DataType::Float16][rng.below(2) as usize]),
+            algo: rng
+                .maybe(|rng| [Algo::Ring, Algo::Tree][rng.below(2) as usize])
+                .filter(|_| diverse),
+            proto: rng
+                .maybe(|rng| [Proto::LL, Proto::Simple][rng.below(2) as usize])
+                .filter(|_| diverse),
+            channels: rng
+                .maybe(|rng| 1 + rng.below(3) as u32)
+                .map(|c| if diverse { c } else { 2 }),
+            stream: 0,
+            time_ns: rng.maybe(|rng| {
+                1_000_000_000 + t as i64 * 1_000_000 + rng.below(40_000) as i64
+                    - if kernel { 0 } else { 30_000 }
+            }),
+            members: u32::from(kernel || rng.below(12) != 0),
+            call: rng.maybe(|rng| (0xc0 + rng.below(2), t as u64 / 2 + rng.below(2))),
+        }
+    }
+
+    fn odd_scoring() -> Scoring {
+        let mut s = Scoring::rich();
+        s.match_score = 5.1;
+        s.mismatch = -14.7;
+        s.run_bonus = 1.05;
+        let r = s.rich.as_mut().unwrap();
+        r.attr_agree = 0.3;
+        r.call_agree = 6.1;
+        r.channels_conflict = -4.15;
+        r.time_agree = 3.3;
+        r.time_slope = 5.7;
+        s
+    }
+
+    #[test]
+    fn precomputed_scores_and_alignments_match_the_reference() {
+        let mut rng = Rng(99);
+        let scorings = [Scoring::rich(), Scoring::thesis(), odd_scoring()];
+        let rounds = if cfg!(debug_assertions) { 60 } else { 300 };
+        let mut tables = 0;
+        for round in 0..rounds {
+            let len = 1 + rng.below(if round % 10 == 0 { 600 } else { 90 }) as usize;
+            let diverse = round % 4 == 3;
+            let ksym: Vec<Symbol> = (0..len)
+                .map(|t| symbol(&mut rng, t, true, diverse))
+                .collect();
+            let usym: Vec<Symbol> = (0..len + rng.below(20) as usize)
+                .map(|t| symbol(&mut rng, t, false, diverse))
+                .collect();
+            // Some positions of each side, in order (like one stream's group).
+            let k: Vec<usize> = (0..ksym.len()).filter(|_| rng.below(8) != 0).collect();
+            let u: Vec<usize> = (0..usym.len()).filter(|_| rng.below(8) != 0).collect();
+            let mut run_start: Vec<usize> = Vec::new();
+            for p in 0..u.len() {
+                let joins = p > 0 && rng.below(3) == 0;
+                run_start.push(if joins { run_start[p - 1] } else { p });
+            }
+            let scoring = &scorings[round % 3];
+            let samples: Vec<(i64, i64)> = (0..200)
+                .map(|x| {
+                    (
+                        1_000_000_000 + x * 1_000_000,
+                        25_000 + x * 3 + rng.below(9_000) as i64,
+                    )
+                })
+                .collect();
+            let mut tm = TimeModel::fit(samples, 5_000).unwrap();
+            tm.anchors = rng.below(2) == 0;
+            let time = (rng.below(3) != 0).then_some(&tm);
+            let scorer = || Scorer {
+                scoring,
+                kernels: &ksym,
+                log: &usym,
+                time,
+            };
+            let fusion_extra = 50;
+            let new = Sub::new(scorer(), &k, &u, run_start.clone(), fusion_extra);
+            // Many classes for the length: the per-cell fallback.
+            tables += usize::from(new.table.is_some());
+            let old = RefSub {
+                inner: scorer(),
+                k: &k,
+                u: &u,
+                run_start,
+                fusion_extra,
+            };
+            for i in 0..k.len() {
+                for j in 0..u.len() {
+                    assert_eq!(new.sub(i, j), old.sub(i, j), "round {round} ({i}, {j})");
+                    assert_eq!(new.fuse_max(i, j), old.fuse_max(i, j));
+                    assert_eq!(new.fuse(i, j, 2), old.fuse(i, j, 2));
+                    if i > 0 && j > 0 {
+                        assert_eq!(new.run_bonus(i, j), old.run_bonus(i, j));
+                    }
+                }
+            }
+            assert_eq!(new.anchor_hints(), old.anchor_hints());
+            let (n, m) = (k.len(), u.len());
+            assert_eq!(
+                nw::align_fast(&new, n, m),
+                crate::nw_ref::align_fast(&old, n, m),
+                "round {round}"
+            );
+            if n * m < 20_000 {
+                assert_eq!(
+                    nw::align_full(&new, n, m),
+                    crate::nw_ref::align_full(&old, n, m),
+                    "round {round}"
+                );
+            }
+        }
+        assert!(tables * 2 > rounds && tables < rounds, "{tables} tables");
+    }
+
+    #[test]
+    fn centi_rounds_like_round() {
+        let mut rng = Rng(3);
+        let mut xs = vec![
+            0.0,
+            -0.0,
+            0.005,
+            -0.005,
+            0.015,
+            0.025,
+            -2.675,
+            1e15,
+            -1e15,
+            1e17,
+            4.5e16 + 0.5,
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            0.49999999999999994 / 100.0,
+        ];
+        for _ in 0..100_000 {
+            let v = (rng.below(2_000_000) as f64 - 1_000_000.0) / 200.0;
+            xs.push(v);
+            xs.push(v + (rng.below(1000) as f64) * 1e-6);
+            xs.push(f64::from_bits(rng.below(u64::MAX)));
+        }
+        for x in xs {
+            let want = (x * 100.0).round() as i64;
+            assert_eq!(crate::scoring::centi(x), want, "{x:e}");
+        }
     }
 }

@@ -297,16 +297,31 @@ fn vote_offset(
             }
         }
     };
-    let mut votes: HashMap<i64, u32> = HashMap::new();
-    diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
-    let near3 = |b: i64| {
-        (b - 1..=b + 1)
-            .map(|x| votes.get(&x).copied().unwrap_or(0))
-            .sum::<u32>()
+    // Votes per bucket as sorted (bucket, count) runs: a bucket's neighbours are adjacent
+    // (a hash map of buckets spent most of the time hashing).
+    let mut buckets: Vec<i64> = Vec::new();
+    diffs(&mut |d| buckets.push(d.div_euclid(width)));
+    buckets.sort_unstable();
+    let mut votes: Vec<(i64, u32)> = Vec::new();
+    for b in buckets {
+        match votes.last_mut() {
+            Some(last) if last.0 == b => last.1 += 1,
+            _ => votes.push((b, 1)),
+        }
+    }
+    let near3 = |k: usize| {
+        let (b, c) = votes[k];
+        let below = k
+            .checked_sub(1)
+            .filter(|&p| Some(votes[p].0) == b.checked_sub(1));
+        let above =
+            Some(k + 1).filter(|&p| p < votes.len() && Some(votes[p].0) == b.checked_add(1));
+        c + below.map_or(0, |p| votes[p].1) + above.map_or(0, |p| votes[p].1)
     };
-    let (best, n) = votes
-        .keys()
-        .map(|&b| (b, near3(b)))
+    // The most votes, ties to the lowest bucket (a total order: the result does not depend on
+    // the order of the candidates).
+    let (best, n) = (0..votes.len())
+        .map(|k| (votes[k].0, near3(k)))
         .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))?;
     if n < 3 {
         return None;
@@ -330,8 +345,47 @@ pub struct Scorer<'a> {
     pub time: Option<&'a TimeModel>,
 }
 
-fn centi(x: f64) -> i64 {
-    (x * 100.0).round() as i64
+/// Hundredths of a point, rounded half away from zero: `(x * 100.0).round() as i64` without the
+/// libm call (it is on the aligner's per-cell path). Exact: `x - trunc(x)` is exact for every
+/// finite `x`, and the saturating casts and adds reproduce `round() as i64` for huge, infinite
+/// and NaN values.
+#[inline]
+pub(crate) fn centi(x: f64) -> i64 {
+    let x = x * 100.0;
+    let t = x as i64;
+    let f = x - t as f64;
+    if f >= 0.5 {
+        t.saturating_add(1)
+    } else if f <= -0.5 {
+        t.saturating_sub(1)
+    } else {
+        t
+    }
+}
+
+/// A pair's score apart from the timestamp term, which is always added last.
+#[derive(Debug, Clone, Copy)]
+enum Base {
+    /// The whole score: no time term can apply.
+    Done(f64),
+    /// The rich score before the time term (the op classes agree).
+    BeforeTime(f64),
+}
+
+/// `Some(a == b)` when both are known.
+fn both<T: PartialEq>(a: Option<T>, b: Option<T>) -> Option<bool> {
+    Some(a? == b?)
+}
+
+/// The time term of the rich scoring for `kernel time − log time − offset = d`.
+#[inline]
+fn time_term(r: &RichTerms, scale_ns: i64, d: i64) -> f64 {
+    let z = (d.wrapping_abs() as f64) / scale_ns as f64;
+    if z <= 1.0 {
+        r.time_agree * (1.0 - z)
+    } else {
+        -(r.time_slope * (z - 1.0)).min(r.time_cap)
+    }
 }
 
 impl Scorer<'_> {
@@ -346,34 +400,53 @@ impl Scorer<'_> {
     /// The pair's score in points.
     pub fn points(&self, i: usize, j: usize) -> f64 {
         let (k, l) = (&self.kernels[i], &self.log[j]);
+        match self.base(k, l, both(k.call, l.call)) {
+            Base::Done(p) => p,
+            Base::BeforeTime(p) => match (&self.scoring.rich, self.time, k.time_ns, l.time_ns) {
+                (Some(r), Some(tm), Some(kt), Some(lt)) => {
+                    p + time_term(
+                        r,
+                        tm.scale_ns,
+                        kt.wrapping_sub(lt).wrapping_sub(tm.offset_at(lt)),
+                    )
+                }
+                _ => p,
+            },
+        }
+    }
+
+    /// Everything of [`Scorer::points`] but the time term; `call`: do the calls agree (when
+    /// both are known). Floating-point operations in the same order as ever, so that a table
+    /// of these values gives bit-identical scores.
+    fn base(&self, k: &Symbol, l: &Symbol, call: Option<bool>) -> Base {
         let sc = self.scoring;
-        let call = |r: &RichTerms| match (k.call, l.call) {
-            (Some(a), Some(b)) if a == b => r.call_agree,
-            (Some(_), Some(_)) => r.call_conflict,
-            _ => 0.0,
+        let call = |r: &RichTerms| match call {
+            Some(true) => r.call_agree,
+            Some(false) => r.call_conflict,
+            None => 0.0,
         };
         if l.members == 0 {
-            return sc
-                .rich
-                .as_ref()
-                .map_or(sc.mismatch, |r| r.placeholder + call(r));
+            return Base::Done(
+                sc.rich
+                    .as_ref()
+                    .map_or(sc.mismatch, |r| r.placeholder + call(r)),
+            );
         }
         let mut p = match (k.op, l.op) {
             (Some(a), Some(b)) if kernel_class(a) == kernel_class(b) => {
                 sc.match_score * weight(Some(a))
             }
             (None, Some(_)) if sc.rich.is_some() => sc.rich.as_ref().map_or(0.0, |r| r.unknown_op),
-            _ => return sc.mismatch * (weight(k.op) + weight(l.op)) / 2.0,
+            _ => return Base::Done(sc.mismatch * (weight(k.op) + weight(l.op)) / 2.0),
         };
-        let Some(r) = &sc.rich else { return p };
+        let Some(r) = &sc.rich else {
+            return Base::Done(p);
+        };
         let mut attr = |agree: Option<bool>, conflict: f64| match agree {
             Some(true) => p += r.attr_agree,
             Some(false) => p += conflict,
             None => {}
         };
-        fn both<T: PartialEq>(a: Option<T>, b: Option<T>) -> Option<bool> {
-            Some(a? == b?)
-        }
         attr(both(k.datatype, l.datatype), r.attr_conflict);
         attr(both(k.red_op, l.red_op), r.attr_conflict);
         attr(both(k.algo, l.algo), r.algo_conflict);
@@ -384,15 +457,182 @@ impl Scorer<'_> {
             Some(false) => p += r.channels_conflict,
             None => {}
         }
-        if let (Some(tm), Some(kt), Some(lt)) = (self.time, k.time_ns, l.time_ns) {
-            let z = ((kt - lt - tm.offset_at(lt)).abs() as f64) / tm.scale_ns as f64;
-            p += if z <= 1.0 {
-                r.time_agree * (1.0 - z)
-            } else {
-                -(r.time_slope * (z - 1.0)).min(r.time_cap)
-            };
+        Base::BeforeTime(p)
+    }
+}
+
+/// [`Scorer::points`] in hundredths for kernels `ks[i]` against log symbols `ls[j]`, built
+/// once per alignment so that the aligner's per-cell score is a table look-up: symbols that
+/// agree in every field the score reads (all but time, stream and call) share a class, the
+/// pre-time score depends only on (kernel class, log class, do the calls agree), and only pairs
+/// with a time term do floating point per cell (the same operations as `points`, so the same
+/// bits).
+pub struct PairTable {
+    /// Per kernel position: its class's first entry; per log position: its class's offset.
+    ks: Vec<Side>,
+    ls: Vec<Side>,
+    /// Per (kernel class, log class, call state): the score, or the pre-time points.
+    entries: Vec<Entry>,
+    rich: Option<RichTerms>,
+    scale_ns: i64,
+}
+
+/// What a position contributes to a look-up (one bounds check per side and cell).
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    /// Offset into `entries`.
+    at: u32,
+    /// Interned call (0 = unknown).
+    call: u32,
+    /// Kernel time, or the expected kernel time of a log symbol (log time + offset); read
+    /// only for classes with a time term, so missing times hold 0.
+    time: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    score: i64,
+    before_time: f64,
+    timed: bool,
+}
+
+/// Tables larger than this (or than a few entries per symbol, when building them would cost
+/// more than the band's cells) fall back to [`Scorer::points`] per cell.
+const MAX_TABLE: usize = 1 << 18;
+
+/// The fields [`Scorer::base`] reads, plus whether a time term applies.
+type ClassKey = (
+    Option<OpType>,
+    Option<model::RedOp>,
+    Option<model::DataType>,
+    Option<model::Algo>,
+    Option<model::Proto>,
+    Option<u32>,
+    u32,
+    bool,
+);
+
+impl PairTable {
+    /// The table for `sc` over the kernels `ks` and log symbols `ls` (indices into
+    /// `sc.kernels` and `sc.log`); `None` when there are too many classes for a table.
+    pub fn new(sc: &Scorer<'_>, ks: &[usize], ls: &[usize]) -> Option<PairTable> {
+        let timed = sc.time.is_some() && sc.scoring.rich.is_some();
+        let key = |s: &Symbol| -> ClassKey {
+            (
+                s.op,
+                s.red_op,
+                s.datatype,
+                s.algo,
+                s.proto,
+                s.channels,
+                s.members,
+                timed && s.time_ns.is_some(),
+            )
+        };
+        let classify = |syms: &[Symbol], idx: &[usize]| {
+            let mut ids: HashMap<ClassKey, u32> = HashMap::new();
+            let mut reps: Vec<usize> = Vec::new();
+            let cls: Vec<u32> = idx
+                .iter()
+                .map(|&x| {
+                    let n = ids.len() as u32;
+                    *ids.entry(key(&syms[x])).or_insert_with(|| {
+                        reps.push(x);
+                        n
+                    })
+                })
+                .collect();
+            (cls, reps)
+        };
+        let (kc, krep) = classify(sc.kernels, ks);
+        let (lc, lrep) = classify(sc.log, ls);
+        let nl = lrep.len();
+        let size = krep.len().saturating_mul(nl).saturating_mul(3);
+        if size > MAX_TABLE.min(16 * (ks.len() + ls.len()) + 4096) {
+            return None;
         }
-        p
+        let mut calls: HashMap<(u64, u64), u32> = HashMap::new();
+        let mut intern = |c: Option<(u64, u64)>| {
+            c.map_or(0, |c| {
+                let n = calls.len() as u32 + 1;
+                *calls.entry(c).or_insert(n)
+            })
+        };
+        let mut entries = Vec::with_capacity(krep.len() * nl * 3);
+        for &a in &krep {
+            for &b in &lrep {
+                let (k, l) = (&sc.kernels[a], &sc.log[b]);
+                let time = key(k).7 && key(l).7;
+                for call in [None, Some(true), Some(false)] {
+                    entries.push(match sc.base(k, l, call) {
+                        Base::BeforeTime(p) if time => Entry {
+                            score: 0,
+                            before_time: p,
+                            timed: true,
+                        },
+                        Base::Done(p) | Base::BeforeTime(p) => Entry {
+                            score: centi(p),
+                            before_time: 0.0,
+                            timed: false,
+                        },
+                    });
+                }
+            }
+        }
+        let kside = ks
+            .iter()
+            .zip(&kc)
+            .map(|(&x, &c)| Side {
+                at: c * nl as u32 * 3,
+                call: intern(sc.kernels[x].call),
+                time: sc.kernels[x].time_ns.unwrap_or(0),
+            })
+            .collect();
+        let lside = ls
+            .iter()
+            .zip(&lc)
+            .map(|(&x, &c)| Side {
+                at: c * 3,
+                call: intern(sc.log[x].call),
+                time: match (sc.log[x].time_ns, sc.time) {
+                    // kt − lt − offset ≡ kt − (lt + offset) in wrapping arithmetic.
+                    (Some(lt), Some(tm)) => lt.wrapping_add(tm.offset_at(lt)),
+                    _ => 0,
+                },
+            })
+            .collect();
+        Some(PairTable {
+            ks: kside,
+            ls: lside,
+            entries,
+            rich: sc.scoring.rich.clone(),
+            scale_ns: sc.time.map_or(1, |t| t.scale_ns),
+        })
+    }
+
+    /// `centi(points(ks[i], ls[j]))`.
+    #[inline(always)]
+    pub fn sub(&self, i: usize, j: usize) -> i64 {
+        let (k, l) = (&self.ks[i], &self.ls[j]);
+        let call = if k.call == 0 || l.call == 0 {
+            0
+        } else {
+            1 + usize::from(k.call != l.call)
+        };
+        let e = &self.entries[k.at as usize + l.at as usize + call];
+        if !e.timed {
+            return e.score;
+        }
+        self.timed(e, k.time.wrapping_sub(l.time))
+    }
+
+    /// A score with its time term, `d` = kernel time − log time − offset.
+    #[inline]
+    fn timed(&self, e: &Entry, d: i64) -> i64 {
+        match &self.rich {
+            Some(r) => centi(e.before_time + time_term(r, self.scale_ns, d)),
+            None => centi(e.before_time),
+        }
     }
 }
 
@@ -537,6 +777,102 @@ mod tests {
         assert!(al.longest_gap_run() <= 2, "{:?}", al.steps);
         let (m, mm, _) = counts(&k, &l, &al);
         assert_eq!((m, mm), (4, 0), "{:?}", al.steps);
+    }
+
+    /// `vote_offset` before the sorted buckets, verbatim.
+    fn vote_offset_ref(
+        samples: &[(i64, u64)],
+        by_class: &HashMap<u64, Vec<i64>>,
+        width: i64,
+        near: Option<(i64, i64)>,
+    ) -> Option<(i64, i64)> {
+        let diffs = |keep: &mut dyn FnMut(i64)| {
+            for &(lt, c) in samples {
+                let ks = by_class.get(&c).map(Vec::as_slice).unwrap_or(&[]);
+                let (from, to) = match near {
+                    Some((centre, r)) => (
+                        ks.partition_point(|&k| k < lt + centre - r),
+                        ks.partition_point(|&k| k <= lt + centre + r),
+                    ),
+                    None => (0, ks.len()),
+                };
+                for &kt in &ks[from..to] {
+                    keep(kt - lt);
+                }
+            }
+        };
+        let mut votes: HashMap<i64, u32> = HashMap::new();
+        diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
+        let near3 = |b: i64| {
+            (b - 1..=b + 1)
+                .map(|x| votes.get(&x).copied().unwrap_or(0))
+                .sum::<u32>()
+        };
+        let (best, n) = votes
+            .keys()
+            .map(|&b| (b, near3(b)))
+            .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))?;
+        if n < 3 {
+            return None;
+        }
+        let mut d: Vec<i64> = Vec::new();
+        diffs(&mut |x| {
+            if x.div_euclid(width).abs_diff(best) <= 1 {
+                d.push(x);
+            }
+        });
+        let m = median(&mut d);
+        let mut dev: Vec<i64> = d.iter().map(|x| (x - m).abs()).collect();
+        Some((m, median(&mut dev)))
+    }
+
+    #[test]
+    fn vote_offset_matches_the_reference() {
+        let mut x = 17u64;
+        let mut below = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut found = 0;
+        for round in 0..300 {
+            let classes = 1 + below(3);
+            let mut by_class: HashMap<u64, Vec<i64>> = HashMap::new();
+            let offset = below(1_000_000) as i64 - 500_000;
+            let kernels = 1 + below(400);
+            for t in 0..kernels {
+                let c = below(classes);
+                let spread = 1 + below(50_000);
+                let jitter = below(spread) as i64;
+                by_class
+                    .entry(c)
+                    .or_default()
+                    .push(t as i64 * 100_000 + offset + jitter);
+            }
+            for v in by_class.values_mut() {
+                v.sort_unstable();
+            }
+            let samples: Vec<(i64, u64)> = (0..1 + below(64))
+                .map(|t| {
+                    (
+                        t as i64 * 100_000 * (1 + below(3) as i64),
+                        below(classes + 1),
+                    )
+                })
+                .collect();
+            let width = 1 + below(20_000) as i64;
+            let near = (round % 2 == 0)
+                .then(|| (offset + below(20_000) as i64, 1 + below(100_000) as i64));
+            let got = vote_offset(&samples, &by_class, width, near);
+            assert_eq!(
+                got,
+                vote_offset_ref(&samples, &by_class, width, near),
+                "round {round}"
+            );
+            found += usize::from(got.is_some());
+        }
+        assert!(found > 100, "{found} offsets");
     }
 
     #[test]
