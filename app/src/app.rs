@@ -141,9 +141,18 @@ pub fn App() -> impl IntoView {
             pick_by: None,
         })
     };
+    let share_error = RwSignal::new(None::<String>);
+    // A self-contained link just made (shown and in the address bar), or why it could not be.
+    let show_link = move |made: Option<Result<String, String>>| match made {
+        Some(Ok(url)) => {
+            share_error.set(None);
+            share_url.set(Some(url));
+        }
+        Some(Err(e)) => share_error.set(Some(e)),
+        None => {}
+    };
     // The aggregate of the visible window, asked for on demand (a pan must not flood the worker).
     let window_summary = RwSignal::new(None::<pipeline::WindowSummary>);
-    let share_error = RwSignal::new(None::<String>);
     let ask_window = move || {
         let Some(v) = window.get_untracked() else {
             return;
@@ -550,14 +559,7 @@ pub fn App() -> impl IntoView {
                         on:click=move |_| {
                             let made = window_summary
                                 .with_untracked(|w| w.as_ref().map(crate::share::self_contained_link));
-                            match made {
-                                Some(Ok(url)) => {
-                                    share_error.set(None);
-                                    share_url.set(Some(url));
-                                }
-                                Some(Err(e)) => share_error.set(Some(e)),
-                                None => {}
-                            }
+                            show_link(made);
                         }
                     >
                         "Copy self-contained link (window summary)"
@@ -590,14 +592,7 @@ pub fn App() -> impl IntoView {
                                         )
                                     })
                                 });
-                                match made {
-                                    Some(Ok(url)) => {
-                                        share_error.set(None);
-                                        share_url.set(Some(url));
-                                    }
-                                    Some(Err(e)) => share_error.set(Some(e)),
-                                    None => {}
-                                }
+                                show_link(made);
                             }
                         >
                             "Copy self-contained link (this kernel)"
