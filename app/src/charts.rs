@@ -289,19 +289,41 @@ pub fn TopologyDiagram(
     let mut rows: Vec<i32> = boxes.iter().map(|b| rank(&b.kind)).collect();
     rows.sort_unstable();
     rows.dedup();
+    // Links inside a row (NVLink between GPUs) are arcs above it, higher the farther apart
+    // their ends are, so they do not overlap; the first row leaves room for its arcs.
+    let col_of = |i: usize| {
+        let r = boxes.get(i).map(|b| rank(&b.kind));
+        boxes[..i.min(boxes.len())]
+            .iter()
+            .filter(|b| Some(rank(&b.kind)) == r)
+            .count()
+    };
+    let arc_h = |a: usize, b: usize| 14.0 + 14.0 * col_of(a).abs_diff(col_of(b)) as f64;
+    let top = GAP
+        + links
+            .iter()
+            .filter(|(a, b, ..)| {
+                a != b
+                    && boxes.get(*a).map(|x| rank(&x.kind)) == boxes.get(*b).map(|x| rank(&x.kind))
+                    && boxes
+                        .get(*a)
+                        .is_some_and(|x| rank(&x.kind) == rows.first().copied().unwrap_or(0))
+            })
+            .map(|(a, b, ..)| arc_h(*a, *b))
+            .fold(0.0, f64::max);
     let mut placed = vec![(0.0, 0.0); boxes.len()];
     let mut width = 0.0f64;
     for (ri, r) in rows.iter().enumerate() {
         let mut col = 0.0;
         for (i, b) in boxes.iter().enumerate() {
             if rank(&b.kind) == *r {
-                placed[i] = (GAP + col * (BOX_W + GAP), GAP + ri as f64 * ROW_H);
+                placed[i] = (GAP + col * (BOX_W + GAP), top + ri as f64 * ROW_H);
                 col += 1.0;
             }
         }
         width = width.max(GAP + col * (BOX_W + GAP));
     }
-    let height = GAP + rows.len().max(1) as f64 * ROW_H;
+    let height = top + rows.len().max(1) as f64 * ROW_H;
     let center = |i: usize| {
         placed
             .get(i)
@@ -312,11 +334,20 @@ pub fn TopologyDiagram(
         .filter_map(|(a, b, class, gbps)| {
             let ((x1, y1), (x2, y2)) = (center(a)?, center(b)?);
             let text = format!("{class} {gbps:.1} GB/s");
+            let (d, lx, ly) = if y1 == y2 && a != b {
+                // Same row: a quadratic arc from the boxes' top edges, its apex `h` above them.
+                let h = arc_h(a, b).min(ROW_H - BOX_H - 8.0);
+                let y = y1 - BOX_H / 2.0;
+                let mx = (x1 + x2) / 2.0;
+                (format!("M{x1} {y} Q{mx} {} {x2} {y}", y - 2.0 * h), mx, y - h - 2.0)
+            } else {
+                (format!("M{x1} {y1} L{x2} {y2}"), (x1 + x2) / 2.0, (y1 + y2) / 2.0 - 3.0)
+            };
             Some(view! {
                 <g data-testid="topo-link" data-class=class.clone() data-gbps=gbps>
                     <title>{text.clone()}</title>
-                    <line x1=x1 y1=y1 x2=x2 y2=y2 class=format!("topo-link topo-{}", class.to_lowercase()) />
-                    <text x=(x1 + x2) / 2.0 y=(y1 + y2) / 2.0 - 3.0 text-anchor="middle" class="chart-label">
+                    <path d=d fill="none" class=format!("topo-link topo-{}", class.to_lowercase()) />
+                    <text x=lx y=ly text-anchor="middle" class="chart-label">
                         {text}
                     </text>
                 </g>

@@ -366,10 +366,11 @@ async fn load_and_analyse(req: &LoadRequest) {
                 .map(RankView::from_summary)
                 .collect(),
             comms: CommPanel::from_analysis(&analysis, &s),
+            // Before `analysis_ms` (fields evaluate in order): the panels are part of the work.
+            panels: Panels::from_analysis(&analysis, &s),
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),
-            panels: Panels::from_analysis(&analysis, &s),
         };
         ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
         (result, timeline)

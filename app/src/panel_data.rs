@@ -268,12 +268,10 @@ fn bandwidth_points(a: &Analysis, session: &Session) -> (Vec<ScatterPoint>, u64,
 fn limits(a: &Analysis, session: &Session) -> Vec<LimitLine> {
     let mut out: Vec<LimitLine> = Vec::new();
     for b in pipeline::comm_bottlenecks(session, a).into_iter().flatten() {
+        // The link kind (`NVL`, `NET`, ...); the conservative fallback keeps its own name.
         let class = b
-            .name
-            .split_whitespace()
-            .next()
-            .unwrap_or("link")
-            .to_string();
+            .kind
+            .map_or_else(|| b.name.clone(), |k| format!("{k:?}").to_uppercase());
         if !out.iter().any(|l| l.class == class && l.gbps == b.gbps) {
             out.push(LimitLine {
                 class,
