@@ -106,7 +106,9 @@ pub struct Panels {
 
 impl Panels {
     pub fn from_analysis(a: &Analysis, session: &Session) -> Self {
-        let (scatter, scatter_kernels, efficiency) = bandwidth_points(a, session);
+        let bottlenecks = pipeline::comm_bottlenecks(session, a);
+        let (scatter, scatter_kernels, efficiency) =
+            bandwidth_points(&pipeline::kernel_bandwidths(a, &bottlenecks));
         let (warnings, warning_count) = warnings(session);
         let (op_totals, rank_ops) = op_totals(a);
         Panels {
@@ -117,7 +119,7 @@ impl Panels {
             rank_ops,
             scatter,
             scatter_kernels,
-            limits: limits(a, session),
+            limits: limits(&bottlenecks),
             efficiency,
             topology: topology(a),
         }
@@ -229,12 +231,11 @@ fn op_totals(a: &Analysis) -> (Vec<OpTotal>, Vec<RankOps>) {
 }
 
 /// The scatter's bins, the kernels behind them and the efficiency histogram.
-fn bandwidth_points(a: &Analysis, session: &Session) -> (Vec<ScatterPoint>, u64, Vec<u64>) {
-    let points = pipeline::kernel_bandwidths(session, a);
+fn bandwidth_points(points: &[pipeline::KernelBw]) -> (Vec<ScatterPoint>, u64, Vec<u64>) {
     let mut bins: BTreeMap<(i64, i64), (f64, f64, u64)> = BTreeMap::new();
     let mut efficiency = vec![0u64; EFFICIENCY_BUCKETS];
     let mut kernels = 0;
-    for p in &points {
+    for p in points {
         if let Some(e) = p.bus_efficiency.filter(|e| e.is_finite()) {
             let i = ((e.max(0.0) * 10.0).floor() as usize).min(EFFICIENCY_BUCKETS - 1);
             efficiency[i] += 1;
@@ -265,9 +266,9 @@ fn bandwidth_points(a: &Analysis, session: &Session) -> (Vec<ScatterPoint>, u64,
 }
 
 /// One line per distinct (link class, bandwidth) among the communicators' bottlenecks.
-fn limits(a: &Analysis, session: &Session) -> Vec<LimitLine> {
+fn limits(bottlenecks: &[Option<pipeline::Bottleneck>]) -> Vec<LimitLine> {
     let mut out: Vec<LimitLine> = Vec::new();
-    for b in pipeline::comm_bottlenecks(session, a).into_iter().flatten() {
+    for b in bottlenecks.iter().flatten() {
         // The link kind (`NVL`, `NET`, ...); the conservative fallback keeps its own name.
         let class = b
             .kind
@@ -417,6 +418,36 @@ mod tests {
             csv(&h, &rows),
             "a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\r\n'=1+2,-3.5\r\n'-cmd,\"line\nbreak\"\r\n"
         );
+    }
+
+    #[test]
+    fn bins_points_and_buckets_efficiency() {
+        let k = |bytes, bw, eff| pipeline::KernelBw {
+            comm: 0,
+            bytes,
+            bus_bw_gbps: bw,
+            bus_efficiency: eff,
+        };
+        let (scatter, kernels, eff) = bandwidth_points(&[
+            // Same bin (1/8 decade): one point at their means.
+            k(1000, 10.0, Some(0.05)),
+            k(1100, 11.0, Some(0.55)),
+            k(1_000_000, 100.0, Some(1.3)),
+            // No place on a log axis, but its efficiency counts.
+            k(0, 0.0, Some(0.99)),
+            k(4096, 5.0, None),
+        ]);
+        assert_eq!(kernels, 4);
+        assert_eq!(scatter.len(), 3);
+        assert_eq!(
+            scatter[0],
+            ScatterPoint {
+                bytes: 1050.0,
+                bus_bw_gbps: 10.5,
+                kernels: 2
+            }
+        );
+        assert_eq!(eff, vec![1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1]);
     }
 
     #[test]

@@ -3,8 +3,7 @@
 //! medians), so the points' count per communicator equals its `kernels` there.
 
 use crate::analysis::Analysis;
-use crate::comm_stats::comm_bottlenecks;
-use crate::session::Session;
+use enrich::Bottleneck;
 
 /// One matched kernel that ran a single log operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,10 +17,11 @@ pub struct KernelBw {
     pub bus_efficiency: Option<f64>,
 }
 
-/// Every matched kernel with a bandwidth, process by process in kernel order. Fused Send/Recv
-/// groups are left out: they move different sizes to different peers and have no single figure.
-pub fn kernel_bandwidths(session: &Session, analysis: &Analysis) -> Vec<KernelBw> {
-    let bottlenecks = comm_bottlenecks(session, analysis);
+/// Every matched kernel with a bandwidth, process by process in kernel order, against
+/// `bottlenecks` ([`crate::comm_bottlenecks`], passed in: the caller draws them too, and they cost
+/// a pass over every topology dump). Fused Send/Recv groups are left out: they move different
+/// sizes to different peers and have no single figure.
+pub fn kernel_bandwidths(analysis: &Analysis, bottlenecks: &[Option<Bottleneck>]) -> Vec<KernelBw> {
     let mut out = Vec::new();
     for pm in &analysis.alignments.processes {
         for (k, m) in pm.matched() {

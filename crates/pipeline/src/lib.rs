@@ -33,6 +33,7 @@ pub use details::{
     find_kernel, kernel_details, InstanceDetails, KernelDetails, LineDetails, MemberTiming,
 };
 pub use digest::records_digest;
+pub use enrich::Bottleneck;
 pub use enrich::ClockSync;
 pub use enrich::{Hints, Sizes};
 pub use kernel_bw::{kernel_bandwidths, KernelBw};
