@@ -14,11 +14,13 @@ use web_sys::{Blob, File, FileList};
 use crate::budget_dialog::{BudgetDialog, Pending};
 use crate::client;
 use crate::communicators::Communicators;
+use crate::panels::AnalysisPanels;
 use crate::ranks::RankTable;
 use crate::share::{apply_link, link_from_page, LinkBanner, LinkState};
 use crate::timeline_canvas::{TimelineCanvas, View};
 use ncclscope_app::budget::{estimate, fits, FileEstimate, DEFAULT_LIMIT_BYTES};
 use ncclscope_app::files::fetch_blob;
+use ncclscope_app::panel_data::Panels;
 
 /// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
 const DEMO_MANIFEST: &str = "demo/MANIFEST";
@@ -64,6 +66,7 @@ pub fn App() -> impl IntoView {
     let timeline = RwSignal::new(Timeline::default());
     let ranks = RwSignal::new(Vec::<RankView>::new());
     let comms = RwSignal::new(CommPanel::default());
+    let panels = RwSignal::new(Panels::default());
     let dragging = RwSignal::new(false);
     // The last analysis's wall time in the worker (read by the benchmarks).
     let analysis_ms = RwSignal::new(None::<f64>);
@@ -209,6 +212,7 @@ pub fn App() -> impl IntoView {
             analysis_ms: ms,
             worker_memory_bytes,
             inferred: new_inferred,
+            panels: new_panels,
         } => {
             analysing.set(false);
             analysis_ms.set(Some(ms));
@@ -219,6 +223,7 @@ pub fn App() -> impl IntoView {
             timeline.set(new_timeline.unwrap_or_default());
             comms.set(new_comms);
             ranks.set(new_ranks);
+            panels.set(new_panels);
             // What the trace tells fills the fields the user has not typed; then compare.
             let mut form = theory_form.get_untracked();
             let filled = prefill(&mut form, &new_inferred, &typed.get_untracked());
@@ -613,6 +618,7 @@ pub fn App() -> impl IntoView {
                 </section>
                 <RankTable ranks=ranks.into() />
                 <Communicators panel=comms.into() />
+                <AnalysisPanels panels=panels.into() />
                 <TheoryPanel
                     form=theory_form
                     typed=typed

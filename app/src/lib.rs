@@ -9,6 +9,7 @@ pub mod charts;
 pub mod files;
 pub mod link;
 pub mod loader;
+pub mod panel_data;
 pub mod theory_panel;
 pub mod views;
 pub mod wire;

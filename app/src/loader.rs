@@ -18,6 +18,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::files::{for_each_slice, js_msg, read_all};
 use crate::link::LinkFile;
+use crate::panel_data::Panels;
 use crate::theory_panel::theory_view;
 use crate::views::{CommPanel, FileView, RankView};
 use crate::wire::{encode_timeline, LoadRequest, ToPage};
@@ -365,6 +366,8 @@ async fn load_and_analyse(req: &LoadRequest) {
                 .map(RankView::from_summary)
                 .collect(),
             comms: CommPanel::from_analysis(&analysis, &s),
+            // Before `analysis_ms` (fields evaluate in order): the panels are part of the work.
+            panels: Panels::from_analysis(&analysis, &s),
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),

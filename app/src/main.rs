@@ -8,6 +8,7 @@ mod bundle;
 mod client;
 mod communicators;
 mod details_panel;
+mod panels;
 mod ranks;
 mod share;
 mod timeline_canvas;

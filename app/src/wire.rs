@@ -13,6 +13,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
 
 use crate::link::LinkFile;
+use crate::panel_data::Panels;
 use crate::theory_panel::TheoryView;
 use crate::views::{CommPanel, FileView, RankView};
 
@@ -44,6 +45,10 @@ pub enum ToPage {
         /// Theory form fields the trace tells (`parallel.tp`, `model.iterations`, ...) and
         /// their values.
         inferred: Vec<(String, String)>,
+        /// The analysis panels' data (alignment report, warnings, plots, topology); absent from
+        /// recordings made before the panels existed.
+        #[serde(default)]
+        panels: Panels,
     },
     /// Theory versus observed for the config last asked for (or why the config is unusable).
     Theory {

@@ -13,6 +13,7 @@ mod comm_stats;
 mod comparison;
 mod details;
 mod digest;
+mod kernel_bw;
 mod predicted_times;
 mod processes;
 mod report;
@@ -32,8 +33,10 @@ pub use details::{
     find_kernel, kernel_details, InstanceDetails, KernelDetails, LineDetails, MemberTiming,
 };
 pub use digest::records_digest;
+pub use enrich::Bottleneck;
 pub use enrich::ClockSync;
 pub use enrich::{Hints, Sizes};
+pub use kernel_bw::{kernel_bandwidths, KernelBw};
 pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
 pub use processes::{process_summaries, CommView, ProcessSummary};
 pub use report::FileReport;

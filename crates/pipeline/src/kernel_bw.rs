@@ -1,0 +1,49 @@
+//! Every matched kernel's bandwidth, one point each: the page's bandwidth-versus-size scatter and
+//! efficiency distribution. The same enrichment as [`crate::comm_stats`] (which keeps only the
+//! medians), so the points' count per communicator equals its `kernels` there.
+
+use crate::analysis::Analysis;
+use enrich::Bottleneck;
+
+/// One matched kernel that ran a single log operation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelBw {
+    /// Index into [`enrich::Communicators::comms`].
+    pub comm: usize,
+    /// The operation's bytes (`enrich::op_bytes`).
+    pub bytes: u64,
+    pub bus_bw_gbps: f64,
+    /// Against the communicator's bottleneck link, when the topology places it.
+    pub bus_efficiency: Option<f64>,
+}
+
+/// Every matched kernel with a bandwidth, process by process in kernel order, against
+/// `bottlenecks` ([`crate::comm_bottlenecks`], passed in: the caller draws them too, and they cost
+/// a pass over every topology dump). Fused Send/Recv groups are left out: they move different
+/// sizes to different peers and have no single figure.
+pub fn kernel_bandwidths(analysis: &Analysis, bottlenecks: &[Option<Bottleneck>]) -> Vec<KernelBw> {
+    let mut out = Vec::new();
+    for pm in &analysis.alignments.processes {
+        for (k, m) in pm.matched() {
+            let [first] = m.log_ops[..] else { continue };
+            let op = &pm.log_ops[first];
+            let Some(c) = analysis.communicators.comm_of(&pm.process, op.comm) else {
+                continue;
+            };
+            let limit = bottlenecks
+                .get(c)
+                .and_then(|b| b.as_ref())
+                .map(|b| (b.gbps, b.name.as_str()));
+            let Some(bw) = enrich::for_log_op(op, k.end_ns - k.start_ns, limit) else {
+                continue;
+            };
+            out.push(KernelBw {
+                comm: c,
+                bytes: bw.bytes,
+                bus_bw_gbps: bw.bus_bw_gbps,
+                bus_efficiency: bw.theoretical.as_ref().map(|t| t.bus_efficiency),
+            });
+        }
+    }
+    out
+}
