@@ -82,14 +82,9 @@ pub fn App() -> impl IntoView {
     let ask_theory = move |toml: String| {
         client::load(LoadRequest {
             digests: digests_wanted(),
-            files: Vec::new(),
             theory: Some(toml),
             hardware: theory_form.with_untracked(|f| f.get(HARDWARE_FIELD).cloned()),
-            export: None,
-            fingerprints: false,
-            window: None,
-            pick: None,
-            pick_by: None,
+            ..LoadRequest::default()
         })
     };
     // Shareable links: the timeline's window (owned here so a link can set it) and what the
@@ -100,14 +95,8 @@ pub fn App() -> impl IntoView {
     let ask_fingerprints = move || {
         client::load(LoadRequest {
             digests: digests_wanted(),
-            files: Vec::new(),
-            theory: None,
-            hardware: None,
-            export: None,
             fingerprints: true,
-            window: None,
-            pick: None,
-            pick_by: None,
+            ..LoadRequest::default()
         })
     };
     // The kernel picked on the timeline, and what the worker says about it.
@@ -134,14 +123,8 @@ pub fn App() -> impl IntoView {
         selected.set(Some(p));
         client::load(LoadRequest {
             digests: digests_wanted(),
-            files: Vec::new(),
-            theory: None,
-            hardware: None,
-            export: None,
-            fingerprints: false,
-            window: None,
             pick: Some(p),
-            pick_by: None,
+            ..LoadRequest::default()
         })
     };
     let share_error = RwSignal::new(None::<String>);
@@ -162,27 +145,15 @@ pub fn App() -> impl IntoView {
         };
         client::load(LoadRequest {
             digests: digests_wanted(),
-            files: Vec::new(),
-            theory: None,
-            hardware: None,
-            export: None,
-            fingerprints: false,
             window: Some((v.start_ns as i64, v.end_ns as i64)),
-            pick: None,
-            pick_by: None,
+            ..LoadRequest::default()
         })
     };
     let ask_export = move |kind: &str| {
         client::load(LoadRequest {
             digests: digests_wanted(),
-            files: Vec::new(),
-            theory: None,
-            hardware: None,
             export: Some(kind.to_string()),
-            fingerprints: false,
-            window: None,
-            pick: None,
-            pick_by: None,
+            ..LoadRequest::default()
         })
     };
 
@@ -369,13 +340,7 @@ pub fn App() -> impl IntoView {
         client::load(LoadRequest {
             digests: digests_wanted(),
             files,
-            theory: None,
-            hardware: None,
-            export: None,
-            fingerprints: false,
-            window: None,
-            pick: None,
-            pick_by: None,
+            ..LoadRequest::default()
         });
     };
 
