@@ -142,9 +142,16 @@ pub fn TimelineCanvas(
     }
 }
 
-/// Colours by operation; [`slot`] indexes them.
-const COLOURS: [&str; 8] = [
-    "#4e79a7", "#59a14f", "#f28e2b", "#b07aa1", "#9c755f", "#e15759", "#76b7b2", "#9a9a9a",
+/// Colours by operation (RGB); [`slot`] indexes them.
+const COLOURS: [[u8; 3]; 8] = [
+    [0x4e, 0x79, 0xa7],
+    [0x59, 0xa1, 0x4f],
+    [0xf2, 0x8e, 0x2b],
+    [0xb0, 0x7a, 0xa1],
+    [0x9c, 0x75, 0x5f],
+    [0xe1, 0x57, 0x59],
+    [0x76, 0xb7, 0xb2],
+    [0x9a, 0x9a, 0x9a],
 ];
 
 fn slot(op: Option<OpType>) -> usize {
@@ -167,28 +174,53 @@ const REAL_SPANS_MAX: usize = 16;
 /// are wider than a pixel (dense bursts), so no frame walks more than a few per pixel.
 const SPANS_PER_PX_MAX: f64 = 4.0;
 
-/// One frame's rectangles, one list per colour: each colour is one path and one fill.
-#[derive(Default)]
-struct Batch {
-    rects: [Vec<[f64; 4]>; COLOURS.len()],
+/// The plot area's pixels for one frame: bars are painted here in wasm and reach the canvas in
+/// one `putImageData`, not one canvas call per rectangle (tens of thousands with many tracks).
+struct Pixels {
+    rgba: Vec<u8>,
+    width: usize,
+    height: usize,
+    /// Bars painted, for the tests.
+    bars: usize,
 }
 
-impl Batch {
-    fn flush(&mut self, ctx: &CanvasRenderingContext2d) -> usize {
-        let mut n = 0;
-        for (colour, rects) in COLOURS.iter().zip(&mut self.rects) {
-            if rects.is_empty() {
-                continue;
+impl Pixels {
+    /// A plot of `rows` track rows, striped like the rows' backgrounds.
+    fn new(width: usize, rows: usize) -> Pixels {
+        let height = rows * ROW_HEIGHT as usize;
+        let mut rgba = vec![255u8; width * height * 4];
+        for row in (0..rows).step_by(2) {
+            let a = row * ROW_HEIGHT as usize * width * 4;
+            let z = a + ROW_HEIGHT as usize * width * 4;
+            for px in rgba[a..z].chunks_exact_mut(4) {
+                px[..3].fill(0xf4);
             }
-            n += rects.len();
-            ctx.set_fill_style_str(colour);
-            ctx.begin_path();
-            for [x, y, w, h] in rects.drain(..) {
-                ctx.rect(x, y, w, h);
-            }
-            ctx.fill();
         }
-        n
+        Pixels {
+            rgba,
+            width,
+            height,
+            bars: 0,
+        }
+    }
+
+    /// Paints plot-relative columns [x0, x1) (at least one) and rows [y0, y1) in `colour`.
+    fn bar(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, colour: usize) {
+        let c0 = x0.floor().clamp(0.0, self.width as f64) as usize;
+        let c1 = (x1.ceil().clamp(0.0, self.width as f64) as usize).max((c0 + 1).min(self.width));
+        let r0 = y0.round().clamp(0.0, self.height as f64) as usize;
+        let r1 = y1.round().clamp(0.0, self.height as f64) as usize;
+        if c1 <= c0 || r1 <= r0 {
+            return;
+        }
+        self.bars += 1;
+        let [r, g, b] = COLOURS[colour];
+        for row in r0..r1 {
+            let a = (row * self.width + c0) * 4;
+            for px in self.rgba[a..a + (c1 - c0) * 4].chunks_exact_mut(4) {
+                px.copy_from_slice(&[r, g, b, 255]);
+            }
+        }
     }
 }
 
@@ -219,15 +251,17 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
         let _ = ctx.fill_text(&format_ns(ns - t.start_ns as f64), x + 2.0, 11.0);
     }
 
-    let mut batch = Batch::default();
+    let mut pixels = Pixels::new(plot_w.max(1.0) as usize, t.tracks.len());
     let mut summarised = 0;
     let ns_per_px = span / plot_w;
     for (row, track) in t.tracks.iter().enumerate() {
         let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT;
         ctx.set_fill_style_str(if row % 2 == 0 { "#f4f4f4" } else { "#ffffff" });
-        ctx.fill_rect(0.0, y, w, ROW_HEIGHT);
+        ctx.fill_rect(0.0, y, LABEL_WIDTH, ROW_HEIGHT);
         ctx.set_fill_style_str("#222");
         let _ = ctx.fill_text(&track.label, 4.0, y + 15.0);
+        // Plot-relative row top.
+        let y = row as f64 * ROW_HEIGHT;
         let spans = &track.spans;
         let first = spans.partition_point(|s| (s.start_ns as f64) < v.start_ns);
         let last = spans.partition_point(|s| (s.start_ns as f64) <= v.end_ns);
@@ -240,7 +274,7 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
         };
         if let Some(k) = level {
             summarised += 1;
-            draw_level(&mut batch, &track.lod, k, v, plot_w, y);
+            draw_level(&mut pixels, &track.lod, k, v, plot_w, y);
             continue;
         }
         // Spans starting before the window may still reach into it: back up by the longest.
@@ -258,10 +292,23 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
                 continue;
             }
             last_px = x1;
-            batch.rects[slot(s.op)].push([x0, y + 3.0, (x1 - x0).max(1.0), ROW_HEIGHT - 6.0]);
+            pixels.bar(
+                x0 - LABEL_WIDTH,
+                x1 - LABEL_WIDTH,
+                y + 3.0,
+                y + ROW_HEIGHT - 3.0,
+                slot(s.op),
+            );
         }
     }
-    let rects = batch.flush(&ctx);
+    let rects = pixels.bars;
+    if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
+        wasm_bindgen::Clamped(&pixels.rgba),
+        pixels.width as u32,
+        pixels.height.max(1) as u32,
+    ) {
+        let _ = ctx.put_image_data(&image, LABEL_WIDTH, RULER_HEIGHT);
+    }
     let _ = canvas.set_attribute("data-summary-tracks", &summarised.to_string());
     let _ = canvas.set_attribute("data-rects", &rects.to_string());
 }
@@ -269,7 +316,7 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
 /// One track's summary level `k`, one pixel column at a time: the column shows the bucket
 /// covering most of it, coloured by its dominant operation, as tall as its coverage (in four
 /// steps, so that neighbouring columns alike merge into one rectangle).
-fn draw_level(batch: &mut Batch, lod: &Lod, k: usize, v: View, plot_w: f64, y: f64) {
+fn draw_level(pixels: &mut Pixels, lod: &Lod, k: usize, v: View, plot_w: f64, y: f64) {
     let level = &lod.levels[k];
     let n = level.len() / 2;
     let bucket = lod.bucket_ns as f64 * (1u64 << k.min(62)) as f64;
@@ -283,12 +330,8 @@ fn draw_level(batch: &mut Batch, lod: &Lod, k: usize, v: View, plot_w: f64, y: f
     let mut flush = |run: Option<(usize, usize, u8)>, end: usize| {
         if let Some((start, colour, q)) = run {
             let hh = inner * f64::from(q) / 4.0;
-            batch.rects[colour].push([
-                LABEL_WIDTH + start as f64,
-                y + 3.0 + (inner - hh) / 2.0,
-                (end - start) as f64,
-                hh,
-            ]);
+            let top = y + 3.0 + (inner - hh) / 2.0;
+            pixels.bar(start as f64, end as f64, top, top + hh, colour);
         }
     };
     for px in px0..px1 {
