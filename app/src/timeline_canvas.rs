@@ -4,7 +4,7 @@
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use model::OpType;
-use pipeline::Timeline;
+use pipeline::{Lod, Timeline};
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
@@ -35,23 +35,27 @@ pub fn TimelineCanvas(
     let drag_from = RwSignal::new(None::<f64>);
 
     // A new timeline resets the view to the whole run.
+    // (`with`, never `get`: a clone of millions of spans per frame would cost more than drawing.)
     Effect::new(move |_| {
-        let t = timeline.get();
-        view.set((t.end_ns > t.start_ns).then_some(View {
-            start_ns: t.start_ns as f64,
-            end_ns: t.end_ns as f64,
+        let (start_ns, end_ns) = timeline.with(|t| (t.start_ns, t.end_ns));
+        view.set((end_ns > start_ns).then_some(View {
+            start_ns: start_ns as f64,
+            end_ns: end_ns as f64,
         }));
     });
 
     Effect::new(move |_| {
-        let t = timeline.get();
         let v = view.get();
         let sel = selected.get();
-        let flow = flow.get();
-        if let (Some(el), Some(v)) = (canvas.get(), v) {
-            draw(&el, &t, v);
-            mark(&el, &t, v, sel, &flow);
-        }
+        let el = canvas.get();
+        flow.with(|flow| {
+            timeline.with(|t| {
+                if let (Some(el), Some(v)) = (el, v) {
+                    draw(&el, t, v);
+                    mark(&el, t, v, sel, flow);
+                }
+            })
+        });
     });
 
     let width = move || canvas.get().map(|c| c.width() as f64).unwrap_or(1000.0);
@@ -138,19 +142,91 @@ pub fn TimelineCanvas(
     }
 }
 
-fn op_colour(op: Option<OpType>) -> &'static str {
+/// Colours by operation (RGB); [`slot`] indexes them.
+const COLOURS: [[u8; 3]; 8] = [
+    [0x4e, 0x79, 0xa7],
+    [0x59, 0xa1, 0x4f],
+    [0xf2, 0x8e, 0x2b],
+    [0xb0, 0x7a, 0xa1],
+    [0x9c, 0x75, 0x5f],
+    [0xe1, 0x57, 0x59],
+    [0x76, 0xb7, 0xb2],
+    [0x9a, 0x9a, 0x9a],
+];
+
+fn slot(op: Option<OpType>) -> usize {
     match op {
-        Some(OpType::AllReduce) => "#4e79a7",
-        Some(OpType::AllGather) => "#59a14f",
-        Some(OpType::ReduceScatter) => "#f28e2b",
-        Some(OpType::Broadcast) => "#b07aa1",
-        Some(OpType::Reduce) => "#9c755f",
-        Some(OpType::Send | OpType::Recv | OpType::SendRecv) => "#e15759",
-        Some(_) => "#76b7b2",
-        None => "#9a9a9a",
+        Some(OpType::AllReduce) => 0,
+        Some(OpType::AllGather) => 1,
+        Some(OpType::ReduceScatter) => 2,
+        Some(OpType::Broadcast) => 3,
+        Some(OpType::Reduce) => 4,
+        Some(OpType::Send | OpType::Recv | OpType::SendRecv) => 5,
+        Some(_) => 6,
+        None => 7,
     }
 }
 
+/// A track with at most this many spans in view draws them all (exact shapes); more, and it
+/// draws its summary level whose buckets are at most a pixel wide.
+const REAL_SPANS_MAX: usize = 16;
+/// Past this many spans in view a track draws its finest summary level even when its buckets
+/// are wider than a pixel (dense bursts), so no frame walks more than a few per pixel.
+const SPANS_PER_PX_MAX: f64 = 4.0;
+
+/// The plot area's pixels for one frame: bars are painted here in wasm and reach the canvas in
+/// one `putImageData`, not one canvas call per rectangle (tens of thousands with many tracks).
+struct Pixels {
+    rgba: Vec<u8>,
+    width: usize,
+    height: usize,
+    /// Bars painted, for the tests.
+    bars: usize,
+}
+
+impl Pixels {
+    /// A plot of `rows` track rows, striped like the rows' backgrounds.
+    fn new(width: usize, rows: usize) -> Pixels {
+        let height = rows * ROW_HEIGHT as usize;
+        let mut rgba = vec![255u8; width * height * 4];
+        for row in (0..rows).step_by(2) {
+            let a = row * ROW_HEIGHT as usize * width * 4;
+            let z = a + ROW_HEIGHT as usize * width * 4;
+            for px in rgba[a..z].chunks_exact_mut(4) {
+                px[..3].fill(0xf4);
+            }
+        }
+        Pixels {
+            rgba,
+            width,
+            height,
+            bars: 0,
+        }
+    }
+
+    /// Paints plot-relative columns [x0, x1) (at least one) and rows [y0, y1) in `colour`.
+    fn bar(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, colour: usize) {
+        let c0 = x0.floor().clamp(0.0, self.width as f64) as usize;
+        let c1 = (x1.ceil().clamp(0.0, self.width as f64) as usize).max((c0 + 1).min(self.width));
+        let r0 = y0.round().clamp(0.0, self.height as f64) as usize;
+        let r1 = y1.round().clamp(0.0, self.height as f64) as usize;
+        if c1 <= c0 || r1 <= r0 {
+            return;
+        }
+        self.bars += 1;
+        let [r, g, b] = COLOURS[colour];
+        for row in r0..r1 {
+            let a = (row * self.width + c0) * 4;
+            for px in self.rgba[a..a + (c1 - c0) * 4].chunks_exact_mut(4) {
+                px.copy_from_slice(&[r, g, b, 255]);
+            }
+        }
+    }
+}
+
+/// Draws every track at a cost bounded by pixels × tracks: the visible spans are found by
+/// binary search, and a track with many of them in view draws its summary instead. Records on
+/// the canvas how the last frame was drawn (`data-summary-tracks`, `data-rects`) for the tests.
 fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
     let Ok(Some(ctx)) = canvas.get_context("2d") else {
         return;
@@ -175,15 +251,38 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
         let _ = ctx.fill_text(&format_ns(ns - t.start_ns as f64), x + 2.0, 11.0);
     }
 
+    let mut pixels = Pixels::new(plot_w.max(1.0) as usize, t.tracks.len());
+    let mut summarised = 0;
+    let ns_per_px = span / plot_w;
     for (row, track) in t.tracks.iter().enumerate() {
         let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT;
         ctx.set_fill_style_str(if row % 2 == 0 { "#f4f4f4" } else { "#ffffff" });
-        ctx.fill_rect(0.0, y, w, ROW_HEIGHT);
+        ctx.fill_rect(0.0, y, LABEL_WIDTH, ROW_HEIGHT);
         ctx.set_fill_style_str("#222");
         let _ = ctx.fill_text(&track.label, 4.0, y + 15.0);
-        // Level of detail: at most one rectangle per pixel column and colour.
+        // Plot-relative row top.
+        let y = row as f64 * ROW_HEIGHT;
+        let spans = &track.spans;
+        let first = spans.partition_point(|s| (s.start_ns as f64) < v.start_ns);
+        let last = spans.partition_point(|s| (s.start_ns as f64) <= v.end_ns);
+        let level = match track.lod.level_for(ns_per_px) {
+            Some(k) if last - first > REAL_SPANS_MAX => Some(k),
+            _ if (last - first) as f64 > SPANS_PER_PX_MAX * plot_w => {
+                (!track.lod.levels.is_empty()).then_some(0)
+            }
+            _ => None,
+        };
+        if let Some(k) = level {
+            summarised += 1;
+            draw_level(&mut pixels, &track.lod, k, v, plot_w, y);
+            continue;
+        }
+        // Spans starting before the window may still reach into it: back up by the longest.
+        let reach = v.start_ns - track.lod.max_span_ns as f64;
+        let from = spans[..first].partition_point(|s| (s.start_ns as f64) < reach);
+        // At most one rectangle per pixel column and colour.
         let mut last_px = f64::NEG_INFINITY;
-        for s in &track.spans {
+        for s in &spans[from..last] {
             let (x0, x1) = (x_of(s.start_ns as f64), x_of(s.end_ns as f64));
             if x1 < LABEL_WIDTH || x0 > w {
                 continue;
@@ -193,10 +292,66 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
                 continue;
             }
             last_px = x1;
-            ctx.set_fill_style_str(op_colour(s.op));
-            ctx.fill_rect(x0, y + 3.0, (x1 - x0).max(1.0), ROW_HEIGHT - 6.0);
+            pixels.bar(
+                x0 - LABEL_WIDTH,
+                x1 - LABEL_WIDTH,
+                y + 3.0,
+                y + ROW_HEIGHT - 3.0,
+                slot(s.op),
+            );
         }
     }
+    let rects = pixels.bars;
+    if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
+        wasm_bindgen::Clamped(&pixels.rgba),
+        pixels.width as u32,
+        pixels.height.max(1) as u32,
+    ) {
+        let _ = ctx.put_image_data(&image, LABEL_WIDTH, RULER_HEIGHT);
+    }
+    let _ = canvas.set_attribute("data-summary-tracks", &summarised.to_string());
+    let _ = canvas.set_attribute("data-rects", &rects.to_string());
+}
+
+/// One track's summary level `k`, one pixel column at a time: the column shows the bucket
+/// covering most of it, coloured by its dominant operation, as tall as its coverage (in four
+/// steps, so that neighbouring columns alike merge into one rectangle).
+fn draw_level(pixels: &mut Pixels, lod: &Lod, k: usize, v: View, plot_w: f64, y: f64) {
+    let level = &lod.levels[k];
+    let n = level.len() / 2;
+    let bucket = lod.bucket_ns as f64 * (1u64 << k.min(62)) as f64;
+    let origin = lod.origin_ns as f64;
+    let ns_per_px = (v.end_ns - v.start_ns).max(1.0) / plot_w;
+    let px_of = |ns: f64| (ns - v.start_ns) / ns_per_px;
+    let px0 = px_of(origin).floor().max(0.0) as usize;
+    let px1 = px_of(origin + n as f64 * bucket).ceil().clamp(0.0, plot_w) as usize;
+    let inner = ROW_HEIGHT - 6.0;
+    let mut run: Option<(usize, usize, u8)> = None;
+    let mut flush = |run: Option<(usize, usize, u8)>, end: usize| {
+        if let Some((start, colour, q)) = run {
+            let hh = inner * f64::from(q) / 4.0;
+            let top = y + 3.0 + (inner - hh) / 2.0;
+            pixels.bar(start as f64, end as f64, top, top + hh, colour);
+        }
+    };
+    for px in px0..px1 {
+        let t0 = v.start_ns + px as f64 * ns_per_px - origin;
+        let b0 = (t0 / bucket).floor().max(0.0) as usize;
+        let b1 = (((t0 + ns_per_px) / bucket).ceil().max(0.0) as usize).min(n);
+        let best = (b0..b1)
+            .map(|b| (level[2 * b], level[2 * b + 1]))
+            .max_by_key(|&(_, cov)| cov)
+            .filter(|&(_, cov)| cov > 0);
+        let key = best.map(|(op, cov)| (slot(OpType::ALL.get(op as usize).copied()), 1 + cov / 64));
+        match (run, key) {
+            (Some((_, c, q)), Some((c2, q2))) if c == c2 && q == q2 => {}
+            _ => {
+                flush(run, px);
+                run = key.map(|(c, q)| (px, c, q));
+            }
+        }
+    }
+    flush(run, px1);
 }
 
 /// The kernel under canvas point (x, y): the span containing the time there, else the nearest

@@ -7,7 +7,7 @@
 
 use js_sys::{Array, Object, Reflect};
 use model::OpType;
-use pipeline::{KernelDetails, Span, Timeline, Track, WindowSummary};
+use pipeline::{op_byte, KernelDetails, Lod, Span, Timeline, Track, WindowSummary, LOD_NO_OP};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
@@ -201,15 +201,21 @@ fn get(o: &JsValue, key: &str) -> Result<JsValue, String> {
     Reflect::get(o, &JsValue::from_str(key)).map_err(|_| format!("message has no `{key}`"))
 }
 
-/// Format tag of [`encode_timeline`]'s output.
-const TIMELINE_MAGIC: &[u8; 4] = b"NSTL";
-/// The op byte of a span whose kernel name says no operation.
-const NO_OP: u8 = u8::MAX;
+/// Format tag of [`encode_timeline`]'s output (v2: columns of spans, then the summary).
+const TIMELINE_MAGIC: &[u8; 4] = b"NST2";
 
-/// The timeline as bytes: a few bytes per track, 17 per span (start, end, operation).
+/// The timeline as bytes: per track its label, its spans as three columns (starts, ends, op
+/// bytes: 17 bytes a span, read back in one pass without per-field checks), then its
+/// [`Lod`] summary, built in the worker so the page never computes it.
 pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
     let spans: usize = t.tracks.iter().map(|k| k.spans.len()).sum();
-    let mut out = Vec::with_capacity(24 + t.tracks.len() * 40 + spans * 17);
+    let lods: usize = t
+        .tracks
+        .iter()
+        .flat_map(|k| &k.lod.levels)
+        .map(|l| l.len() + 4)
+        .sum();
+    let mut out = Vec::with_capacity(24 + t.tracks.len() * 72 + spans * 17 + lods);
     out.extend_from_slice(TIMELINE_MAGIC);
     out.extend_from_slice(&t.start_ns.to_le_bytes());
     out.extend_from_slice(&t.end_ns.to_le_bytes());
@@ -220,8 +226,19 @@ pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
         out.extend_from_slice(&(track.spans.len() as u32).to_le_bytes());
         for s in &track.spans {
             out.extend_from_slice(&s.start_ns.to_le_bytes());
+        }
+        for s in &track.spans {
             out.extend_from_slice(&s.end_ns.to_le_bytes());
-            out.push(s.op.map_or(NO_OP, op_code));
+        }
+        out.extend(track.spans.iter().map(|s| s.op.map_or(LOD_NO_OP, op_byte)));
+        let lod = &track.lod;
+        out.extend_from_slice(&lod.origin_ns.to_le_bytes());
+        out.extend_from_slice(&lod.bucket_ns.to_le_bytes());
+        out.extend_from_slice(&lod.max_span_ns.to_le_bytes());
+        out.extend_from_slice(&(lod.levels.len() as u32).to_le_bytes());
+        for level in &lod.levels {
+            out.extend_from_slice(&(level.len() as u32).to_le_bytes());
+            out.extend_from_slice(level);
         }
     }
     out
@@ -242,21 +259,43 @@ pub fn decode_timeline(bytes: &[u8]) -> Result<Timeline, String> {
         let label = String::from_utf8(r.take(len)?.to_vec())
             .map_err(|_| "timeline: a track label is not UTF-8".to_string())?;
         let n_spans = r.u32()? as usize;
-        let mut spans = Vec::with_capacity(n_spans.min(r.remaining() / 17));
-        for _ in 0..n_spans {
-            let start_ns = r.i64()?;
-            let end_ns = r.i64()?;
-            let code = r.take(1)?[0];
-            spans.push(Span {
-                start_ns,
-                end_ns,
-                op: OpType::ALL.get(code as usize).copied(),
-            });
+        // A 32-bit count times 8 can overflow wasm32's usize: checked, as a truncation.
+        let column = n_spans.checked_mul(8).ok_or("timeline: too many spans")?;
+        let starts = r.take(column)?;
+        let ends = r.take(column)?;
+        let ops = r.take(n_spans)?;
+        let spans = starts
+            .chunks_exact(8)
+            .zip(ends.chunks_exact(8))
+            .zip(ops)
+            .map(|((a, z), &op)| Span {
+                start_ns: le_i64(a),
+                end_ns: le_i64(z),
+                op: OpType::ALL.get(op as usize).copied(),
+            })
+            .collect();
+        let origin_ns = r.i64()?;
+        let bucket_ns = r.i64()?;
+        let max_span_ns = r.i64()?;
+        let n_levels = r.u32()? as usize;
+        let mut levels = Vec::with_capacity(n_levels.min(64));
+        for _ in 0..n_levels {
+            let len = r.u32()? as usize;
+            levels.push(r.take(len)?.to_vec());
+        }
+        if bucket_ns < 1 && !levels.is_empty() {
+            return Err("timeline: a summary has no bucket width".into());
         }
         tracks.push(Track {
             label,
             spans,
             source: None,
+            lod: Lod {
+                origin_ns,
+                bucket_ns,
+                max_span_ns,
+                levels,
+            },
         });
     }
     if r.remaining() != 0 {
@@ -269,11 +308,10 @@ pub fn decode_timeline(bytes: &[u8]) -> Result<Timeline, String> {
     })
 }
 
-fn op_code(op: OpType) -> u8 {
-    OpType::ALL
-        .iter()
-        .position(|o| *o == op)
-        .map_or(NO_OP, |i| i as u8)
+fn le_i64(b: &[u8]) -> i64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(b);
+    i64::from_le_bytes(a)
 }
 
 struct Reader<'a> {
@@ -297,9 +335,7 @@ impl<'a> Reader<'a> {
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
     fn i64(&mut self) -> Result<i64, String> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8)?);
-        Ok(i64::from_le_bytes(a))
+        Ok(le_i64(self.take(8)?))
     }
 }
 
@@ -336,8 +372,13 @@ mod tests {
                         end_ns: base + i * 1_000 + 500 + t,
                         op: (i % 12 != 11).then(|| OpType::ALL[(i % 11) as usize]),
                     })
-                    .collect(),
+                    .collect::<Vec<_>>(),
                 source: None,
+                lod: Lod::default(),
+            })
+            .map(|mut k| {
+                k.lod = Lod::build(&k.spans);
+                k
             })
             .collect();
         Timeline {

@@ -43,6 +43,6 @@ pub use report::FileReport;
 pub use session::{LogLoader, Session};
 pub use skew::{arrival_skew, CommSkew};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
-pub use timeline::{Span, Timeline, Track};
+pub use timeline::{op_byte, Lod, Span, Timeline, Track, LOD_NO_OP};
 pub use volumes::{dominant_element_bytes, observed_volumes, traffic_bytes, RankVolume};
 pub use window::{window_summary, WindowRow, WindowSummary};

@@ -4,7 +4,7 @@ use crate::digest::records_digest;
 use crate::processes::ProcessSummary;
 use crate::report::FileReport;
 use crate::sniff::InputKind;
-use crate::timeline::{Span, Timeline, Track};
+use crate::timeline::{Lod, Span, Timeline, Track};
 use enrich::ClockSync;
 use ingest_nccl::{LogParser, ParsedLog};
 use ingest_nsys::{decode_kernel_name, ReadOptions};
@@ -218,6 +218,7 @@ impl Session {
                 (order, pid, device),
                 Track {
                     label,
+                    lod: Lod::build(&spans),
                     spans,
                     source,
                 },

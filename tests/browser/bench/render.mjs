@@ -1,0 +1,141 @@
+// Benchmark, not part of the test suite: loads each run on the built page (dist/) in Chromium,
+// then scripts zooms (wheel) and pans (drag) over the timeline through `page.mouse` and reports
+// the frame times (intervals between `requestAnimationFrame` callbacks) and the main thread's
+// long tasks, both while the timeline arrives and while it is panned and zoomed; with several
+// runs, the exponent of frame time against kernel count fitted over them.
+//
+//   node tests/browser/bench/render.mjs RUN...      (each RUN: a file, or a directory whose
+//                                                     *.sqlite exports are loaded together)
+//
+// Generate runs with `cargo run --release -p ncclscope-cli -- synth --preset tp4 --iterations N
+// --out /tmp/...`; build the page first: `trunk build --release --cargo-profile wasm-release`.
+import fs from 'node:fs';
+import path from 'node:path';
+import { startSession } from '../harness.mjs';
+
+function exportsOf(p) {
+  if (!fs.statSync(p).isDirectory()) return [p];
+  return fs.readdirSync(p).sort().filter((e) => e.endsWith('.sqlite')).map((e) => path.join(p, e));
+}
+
+const stats = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
+  return {
+    frames: s.length,
+    max_ms: +(s[s.length - 1] ?? 0).toFixed(1),
+    p95_ms: +at(0.95).toFixed(1),
+    mean_ms: +(s.reduce((a, x) => a + x, 0) / Math.max(1, s.length)).toFixed(1),
+    over_20ms: s.filter((x) => x > 20).length,
+  };
+};
+
+async function measure(run) {
+  const files = exportsOf(run);
+  const s = await startSession();
+  try {
+    await s.page.goto(s.url);
+    await s.page.getByTestId('load-demo').waitFor();
+    await s.page.evaluate(() => {
+      window.__longTasks = [];
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) window.__longTasks.push(e.duration);
+      }).observe({ type: 'longtask' });
+    });
+    const t0 = Date.now();
+    await s.page.getByTestId('file-input').setInputFiles(files);
+    await s.page.waitForFunction(() => document.querySelector('.page[data-analysis-ms]')
+      && document.querySelector('[data-testid=timeline]')?.dataset.window,
+    null, { timeout: 60 * 60_000, polling: 500 });
+    const loadS = (Date.now() - t0) / 1000;
+    await s.page.waitForTimeout(1500);
+    const arrival = await s.page.evaluate(() => window.__longTasks.splice(0));
+    const summary = (await s.page.getByTestId('timeline-summary').textContent()).trim();
+    const kernels = Number(/([\d]+) kernels/.exec(summary)[1]);
+
+    // Frame times from here on.
+    await s.page.evaluate(() => {
+      window.__frames = [];
+      let last = null;
+      const tick = (t) => {
+        if (last !== null) window.__frames.push(t - last);
+        last = t;
+        if (window.__recording) requestAnimationFrame(tick);
+      };
+      window.__recording = true;
+      requestAnimationFrame(tick);
+    });
+    const canvas = s.page.getByTestId('timeline');
+    const box = await canvas.boundingBox();
+    const scale = box.width / 1200;
+    const y = box.y + Math.min(box.height - 4, 40 * scale);
+    const xAt = (f) => box.x + (180 + 1020 * f) * scale;
+    await s.page.mouse.move(xAt(0.5), y);
+    const drag = async (from, to, steps) => {
+      await s.page.mouse.move(xAt(from), y);
+      await s.page.mouse.down();
+      await s.page.mouse.move(xAt(to), y, { steps });
+      await s.page.mouse.up();
+    };
+    // Whole run → deep zoom (each notch ×0.8) with pans at several depths → back out.
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 12; i++) {
+        await s.page.mouse.move(xAt(0.3 + 0.1 * round), y);
+        await s.page.mouse.wheel(0, -200);
+      }
+      await drag(0.8, 0.2, 30);
+      await drag(0.2, 0.9, 30);
+    }
+    for (let i = 0; i < 40; i++) await s.page.mouse.wheel(0, 200);
+    await drag(0.1, 0.9, 30);
+    await drag(0.9, 0.1, 30);
+    await s.page.waitForTimeout(300);
+    const frames = await s.page.evaluate(() => { window.__recording = false; return window.__frames; });
+    const interaction = await s.page.evaluate(() => window.__longTasks.splice(0));
+    return {
+      run: path.basename(run),
+      kernels,
+      tracks: Number(/(\d+) tracks/.exec(summary)[1]),
+      load_s: +loadS.toFixed(1),
+      arrival_long_tasks: arrival.length,
+      arrival_worst_task_ms: Math.round(Math.max(0, ...arrival)),
+      ...stats(frames),
+      interaction_long_tasks: interaction.length,
+      interaction_worst_task_ms: Math.round(Math.max(0, ...interaction)),
+      errors: s.errors,
+    };
+  } finally {
+    await s.close();
+  }
+}
+
+/** Least-squares slope of log(y) against log(x). */
+function exponent(points) {
+  const p = points.filter(([x, y]) => x > 0 && y > 0).map(([x, y]) => [Math.log(x), Math.log(y)]);
+  if (p.length < 2) return null;
+  const mx = p.reduce((a, [x]) => a + x, 0) / p.length;
+  const my = p.reduce((a, [, y]) => a + y, 0) / p.length;
+  const num = p.reduce((a, [x, y]) => a + (x - mx) * (y - my), 0);
+  const den = p.reduce((a, [x]) => a + (x - mx) ** 2, 0);
+  return den ? +(num / den).toFixed(2) : null;
+}
+
+const runs = process.argv.slice(2);
+if (runs.length === 0) {
+  console.error('usage: node tests/browser/bench/render.mjs RUN...');
+  process.exit(2);
+}
+const results = [];
+for (const r of runs) {
+  const m = await measure(r);
+  results.push(m);
+  console.log(JSON.stringify(m));
+}
+if (results.length > 1) {
+  console.log(JSON.stringify({
+    exponent_mean_frame: exponent(results.map((r) => [r.kernels, r.mean_ms])),
+    exponent_p95_frame: exponent(results.map((r) => [r.kernels, r.p95_ms])),
+    exponent_max_frame: exponent(results.map((r) => [r.kernels, r.max_ms])),
+    exponent_arrival_task: exponent(results.map((r) => [r.kernels, r.arrival_worst_task_ms])),
+  }));
+}
