@@ -48,23 +48,10 @@ pub fn comm_stats(session: &Session, analysis: &Analysis) -> Vec<CommStats> {
     let n = analysis.communicators.comms.len();
     let mut bus: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut eff: Vec<Vec<f64>> = vec![Vec::new(); n];
-    for pm in &analysis.alignments.processes {
-        for (k, m) in pm.matched() {
-            // One line per kernel: a fused Send/Recv group moves different sizes to different
-            // peers and has no single bandwidth.
-            let [first] = m.log_ops[..] else { continue };
-            let op = &pm.log_ops[first];
-            let Some(c) = analysis.communicators.comm_of(&pm.process, op.comm) else {
-                continue;
-            };
-            let limit = bottlenecks[c].as_ref().map(|b| (b.gbps, b.name.as_str()));
-            let Some(bw) = enrich::for_log_op(op, k.end_ns - k.start_ns, limit) else {
-                continue;
-            };
-            bus[c].push(bw.bus_bw_gbps);
-            if let Some(t) = &bw.theoretical {
-                eff[c].push(t.bus_efficiency);
-            }
+    for k in crate::kernel_bandwidths(analysis, &bottlenecks) {
+        bus[k.comm].push(k.bus_bw_gbps);
+        if let Some(e) = k.bus_efficiency {
+            eff[k.comm].push(e);
         }
     }
     bottlenecks

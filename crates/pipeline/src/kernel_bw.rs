@@ -1,5 +1,5 @@
 //! Every matched kernel's bandwidth, one point each: the page's bandwidth-versus-size scatter and
-//! efficiency distribution. The same enrichment as [`crate::comm_stats`] (which keeps only the
+//! efficiency distribution, and what [`crate::comm_stats`] summarises per communicator (its
 //! medians), so the points' count per communicator equals its `kernels` there.
 
 use crate::analysis::Analysis;
