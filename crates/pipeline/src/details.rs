@@ -3,6 +3,7 @@
 //! instance on the other ranks (the members' kernels in synchronised time, the arrival skew and
 //! the slowest rank).
 
+use crate::alignment::ProcessMatch;
 use crate::analysis::Analysis;
 use crate::session::Session;
 use model::log::{LogOp, ProcessKey};
@@ -79,11 +80,7 @@ pub fn kernel_details(
     device: u32,
     start_ns: i64,
 ) -> Option<KernelDetails> {
-    let rank = analysis
-        .processes
-        .iter()
-        .find(|p| &p.process == process)
-        .map(|p| p.global_rank)?;
+    let rank = global_rank(analysis, process)?;
     let pm = analysis
         .alignments
         .processes
@@ -154,22 +151,10 @@ fn instance(analysis: &Analysis, process: &ProcessKey, op: &LogOp) -> Option<Ins
     let c = comms.comm_of(process, op.comm)?;
     let mut members = Vec::new();
     for pm in &analysis.alignments.processes {
-        let Some(rank) = analysis
-            .processes
-            .iter()
-            .find(|p| p.process == pm.process)
-            .map(|p| p.global_rank)
-        else {
+        let Some(rank) = global_rank(analysis, &pm.process) else {
             continue;
         };
-        let hit = pm.matched().find(|(_, m)| {
-            m.log_ops.iter().any(|&j| {
-                pm.log_ops.get(j).is_some_and(|o| {
-                    o.op_count == op.op_count && comms.comm_of(&pm.process, o.comm) == Some(c)
-                })
-            })
-        });
-        if let Some((k, _)) = hit {
+        if let Some(k) = kernel_of_call(analysis, pm, op.op_count, |d| d == c) {
             members.push(member(analysis, rank, k));
         }
     }
@@ -184,6 +169,36 @@ fn instance(analysis: &Analysis, process: &ProcessKey, op: &LogOp) -> Option<Ins
         slowest_rank: last.rank,
         members,
     })
+}
+
+/// The global rank the analysis gave `process`.
+fn global_rank(analysis: &Analysis, process: &ProcessKey) -> Option<u32> {
+    analysis
+        .processes
+        .iter()
+        .find(|p| &p.process == process)
+        .map(|p| p.global_rank)
+}
+
+/// The matched kernel of `pm` that ran opCount `op_count` of a logical communicator for which
+/// `is_comm` holds (an index into `Communicators::comms`).
+fn kernel_of_call<'a>(
+    analysis: &Analysis,
+    pm: &'a ProcessMatch,
+    op_count: u64,
+    is_comm: impl Fn(usize) -> bool,
+) -> Option<&'a Kernel> {
+    let comms = &analysis.communicators;
+    pm.matched()
+        .find(|(_, m)| {
+            m.log_ops.iter().any(|&j| {
+                pm.log_ops.get(j).is_some_and(|o| {
+                    o.op_count == op_count
+                        && comms.comm_of(&pm.process, o.comm).is_some_and(&is_comm)
+                })
+            })
+        })
+        .map(|(k, _)| k)
 }
 
 fn member(analysis: &Analysis, rank: u32, k: &Kernel) -> MemberTiming {
@@ -213,16 +228,7 @@ pub fn find_kernel(
         .processes
         .iter()
         .find(|pm| &pm.process == process)?;
-    let (k, _) = pm.matched().find(|(_, m)| {
-        m.log_ops.iter().any(|&j| {
-            pm.log_ops.get(j).is_some_and(|o| {
-                o.op_count == op_count
-                    && comms
-                        .comm_of(process, o.comm)
-                        .is_some_and(|c| comms.comms[c].id == comm_id)
-            })
-        })
-    })?;
+    let k = kernel_of_call(analysis, pm, op_count, |c| comms.comms[c].id == comm_id)?;
     Some((
         process.clone(),
         k.device,
