@@ -220,7 +220,7 @@ impl Ctx<'_> {
         );
         let (name, parallelism) = match ops.first() {
             Some(&first) => {
-                let op = fused_op(&ops);
+                let op = pipeline::kernel_op(&ops);
                 let parallelism = self.log_fields(&mut args, k, op, &ops, first);
                 (op.name().to_string(), Some(parallelism))
             }
@@ -328,17 +328,6 @@ impl Ctx<'_> {
         put(BOTTLENECK, json!(bottleneck.map(|b| b.name.clone())));
         put(BOTTLENECK_BW, json!(bottleneck.map(|b| b.gbps)));
         parallelism
-    }
-}
-
-/// The operation of a kernel that carries several log lines: their shared op, else SendRecv
-/// (grouped Send and Recv fused into one kernel).
-fn fused_op(ops: &[&LogOp]) -> OpType {
-    let first = ops[0].op;
-    if ops.iter().all(|o| o.op == first) {
-        first
-    } else {
-        OpType::SendRecv
     }
 }
 

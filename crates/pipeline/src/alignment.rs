@@ -7,6 +7,7 @@ use align::{align_all, AlignConfig, KernelMatch, ProcessAlignment, ProcessInput}
 use ingest_nsys::decode_kernel_name;
 use model::log::{LogOp, ProcessKey};
 use model::nsys::Kernel;
+use model::OpType;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The alignment of one process.
@@ -157,5 +158,16 @@ fn adopt_hostless_kernels(
                 kernels.insert(owner, ks);
             }
         }
+    }
+}
+
+/// The operation of a kernel from the log lines matched to it (not empty): their shared op,
+/// else SendRecv (grouped Send and Recv fused into one kernel). The exports name kernels by it.
+pub fn kernel_op(ops: &[&LogOp]) -> OpType {
+    let first = ops[0].op;
+    if ops.iter().all(|o| o.op == first) {
+        first
+    } else {
+        OpType::SendRecv
     }
 }

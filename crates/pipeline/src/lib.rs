@@ -24,7 +24,7 @@ mod timeline;
 mod volumes;
 mod window;
 
-pub use alignment::{align_session, Alignments, ProcessMatch};
+pub use alignment::{align_session, kernel_op, Alignments, ProcessMatch};
 pub use analysis::{analyse, Analysis, UserSizes};
 pub use clocks::synchronise_clocks;
 pub use comm_stats::{comm_bottlenecks, comm_stats, CommStats};

@@ -4,9 +4,9 @@
 //! bandwidth (bytes over busy time). A kernel that straddles an edge counts whole: its bytes
 //! cannot be split by time without inventing a rate.
 
+use crate::alignment::kernel_op;
 use crate::analysis::Analysis;
 use model::log::LogOp;
-use model::OpType;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -72,15 +72,11 @@ pub fn window_summary(analysis: &Analysis, start_ns: i64, end_ns: i64) -> Window
                 .iter()
                 .flat_map(|m| m.log_ops.iter().filter_map(|&i| pm.log_ops.get(i)))
                 .collect();
-            let Some(first) = ops.first() else {
+            if ops.is_empty() {
                 unmatched_kernels += 1;
                 continue;
-            };
-            let op = if ops.len() > 1 && first.op.is_p2p() {
-                OpType::SendRecv
-            } else {
-                first.op
-            };
+            }
+            let op = kernel_op(&ops);
             let bytes: u64 = ops.iter().map(|o| o.msg_bytes()).sum();
             let busy = (e - s).max(0);
             per_op.entry(op.name()).or_default().add(bytes, busy);
