@@ -18,6 +18,9 @@ const WORKER_URL: &str = "./ncclscope-worker_loader.js";
 /// What the page does with each message (the timeline is decoded already).
 pub type Handler = Rc<dyn Fn(ToPage, Option<Timeline>)>;
 
+/// A recorded message: its kind, its JSON and its binary timeline.
+type Recorded = (std::mem::Discriminant<ToPage>, String, Option<Vec<u8>>);
+
 struct Client {
     worker: Worker,
     ready: bool,
@@ -31,7 +34,7 @@ thread_local! {
     static CLIENT: RefCell<Option<Client>> = const { RefCell::new(None) };
     static HANDLER: RefCell<Option<Handler>> = const { RefCell::new(None) };
     static NO_WORKER: Cell<bool> = const { Cell::new(false) };
-    static RECORDING: RefCell<Vec<(String, Option<Vec<u8>>)>> = const { RefCell::new(Vec::new()) };
+    static RECORDING: RefCell<Vec<Recorded>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Sets what the page does with the worker's messages; call once when the app mounts.
@@ -164,19 +167,35 @@ fn on_message(e: MessageEvent) {
         .ok()
         .filter(|t| !t.is_undefined())
         .map(|buffer| js_sys::Uint8Array::new(&buffer).to_vec());
-    if matches!(
-        msg,
-        ToPage::Report { .. } | ToPage::Result { .. } | ToPage::Theory { .. }
-    ) {
-        RECORDING.with(|r| r.borrow_mut().push((json.clone(), timeline.clone())));
+    // Every file's report counts; a later analysis or comparison replaces the earlier one, so
+    // only the last is kept (a timeline can be hundreds of MB).
+    let replaces = match msg {
+        ToPage::Report { .. } => Some(false),
+        ToPage::Result { .. } | ToPage::Theory { .. } => Some(true),
+        _ => None,
+    };
+    if let Some(replaces) = replaces {
+        let kind = std::mem::discriminant(&msg);
+        RECORDING.with(|r| {
+            let mut r = r.borrow_mut();
+            if replaces {
+                r.retain(|(k, _, _)| *k != kind);
+            }
+            r.push((kind, json.clone(), timeline.clone()));
+        });
     }
     deliver_raw(msg, timeline);
 }
 
-/// Every message that shaped the views so far (reports, results with their timeline, theory),
-/// as received: an exported bundle replays them ([`replay`]).
+/// What shaped the views so far, as received (every file's report, the last analysis with its
+/// timeline, the last theory comparison): an exported bundle replays it ([`replay`]).
 pub fn recording() -> Vec<(String, Option<Vec<u8>>)> {
-    RECORDING.with(|r| r.borrow().clone())
+    RECORDING.with(|r| {
+        r.borrow()
+            .iter()
+            .map(|(_, json, t)| (json.clone(), t.clone()))
+            .collect()
+    })
 }
 
 /// Delivers recorded messages to the views, as if the worker had sent them.
