@@ -169,17 +169,29 @@ fn on_message(e: MessageEvent) {
         .map(|buffer| js_sys::Uint8Array::new(&buffer).to_vec());
     // Every file's report counts; a later analysis or comparison replaces the earlier one, so
     // only the last is kept (a timeline can be hundreds of MB).
+    // A new analysis also supersedes the last filtered view (which came with the old one).
     let replaces = match msg {
         ToPage::Report { .. } => Some(false),
-        ToPage::Result { .. } | ToPage::Theory { .. } => Some(true),
+        ToPage::Result { .. } | ToPage::Theory { .. } | ToPage::View { .. } => Some(true),
         _ => None,
     };
     if let Some(replaces) = replaces {
         let kind = std::mem::discriminant(&msg);
+        let also = matches!(msg, ToPage::Result { .. }).then(|| {
+            std::mem::discriminant(&ToPage::View {
+                filter: String::new(),
+                original_clock: false,
+                kept: 0,
+                total: 0,
+                unmatched: 0,
+                low_confidence: 0,
+                error: None,
+            })
+        });
         RECORDING.with(|r| {
             let mut r = r.borrow_mut();
             if replaces {
-                r.retain(|(k, _, _)| *k != kind);
+                r.retain(|(k, _, _)| *k != kind && Some(*k) != also);
             }
             r.push((kind, json.clone(), timeline.clone()));
         });

@@ -8,10 +8,12 @@ mod bundle;
 mod client;
 mod communicators;
 mod details_panel;
+mod panel_nav;
 mod panels;
 mod ranks;
 mod share;
 mod timeline_canvas;
+mod timeline_controls;
 mod window_panel;
 
 fn main() {

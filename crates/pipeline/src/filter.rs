@@ -5,7 +5,8 @@
 //! parallelism or match status name. The query is plain text so that a link carries it as typed.
 
 use crate::analysis::Analysis;
-use crate::span_facts::{track_rank, walk_span_facts, SpanFact};
+use crate::session::Session;
+use crate::span_facts::{annotate_spans, track_rank, walk_span_facts, SpanFact};
 use crate::timeline::{Lod, Mark, Timeline, Track};
 use enrich::{ClockSync, Parallelism};
 use model::OpType;
@@ -324,6 +325,9 @@ fn parse_bytes(v: &str) -> Option<f64> {
 pub struct FilterCounts {
     pub kept: u64,
     pub total: u64,
+    /// Of the kept kernels, those without a log line and those matched with low confidence.
+    pub unmatched: u64,
+    pub low_confidence: u64,
 }
 
 /// The timeline with only the kernels `filter` keeps. Tracks of ranks a rank term excludes are
@@ -337,7 +341,12 @@ pub fn filter_timeline(
 ) -> (Timeline, FilterCounts) {
     let total = timeline.tracks.iter().map(|t| t.spans.len() as u64).sum();
     if filter.is_empty() {
-        return (timeline.clone(), FilterCounts { kept: total, total });
+        let counts = FilterCounts {
+            kept: total,
+            total,
+            ..FilterCounts::default()
+        };
+        return (timeline.clone(), counts);
     }
     let mut kept: Vec<Vec<bool>> = timeline
         .tracks
@@ -352,7 +361,10 @@ pub fn filter_timeline(
         start_ns: timeline.start_ns,
         end_ns: timeline.end_ns,
     };
-    let mut counts = FilterCounts { kept: 0, total };
+    let mut counts = FilterCounts {
+        total,
+        ..FilterCounts::default()
+    };
     for (track, keep) in timeline.tracks.iter().zip(kept) {
         let rank = track
             .source
@@ -377,6 +389,57 @@ pub fn filter_timeline(
         });
     }
     (out, counts)
+}
+
+/// How the page wants the timeline: its filter query and its clock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TimelineView {
+    pub filter: String,
+    /// Each rank's own clock instead of the reference rank's.
+    pub original_clock: bool,
+}
+
+impl TimelineView {
+    /// The clock correction the timeline is drawn with (none for the original clocks).
+    pub fn clocks(&self, analysis: &Analysis) -> ClockSync {
+        if self.original_clock {
+            ClockSync::default()
+        } else {
+            analysis.clocks.clone()
+        }
+    }
+
+    /// The timeline to draw: every GPU's kernels in the chosen clock, marked
+    /// ([`crate::annotate_spans`]) and filtered. Errors when the query cannot be read.
+    pub fn timeline(
+        &self,
+        session: &Session,
+        analysis: &Analysis,
+    ) -> Result<(Timeline, FilterCounts), FilterError> {
+        let filter = Filter::parse(&self.filter)?;
+        let clocks = self.clocks(analysis);
+        let mut base = session.timeline(&analysis.processes, &clocks);
+        annotate_spans(analysis, &mut base, &clocks);
+        let (shown, mut counts) = if filter.is_empty() {
+            let total = base.tracks.iter().map(|t| t.spans.len() as u64).sum();
+            let counts = FilterCounts {
+                kept: total,
+                total,
+                ..FilterCounts::default()
+            };
+            (base, counts)
+        } else {
+            filter_timeline(analysis, &base, &clocks, &filter)
+        };
+        for s in shown.tracks.iter().flat_map(|t| &t.spans) {
+            match s.mark {
+                Mark::Unmatched => counts.unmatched += 1,
+                Mark::LowConfidence => counts.low_confidence += 1,
+                Mark::Matched => {}
+            }
+        }
+        Ok((shown, counts))
+    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ pub use digest::records_digest;
 pub use enrich::Bottleneck;
 pub use enrich::ClockSync;
 pub use enrich::{Hints, Sizes};
-pub use filter::{filter_timeline, Filter, FilterCounts, FilterError};
+pub use filter::{filter_timeline, Filter, FilterCounts, FilterError, TimelineView};
 pub use kernel_bw::{kernel_bandwidths, KernelBw};
 pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
 pub use processes::{process_summaries, CommView, ProcessSummary};
