@@ -82,7 +82,11 @@ pub fn TimelineControls(
                     <option value="original">"original (each rank's own)"</option>
                 </select>
             </label>
-            <span class="hint" data-testid="filter-status">
+            <span
+                class="hint"
+                data-testid="filter-status"
+                data-filter=move || applied.with(|a| a.filter.clone())
+            >
                 {move || status.get().map(|s| summary(&s))}
             </span>
             {move || status.get().and_then(|s| s.error).map(|e| view! {
