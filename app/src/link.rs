@@ -439,6 +439,9 @@ mod tests {
             ],
             sources: Vec::new(),
             summary: None,
+            filter: None,
+            original_clock: false,
+            panel: None,
             selection: Some(Selection {
                 rank: 7,
                 comm: "0x9f3c*&".into(),

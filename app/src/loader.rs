@@ -193,7 +193,11 @@ fn change_view(view: &TimelineView) {
     }
 }
 
-fn view_status(view: &TimelineView, counts: pipeline::FilterCounts, error: Option<String>) -> ToPage {
+fn view_status(
+    view: &TimelineView,
+    counts: pipeline::FilterCounts,
+    error: Option<String>,
+) -> ToPage {
     ToPage::View {
         filter: view.filter.clone(),
         original_clock: view.original_clock,
@@ -412,7 +416,13 @@ async fn load_and_analyse(req: &LoadRequest) {
         let view = VIEW.with(|v| v.borrow().clone());
         let (built, counts) = view
             .timeline(&s, &analysis)
-            .or_else(|_| TimelineView { filter: String::new(), ..view.clone() }.timeline(&s, &analysis))
+            .or_else(|_| {
+                TimelineView {
+                    filter: String::new(),
+                    ..view.clone()
+                }
+                .timeline(&s, &analysis)
+            })
             .unwrap_or_default();
         let timeline = encode_timeline(&built);
         TIMELINE.with(|t| *t.borrow_mut() = built);

@@ -325,9 +325,25 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
         };
         if let Some(k) = level {
             summarised += 1;
-            draw_level(&mut pixels, &track.lod, k, v, plot_w, (y + OPS_TOP, y + OPS_BOTTOM), op_rgb);
+            draw_level(
+                &mut pixels,
+                &track.lod,
+                k,
+                v,
+                plot_w,
+                (y + OPS_TOP, y + OPS_BOTTOM),
+                op_rgb,
+            );
             if track.par_lod.levels.len() > k {
-                draw_level(&mut pixels, &track.par_lod, k, v, plot_w, (y + PAR_TOP, y + PAR_BOTTOM), par_rgb);
+                draw_level(
+                    &mut pixels,
+                    &track.par_lod,
+                    k,
+                    v,
+                    plot_w,
+                    (y + PAR_TOP, y + PAR_BOTTOM),
+                    par_rgb,
+                );
             }
             continue;
         }

@@ -139,10 +139,7 @@ const OP_NAMES: [&str; 8] = [
 const PAR_NAMES: [&str; 6] = ["DP", "TP", "PP", "EP", "CP", "unknown"];
 
 fn swatch(rgb: [u8; 3], name: &'static str) -> impl IntoView {
-    let style = format!(
-        "background: rgb({}, {}, {})",
-        rgb[0], rgb[1], rgb[2]
-    );
+    let style = format!("background: rgb({}, {}, {})", rgb[0], rgb[1], rgb[2]);
     view! { <span class="swatch-item"><span class="swatch" style=style></span>{name}</span> }
 }
 

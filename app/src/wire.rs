@@ -312,55 +312,105 @@ fn decode_lod(r: &mut Reader) -> Result<Lod, String> {
 
 /// Reads [`encode_timeline`]'s output back.
 pub fn decode_timeline(bytes: &[u8]) -> Result<Timeline, String> {
-    let mut r = Reader { bytes, at: 0 };
-    if r.take(4)? != TIMELINE_MAGIC {
-        return Err("timeline: bad format tag".into());
+    let mut d = TimelineDecoder::new(bytes)?;
+    loop {
+        if d.step(bytes, usize::MAX)? {
+            return d.finish(bytes);
+        }
     }
-    let start_ns = r.i64()?;
-    let end_ns = r.i64()?;
-    let n_tracks = r.u32()? as usize;
-    let mut tracks = Vec::with_capacity(n_tracks.min(1 << 16));
-    for _ in 0..n_tracks {
-        let len = r.u32()? as usize;
-        let label = String::from_utf8(r.take(len)?.to_vec())
-            .map_err(|_| "timeline: a track label is not UTF-8".to_string())?;
-        let n_spans = r.u32()? as usize;
-        // A 32-bit count times 8 can overflow wasm32's usize: checked, as a truncation.
-        let column = n_spans.checked_mul(8).ok_or("timeline: too many spans")?;
-        let starts = r.take(column)?;
-        let ends = r.take(column)?;
-        let ops = r.take(n_spans)?;
-        let marks = r.take(n_spans)?;
-        let pars = r.take(n_spans)?;
-        let spans = starts
-            .chunks_exact(8)
-            .zip(ends.chunks_exact(8))
-            .zip(ops.iter().zip(marks).zip(pars))
-            .map(|((a, z), ((&op, &mark), &par))| Span {
-                start_ns: le_i64(a),
-                end_ns: le_i64(z),
-                op: OpType::ALL.get(op as usize).copied(),
-                mark: Mark::from_byte(mark).unwrap_or(Mark::Unmatched),
-                par,
-            })
-            .collect();
-        let lod = decode_lod(&mut r)?;
-        let par_lod = decode_lod(&mut r)?;
-        tracks.push(Track {
-            label,
-            spans,
-            source: None,
-            lod,
-            par_lod,
-        });
+}
+
+/// Decodes a timeline a few tracks at a time, so that the page can decode millions of spans
+/// over several short tasks instead of one long one. The bytes are passed to each step (the
+/// decoder keeps only its place in them).
+pub struct TimelineDecoder {
+    at: usize,
+    left: usize,
+    timeline: Timeline,
+}
+
+impl TimelineDecoder {
+    /// Reads the header.
+    pub fn new(bytes: &[u8]) -> Result<TimelineDecoder, String> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(4)? != TIMELINE_MAGIC {
+            return Err("timeline: bad format tag".into());
+        }
+        let start_ns = r.i64()?;
+        let end_ns = r.i64()?;
+        let left = r.u32()? as usize;
+        Ok(TimelineDecoder {
+            at: r.at,
+            left,
+            timeline: Timeline {
+                tracks: Vec::with_capacity(left.min(1 << 16)),
+                start_ns,
+                end_ns,
+            },
+        })
     }
-    if r.remaining() != 0 {
-        return Err(format!("timeline: {} trailing bytes", r.remaining()));
+
+    /// Decodes whole tracks until about `spans` spans are read; true once every track is.
+    pub fn step(&mut self, bytes: &[u8], spans: usize) -> Result<bool, String> {
+        let mut r = Reader { bytes, at: self.at };
+        let mut read = 0usize;
+        while self.left > 0 && read < spans {
+            let track = decode_track(&mut r)?;
+            read = read.saturating_add(track.spans.len().max(1));
+            self.timeline.tracks.push(track);
+            self.left -= 1;
+        }
+        self.at = r.at;
+        Ok(self.left == 0)
     }
-    Ok(Timeline {
-        tracks,
-        start_ns,
-        end_ns,
+
+    /// The timeline, once [`TimelineDecoder::step`] said it is complete.
+    pub fn finish(self, bytes: &[u8]) -> Result<Timeline, String> {
+        if self.left != 0 {
+            return Err("timeline: not every track is decoded".into());
+        }
+        if self.at != bytes.len() {
+            return Err(format!(
+                "timeline: {} trailing bytes",
+                bytes.len() - self.at
+            ));
+        }
+        Ok(self.timeline)
+    }
+}
+
+fn decode_track(r: &mut Reader) -> Result<Track, String> {
+    let len = r.u32()? as usize;
+    let label = String::from_utf8(r.take(len)?.to_vec())
+        .map_err(|_| "timeline: a track label is not UTF-8".to_string())?;
+    let n_spans = r.u32()? as usize;
+    // A 32-bit count times 8 can overflow wasm32's usize: checked, as a truncation.
+    let column = n_spans.checked_mul(8).ok_or("timeline: too many spans")?;
+    let starts = r.take(column)?;
+    let ends = r.take(column)?;
+    let ops = r.take(n_spans)?;
+    let marks = r.take(n_spans)?;
+    let pars = r.take(n_spans)?;
+    let spans = starts
+        .chunks_exact(8)
+        .zip(ends.chunks_exact(8))
+        .zip(ops.iter().zip(marks).zip(pars))
+        .map(|((a, z), ((&op, &mark), &par))| Span {
+            start_ns: le_i64(a),
+            end_ns: le_i64(z),
+            op: OpType::ALL.get(op as usize).copied(),
+            mark: Mark::from_byte(mark).unwrap_or(Mark::Unmatched),
+            par,
+        })
+        .collect();
+    let lod = decode_lod(r)?;
+    let par_lod = decode_lod(r)?;
+    Ok(Track {
+        label,
+        spans,
+        source: None,
+        lod,
+        par_lod,
     })
 }
 
@@ -382,9 +432,6 @@ impl<'a> Reader<'a> {
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
-    }
-    fn remaining(&self) -> usize {
-        self.bytes.len() - self.at
     }
     fn u32(&mut self) -> Result<u32, String> {
         let b = self.take(4)?;
@@ -457,6 +504,20 @@ mod tests {
             decode_timeline(&encode_timeline(&Timeline::default())),
             Ok(Timeline::default())
         );
+    }
+
+    #[test]
+    fn a_timeline_decodes_in_steps() {
+        let t = sample();
+        let bytes = encode_timeline(&t);
+        let mut d = TimelineDecoder::new(&bytes).unwrap();
+        let mut steps = 1;
+        while !d.step(&bytes, 50).unwrap() {
+            steps += 1;
+        }
+        // 40 spans a track: a budget of 50 takes two tracks a step.
+        assert_eq!(steps, 2);
+        assert_eq!(d.finish(&bytes), Ok(t));
     }
 
     #[test]

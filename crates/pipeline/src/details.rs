@@ -144,7 +144,9 @@ pub fn kernel_details(
             .collect(),
         duplicates: m.map_or(0, |m| m.duplicates.len()),
         confidence: m.map(|m| m.confidence),
-        instance: ops.first().and_then(|o| instance(analysis, process, o, clocks)),
+        instance: ops
+            .first()
+            .and_then(|o| instance(analysis, process, o, clocks)),
     })
 }
 
