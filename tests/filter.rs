@@ -183,3 +183,48 @@ fn the_original_clock_filters_alike() {
         assert_eq!(a, b, "{q}");
     }
 }
+
+#[test]
+fn nvtx_rows_show_the_lowest_ranks_iterations_and_phases() {
+    let session = session_of("demo");
+    let analysis = analyse(&session, &UserSizes::default());
+    let (t, _) = pipeline::TimelineView::default()
+        .timeline(&session, &analysis)
+        .unwrap();
+    assert_eq!(t.markers.len(), 2);
+    let iterations = &t.markers[0];
+    assert_eq!(iterations.label, "NVTX iterations (rank 0)");
+    let texts: Vec<&str> = iterations.ranges.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, ["iteration 0", "iteration 1"]);
+    assert_eq!(Some(2), analysis.iterations);
+    let phases = &t.markers[1];
+    assert_eq!(phases.label, "NVTX phases (rank 0)");
+    for (kind, text) in [
+        (pipeline::MarkerKind::Forward, "forward"),
+        (pipeline::MarkerKind::Backward, "backward"),
+    ] {
+        assert!(phases
+            .ranges
+            .iter()
+            .any(|m| m.kind == kind as u8 && m.text == text));
+    }
+    // In the tracks' clock: rank 0's kernels of an iteration lie inside its range.
+    let rank0 = &t.tracks[0];
+    assert!(rank0.label.starts_with("rank 0 "));
+    for it in &iterations.ranges {
+        let inside = rank0
+            .spans
+            .iter()
+            .filter(|s| s.start_ns >= it.start_ns && s.end_ns <= it.end_ns)
+            .count();
+        assert!(inside > 10, "{}: {inside} kernels", it.text);
+    }
+    // Ranges are sorted and well-formed.
+    for row in &t.markers {
+        assert!(row
+            .ranges
+            .windows(2)
+            .all(|w| w[0].start_ns <= w[1].start_ns));
+        assert!(row.ranges.iter().all(|m| m.start_ns <= m.end_ns));
+    }
+}

@@ -622,11 +622,13 @@ pub fn App() -> impl IntoView {
                 </div>
                 <PanelNav open=open_panel />
                 <section id="panel-timeline" class="timeline-area">
+                <h2>"Timeline"</h2>
                 <TimelineControls
                     applied=timeline_view.into()
                     status=view_status.into()
                     on_apply=Callback::new(ask_view)
                 />
+                <crate::nvtx_rows::NvtxRows timeline=timeline.into() view=window.into() />
                 <TimelineCanvas
                     timeline=timeline.into()
                     view=window

@@ -8,8 +8,8 @@ use pipeline::{Lod, Mark, Timeline, LOD_NO_OP};
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
-const ROW_HEIGHT: f64 = 22.0;
-const LABEL_WIDTH: f64 = 180.0;
+pub const ROW_HEIGHT: f64 = 22.0;
+pub const LABEL_WIDTH: f64 = 180.0;
 const RULER_HEIGHT: f64 = 20.0;
 
 /// The visible time window, in nanoseconds.
@@ -132,7 +132,6 @@ pub fn TimelineCanvas(
         move || RULER_HEIGHT + ROW_HEIGHT * timeline.with(|t| t.tracks.len().max(1)) as f64 + 4.0;
     view! {
         <section class="timeline">
-            <h2>"Timeline"</h2>
             <p class="hint" data-testid="timeline-summary">
                 {move || timeline.with(|t| format!("{} tracks, {} kernels", t.tracks.len(), t.tracks.iter().map(|k| k.spans.len()).sum::<usize>()))}
             </p>

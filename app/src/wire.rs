@@ -8,7 +8,8 @@
 use js_sys::{Array, Object, Reflect};
 use model::OpType;
 use pipeline::{
-    op_byte, KernelDetails, Lod, Mark, Span, Timeline, Track, WindowSummary, LOD_NO_OP,
+    op_byte, KernelDetails, Lod, Mark, Marker, MarkerRow, Span, Timeline, Track, WindowSummary,
+    LOD_NO_OP,
 };
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
@@ -275,7 +276,51 @@ pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
         encode_lod(&mut out, &track.lod);
         encode_lod(&mut out, &track.par_lod);
     }
+    out.extend_from_slice(&(t.markers.len() as u32).to_le_bytes());
+    for row in &t.markers {
+        put_text(&mut out, &row.label);
+        out.extend_from_slice(&(row.ranges.len() as u32).to_le_bytes());
+        for m in &row.ranges {
+            out.extend_from_slice(&m.start_ns.to_le_bytes());
+            out.extend_from_slice(&m.end_ns.to_le_bytes());
+            out.push(m.kind);
+            put_text(&mut out, &m.text);
+        }
+    }
     out
+}
+
+fn put_text(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+}
+
+fn text(r: &mut Reader) -> Result<String, String> {
+    let len = r.u32()? as usize;
+    String::from_utf8(r.take(len)?.to_vec()).map_err(|_| "timeline: a text is not UTF-8".into())
+}
+
+fn decode_markers(r: &mut Reader) -> Result<Vec<MarkerRow>, String> {
+    let rows = r.u32()? as usize;
+    let mut out = Vec::with_capacity(rows.min(16));
+    for _ in 0..rows {
+        let label = text(r)?;
+        let n = r.u32()? as usize;
+        let mut ranges = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let start_ns = r.i64()?;
+            let end_ns = r.i64()?;
+            let kind = r.take(1)?[0];
+            ranges.push(Marker {
+                start_ns,
+                end_ns,
+                kind,
+                text: text(r)?,
+            });
+        }
+        out.push(MarkerRow { label, ranges });
+    }
+    Ok(out)
 }
 
 fn encode_lod(out: &mut Vec<u8>, lod: &Lod) {
@@ -346,6 +391,7 @@ impl TimelineDecoder {
                 tracks: Vec::with_capacity(left.min(1 << 16)),
                 start_ns,
                 end_ns,
+                markers: Vec::new(),
             },
         })
     }
@@ -365,24 +411,21 @@ impl TimelineDecoder {
     }
 
     /// The timeline, once [`TimelineDecoder::step`] said it is complete.
-    pub fn finish(self, bytes: &[u8]) -> Result<Timeline, String> {
+    pub fn finish(mut self, bytes: &[u8]) -> Result<Timeline, String> {
         if self.left != 0 {
             return Err("timeline: not every track is decoded".into());
         }
-        if self.at != bytes.len() {
-            return Err(format!(
-                "timeline: {} trailing bytes",
-                bytes.len() - self.at
-            ));
+        let mut r = Reader { bytes, at: self.at };
+        self.timeline.markers = decode_markers(&mut r)?;
+        if r.at != bytes.len() {
+            return Err(format!("timeline: {} trailing bytes", bytes.len() - r.at));
         }
         Ok(self.timeline)
     }
 }
 
 fn decode_track(r: &mut Reader) -> Result<Track, String> {
-    let len = r.u32()? as usize;
-    let label = String::from_utf8(r.take(len)?.to_vec())
-        .map_err(|_| "timeline: a track label is not UTF-8".to_string())?;
+    let label = text(r)?;
     let n_spans = r.u32()? as usize;
     // A 32-bit count times 8 can overflow wasm32's usize: checked, as a truncation.
     let column = n_spans.checked_mul(8).ok_or("timeline: too many spans")?;
@@ -492,6 +535,18 @@ mod tests {
             tracks,
             start_ns: base,
             end_ns: base + 40_000,
+            markers: vec![
+                MarkerRow {
+                    label: "NVTX iterations (rank 0)".into(),
+                    ranges: vec![Marker {
+                        start_ns: base,
+                        end_ns: base + 20_000,
+                        kind: 0,
+                        text: "iteration 0 <b>é".into(),
+                    }],
+                },
+                MarkerRow::default(),
+            ],
         }
     }
 

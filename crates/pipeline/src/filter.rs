@@ -360,6 +360,7 @@ pub fn filter_timeline(
         tracks: Vec::new(),
         start_ns: timeline.start_ns,
         end_ns: timeline.end_ns,
+        markers: timeline.markers.clone(),
     };
     let mut counts = FilterCounts {
         total,
@@ -420,6 +421,7 @@ impl TimelineView {
         let clocks = self.clocks(analysis);
         let mut base = session.timeline(&analysis.processes, &clocks);
         annotate_spans(analysis, &mut base, &clocks);
+        base.markers = crate::marker_rows(session, analysis, &clocks);
         let (shown, mut counts) = if filter.is_empty() {
             let total = base.tracks.iter().map(|t| t.spans.len() as u64).sum();
             let counts = FilterCounts {

@@ -191,6 +191,7 @@ impl Session {
             tracks: Vec::new(),
             start_ns: i64::MAX,
             end_ns: i64::MIN,
+            markers: Vec::new(),
         };
         let mut keyed: Vec<((u32, u32, u32), Track)> = Vec::new();
         for ((host, pid, device), mut spans) in by_gpu {

@@ -96,6 +96,36 @@ pub struct Timeline {
     pub tracks: Vec<Track>,
     pub start_ns: i64,
     pub end_ns: i64,
+    /// NVTX rows shared above the tracks (iterations, training phases), in the tracks' clock.
+    pub markers: Vec<MarkerRow>,
+}
+
+/// One row of NVTX ranges drawn above every track.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MarkerRow {
+    pub label: String,
+    /// Sorted by start.
+    pub ranges: Vec<Marker>,
+}
+
+/// One NVTX range of a marker row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Its colour: [`MarkerKind`] as a byte.
+    pub kind: u8,
+    /// The range's text as the program pushed it (drawn as text, never markup).
+    pub text: String,
+}
+
+/// What an NVTX range marks, by its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    Iteration = 0,
+    Forward = 1,
+    Backward = 2,
+    Optimizer = 3,
 }
 
 /// The op byte of a summary bucket whose dominant kernel names no operation (else the index of
