@@ -472,7 +472,28 @@ pub fn App() -> impl IntoView {
     let _ = window_event_listener(ev::drop, move |e| {
         e.prevent_default();
         dragging.set(false);
-        on_files(e.data_transfer().and_then(|d| d.files()));
+        let Some(dt) = e.data_transfer() else { return };
+        // Folders are read through their entries (taken now: the drop's data empties after).
+        match crate::folders::dropped_folders(&dt) {
+            Some(entries) => spawn_local(async move {
+                match crate::folders::files_of_entries(entries).await {
+                    Ok(items) if !items.is_empty() => offer(items),
+                    Ok(_) => {}
+                    Err(e) => rows.update(|r| {
+                        r.push(Row {
+                            name: "dropped folder".into(),
+                            size: 0,
+                            read: 0,
+                            stage: None,
+                            report: Some(FileView::failed(format!(
+                                "could not read the folder: {e}"
+                            ))),
+                        })
+                    }),
+                }
+            }),
+            None => on_files(dt.files()),
+        }
     });
 
     // A link pasted into this tab changes only the fragment: read it again, and check it
@@ -513,6 +534,14 @@ pub fn App() -> impl IntoView {
         });
     };
 
+    // A folder chooser: `webkitdirectory` is not a typed attribute, so it is set once mounted.
+    let folder_input = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(el) = folder_input.get() {
+            let _ = el.set_attribute("webkitdirectory", "");
+        }
+    });
+
     let load_demo = move |_| {
         // Only the fetch of the demo's files runs here; the worker reads them.
         spawn_local(async move {
@@ -551,6 +580,23 @@ pub fn App() -> impl IntoView {
                             on:change=move |e| {
                                 let input: web_sys::HtmlInputElement = event_target(&e);
                                 on_files(input.files());
+                            }
+                        />
+                    </label>
+                    <label class="button">
+                        "Choose folder…"
+                        <input
+                            type="file"
+                            node_ref=folder_input
+                            data-testid="folder-input"
+                            on:change=move |e| {
+                                let input: web_sys::HtmlInputElement = event_target(&e);
+                                if let Some(list) = input.files() {
+                                    let items = crate::folders::files_of_list(&list);
+                                    if !items.is_empty() {
+                                        offer(items);
+                                    }
+                                }
                             }
                         />
                     </label>

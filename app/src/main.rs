@@ -8,6 +8,7 @@ mod bundle;
 mod client;
 mod communicators;
 mod details_panel;
+mod folders;
 mod nvtx_rows;
 mod panel_nav;
 mod panels;

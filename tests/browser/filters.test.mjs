@@ -175,3 +175,22 @@ test('a link carries the filter, the clock and the open panel, and restores them
     assert.deepEqual(b.errors, []);
   });
 });
+
+test('a chosen folder loads every file inside it, named by its path', async () => {
+  const s = await session();
+  await withScreenshot(s.page, 'folder', async () => {
+    await s.page.goto(s.url);
+    await s.page.getByTestId('load-demo').waitFor();
+    await s.page.getByTestId('folder-input').setInputFiles(DEMO);
+    await s.page.waitForFunction(() => /^\d+ kernels/.test(document.querySelector('[data-testid=filter-status]')?.textContent ?? ''),
+      null, { timeout: 120_000 });
+    const names = await s.page.locator('[data-testid=file-row]').evaluateAll((rows) => rows.map((r) => r.dataset.file));
+    const wanted = fs.readdirSync(DEMO).map((f) => `demo/${f}`).sort();
+    assert.deepEqual([...names].sort(), wanted);
+    // The folder's manifest is not an input: it says so, and the rest loads.
+    const manifest = s.page.locator('[data-testid=file-row][data-file="demo/MANIFEST"]');
+    await manifest.locator('[data-testid=status]').filter({ hasText: /^error/ }).waitFor();
+    assert.match(await summary(s.page), /^8 tracks/);
+    assert.deepEqual(s.errors, []);
+  });
+});
