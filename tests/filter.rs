@@ -5,27 +5,11 @@
 
 use export::fields;
 use pipeline::{
-    analyse, annotate_spans, filter_timeline, Analysis, Filter, LogLoader, Mark, Session, UserSizes,
+    analyse, annotate_spans, filter_timeline, Analysis, Filter, Mark, Session, UserSizes,
 };
-use rusqlite::Connection;
-use sqlsource_native::NativeDb;
 
 fn session_of(preset: &str) -> Session {
-    let p = synth::preset(preset).expect("a generator preset");
-    let run = synth::generate_named(&p.config, Some(preset));
-    let mut session = Session::default();
-    for (i, (name, bytes)) in run.files.iter().enumerate() {
-        let mut loader = LogLoader::new(name, i as u32);
-        loader.feed(bytes);
-        session.add_log(loader.finish(bytes.len() as u64));
-    }
-    for rep in &run.reports {
-        let mut conn = Connection::open_in_memory().unwrap();
-        synth::write::write_report(&mut conn, rep).unwrap();
-        let db = NativeDb::from_connection(conn);
-        session.add_export(&db, &format!("report_{}.sqlite", rep.host), 0);
-    }
-    session
+    ncclscope_tests::generated_session(preset)
 }
 
 fn kept(session: &Session, analysis: &Analysis, query: &str) -> u64 {
