@@ -11,6 +11,8 @@ mod details_panel;
 mod panels;
 mod ranks;
 mod share;
+mod table;
+mod theme;
 mod timeline_canvas;
 mod window_panel;
 
