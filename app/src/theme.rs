@@ -57,8 +57,28 @@ fn parse_hex(s: &str) -> Option<[u8; 3]> {
     }
 }
 
-/// The canvas colours of the theme in force (`--timeline-*` in style.css).
+thread_local! {
+    /// The colours read at a revision: a frame does not recompute the page's style.
+    static COLOURS: std::cell::RefCell<Option<(u64, CanvasColours)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The canvas colours of the theme in force (`--timeline-*` in style.css), read once per theme
+/// change.
 pub fn canvas_colours() -> CanvasColours {
+    let rev = revision().get_untracked();
+    if let Some(c) = COLOURS.with_borrow(|c| {
+        c.as_ref()
+            .filter(|(r, _)| *r == rev)
+            .map(|(_, c)| c.clone())
+    }) {
+        return c;
+    }
+    let c = read_colours();
+    COLOURS.with_borrow_mut(|slot| *slot = Some((rev, c.clone())));
+    c
+}
+
+fn read_colours() -> CanvasColours {
     let mut c = CanvasColours::default();
     let Some(style) = web_sys::window().and_then(|w| {
         let root = w.document()?.document_element()?;
