@@ -259,7 +259,7 @@ fn alignment(p: &Panels) -> impl IntoView {
             })
             .collect();
         view! {
-            <section class="panel">
+            <section class="panel" id="panel-alignment">
                 <h2>"Alignment per rank"</h2>
                 <p class="hint">"NCCL kernels of the exports against the log's operation lines: fused kernels absorbed several Send/Recv lines; duplicated lines repeat an earlier line; orphans found no partner; 2:1 marks a rank that logged most operations twice."</p>
                 <DataTable test_id="alignment-table" headers=headers(&["rank", "process", "NCCL kernels", "log lines", "matched", "op mismatches", "fused kernels", "fused lines", "duplicated lines", "orphan lines", "orphan kernels", "2:1 duplication", "mean confidence"]) rows=rows />
@@ -284,7 +284,7 @@ fn warnings(p: &Panels) -> impl IntoView {
     let count = p.warning_count;
     let shown = p.warnings.len();
     view! {
-        <section class="panel">
+        <section class="panel" id="panel-warnings">
             <h2>"NCCL warnings"</h2>
             <p class="hint" data-testid="warning-count">
                 {if count == 0 {
@@ -375,7 +375,7 @@ fn operations(p: &Panels) -> impl IntoView {
         }
         rows.push(total);
         view! {
-            <section class="panel">
+            <section class="panel" id="panel-operations">
                 <h2>"Operations per type"</h2>
                 <h3>"Count, all ranks"</h3>
                 <BarChart bars=count_bars test_id="ops-count-chart" />
@@ -434,7 +434,7 @@ fn bandwidth(p: &Panels) -> impl IntoView {
             })
             .collect();
         view! {
-            <section class="panel">
+            <section class="panel" id="panel-bandwidth">
                 <h2>"Bandwidth versus message size"</h2>
                 <p class="hint" data-testid="scatter-summary">
                     {format!("{} kernels in {} points (bus bandwidth, log-log); lines: each communicator bottleneck's bus bandwidth", p.scatter_kernels, p.scatter.len())}
@@ -479,7 +479,7 @@ fn topology(p: &Panels) -> impl IntoView {
             })
             .collect_view();
         view! {
-            <section class="panel">
+            <section class="panel" id="panel-topology">
                 <h2>"Topology"</h2>
                 <p class="hint">"Each host's first topology dump: GPUs, switches, CPUs and NICs, with the links' class and bandwidth."</p>
                 {hosts}
