@@ -91,7 +91,7 @@ test('the keyboard reaches the sort headers and export buttons, and Enter sorts'
         assert.notEqual(f.outline, 'none', 'a focused header shows its focus');
       }
     }
-    for (const id of ['theme-toggle', 'load-demo', 'rank-table-csv', 'comm-table-csv', 'rank-table:th', 'comm-table:th', 'alignment-table:th', 'bw-scatter-svg', 'bw-scatter-png']) {
+    for (const id of ['file-input', 'theme-toggle', 'load-demo', 'rank-table-csv', 'comm-table-csv', 'rank-table:th', 'comm-table:th', 'alignment-table:th', 'bw-scatter-svg', 'bw-scatter-png']) {
       assert.ok(seen.has(id), `Tab reaches ${id}`);
     }
     // Enter on a focused header sorts, again the other way; Space too.

@@ -46,11 +46,13 @@ try {
 
   await shot('empty-state', 700, 'header', '[data-testid=empty-state]');
 
+  // The sticky panel bar would cover the top of every crop below the fold.
+  await page.addStyleTag({ content: '.panel-nav { position: static !important; }' });
   await page.getByTestId('load-demo').click();
   await page.getByTestId('ops-table').waitFor({ timeout: 120_000 });
   await page.getByTestId('rank-row').first().waitFor();
   await pickCollective(page, 1);
-  await shot('timeline-details', 820, '.timeline', '[data-testid=details]');
+  await shot('timeline-details', 900, '#panel-timeline');
 
   // Tables sorted by a numeric column.
   await page.locator('[data-testid=rank-table] th[data-col="5"]').click();
@@ -65,7 +67,7 @@ try {
 
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForFunction(() => document.querySelector('[data-testid=timeline]').getContext('2d').getImageData(2, 24, 1, 1).data[0] < 80);
-  await shot('dark-timeline', 820, '.timeline', '[data-testid=details]');
+  await shot('dark-timeline', 900, '#panel-timeline');
   await shot('dark-panel-operations', 1000, '.panel:has([data-testid=ops-count-chart])');
   console.log(shots.join('\n'));
 } finally {
