@@ -601,6 +601,7 @@ pub fn App() -> impl IntoView {
                         />
                     </label>
                     <button data-testid="load-demo" on:click=load_demo>"Load demo run"</button>
+                    <crate::theme::ThemeToggle />
                 </div>
             </header>
             <LinkBanner state=link.into() on_sources=Callback::new(load_sources) />
@@ -743,14 +744,18 @@ fn EmptyState() -> impl IntoView {
     view! {
         <section class="empty" data-testid="empty-state">
             <h2>"Drop NCCL logs and Nsight Systems exports anywhere on this page"</h2>
+            <p>"Or choose them with “Choose files…”. Drop every rank's files together: the logs say which collective each rank called, the exports when its kernels ran."</p>
             <ul>
                 <li>
-                    "NCCL debug logs: run with "
+                    <b>"NCCL debug logs"</b>" (text, one per process or one combined): run the job with "
                     <code>"NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL,INIT,GRAPH NCCL_DEBUG_FILE=nccl_%h_%p.log"</code>
-                    " (optionally "<code>"NCCL_DEBUG_TIMESTAMP_FORMAT=\"%s.%6f\""</code>")."
+                    " (optionally "<code>"NCCL_DEBUG_TIMESTAMP_FORMAT=\"%s.%6f\""</code>"). "
+                    <code>"COLL"</code>" logs every collective, "<code>"INIT"</code>" the ranks and communicators, "
+                    <code>"GRAPH"</code>" the topology."
                 </li>
                 <li>
-                    "Nsight Systems: "<code>"nsys profile --trace=cuda,nvtx …"</code>" then "
+                    <b>"Nsight Systems exports"</b>" ("<code>".sqlite"</code>", one per process or node): "
+                    <code>"nsys profile --trace=cuda,nvtx -o report …"</code>" then "
                     <code>"nsys export --type sqlite report.nsys-rep"</code>"."
                 </li>
                 <li>"Or press “Load demo run” to see a synthetic multi-rank run."</li>

@@ -14,6 +14,8 @@ mod panel_nav;
 mod panels;
 mod ranks;
 mod share;
+mod table;
+mod theme;
 mod timeline_canvas;
 mod timeline_controls;
 mod window_panel;

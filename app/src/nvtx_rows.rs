@@ -36,6 +36,7 @@ pub fn NvtxRows(timeline: Signal<Timeline>, view: Signal<Option<View>>) -> impl 
     Effect::new(move |_| {
         let v = view.get();
         let el = canvas.get();
+        crate::theme::revision().track();
         timeline.with(|t| {
             if let (Some(el), Some(v)) = (el, v) {
                 draw(&el, t, v);
@@ -98,7 +99,8 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
     let mut drawn = 0;
     for (row, markers) in t.markers.iter().enumerate() {
         let y = row as f64 * ROW_HEIGHT;
-        ctx.set_fill_style_str("#222");
+        // The row's label sits on the page's background: the theme's text colour.
+        ctx.set_fill_style_str(&crate::theme::canvas_colours().text);
         let _ = ctx.fill_text(&markers.label, 4.0, y + 15.0);
         // At most one range per pixel column (ranges are sorted by start).
         let mut last_px = f64::NEG_INFINITY;

@@ -57,6 +57,7 @@ pub fn TimelineCanvas(
     Effect::new(move |_| {
         let v = view.get();
         let sel = selected.get();
+        crate::theme::revision().track();
         let el = canvas.get();
         flow.with(|flow| {
             timeline.with(|t| {
@@ -222,14 +223,14 @@ struct Pixels {
 
 impl Pixels {
     /// A plot of `rows` track rows, striped like the rows' backgrounds.
-    fn new(width: usize, rows: usize) -> Pixels {
+    fn new(width: usize, rows: usize, background: [u8; 3], stripe: [u8; 3]) -> Pixels {
         let height = rows * ROW_HEIGHT as usize;
         let mut rgba = vec![255u8; width * height * 4];
-        for row in (0..rows).step_by(2) {
-            let a = row * ROW_HEIGHT as usize * width * 4;
-            let z = a + ROW_HEIGHT as usize * width * 4;
-            for px in rgba[a..z].chunks_exact_mut(4) {
-                px[..3].fill(0xf4);
+        let band = ROW_HEIGHT as usize * width * 4;
+        for (row, pixels) in rgba.chunks_mut(band.max(4)).enumerate() {
+            let [r, g, b] = if row % 2 == 0 { stripe } else { background };
+            for px in pixels.chunks_exact_mut(4) {
+                px[..3].copy_from_slice(&[r, g, b]);
             }
         }
         Pixels {
@@ -291,8 +292,9 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
     let span = (v.end_ns - v.start_ns).max(1.0);
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
 
+    let colours = crate::theme::canvas_colours();
     // Ruler: ten ticks with adaptive units, relative to the run's start.
-    ctx.set_fill_style_str("#555");
+    ctx.set_fill_style_str(&colours.ruler);
     ctx.set_font("11px sans-serif");
     for i in 0..=10 {
         let ns = v.start_ns + span * i as f64 / 10.0;
@@ -301,14 +303,24 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
         let _ = ctx.fill_text(&format_ns(ns - t.start_ns as f64), x + 2.0, 11.0);
     }
 
-    let mut pixels = Pixels::new(plot_w.max(1.0) as usize, t.tracks.len());
+    let mut pixels = Pixels::new(
+        plot_w.max(1.0) as usize,
+        t.tracks.len(),
+        colours.background,
+        colours.stripe,
+    );
     let mut summarised = 0;
     let ns_per_px = span / plot_w;
     for (row, track) in t.tracks.iter().enumerate() {
         let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT;
-        ctx.set_fill_style_str(if row % 2 == 0 { "#f4f4f4" } else { "#ffffff" });
+        let [r, g, b] = if row % 2 == 0 {
+            colours.stripe
+        } else {
+            colours.background
+        };
+        ctx.set_fill_style_str(&format!("rgb({r},{g},{b})"));
         ctx.fill_rect(0.0, y, LABEL_WIDTH, ROW_HEIGHT);
-        ctx.set_fill_style_str("#222");
+        ctx.set_fill_style_str(&colours.text);
         let _ = ctx.fill_text(&track.label, 4.0, y + 15.0);
         // Plot-relative row top.
         let y = row as f64 * ROW_HEIGHT;
@@ -489,7 +501,7 @@ fn mark(
     let plot_w = canvas.width() as f64 - LABEL_WIDTH;
     let span = (v.end_ns - v.start_ns).max(1.0);
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
-    ctx.set_stroke_style_str("#000");
+    ctx.set_stroke_style_str(&crate::theme::canvas_colours().mark);
     ctx.set_line_width(2.0);
     // Rows of the members: a track's label starts with its global rank.
     let row_of = |rank: u32| {
