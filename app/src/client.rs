@@ -34,7 +34,7 @@ enum Bytes {
 
 /// Spans decoded per task when a timeline arrives: a few milliseconds of work, so that millions
 /// of spans never make one long task.
-const SPANS_PER_TASK: usize = 200_000;
+const SPANS_PER_TASK: usize = 100_000;
 /// Bytes copied from the worker's buffer into wasm memory per task.
 const BYTES_PER_TASK: u32 = 16 << 20;
 

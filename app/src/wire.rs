@@ -365,13 +365,24 @@ pub fn decode_timeline(bytes: &[u8]) -> Result<Timeline, String> {
     }
 }
 
-/// Decodes a timeline a few tracks at a time, so that the page can decode millions of spans
-/// over several short tasks instead of one long one. The bytes are passed to each step (the
-/// decoder keeps only its place in them).
+/// Decodes a timeline a slice of spans at a time, so that the page can decode millions of
+/// spans over several short tasks instead of one long one. The bytes are passed to each step
+/// (the decoder keeps only its place in them).
 pub struct TimelineDecoder {
     at: usize,
     left: usize,
+    /// The track being decoded, if its spans are not all read yet.
+    partial: Option<PartialTrack>,
     timeline: Timeline,
+}
+
+/// A track whose header is read and whose spans are being decoded.
+struct PartialTrack {
+    label: String,
+    n: usize,
+    /// Where its five span columns start (starts, ends, ops, marks, parallelisms).
+    columns: usize,
+    spans: Vec<Span>,
 }
 
 impl TimelineDecoder {
@@ -387,6 +398,7 @@ impl TimelineDecoder {
         Ok(TimelineDecoder {
             at: r.at,
             left,
+            partial: None,
             timeline: Timeline {
                 tracks: Vec::with_capacity(left.min(1 << 16)),
                 start_ns,
@@ -396,23 +408,57 @@ impl TimelineDecoder {
         })
     }
 
-    /// Decodes whole tracks until about `spans` spans are read; true once every track is.
+    /// Decodes about `spans` more spans (whole tracks' headers and summaries around them);
+    /// true once every track is read.
     pub fn step(&mut self, bytes: &[u8], spans: usize) -> Result<bool, String> {
-        let mut r = Reader { bytes, at: self.at };
-        let mut read = 0usize;
-        while self.left > 0 && read < spans {
-            let track = decode_track(&mut r)?;
-            read = read.saturating_add(track.spans.len().max(1));
-            self.timeline.tracks.push(track);
-            self.left -= 1;
+        let mut budget = spans.max(1);
+        while budget > 0 && (self.left > 0 || self.partial.is_some()) {
+            let mut track = match self.partial.take() {
+                Some(t) => t,
+                None => {
+                    let mut r = Reader { bytes, at: self.at };
+                    let label = text(&mut r)?;
+                    let n = r.u32()? as usize;
+                    // 19 bytes a span; a 32-bit count times 19 can overflow wasm32's usize.
+                    let size = n.checked_mul(19).ok_or("timeline: too many spans")?;
+                    let columns = r.at;
+                    r.take(size)?;
+                    self.at = r.at;
+                    self.left -= 1;
+                    PartialTrack {
+                        label,
+                        n,
+                        columns,
+                        spans: Vec::with_capacity(n),
+                    }
+                }
+            };
+            let from = track.spans.len();
+            let to = track.n.min(from.saturating_add(budget));
+            decode_spans(bytes, &mut track, to);
+            budget -= (to - from).max(1).min(budget);
+            if track.spans.len() < track.n {
+                self.partial = Some(track);
+                break;
+            }
+            let mut r = Reader { bytes, at: self.at };
+            let lod = decode_lod(&mut r)?;
+            let par_lod = decode_lod(&mut r)?;
+            self.at = r.at;
+            self.timeline.tracks.push(Track {
+                label: track.label,
+                spans: track.spans,
+                source: None,
+                lod,
+                par_lod,
+            });
         }
-        self.at = r.at;
-        Ok(self.left == 0)
+        Ok(self.left == 0 && self.partial.is_none())
     }
 
     /// The timeline, once [`TimelineDecoder::step`] said it is complete.
     pub fn finish(mut self, bytes: &[u8]) -> Result<Timeline, String> {
-        if self.left != 0 {
+        if self.left != 0 || self.partial.is_some() {
             return Err("timeline: not every track is decoded".into());
         }
         let mut r = Reader { bytes, at: self.at };
@@ -424,37 +470,31 @@ impl TimelineDecoder {
     }
 }
 
-fn decode_track(r: &mut Reader) -> Result<Track, String> {
-    let label = text(r)?;
-    let n_spans = r.u32()? as usize;
-    // A 32-bit count times 8 can overflow wasm32's usize: checked, as a truncation.
-    let column = n_spans.checked_mul(8).ok_or("timeline: too many spans")?;
-    let starts = r.take(column)?;
-    let ends = r.take(column)?;
-    let ops = r.take(n_spans)?;
-    let marks = r.take(n_spans)?;
-    let pars = r.take(n_spans)?;
-    let spans = starts
-        .chunks_exact(8)
-        .zip(ends.chunks_exact(8))
-        .zip(ops.iter().zip(marks).zip(pars))
-        .map(|((a, z), ((&op, &mark), &par))| Span {
-            start_ns: le_i64(a),
-            end_ns: le_i64(z),
-            op: OpType::ALL.get(op as usize).copied(),
-            mark: Mark::from_byte(mark).unwrap_or(Mark::Unmatched),
-            par,
-        })
-        .collect();
-    let lod = decode_lod(r)?;
-    let par_lod = decode_lod(r)?;
-    Ok(Track {
-        label,
-        spans,
-        source: None,
-        lod,
-        par_lod,
-    })
+/// Decodes `track`'s spans up to index `to` (its columns were bounds-checked with its header).
+fn decode_spans(bytes: &[u8], track: &mut PartialTrack, to: usize) {
+    let (n, from) = (track.n, track.spans.len());
+    let column = |k: usize, width: usize| {
+        let base = track.columns + k;
+        &bytes[base + from * width..base + to * width]
+    };
+    let starts = column(0, 8);
+    let ends = column(8 * n, 8);
+    let ops = column(16 * n, 1);
+    let marks = column(17 * n, 1);
+    let pars = column(18 * n, 1);
+    track.spans.extend(
+        starts
+            .chunks_exact(8)
+            .zip(ends.chunks_exact(8))
+            .zip(ops.iter().zip(marks).zip(pars))
+            .map(|((a, z), ((&op, &mark), &par))| Span {
+                start_ns: le_i64(a),
+                end_ns: le_i64(z),
+                op: OpType::ALL.get(op as usize).copied(),
+                mark: Mark::from_byte(mark).unwrap_or(Mark::Unmatched),
+                par,
+            }),
+    );
 }
 
 fn le_i64(b: &[u8]) -> i64 {
@@ -567,11 +607,11 @@ mod tests {
         let bytes = encode_timeline(&t);
         let mut d = TimelineDecoder::new(&bytes).unwrap();
         let mut steps = 1;
-        while !d.step(&bytes, 50).unwrap() {
+        while !d.step(&bytes, 15).unwrap() {
             steps += 1;
         }
-        // 40 spans a track: a budget of 50 takes two tracks a step.
-        assert_eq!(steps, 2);
+        // 3 tracks of 40 spans, 15 a step: tracks are split across steps.
+        assert_eq!(steps, 8);
         assert_eq!(d.finish(&bytes), Ok(t));
     }
 
