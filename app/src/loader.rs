@@ -138,6 +138,7 @@ async fn serve(req: LoadRequest) {
                 span,
                 details,
                 fields,
+                hover: req.hover,
             },
             None,
         );

@@ -8,10 +8,12 @@ mod bundle;
 mod client;
 mod communicators;
 mod details_panel;
+mod minimap;
 mod panels;
 mod ranks;
 mod share;
 mod timeline_canvas;
+mod tooltip;
 mod window_panel;
 
 fn main() {
