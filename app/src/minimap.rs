@@ -186,12 +186,13 @@ mod tests {
             end_ns: 10_000,
         };
         let d = density(&t, 10);
-        for c in &d[..5] {
-            assert!((c - 0.5).abs() < 0.02, "{d:?}");
+        for c in &d[..4] {
+            assert!((c - 0.5).abs() < 0.01, "{d:?}");
         }
-        for c in &d[5..] {
-            assert!(*c < 0.02, "{d:?}");
-        }
+        // The summary's buckets (at most a column wide) may smear the edge into the next column,
+        // but no busy time is lost or made up.
+        assert!((d[4] + d[5] - 0.5).abs() < 0.01, "{d:?}");
+        assert!(d[6..].iter().all(|c| *c == 0.0), "{d:?}");
         assert_eq!(density(&Timeline::default(), 4), vec![0.0; 4]);
     }
 }

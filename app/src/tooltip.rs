@@ -7,6 +7,23 @@
 use leptos::prelude::*;
 use pipeline::KernelDetails;
 
+/// The fields a reader looks for first (figure 4.2's log, tuning and performance columns);
+/// every other field follows in the worker's order.
+const FIRST: [&str; 12] = [
+    "Op Count (Hex)",
+    "Element Count",
+    "Data Type",
+    "Message Size (Bytes)",
+    "NCCL Algorithm",
+    "Protocol",
+    "Channels",
+    "Algo BW (GB/s)",
+    "Bus BW (GB/s)",
+    "Efficiency",
+    "Match",
+    "Confidence",
+];
+
 /// An answer older than this (a worker that died, or one busy loading) no longer blocks the next.
 const STALE_MS: f64 = 1500.0;
 
@@ -56,10 +73,14 @@ impl Hover {
         }
     }
 
-    /// The mouse left, or a drag started: nothing to show.
+    /// The mouse left, a drag started or the timeline changed: nothing to show, and nothing
+    /// kept (a new timeline's kernel at the same place is another kernel).
     pub fn hide(self) {
         if self.target.get_untracked().is_some() {
             self.target.set(None);
+        }
+        if self.shown.with_untracked(Option::is_some) {
+            self.shown.set(None);
         }
     }
 
@@ -73,6 +94,9 @@ impl Hover {
         self.in_flight.set_value(None);
         let target = self.target.get_untracked();
         if target == Some(key) {
+            let mut fields = fields;
+            // A stable sort: the first fields in their order, the rest as they came.
+            fields.sort_by_key(|(k, _)| FIRST.iter().position(|f| f == k).unwrap_or(FIRST.len()));
             self.shown.set(details.map(|d| Tip {
                 key,
                 title: title(&d),
