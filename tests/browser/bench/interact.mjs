@@ -8,14 +8,15 @@
 // A page without a feature (an older build) reports nulls for it.
 //
 //   node tests/browser/bench/interact.mjs RUN...     (each RUN: a file, or a directory whose
-//                                                     *.sqlite exports are loaded together)
+//                                                     exports and logs are loaded together: a
+//                                                     kernel's fields need its log lines)
 import fs from 'node:fs';
 import path from 'node:path';
 import { startSession } from '../harness.mjs';
 
 function exportsOf(p) {
   if (!fs.statSync(p).isDirectory()) return [p];
-  return fs.readdirSync(p).sort().filter((e) => e.endsWith('.sqlite')).map((e) => path.join(p, e));
+  return fs.readdirSync(p).sort().filter((e) => e.endsWith('.sqlite') || e.endsWith('.log')).map((e) => path.join(p, e));
 }
 
 const stats = (xs) => {
