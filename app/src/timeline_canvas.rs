@@ -188,7 +188,13 @@ pub fn TimelineCanvas(
         let Some(from) = drag_from.get_untracked() else {
             // Not dragging: the kernel under the mouse goes to the tooltip.
             let w = width();
-            let hit = timeline.with_untracked(|t| hit_test(t, v, w, x, y));
+            let hit = timeline.with_untracked(|t| {
+                let (row, i) = hit_test(t, v, w, x, y)?;
+                let (track, span) = (&t.tracks[row], &t.tracks[row].spans[i]);
+                let op = span.op.map_or("kernel", |op| op.name());
+                let us = (span.end_ns - span.start_ns) as f64 / 1e3;
+                Some(((row, i), format!("{op} · {} · {us:.1} µs", track.label)))
+            });
             hover.moved(hit, f64::from(e.client_x()), f64::from(e.client_y()));
             return;
         };

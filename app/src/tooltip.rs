@@ -43,6 +43,9 @@ pub struct Hover {
     target: RwSignal<Option<(usize, usize)>>,
     /// The mouse, in viewport pixels.
     at: RwSignal<(f64, f64)>,
+    /// What the timeline itself says of the target (operation, track, duration): the title
+    /// when the worker has no details (a kernel no log line matched, or no logs loaded).
+    fallback: StoredValue<String>,
     shown: RwSignal<Option<Tip>>,
     /// When the request in flight was sent (`Date.now()`), if one is.
     in_flight: StoredValue<Option<f64>>,
@@ -55,18 +58,22 @@ impl Hover {
         Hover {
             target: RwSignal::new(None),
             at: RwSignal::new((0.0, 0.0)),
+            fallback: StoredValue::new(String::new()),
             shown: RwSignal::new(None),
             in_flight: StoredValue::new(None),
             send,
         }
     }
 
-    /// The mouse is at viewport point (x, y), over kernel `kernel` (or none).
-    pub fn moved(self, kernel: Option<(usize, usize)>, x: f64, y: f64) {
+    /// The mouse is at viewport point (x, y), over kernel `kernel` (or none), which the
+    /// timeline describes as `fallback`.
+    pub fn moved(self, kernel: Option<((usize, usize), String)>, x: f64, y: f64) {
         self.at.set((x, y));
+        let (kernel, fallback) = kernel.map_or((None, String::new()), |(k, f)| (Some(k), f));
         if self.target.get_untracked() == kernel {
             return;
         }
+        self.fallback.set_value(fallback);
         self.target.set(kernel);
         if let Some(k) = kernel {
             self.ask(k);
@@ -97,10 +104,17 @@ impl Hover {
             let mut fields = fields;
             // A stable sort: the first fields in their order, the rest as they came.
             fields.sort_by_key(|(k, _)| FIRST.iter().position(|f| f == k).unwrap_or(FIRST.len()));
-            self.shown.set(details.map(|d| Tip {
-                key,
-                title: title(&d),
-                fields,
+            self.shown.set(Some(match details {
+                Some(d) => Tip {
+                    key,
+                    title: title(&d),
+                    fields,
+                },
+                None => Tip {
+                    key,
+                    title: format!("{} · no log line matched", self.fallback.get_value()),
+                    fields: Vec::new(),
+                },
             }));
         } else if let Some(k) = target {
             // The mouse moved on while the worker answered: ask about where it is now.

@@ -4,7 +4,11 @@
 // as the visible window's once zoomed to it), and the ruler's adaptive units.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSession, withScreenshot } from './harness.mjs';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startSession, withScreenshot, ROOT } from './harness.mjs';
+
+const DEMO = path.join(ROOT, 'target/www-demo/demo');
 
 let s;
 before(async () => { s = await startSession(); });
@@ -271,6 +275,29 @@ test('the time ruler has round ticks in units that follow the zoom', async () =>
     const stepNs = steps[0] * toNs[unit(deep[0])];
     assert.ok(stepNs > 0 && stepNs <= (w[1] - w[0]) / 4 * 1.001, `step ${stepNs} ns in a ${w[1] - w[0]} ns window`);
     assert.ok(/^[125]0*$/.test(String(Math.round(stepNs))), `round step ${stepNs}`);
+    assert.deepEqual(s.errors, []);
+  });
+});
+
+test('without log lines a hovered kernel still names its operation, track and duration', async () => {
+  await withScreenshot(s.page, 'interact-hover-exports-only', async () => {
+    const page = s.page;
+    await page.goto(s.url);
+    await page.getByTestId('load-demo').waitFor();
+    const exports = fs.readdirSync(DEMO).filter((f) => f.endsWith('.sqlite')).map((f) => path.join(DEMO, f));
+    assert.ok(exports.length >= 1);
+    await page.getByTestId('file-input').setInputFiles(exports);
+    await page.waitForFunction(() => document.querySelector('.page[data-analysis-ms]')
+      && document.querySelector('[data-testid=timeline]')?.dataset.window, null, { timeout: 120_000 });
+    const tooltip = page.getByTestId('tooltip');
+    let shown = false;
+    for (let i = 1; i < 60 && !shown; i++) {
+      await page.mouse.move(...await at(page, PLOT_X + (PLOT_W * i) / 60, 20 + 11));
+      shown = await tooltip.waitFor({ timeout: 1500 }).then(() => true, () => false);
+    }
+    assert.ok(shown, 'some kernel on row 0 shows a tooltip');
+    assert.match(await page.getByTestId('tooltip-title').textContent(), /^\S+ · .+ · [\d.]+ µs · no log line matched$/);
+    assert.equal(await page.locator('[data-testid=tooltip] [data-field-name]').count(), 0);
     assert.deepEqual(s.errors, []);
   });
 });
