@@ -8,11 +8,17 @@ mod bundle;
 mod client;
 mod communicators;
 mod details_panel;
+mod folders;
 mod minimap;
+mod nvtx_rows;
+mod panel_nav;
 mod panels;
 mod ranks;
 mod share;
+mod table;
+mod theme;
 mod timeline_canvas;
+mod timeline_controls;
 mod tooltip;
 mod window_panel;
 

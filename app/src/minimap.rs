@@ -75,6 +75,7 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
 
     Effect::new(move |_| {
         let vb = view_box();
+        crate::theme::revision().track();
         let Some(el) = canvas.get() else { return };
         columns.with(|cols| draw(&el, cols, vb));
     });
@@ -127,10 +128,12 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, cols: &[f32], view_box: Option<(f64
         return;
     };
     ctx.clear_rect(0.0, 0.0, WIDTH, HEIGHT);
-    ctx.set_fill_style_str("#555");
+    let colours = crate::theme::canvas_colours();
+    ctx.set_fill_style_str(&colours.text);
     ctx.set_font("11px sans-serif");
     let _ = ctx.fill_text("whole run", 4.0, HEIGHT / 2.0 + 4.0);
-    ctx.set_fill_style_str("#f4f4f4");
+    let [r, g, b] = colours.stripe;
+    ctx.set_fill_style_str(&format!("rgb({r}, {g}, {b})"));
     ctx.fill_rect(LABEL_WIDTH, 0.0, WIDTH - LABEL_WIDTH, HEIGHT);
     ctx.set_fill_style_str("#4e79a7");
     let inner = HEIGHT - 4.0;
@@ -142,8 +145,9 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, cols: &[f32], view_box: Option<(f64
         }
     }
     if let Some((x, w)) = view_box {
-        // Outside the view is dimmed; the view is outlined.
-        ctx.set_fill_style_str("rgba(255, 255, 255, 0.55)");
+        // Outside the view is dimmed (towards the theme's background); the view is outlined.
+        let [r, g, b] = colours.background;
+        ctx.set_fill_style_str(&format!("rgba({r}, {g}, {b}, 0.55)"));
         ctx.fill_rect(LABEL_WIDTH, 0.0, x - LABEL_WIDTH, HEIGHT);
         ctx.fill_rect(x + w, 0.0, WIDTH - x - w, HEIGHT);
         ctx.set_stroke_style_str("#d62728");

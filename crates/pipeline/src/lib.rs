@@ -13,13 +13,16 @@ mod comm_stats;
 mod comparison;
 mod details;
 mod digest;
+mod filter;
 mod kernel_bw;
+mod markers;
 mod predicted_times;
 mod processes;
 mod report;
 mod session;
 mod skew;
 mod sniff;
+mod span_facts;
 mod timeline;
 mod volumes;
 mod window;
@@ -36,13 +39,19 @@ pub use digest::records_digest;
 pub use enrich::Bottleneck;
 pub use enrich::ClockSync;
 pub use enrich::{Hints, Sizes};
+pub use filter::{filter_timeline, Filter, FilterCounts, FilterError, TimelineView};
 pub use kernel_bw::{kernel_bandwidths, KernelBw};
+pub use markers::{marker_rows, MAX_MARKERS_PER_ROW};
 pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
 pub use processes::{process_summaries, CommView, ProcessSummary};
 pub use report::FileReport;
 pub use session::{LogLoader, Session};
 pub use skew::{arrival_skew, CommSkew};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
-pub use timeline::{op_byte, Lod, Span, Timeline, Track, LOD_NO_OP};
+pub use span_facts::{annotate_spans, walk_span_facts, SpanFact};
+pub use timeline::{
+    op_byte, par_byte, Lod, Mark, Marker, MarkerKind, MarkerRow, Span, Timeline, Track, LOD_NO_OP,
+    LOW_CONFIDENCE, PARALLELISMS,
+};
 pub use volumes::{dominant_element_bytes, observed_volumes, traffic_bytes, RankVolume};
 pub use window::{window_summary, WindowRow, WindowSummary};

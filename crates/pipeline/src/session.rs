@@ -170,11 +170,11 @@ impl Session {
                 by_gpu
                     .entry((host.clone(), k.pid, k.device))
                     .or_default()
-                    .push(Span {
-                        start_ns: k.start_ns,
-                        end_ns: k.end_ns,
-                        op: decode_kernel_name(&k.name).and_then(|n| n.op),
-                    });
+                    .push(Span::new(
+                        k.start_ns,
+                        k.end_ns,
+                        decode_kernel_name(&k.name).and_then(|n| n.op),
+                    ));
             }
         }
         // A hostless export's pid belongs to the one log process with that pid, if only one.
@@ -191,6 +191,7 @@ impl Session {
             tracks: Vec::new(),
             start_ns: i64::MAX,
             end_ns: i64::MIN,
+            markers: Vec::new(),
         };
         let mut keyed: Vec<((u32, u32, u32), Track)> = Vec::new();
         for ((host, pid, device), mut spans) in by_gpu {
@@ -219,6 +220,7 @@ impl Session {
                 Track {
                     label,
                     lod: Lod::build(&spans),
+                    par_lod: Lod::default(),
                     spans,
                     source,
                 },
