@@ -112,11 +112,16 @@ pub fn TimelineCanvas(
     };
     // Ends a box selection: a range at least a few pixels wide is kept and aggregated; a click
     // clears it.
-    let finish_selection = move || {
-        if select_from.get_value().is_none() {
+    let finish_selection = move |e: &web_sys::MouseEvent| {
+        let Some(from) = select_from.get_value() else {
             return;
-        }
+        };
         select_from.set_value(None);
+        // The button's release is the range's end (the last moves may have been coalesced
+        // away by the browser).
+        if let Some(t) = time_at(point(e).0) {
+            selection.set(Some((from.min(t), from.max(t))));
+        }
         let Some(v) = view.get_untracked() else {
             return;
         };
@@ -152,16 +157,16 @@ pub fn TimelineCanvas(
         drag_from.set(Some(x));
         down_at.set(Some((x, y)));
     };
-    let on_leave = move |_| {
+    let on_leave = move |e: web_sys::MouseEvent| {
         drag_from.set(None);
         down_at.set(None);
         mouse_at.set_value(None);
-        finish_selection();
+        finish_selection(&e);
         hover.hide();
     };
     let on_up = move |e: web_sys::MouseEvent| {
         if select_from.get_value().is_some() {
-            finish_selection();
+            finish_selection(&e);
             return;
         }
         drag_from.set(None);

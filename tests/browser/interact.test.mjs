@@ -33,8 +33,9 @@ async function nextWindow(page, before) {
   return windowOf(page);
 }
 
-/** Page coordinates of canvas pixel (x, y). */
+/** Page coordinates of canvas pixel (x, y), the canvas scrolled into view first. */
 async function at(page, x, y) {
+  await page.getByTestId('timeline').scrollIntoViewIfNeeded();
   const box = await page.getByTestId('timeline').boundingBox();
   const scale = box.width / 1200;
   return [box.x + x * scale, box.y + y * scale];
@@ -205,8 +206,8 @@ test('shift+drag selects a range whose aggregate is the visible window\'s once z
     await page.waitForFunction(() => document.querySelector('[data-testid=timeline]').dataset.selection);
     const sel = (await canvas.getAttribute('data-selection')).split('_').map(Number);
     const px = (run[1] - run[0]) / PLOT_W;
-    assert.ok(Math.abs(sel[0] - (run[0] + 0.3 * (run[1] - run[0]))) < 2 * px, `selection ${sel}`);
-    assert.ok(Math.abs(sel[1] - (run[0] + 0.6 * (run[1] - run[0]))) < 2 * px, `selection ${sel}`);
+    assert.ok(Math.abs(sel[0] - (run[0] + 0.3 * (run[1] - run[0]))) < 2 * px, `selection ${sel} in ${run} now ${await windowOf(page)}`);
+    assert.ok(Math.abs(sel[1] - (run[0] + 0.6 * (run[1] - run[0]))) < 2 * px, `selection ${sel} in ${run}`);
     assert.deepEqual(await windowOf(page), run, 'a selection does not pan');
 
     const scope = page.getByTestId('window-scope');
