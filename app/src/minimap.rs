@@ -166,28 +166,27 @@ mod tests {
         // One track busy over the first half of the run, another idle: half the tracks busy in
         // the first half's columns, none in the second.
         let spans: Vec<Span> = (0..50)
-            .map(|i| Span {
-                start_ns: i * 100,
-                end_ns: i * 100 + 100,
-                op: None,
-            })
+            .map(|i| Span::new(i * 100, i * 100 + 100, None))
             .collect();
         let busy = Track {
             label: "rank 0".into(),
             lod: Lod::build(&spans),
             spans,
             source: None,
+            par_lod: Lod::default(),
         };
         let idle = Track {
             label: "rank 1".into(),
             spans: Vec::new(),
             lod: Lod::default(),
             source: None,
+            par_lod: Lod::default(),
         };
         let t = Timeline {
             tracks: vec![busy, idle],
             start_ns: 0,
             end_ns: 10_000,
+            ..Timeline::default()
         };
         let d = density(&t, 10);
         for c in &d[..4] {
