@@ -143,6 +143,15 @@ pub fn App() -> impl IntoView {
             ..LoadRequest::default()
         })
     };
+    // The kernel under the mouse: a pick flagged as a hover, for the tooltip only.
+    let hover = crate::tooltip::Hover::new(Callback::new(move |p: (usize, usize)| {
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            pick: Some(p),
+            hover: true,
+            ..LoadRequest::default()
+        })
+    }));
     let share_error = RwSignal::new(None::<String>);
     // A self-contained link just made (shown and in the address bar), or why it could not be.
     let show_link = move |made: Option<Result<String, String>>| match made {
@@ -155,15 +164,24 @@ pub fn App() -> impl IntoView {
     };
     // The aggregate of the visible window, asked for on demand (a pan must not flood the worker).
     let window_summary = RwSignal::new(None::<pipeline::WindowSummary>);
+    // A range selected on the timeline (ns), and which range the aggregate shown is of.
+    let selection = RwSignal::new(None::<(f64, f64)>);
+    let window_scope = RwSignal::new(crate::window_panel::Scope::Visible);
+    // The worker answers in order: the next aggregate is of the range last asked about.
+    let asked_scope = StoredValue::new(crate::window_panel::Scope::Visible);
+    let ask_range = move |(a, b): (f64, f64), scope| {
+        asked_scope.set_value(scope);
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            window: Some((a as i64, b as i64)),
+            ..LoadRequest::default()
+        })
+    };
     let ask_window = move || {
         let Some(v) = window.get_untracked() else {
             return;
         };
-        client::load(LoadRequest {
-            digests: digests_wanted(),
-            window: Some((v.start_ns as i64, v.end_ns as i64)),
-            ..LoadRequest::default()
-        })
+        ask_range((v.start_ns, v.end_ns), crate::window_panel::Scope::Visible)
     };
     let ask_export = move |kind: &str| {
         client::load(LoadRequest {
@@ -271,12 +289,23 @@ pub fn App() -> impl IntoView {
                 window.set(Some(w));
             }
         }
-        ToPage::Window { summary } => window_summary.set(Some(summary)),
+        ToPage::Window { summary } => {
+            window_scope.set(asked_scope.get_value());
+            window_summary.set(Some(summary));
+        }
         ToPage::Details {
             track,
             span,
             details: d,
             fields,
+            hover: true,
+        } => hover.answer((track, span), d, fields),
+        ToPage::Details {
+            track,
+            span,
+            details: d,
+            fields,
+            hover: false,
         } => {
             // A link's selection arrives as whatever (track, span) the worker resolved it to.
             if awaiting_selection.get_untracked() {
@@ -675,6 +704,7 @@ pub fn App() -> impl IntoView {
                     status=view_status.into()
                     on_apply=Callback::new(ask_view)
                 />
+                <crate::minimap::Minimap timeline=timeline.into() view=window />
                 <crate::nvtx_rows::NvtxRows timeline=timeline.into() view=window.into() />
                 <TimelineCanvas
                     timeline=timeline.into()
@@ -682,6 +712,9 @@ pub fn App() -> impl IntoView {
                     selected=selected.into()
                     flow=flow
                     on_pick=Callback::new(pick)
+                    selection=selection
+                    on_select=Callback::new(move |r| ask_range(r, crate::window_panel::Scope::Selection))
+                    hover=hover
                 />
                 {move || selected.get().map(|_| view! {
                     <section class="details-panel" data-testid="details">
@@ -716,7 +749,9 @@ pub fn App() -> impl IntoView {
                         "Aggregate the visible window"
                     </button>
                     {move || window_summary.get().map(|w| view! {
-                        <div data-testid="window-aggregate">{crate::window_panel::summary_view(&w)}</div>
+                        <div data-testid="window-aggregate">
+                            {crate::window_panel::scoped_view(&w, Some((window_scope.get(), timeline.with_untracked(|t| t.start_ns))))}
+                        </div>
                     })}
                 </section>
                 <div id="panel-ranks"><RankTable ranks=ranks.into() /></div>

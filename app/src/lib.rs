@@ -11,5 +11,6 @@ pub mod link;
 pub mod loader;
 pub mod panel_data;
 pub mod theory_panel;
+pub mod timeline_math;
 pub mod views;
 pub mod wire;

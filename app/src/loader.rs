@@ -151,6 +151,7 @@ async fn serve(req: LoadRequest) {
                 span,
                 details,
                 fields,
+                hover: req.hover,
             },
             None,
         );

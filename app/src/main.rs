@@ -9,6 +9,7 @@ mod client;
 mod communicators;
 mod details_panel;
 mod folders;
+mod minimap;
 mod nvtx_rows;
 mod panel_nav;
 mod panels;
@@ -18,6 +19,7 @@ mod table;
 mod theme;
 mod timeline_canvas;
 mod timeline_controls;
+mod tooltip;
 mod window_panel;
 
 fn main() {

@@ -1,12 +1,16 @@
 //! The per-rank timeline, drawn on a canvas: one row per track, kernels coloured by operation.
-//! Wheel zooms around the cursor, drag pans.
+//! Wheel (or W/S) zooms around the cursor, drag (or A/D) pans, shift+drag selects a range; the
+//! minimap above shows the whole run and the tooltip the kernel under the mouse.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use model::OpType;
+use ncclscope_app::timeline_math::{ticks, zoom, Motion, FIRST_STEP_S};
 use pipeline::{Lod, Mark, Timeline, LOD_NO_OP};
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
+
+use crate::tooltip::{Hover, Tooltip};
 
 pub const ROW_HEIGHT: f64 = 22.0;
 pub const LABEL_WIDTH: f64 = 180.0;
@@ -22,6 +26,10 @@ pub struct View {
 /// `view` is the visible window: the page owns it so that a link can carry and restore it.
 /// A click (not a drag) on a kernel calls `on_pick(track, span)`; `selected` is outlined, and
 /// `flow` (rank, synchronised start) joins the members of the selected collective.
+/// Shift+drag (or a drag on the ruler) selects a time range, shaded, and calls `on_select`
+/// with it when released; Escape clears it. The mouse's kernel goes to `hover` (the tooltip).
+/// Focused, the canvas takes Perfetto's keys: W/S zoom, A/D pan (and the arrows), F zooms to
+/// the selection.
 #[component]
 pub fn TimelineCanvas(
     timeline: Signal<Timeline>,
@@ -29,10 +37,23 @@ pub fn TimelineCanvas(
     selected: Signal<Option<(usize, usize)>>,
     flow: Signal<Vec<(u32, i64)>>,
     on_pick: Callback<(usize, usize)>,
+    selection: RwSignal<Option<(f64, f64)>>,
+    on_select: Callback<(f64, f64)>,
+    hover: Hover,
 ) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
     let down_at = RwSignal::new(None::<(f64, f64)>);
     let drag_from = RwSignal::new(None::<f64>);
+    // Where a box selection started (ns), while the button is down.
+    let select_from = StoredValue::new(None::<f64>);
+    // The mouse's fraction of the plot's width, the keys' zoom centre (None: off the canvas).
+    let mouse_at = StoredValue::new(None::<f64>);
+    let keys = Keys {
+        held: StoredValue::new(Vec::new()),
+        last_frame: StoredValue::new(None),
+        view,
+        mouse_at,
+    };
 
     // A new timeline shows the whole run, unless the user had zoomed into a part of the last
     // one that this one still covers (a filter or clock change keeps the place; so does a
@@ -50,13 +71,17 @@ pub fn TimelineCanvas(
         });
         if !keep {
             view.set((end_ns > start_ns).then_some(whole((start_ns, end_ns))));
+            selection.set(None);
         }
+        // The spans' indices changed: what the tooltip showed is another kernel's.
+        hover.hide();
         (start_ns, end_ns)
     });
 
     Effect::new(move |_| {
         let v = view.get();
         let sel = selected.get();
+        let range = selection.get();
         crate::theme::revision().track();
         let el = canvas.get();
         flow.with(|flow| {
@@ -64,43 +89,92 @@ pub fn TimelineCanvas(
                 if let (Some(el), Some(v)) = (el, v) {
                     draw(&el, t, v);
                     mark(&el, t, v, sel, flow);
+                    shade(&el, v, range);
                 }
             })
         });
     });
 
     let width = move || canvas.get().map(|c| c.width() as f64).unwrap_or(1000.0);
+    // A mouse event's point in the canvas' own pixels (offsets are CSS pixels; the canvas is
+    // scaled to the page's width).
+    let point = move |e: &web_sys::MouseEvent| {
+        let scale = canvas.get_untracked().map_or(1.0, |c| {
+            c.width() as f64 / f64::from(c.client_width().max(1))
+        });
+        (e.offset_x() as f64 * scale, e.offset_y() as f64 * scale)
+    };
+    // The time at canvas x, in the current view.
+    let time_at = move |x: f64| {
+        let v = view.get_untracked()?;
+        let w = width() - LABEL_WIDTH;
+        Some(v.start_ns + (v.end_ns - v.start_ns) * ((x - LABEL_WIDTH) / w).clamp(0.0, 1.0))
+    };
+    // Ends a box selection: a range at least a few pixels wide is kept and aggregated; a click
+    // clears it.
+    let finish_selection = move |e: &web_sys::MouseEvent| {
+        let Some(from) = select_from.get_value() else {
+            return;
+        };
+        select_from.set_value(None);
+        // The button's release is the range's end (the last moves may have been coalesced
+        // away by the browser).
+        if let Some(t) = time_at(point(e).0) {
+            selection.set(Some((from.min(t), from.max(t))));
+        }
+        let Some(v) = view.get_untracked() else {
+            return;
+        };
+        let min = 3.0 * (v.end_ns - v.start_ns) / (width() - LABEL_WIDTH);
+        match selection.get_untracked() {
+            Some((a, b)) if b - a >= min => on_select.run((a, b)),
+            _ => selection.set(None),
+        }
+    };
     let on_wheel = move |e: web_sys::WheelEvent| {
         e.prevent_default();
         let Some(v) = view.get_untracked() else {
             return;
         };
+        let (x, _) = point(&e);
         let w = width() - LABEL_WIDTH;
-        let x = (e.offset_x() as f64 - LABEL_WIDTH).clamp(0.0, w);
-        let at = v.start_ns + (v.end_ns - v.start_ns) * x / w;
+        let at = ((x - LABEL_WIDTH) / w).clamp(0.0, 1.0);
         let factor = if e.delta_y() > 0.0 { 1.25 } else { 0.8 };
-        let span = ((v.end_ns - v.start_ns) * factor).max(1000.0);
-        let start = at - span * x / w;
-        view.set(Some(View {
-            start_ns: start,
-            end_ns: start + span,
-        }));
+        view.set(Some(View::from(zoom((v.start_ns, v.end_ns), at, factor))));
     };
     let on_down = move |e: web_sys::MouseEvent| {
-        drag_from.set(Some(e.offset_x() as f64));
-        down_at.set(Some((e.offset_x() as f64, e.offset_y() as f64)));
+        if e.button() != 0 {
+            return;
+        }
+        hover.hide();
+        let (x, y) = point(&e);
+        if (e.shift_key() || y < RULER_HEIGHT) && x >= LABEL_WIDTH {
+            let Some(t) = time_at(x) else { return };
+            select_from.set_value(Some(t));
+            selection.set(Some((t, t)));
+            return;
+        }
+        drag_from.set(Some(x));
+        down_at.set(Some((x, y)));
     };
-    let on_leave = move |_| {
+    let on_leave = move |e: web_sys::MouseEvent| {
         drag_from.set(None);
         down_at.set(None);
+        mouse_at.set_value(None);
+        finish_selection(&e);
+        hover.hide();
     };
     let on_up = move |e: web_sys::MouseEvent| {
+        if select_from.get_value().is_some() {
+            finish_selection(&e);
+            return;
+        }
         drag_from.set(None);
         let Some((x0, y0)) = down_at.get_untracked() else {
             return;
         };
         down_at.set(None);
-        let (x, y) = (e.offset_x() as f64, e.offset_y() as f64);
+        let (x, y) = point(&e);
         // A click, not the end of a drag.
         if (x - x0).abs() > 3.0 || (y - y0).abs() > 3.0 {
             return;
@@ -108,25 +182,80 @@ pub fn TimelineCanvas(
         let (Some(el), Some(v)) = (canvas.get_untracked(), view.get_untracked()) else {
             return;
         };
-        // Mouse offsets are CSS pixels; the canvas draws in its own (scaled by CSS width).
-        let scale = el.width() as f64 / f64::from(el.client_width().max(1));
-        let hit =
-            timeline.with_untracked(|t| hit_test(t, v, el.width() as f64, x * scale, y * scale));
+        let hit = timeline.with_untracked(|t| hit_test(t, v, el.width() as f64, x, y));
         if let Some(p) = hit {
             on_pick.run(p);
         }
     };
     let on_move = move |e: web_sys::MouseEvent| {
-        let (Some(from), Some(v)) = (drag_from.get_untracked(), view.get_untracked()) else {
+        let (x, y) = point(&e);
+        mouse_at.set_value(Some(
+            ((x - LABEL_WIDTH) / (width() - LABEL_WIDTH)).clamp(0.0, 1.0),
+        ));
+        if let Some(from) = select_from.get_value() {
+            if let Some(t) = time_at(x) {
+                selection.set(Some((from.min(t), from.max(t))));
+            }
+            return;
+        }
+        let Some(v) = view.get_untracked() else {
             return;
         };
-        let dx = e.offset_x() as f64 - from;
+        let Some(from) = drag_from.get_untracked() else {
+            // Not dragging: the kernel under the mouse goes to the tooltip.
+            let w = width();
+            let hit = timeline.with_untracked(|t| {
+                let (row, i) = hit_test(t, v, w, x, y)?;
+                let (track, span) = (&t.tracks[row], &t.tracks[row].spans[i]);
+                let op = span.op.map_or("kernel", |op| op.name());
+                let us = (span.end_ns - span.start_ns) as f64 / 1e3;
+                Some(((row, i), format!("{op} · {} · {us:.1} µs", track.label)))
+            });
+            hover.moved(hit, f64::from(e.client_x()), f64::from(e.client_y()));
+            return;
+        };
+        hover.hide();
+        let dx = x - from;
         let ns = dx * (v.end_ns - v.start_ns) / (width() - LABEL_WIDTH);
         view.set(Some(View {
             start_ns: v.start_ns - ns,
             end_ns: v.end_ns - ns,
         }));
-        drag_from.set(Some(e.offset_x() as f64));
+        drag_from.set(Some(x));
+    };
+    let on_key = move |e: web_sys::KeyboardEvent| {
+        if e.ctrl_key() || e.meta_key() || e.alt_key() {
+            return;
+        }
+        let key = e.key();
+        if let Some(m) = Motion::of_key(&key) {
+            e.prevent_default();
+            if !e.repeat() {
+                keys.press(m);
+            }
+            return;
+        }
+        match key.as_str() {
+            "Escape" => {
+                selection.set(None);
+                hover.hide();
+            }
+            "f" | "F" => {
+                if let Some((a, b)) = selection.get_untracked() {
+                    view.set(Some(View {
+                        start_ns: a,
+                        end_ns: b,
+                    }));
+                }
+            }
+            _ => return,
+        }
+        e.prevent_default();
+    };
+    let on_key_up = move |e: web_sys::KeyboardEvent| {
+        if let Some(m) = Motion::of_key(&e.key()) {
+            keys.release(m);
+        }
     };
 
     let height =
@@ -139,7 +268,10 @@ pub fn TimelineCanvas(
             <canvas
                 node_ref=canvas
                 data-testid="timeline"
+                tabindex="0"
+                aria-label="Timeline of every rank's NCCL kernels. W and S zoom, A and D pan, shift and drag selects a time range, Escape clears it."
                 data-window=move || view.get().map(|v| format!("{}_{}", v.start_ns as i64, v.end_ns as i64))
+                data-selection=move || selection.get().map(|(a, b)| format!("{}_{}", a as i64, b as i64))
                 width="1200"
                 height=move || height().to_string()
                 on:wheel=on_wheel
@@ -147,8 +279,83 @@ pub fn TimelineCanvas(
                 on:mouseup=on_up
                 on:mouseleave=on_leave
                 on:mousemove=on_move
+                on:keydown=on_key
+                on:keyup=on_key_up
+                on:blur=move |_| keys.clear()
             ></canvas>
+            <p class="hint">
+                "Wheel or W/S: zoom · drag or A/D: pan · shift+drag or drag on the ruler: select a range (F: zoom to it, Esc: clear) · click: details"
+            </p>
+            <Tooltip hover=hover />
         </section>
+    }
+}
+
+impl From<(f64, f64)> for View {
+    fn from((start_ns, end_ns): (f64, f64)) -> View {
+        View { start_ns, end_ns }
+    }
+}
+
+/// The navigation keys held down, and the animation that moves the view while any is.
+#[derive(Clone, Copy)]
+struct Keys {
+    held: StoredValue<Vec<Motion>>,
+    /// When the last animation frame ran (`Date.now()`); `None` when no frame is scheduled.
+    last_frame: StoredValue<Option<f64>>,
+    view: RwSignal<Option<View>>,
+    mouse_at: StoredValue<Option<f64>>,
+}
+
+impl Keys {
+    fn press(self, m: Motion) {
+        if self.held.with_value(|h| h.contains(&m)) {
+            return;
+        }
+        self.held.update_value(|h| h.push(m));
+        // A tap moves at once (it may end before the next frame); holding keeps moving.
+        self.step(m, FIRST_STEP_S);
+        if self.last_frame.get_value().is_none() {
+            self.last_frame.set_value(Some(js_sys::Date::now()));
+            request_animation_frame(move || self.frame());
+        }
+    }
+
+    fn release(self, m: Motion) {
+        self.held.update_value(|h| h.retain(|x| *x != m));
+    }
+
+    /// The canvas lost focus: keyups will not reach it, so nothing stays held.
+    fn clear(self) {
+        self.held.update_value(Vec::clear);
+    }
+
+    fn step(self, m: Motion, dt: f64) {
+        let at = self.mouse_at.get_value().unwrap_or(0.5);
+        if let Some(v) = self.view.get_untracked() {
+            self.view
+                .set(Some(View::from(m.apply((v.start_ns, v.end_ns), at, dt))));
+        }
+    }
+
+    fn frame(self) {
+        // The component may be gone (a new page state): stop quietly.
+        let Some(held) = self.held.try_get_value() else {
+            return;
+        };
+        if held.is_empty() {
+            self.last_frame.set_value(None);
+            return;
+        }
+        let now = js_sys::Date::now();
+        let last = self.last_frame.get_value().unwrap_or(now);
+        // Seconds since the last frame, bounded so a stalled tab does not jump far.
+        let dt = ((now - last) / 1000.0).clamp(0.0, 0.1);
+        self.last_frame.set_value(Some(now));
+        for m in held {
+            self.step(m, dt);
+        }
+        request_animation_frame(move || self.frame());
     }
 }
 
@@ -293,15 +500,7 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
 
     let colours = crate::theme::canvas_colours();
-    // Ruler: ten ticks with adaptive units, relative to the run's start.
-    ctx.set_fill_style_str(&colours.ruler);
-    ctx.set_font("11px sans-serif");
-    for i in 0..=10 {
-        let ns = v.start_ns + span * i as f64 / 10.0;
-        let x = x_of(ns);
-        ctx.fill_rect(x, RULER_HEIGHT - 5.0, 1.0, 5.0);
-        let _ = ctx.fill_text(&format_ns(ns - t.start_ns as f64), x + 2.0, 11.0);
-    }
+    ruler(canvas, &ctx, t, v, x_of, &colours.ruler);
 
     let mut pixels = Pixels::new(
         plot_w.max(1.0) as usize,
@@ -540,15 +739,47 @@ fn mark(
     }
 }
 
-fn format_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if a >= 1e9 {
-        format!("{:.3} s", ns / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.1} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
+/// The time ruler: round ticks (at most ten) in units that adapt to the zoom, relative to the
+/// run's start; the labels go to `data-ticks` for the tests.
+fn ruler(
+    canvas: &web_sys::HtmlCanvasElement,
+    ctx: &CanvasRenderingContext2d,
+    t: &Timeline,
+    v: View,
+    x_of: impl Fn(f64) -> f64,
+    colour: &str,
+) {
+    ctx.set_fill_style_str(colour);
+    ctx.set_font("11px sans-serif");
+    let marks = ticks((v.start_ns, v.end_ns), t.start_ns as f64, 10);
+    for (ns, label) in &marks {
+        let x = x_of(*ns);
+        ctx.fill_rect(x, RULER_HEIGHT - 5.0, 1.0, 5.0);
+        let _ = ctx.fill_text(label, x + 2.0, 11.0);
     }
+    let labels: Vec<&str> = marks.iter().map(|(_, l)| l.as_str()).collect();
+    let _ = canvas.set_attribute("data-ticks", &labels.join("|"));
+}
+
+/// Shades the selected time range over the ruler and every track, edged on both sides.
+fn shade(canvas: &web_sys::HtmlCanvasElement, v: View, range: Option<(f64, f64)>) {
+    let Some((a, b)) = range else { return };
+    let Some(ctx) = canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
+    else {
+        return;
+    };
+    let (w, h) = (canvas.width() as f64, canvas.height() as f64);
+    let plot_w = w - LABEL_WIDTH;
+    let span = (v.end_ns - v.start_ns).max(1.0);
+    let x_of = |ns: f64| (LABEL_WIDTH + (ns - v.start_ns) / span * plot_w).clamp(LABEL_WIDTH, w);
+    let (x0, x1) = (x_of(a), x_of(b));
+    ctx.set_fill_style_str("rgba(31, 119, 180, 0.18)");
+    ctx.fill_rect(x0, 0.0, (x1 - x0).max(1.0), h);
+    ctx.set_fill_style_str("rgba(31, 119, 180, 0.9)");
+    ctx.fill_rect(x0, 0.0, 1.0, h);
+    ctx.fill_rect(x1, 0.0, 1.0, h);
 }

@@ -1,6 +1,7 @@
 //! The aggregate of a time window (`pipeline::window_summary`): per operation type and per
 //! rank, kernels, bytes, busy time and mean algorithm bandwidth. Shown for the timeline's
-//! visible window, and for a summary that a self-contained link carries.
+//! visible window or a range selected on it, and for a summary that a self-contained link
+//! carries.
 
 use leptos::prelude::*;
 use ncclscope_app::wire::human_bytes;
@@ -39,11 +40,35 @@ fn rows_view(rows: &[WindowRow], what: &'static str) -> impl IntoView {
     }
 }
 
+/// Which range an aggregate is of, for its heading.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scope {
+    /// The timeline's visible window.
+    Visible,
+    /// A range selected on the timeline (shift+drag).
+    Selection,
+}
+
 /// The window's tables; every string is shown as text.
 pub fn summary_view(w: &WindowSummary) -> impl IntoView {
+    scoped_view(w, None)
+}
+
+/// The window's tables, headed by which range they aggregate: `scope`, with the run's start
+/// (ns) that the range is shown relative to.
+pub fn scoped_view(w: &WindowSummary, scope: Option<(Scope, i64)>) -> impl IntoView {
     let span_ms = (w.end_ns - w.start_ns) as f64 / 1e6;
+    let heading = scope.map(|(scope, origin)| {
+        let what = match scope {
+            Scope::Visible => "visible window",
+            Scope::Selection => "selection",
+        };
+        let ms = |ns: i64| (ns - origin) as f64 / 1e6;
+        format!("{what} {:.3}–{:.3} ms", ms(w.start_ns), ms(w.end_ns))
+    });
     view! {
         <div class="window-summary">
+            {heading.map(|h| view! { <h3 data-testid="window-scope">{h}</h3> })}
             <p class="hint">
                 {format!(
                     "Window of {span_ms:.3} ms: NCCL kernels that overlap it, counted whole; {} without a log operation.",

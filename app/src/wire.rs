@@ -71,6 +71,9 @@ pub enum ToPage {
         details: Option<KernelDetails>,
         /// Its enriched fields (the exports' columns, figure 4.2 of the thesis), as text.
         fields: Vec<(String, String)>,
+        /// The answer to a hover ([`LoadRequest::hover`]): for the tooltip, not the selection.
+        #[serde(default)]
+        hover: bool,
     },
     /// The timeline redrawn for a filter or clock the page asked for (the timeline travels
     /// beside when it changed; not when the query could not be read, or after a
@@ -116,6 +119,8 @@ pub struct LoadRequest {
     pub window: Option<(i64, i64)>,
     /// Details of the kernel at (track, span) of the last timeline ([`ToPage::Details`]).
     pub pick: Option<(usize, usize)>,
+    /// `pick` is the kernel under the mouse: answered the same way, flagged for the tooltip.
+    pub hover: bool,
     /// Details of the kernel with which a global rank ran an opCount of a communicator (by
     /// its id): a link's selection.
     pub pick_by: Option<(u32, String, u64)>,
@@ -160,6 +165,9 @@ impl LoadRequest {
         if let Some((t, i)) = self.pick {
             set(&msg, "pick_track", &JsValue::from_f64(t as f64));
             set(&msg, "pick_span", &JsValue::from_f64(i as f64));
+        }
+        if self.hover {
+            set(&msg, "hover", &JsValue::TRUE);
         }
         if let Some((a, b)) = self.window {
             set(&msg, "window_start", &JsValue::from_f64(a as f64));
@@ -207,6 +215,7 @@ impl LoadRequest {
                 .as_f64()
                 .zip(get(v, "pick_span")?.as_f64())
                 .map(|(t, i)| (t as usize, i as usize)),
+            hover: get(v, "hover")?.as_bool().unwrap_or(false),
             pick_by: match (
                 get(v, "pick_rank")?.as_f64(),
                 get(v, "pick_comm")?.as_string(),
