@@ -355,8 +355,13 @@ async fn load_and_analyse(req: &LoadRequest) {
     let started = js_sys::Date::now();
     let (result, timeline) = SESSION.with(|s| {
         let s = s.borrow();
-        let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
-        let built = s.timeline(&analysis.processes, &analysis.clocks);
+        // Only what the new files change is re-run: the last analysis and timeline are reused.
+        let previous = ANALYSIS.with(|a| a.borrow_mut().take());
+        let previous_timeline = TIMELINE.with(|t| std::mem::take(&mut *t.borrow_mut()));
+        let (mut analysis, mut rerun) =
+            pipeline::analyse_incremental(&s, &pipeline::UserSizes::default(), previous);
+        let built =
+            pipeline::timeline_incremental(&s, &mut analysis, Some(previous_timeline), &mut rerun);
         let timeline = encode_timeline(&built);
         TIMELINE.with(|t| *t.borrow_mut() = built);
         let result = ToPage::Result {
@@ -371,6 +376,7 @@ async fn load_and_analyse(req: &LoadRequest) {
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),
+            rerun: rerun.summary(),
         };
         ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
         (result, timeline)
