@@ -110,6 +110,7 @@ pub fn call_hints(
     first: &[ProcessAlignment],
 ) -> Vec<Vec<Option<(u64, u64)>>> {
     let lines: Vec<Vec<Option<usize>>> = first.iter().map(first_lines).collect();
+    let lines: Vec<&[Option<usize>]> = lines.iter().map(Vec::as_slice).collect();
     call_hints_from_lines(inputs, &lines)
 }
 
@@ -127,7 +128,7 @@ pub fn first_lines(first: &ProcessAlignment) -> Vec<Option<usize>> {
 /// [`call_hints`] from each process's [`first_lines`].
 pub fn call_hints_from_lines(
     inputs: &[ProcessInput<'_>],
-    first: &[Vec<Option<usize>>],
+    first: &[&[Option<usize>]],
 ) -> Vec<Vec<Option<(u64, u64)>>> {
     let mut hints: Vec<Vec<Option<(u64, u64)>>> =
         inputs.iter().map(|p| vec![None; p.kernels.len()]).collect();
@@ -148,7 +149,7 @@ pub fn call_hints_from_lines(
 /// Steps 1–4 for the processes `procs` of one clock domain.
 fn domain(
     inputs: &[ProcessInput<'_>],
-    first: &[Vec<Option<usize>>],
+    first: &[&[Option<usize>]],
     procs: &[usize],
     hints: &mut [Vec<Option<(u64, u64)>>],
 ) {
@@ -244,7 +245,7 @@ fn domain(
                 .filter(|((x, _), _)| *x == a)
                 .map(|((_, c), &s)| (c.k, s, c.class, c.dtype))
                 .collect();
-            for (k, call) in offsets(&inputs[p], &first[p], &mine) {
+            for (k, call) in offsets(&inputs[p], first[p], &mine) {
                 hints[p][k] = Some(call);
             }
         }
