@@ -2,27 +2,11 @@
 //! self-contained links) against an independent count over the enriched kernel records the
 //! exports write (`export::kernel_records`), on the generator's demo run.
 
-use pipeline::{analyse, window_summary, LogLoader, Session, UserSizes, WindowRow};
-use rusqlite::Connection;
-use sqlsource_native::NativeDb;
+use pipeline::{analyse, window_summary, Session, UserSizes, WindowRow};
 use std::collections::BTreeMap;
 
 fn demo_session() -> Session {
-    let preset = synth::preset("demo").expect("the demo preset");
-    let run = synth::generate_named(&preset.config, Some("demo"));
-    let mut session = Session::default();
-    for (i, (name, bytes)) in run.files.iter().enumerate() {
-        let mut loader = LogLoader::new(name, i as u32);
-        loader.feed(bytes);
-        session.add_log(loader.finish(bytes.len() as u64));
-    }
-    for rep in &run.reports {
-        let mut conn = Connection::open_in_memory().unwrap();
-        synth::write::write_report(&mut conn, rep).unwrap();
-        let db = NativeDb::from_connection(conn);
-        session.add_export(&db, &format!("report_{}.sqlite", rep.host), 0);
-    }
-    session
+    ncclscope_tests::generated_session("demo")
 }
 
 /// Per operation: the matched kernel records overlapping the window.

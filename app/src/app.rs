@@ -6,7 +6,7 @@ use leptos::task::spawn_local;
 use ncclscope_app::theory_panel::{prefill, saved_form, TheoryPanel, TheoryView, HARDWARE_FIELD};
 use ncclscope_app::views::{CommPanel, FileView, RankView};
 use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, ToPage};
-use pipeline::Timeline;
+use pipeline::{Timeline, TimelineView};
 use std::rc::Rc;
 use theory::form::to_toml;
 use web_sys::{Blob, File, FileList};
@@ -14,10 +14,12 @@ use web_sys::{Blob, File, FileList};
 use crate::budget_dialog::{BudgetDialog, Pending};
 use crate::client;
 use crate::communicators::Communicators;
+use crate::panel_nav::{show_panel, PanelNav};
 use crate::panels::AnalysisPanels;
 use crate::ranks::RankTable;
 use crate::share::{apply_link, link_from_page, LinkBanner, LinkState};
 use crate::timeline_canvas::{TimelineCanvas, View};
+use crate::timeline_controls::{TimelineControls, ViewStatus};
 use ncclscope_app::budget::{estimate, fits, FileEstimate, DEFAULT_LIMIT_BYTES};
 use ncclscope_app::files::fetch_blob;
 use ncclscope_app::panel_data::Panels;
@@ -101,6 +103,20 @@ pub fn App() -> impl IntoView {
             ..LoadRequest::default()
         })
     };
+    // The timeline's filter and clock as the worker last applied them, what it kept, and a
+    // link's window waiting for the view it belongs to.
+    let timeline_view = RwSignal::new(TimelineView::default());
+    let view_status = RwSignal::new(None::<ViewStatus>);
+    let pending_window = RwSignal::new(None::<View>);
+    let ask_view = move |v: TimelineView| {
+        client::load(LoadRequest {
+            digests: digests_wanted(),
+            view: Some(v),
+            ..LoadRequest::default()
+        })
+    };
+    // The panel last opened from the panel bar (a link carries it).
+    let open_panel = RwSignal::new(None::<String>);
     // The kernel picked on the timeline, and what the worker says about it.
     let selected = RwSignal::new(None::<(usize, usize)>);
     let details = RwSignal::new(None::<(pipeline::KernelDetails, Vec<(String, String)>)>);
@@ -210,6 +226,55 @@ pub fn App() -> impl IntoView {
                 ask_fingerprints();
             }
         }
+        ToPage::View {
+            filter,
+            original_clock,
+            kept,
+            total,
+            unmatched,
+            low_confidence,
+            error,
+        } => {
+            let refused = error.is_some();
+            view_status.set(Some(ViewStatus {
+                kept,
+                total,
+                unmatched,
+                low_confidence,
+                error,
+            }));
+            if refused {
+                return;
+            }
+            timeline_view.set(TimelineView {
+                filter,
+                original_clock,
+            });
+            if let Some(t) = new_timeline {
+                // The same kernel stays selected if it is still drawn (by identity: its
+                // position in the timeline changed).
+                let again = details.with_untracked(|d| {
+                    d.as_ref().and_then(|(d, _)| {
+                        d.instance.as_ref().map(|i| ncclscope_app::link::Selection {
+                            rank: d.rank,
+                            comm: i.comm_id.clone(),
+                            op_count: i.op_count,
+                        })
+                    })
+                });
+                selected.set(None);
+                details.set(None);
+                window_summary.set(None);
+                timeline.set(t);
+                if let Some(sel) = again {
+                    select_by(sel);
+                }
+            }
+            if let Some(w) = pending_window.get_untracked() {
+                pending_window.set(None);
+                window.set(Some(w));
+            }
+        }
         ToPage::Window { summary } => window_summary.set(Some(summary)),
         ToPage::Details {
             track,
@@ -230,11 +295,25 @@ pub fn App() -> impl IntoView {
             if let Some(expected) = link.with_untracked(LinkState::expected) {
                 let (state, restore) = apply_link(&expected, &files);
                 if let Some(r) = restore {
-                    if let Some((a, b)) = r.window {
-                        window.set(Some(View {
-                            start_ns: a as f64,
-                            end_ns: b as f64,
-                        }));
+                    let restored_view = TimelineView {
+                        filter: r.filter.clone().unwrap_or_default(),
+                        original_clock: r.original_clock,
+                    };
+                    let w = r.window.map(|(a, b)| View {
+                        start_ns: a as f64,
+                        end_ns: b as f64,
+                    });
+                    if restored_view != timeline_view.get_untracked() {
+                        // The window belongs to the link's view: set it once that is drawn
+                        // (the worker answers in order, before the selection below).
+                        pending_window.set(w);
+                        ask_view(restored_view);
+                    } else if let Some(w) = w {
+                        window.set(Some(w));
+                    }
+                    if let Some(p) = r.panel.clone() {
+                        open_panel.set(Some(p.clone()));
+                        show_panel(&p);
                     }
                     if let Some(sel) = r.selection.clone() {
                         select_by(sel);
@@ -263,6 +342,8 @@ pub fn App() -> impl IntoView {
                     &theory_form.get_untracked(),
                     files,
                     selection,
+                    &timeline_view.get_untracked(),
+                    open_panel.get_untracked(),
                 );
                 share_url.set(Some(here));
             }
@@ -395,7 +476,28 @@ pub fn App() -> impl IntoView {
     let _ = window_event_listener(ev::drop, move |e| {
         e.prevent_default();
         dragging.set(false);
-        on_files(e.data_transfer().and_then(|d| d.files()));
+        let Some(dt) = e.data_transfer() else { return };
+        // Folders are read through their entries (taken now: the drop's data empties after).
+        match crate::folders::dropped_folders(&dt) {
+            Some(entries) => spawn_local(async move {
+                match crate::folders::files_of_entries(entries).await {
+                    Ok(items) if !items.is_empty() => offer(items),
+                    Ok(_) => {}
+                    Err(e) => rows.update(|r| {
+                        r.push(Row {
+                            name: "dropped folder".into(),
+                            size: 0,
+                            read: 0,
+                            stage: None,
+                            report: Some(FileView::failed(format!(
+                                "could not read the folder: {e}"
+                            ))),
+                        })
+                    }),
+                }
+            }),
+            None => on_files(dt.files()),
+        }
     });
 
     // A link pasted into this tab changes only the fragment: read it again, and check it
@@ -435,6 +537,14 @@ pub fn App() -> impl IntoView {
             }
         });
     };
+
+    // A folder chooser: `webkitdirectory` is not a typed attribute, so it is set once mounted.
+    let folder_input = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(el) = folder_input.get() {
+            let _ = el.set_attribute("webkitdirectory", "");
+        }
+    });
 
     let load_demo = move |_| {
         // Only the fetch of the demo's files runs here; the worker reads them.
@@ -477,7 +587,25 @@ pub fn App() -> impl IntoView {
                             }
                         />
                     </label>
+                    <label class="button">
+                        "Choose folder…"
+                        <input
+                            type="file"
+                            node_ref=folder_input
+                            data-testid="folder-input"
+                            on:change=move |e| {
+                                let input: web_sys::HtmlInputElement = event_target(&e);
+                                if let Some(list) = input.files() {
+                                    let items = crate::folders::files_of_list(&list);
+                                    if !items.is_empty() {
+                                        offer(items);
+                                    }
+                                }
+                            }
+                        />
+                    </label>
                     <button data-testid="load-demo" on:click=load_demo>"Load demo run"</button>
+                    <crate::theme::ThemeToggle />
                 </div>
             </header>
             <LinkBanner state=link.into() on_sources=Callback::new(load_sources) />
@@ -548,6 +676,15 @@ pub fn App() -> impl IntoView {
                     })}
                     {move || share_error.get().map(|e| view! { <span class="error" data-testid="share-error">{e}</span> })}
                 </div>
+                <PanelNav open=open_panel />
+                <section id="panel-timeline" class="timeline-area">
+                <h2>"Timeline"</h2>
+                <TimelineControls
+                    applied=timeline_view.into()
+                    status=view_status.into()
+                    on_apply=Callback::new(ask_view)
+                />
+                <crate::nvtx_rows::NvtxRows timeline=timeline.into() view=window.into() />
                 <TimelineCanvas
                     timeline=timeline.into()
                     view=window
@@ -582,7 +719,8 @@ pub fn App() -> impl IntoView {
                         }}
                     </section>
                 })}
-                <section class="window-panel">
+                </section>
+                <section class="window-panel" id="panel-window">
                     <button data-testid="aggregate-window" hidden=is_bundle on:click=move |_| ask_window()>
                         "Aggregate the visible window"
                     </button>
@@ -590,9 +728,10 @@ pub fn App() -> impl IntoView {
                         <div data-testid="window-aggregate">{crate::window_panel::summary_view(&w)}</div>
                     })}
                 </section>
-                <RankTable ranks=ranks.into() />
-                <Communicators panel=comms.into() />
+                <div id="panel-ranks"><RankTable ranks=ranks.into() /></div>
+                <div id="panel-communicators"><Communicators panel=comms.into() /></div>
                 <AnalysisPanels panels=panels.into() />
+                <div id="panel-theory">
                 <TheoryPanel
                     form=theory_form
                     typed=typed
@@ -601,6 +740,7 @@ pub fn App() -> impl IntoView {
                     error=theory_error
                     on_apply=Callback::new(ask_theory)
                 />
+                </div>
             </Show>
             <p class="privacy" data-testid="privacy">"Files are read in this tab only; nothing is uploaded. After the first visit the page also works offline."</p>
         </div>
@@ -613,14 +753,18 @@ fn EmptyState() -> impl IntoView {
     view! {
         <section class="empty" data-testid="empty-state">
             <h2>"Drop NCCL logs and Nsight Systems exports anywhere on this page"</h2>
+            <p>"Or choose them with “Choose files…”. Drop every rank's files together: the logs say which collective each rank called, the exports when its kernels ran."</p>
             <ul>
                 <li>
-                    "NCCL debug logs: run with "
+                    <b>"NCCL debug logs"</b>" (text, one per process or one combined): run the job with "
                     <code>"NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL,INIT,GRAPH NCCL_DEBUG_FILE=nccl_%h_%p.log"</code>
-                    " (optionally "<code>"NCCL_DEBUG_TIMESTAMP_FORMAT=\"%s.%6f\""</code>")."
+                    " (optionally "<code>"NCCL_DEBUG_TIMESTAMP_FORMAT=\"%s.%6f\""</code>"). "
+                    <code>"COLL"</code>" logs every collective, "<code>"INIT"</code>" the ranks and communicators, "
+                    <code>"GRAPH"</code>" the topology."
                 </li>
                 <li>
-                    "Nsight Systems: "<code>"nsys profile --trace=cuda,nvtx …"</code>" then "
+                    <b>"Nsight Systems exports"</b>" ("<code>".sqlite"</code>", one per process or node): "
+                    <code>"nsys profile --trace=cuda,nvtx -o report …"</code>" then "
                     <code>"nsys export --type sqlite report.nsys-rep"</code>"."
                 </li>
                 <li>"Or press “Load demo run” to see a synthetic multi-rank run."</li>

@@ -3,10 +3,10 @@
 //! files it was loading and starts a fresh one for the next drop.
 
 use ncclscope_app::views::FileView;
-use ncclscope_app::wire::{decode_timeline, LoadRequest, ToPage};
+use ncclscope_app::wire::{LoadRequest, TimelineDecoder, ToPage};
 use pipeline::Timeline;
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -18,8 +18,25 @@ const WORKER_URL: &str = "./ncclscope-worker_loader.js";
 /// What the page does with each message (the timeline is decoded already).
 pub type Handler = Rc<dyn Fn(ToPage, Option<Timeline>)>;
 
-/// A recorded message: its kind, its JSON and its binary timeline.
-type Recorded = (std::mem::Discriminant<ToPage>, String, Option<Vec<u8>>);
+/// A recorded message: its kind, its JSON and its binary timeline (the buffer the worker
+/// transferred, not a copy: it is read only if a bundle is exported).
+type Recorded = (
+    std::mem::Discriminant<ToPage>,
+    String,
+    Option<js_sys::Uint8Array>,
+);
+
+/// A timeline's bytes: as the worker transferred them, or from a bundle.
+enum Bytes {
+    Js(js_sys::Uint8Array),
+    Owned(Vec<u8>),
+}
+
+/// Spans decoded per task when a timeline arrives: a few milliseconds of work, so that millions
+/// of spans never make one long task.
+const SPANS_PER_TASK: usize = 100_000;
+/// Bytes copied from the worker's buffer into wasm memory per task.
+const BYTES_PER_TASK: u32 = 16 << 20;
 
 struct Client {
     worker: Worker,
@@ -35,6 +52,10 @@ thread_local! {
     static HANDLER: RefCell<Option<Handler>> = const { RefCell::new(None) };
     static NO_WORKER: Cell<bool> = const { Cell::new(false) };
     static RECORDING: RefCell<Vec<Recorded>> = const { RefCell::new(Vec::new()) };
+    /// Messages waiting for a timeline before them to be decoded: the views see every message
+    /// in the order the worker sent it.
+    static INBOX: RefCell<VecDeque<(ToPage, Option<Bytes>)>> = const { RefCell::new(VecDeque::new()) };
+    static PUMPING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Sets what the page does with the worker's messages; call once when the app mounts.
@@ -166,25 +187,37 @@ fn on_message(e: MessageEvent) {
     let timeline = js_sys::Reflect::get(&data, &"timeline".into())
         .ok()
         .filter(|t| !t.is_undefined())
-        .map(|buffer| js_sys::Uint8Array::new(&buffer).to_vec());
+        .map(|buffer| js_sys::Uint8Array::new(&buffer));
     // Every file's report counts; a later analysis or comparison replaces the earlier one, so
     // only the last is kept (a timeline can be hundreds of MB).
+    // A new analysis also supersedes the last filtered view (which came with the old one).
     let replaces = match msg {
         ToPage::Report { .. } => Some(false),
-        ToPage::Result { .. } | ToPage::Theory { .. } => Some(true),
+        ToPage::Result { .. } | ToPage::Theory { .. } | ToPage::View { .. } => Some(true),
         _ => None,
     };
     if let Some(replaces) = replaces {
         let kind = std::mem::discriminant(&msg);
+        let also = matches!(msg, ToPage::Result { .. }).then(|| {
+            std::mem::discriminant(&ToPage::View {
+                filter: String::new(),
+                original_clock: false,
+                kept: 0,
+                total: 0,
+                unmatched: 0,
+                low_confidence: 0,
+                error: None,
+            })
+        });
         RECORDING.with(|r| {
             let mut r = r.borrow_mut();
             if replaces {
-                r.retain(|(k, _, _)| *k != kind);
+                r.retain(|(k, _, _)| *k != kind && Some(*k) != also);
             }
             r.push((kind, json.clone(), timeline.clone()));
         });
     }
-    deliver_raw(msg, timeline);
+    deliver_raw(msg, timeline.map(Bytes::Js));
 }
 
 /// What shaped the views so far, as received (every file's report, the last analysis with its
@@ -193,7 +226,7 @@ pub fn recording() -> Vec<(String, Option<Vec<u8>>)> {
     RECORDING.with(|r| {
         r.borrow()
             .iter()
-            .map(|(_, json, t)| (json.clone(), t.clone()))
+            .map(|(_, json, t)| (json.clone(), t.as_ref().map(|t| t.to_vec())))
             .collect()
     })
 }
@@ -202,22 +235,76 @@ pub fn recording() -> Vec<(String, Option<Vec<u8>>)> {
 pub fn replay(messages: Vec<(String, Option<Vec<u8>>)>) {
     for (json, timeline) in messages {
         match serde_json::from_str::<ToPage>(&json) {
-            Ok(msg) => deliver_raw(msg, timeline),
+            Ok(msg) => deliver_raw(msg, timeline.map(Bytes::Owned)),
             Err(e) => web_sys::console::error_1(&format!("bundle: {e}").into()),
         }
     }
 }
 
-fn deliver_raw(msg: ToPage, timeline: Option<Vec<u8>>) {
-    let timeline = match timeline.map(|b| decode_timeline(&b)) {
-        Some(Ok(t)) => Some(t),
-        Some(Err(err)) => {
-            web_sys::console::error_1(&err.into());
-            None
+/// Hands `msg` to the views, after its timeline (if any) is decoded and after every message
+/// before it: a big timeline is copied and decoded over several tasks.
+fn deliver_raw(msg: ToPage, timeline: Option<Bytes>) {
+    if timeline.is_none() && !PUMPING.with(Cell::get) {
+        deliver_with(msg, None);
+        return;
+    }
+    INBOX.with(|q| q.borrow_mut().push_back((msg, timeline)));
+    if !PUMPING.with(|p| p.replace(true)) {
+        wasm_bindgen_futures::spawn_local(pump());
+    }
+}
+
+async fn pump() {
+    while let Some((msg, bytes)) = INBOX.with(|q| q.borrow_mut().pop_front()) {
+        let timeline = match bytes {
+            Some(b) => match decode_in_tasks(b).await {
+                Ok(t) => Some(t),
+                Err(err) => {
+                    web_sys::console::error_1(&err.into());
+                    None
+                }
+            },
+            None => None,
+        };
+        deliver_with(msg, timeline);
+    }
+    PUMPING.with(|p| p.set(false));
+}
+
+async fn decode_in_tasks(bytes: Bytes) -> Result<Timeline, String> {
+    let bytes = match bytes {
+        Bytes::Owned(v) => v,
+        Bytes::Js(array) => {
+            let len = array.length();
+            let mut v = vec![0u8; len as usize];
+            let mut at = 0;
+            while at < len {
+                let end = len.min(at + BYTES_PER_TASK);
+                array
+                    .subarray(at, end)
+                    .copy_to(&mut v[at as usize..end as usize]);
+                at = end;
+                if at < len {
+                    next_task().await;
+                }
+            }
+            v
         }
-        None => None,
     };
-    deliver_with(msg, timeline);
+    let mut d = TimelineDecoder::new(&bytes)?;
+    while !d.step(&bytes, SPANS_PER_TASK)? {
+        next_task().await;
+    }
+    d.finish(&bytes)
+}
+
+/// Resolves in a later task (a zero-delay timer), so the browser can paint and handle input.
+async fn next_task() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let global: web_sys::Window = js_sys::global().unchecked_into();
+        let _ = global.set_timeout_with_callback(&resolve);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// The worker is gone: fail what it was loading; the next load starts a new one.
@@ -248,7 +335,7 @@ fn crashed(reason: String) {
 }
 
 fn deliver(msg: ToPage) {
-    deliver_with(msg, None);
+    deliver_raw(msg, None);
 }
 
 fn deliver_with(msg: ToPage, timeline: Option<Timeline>) {

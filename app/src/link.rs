@@ -9,7 +9,8 @@
 //! What it returns is plain data; the page shows it as text, never as markup.
 //!
 //! Format (`&`-separated, values percent-encoded, order free):
-//! `v=1&w=START_NS_END_NS&s=RANK*COMM*OPCOUNT&f=NAME*SIZE*SHA256&t=FIELD*VALUE&sum=SUMMARY&k=KERNEL&src=URL,URL`
+//! `v=1&w=START_NS_END_NS&s=RANK*COMM*OPCOUNT&q=FILTER&c=o&p=PANEL&f=NAME*SIZE*SHA256&t=FIELD*VALUE&sum=SUMMARY&k=KERNEL&src=URL,URL`
+//! (`q` the timeline's filter query as typed, `c=o` the original clocks, `p` the panel open)
 //! with `f` and `t` repeated; `#src=URL[,URL...]` alone is a link too. `SUMMARY` is a self-contained
 //! window aggregate, `KERNEL` a picked kernel's details; both JSON, deflated, base64url.
 
@@ -35,6 +36,8 @@ const MAX_URL_BYTES: usize = 2048;
 /// The longest `sum=` value (compressed, base64url).
 pub const MAX_SUMMARY_BYTES: usize = 32 * 1024;
 const MAX_SUMMARY_JSON_BYTES: usize = 4 << 20;
+/// The longest filter query (as `pipeline::filter::MAX_QUERY_BYTES`).
+const MAX_FILTER_BYTES: usize = 4096;
 /// The page's Content-Security-Policy admits this many source origins (`www/index.html`).
 pub const MAX_SOURCES: usize = 16;
 
@@ -82,6 +85,12 @@ pub struct ViewLink {
     /// `sum=`: a self-contained summary (a time window's aggregate), compressed; a recipient
     /// sees it without any file.
     pub summary: Option<WindowSummary>,
+    /// `q=`: the timeline's filter query, as typed (read by `pipeline::Filter` in the worker).
+    pub filter: Option<String>,
+    /// `c=o`: the timeline in each rank's original clock, not synchronised.
+    pub original_clock: bool,
+    /// `p=`: the panel the sender had open (a panel id: lower-case letters and `-`).
+    pub panel: Option<String>,
 }
 
 /// The fragment (without `#`) for `link`.
@@ -95,6 +104,15 @@ pub fn encode(link: &ViewLink) -> String {
     }
     for (k, v) in &link.theory {
         parts.push(format!("t={}*{}", pct(k), pct(v)));
+    }
+    if let Some(q) = link.filter.as_ref().filter(|q| !q.is_empty()) {
+        parts.push(format!("q={}", pct(q)));
+    }
+    if link.original_clock {
+        parts.push("c=o".into());
+    }
+    if let Some(p) = &link.panel {
+        parts.push(format!("p={}", pct(p)));
     }
     if let Some(sel) = &link.selection {
         parts.push(format!(
@@ -161,6 +179,13 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
             "sum" => link.summary = Some(unpack(value)?),
             "k" => link.kernel = Some(unpack(value)?),
             "s" => link.selection = Some(selection(value)?),
+            "q" => link.filter = Some(unpct(value, MAX_FILTER_BYTES)?),
+            "c" => match value {
+                "o" => link.original_clock = true,
+                "s" => link.original_clock = false,
+                _ => return Err(format!("clock “{}” is not o or s", shorten(value))),
+            },
+            "p" => link.panel = Some(panel(value)?),
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
         }
@@ -252,6 +277,17 @@ fn selection(value: &str) -> Result<Selection, String> {
         comm: unpct(comm, MAX_VALUE_BYTES)?,
         op_count: u64::from_str_radix(oc, 16).map_err(|_| bad())?,
     })
+}
+
+/// A panel id: short, lower-case letters and `-` (it names an element the page scrolls to).
+fn panel(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 32
+        && value.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
+    if !ok {
+        return Err(format!("panel “{}” is not a panel name", shorten(value)));
+    }
+    Ok(value.to_string())
 }
 
 fn window(value: &str) -> Result<(i64, i64), String> {
@@ -403,6 +439,9 @@ mod tests {
             ],
             sources: Vec::new(),
             summary: None,
+            filter: None,
+            original_clock: false,
+            panel: None,
             selection: Some(Selection {
                 rank: 7,
                 comm: "0x9f3c*&".into(),
@@ -452,6 +491,9 @@ mod tests {
             }),
         };
         let link = ViewLink {
+            filter: Some("op:allreduce,p2p size:>=1MiB -rank:0-3 <b>&".into()),
+            original_clock: true,
+            panel: Some("bandwidth".into()),
             sources: vec![
                 "https://store.example/run%201/a.log?x=1&y=2".into(),
                 "http://127.0.0.1:9/b,c.sqlite".into(),
@@ -580,6 +622,10 @@ mod tests {
             "v=1&s=1*0xab",
             "v=1&s=x*0xab*1",
             "v=1&s=1*0xab*zz",
+            "v=1&c=x",
+            "v=1&p=%3Cscript%3E",
+            "v=1&p=Ranks",
+            "v=1&q=%ZZ",
             long.as_str(),
             many.as_str(),
         ];

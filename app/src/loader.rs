@@ -6,7 +6,9 @@
 //! serving the next files and the next drops.
 
 use js_sys::{Array, Uint8Array};
-use pipeline::{sniff, Analysis, FileReport, InputKind, LogLoader, Session, Timeline, SNIFF_BYTES};
+use pipeline::{
+    sniff, Analysis, FileReport, InputKind, LogLoader, Session, Timeline, TimelineView, SNIFF_BYTES,
+};
 use sha2::{Digest, Sha256};
 use sqlsource_sqljs::SqlJs;
 use std::cell::{Cell, RefCell};
@@ -44,6 +46,8 @@ thread_local! {
     static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
     /// The timeline last sent, with each track's process and GPU, to resolve the page's picks.
     static TIMELINE: RefCell<Timeline> = RefCell::new(Timeline::default());
+    /// The filter and clock the page asked for; every later analysis's timeline keeps them.
+    static VIEW: RefCell<TimelineView> = RefCell::new(TimelineView::default());
     /// Every file loaded so far (the browser's handle, not its bytes), for fingerprints.
     static INPUTS: RefCell<Vec<Input>> = const { RefCell::new(Vec::new()) };
 }
@@ -103,9 +107,16 @@ async fn serve(req: LoadRequest) {
     if let Some(kind) = &req.export {
         export(kind);
     }
+    if let Some(view) = &req.view {
+        change_view(view);
+    }
     let by_identity = req.pick_by.as_ref().and_then(|(rank, comm, oc)| {
-        let (process, device, start) =
-            ANALYSIS.with(|a| pipeline::find_kernel(a.borrow().as_ref()?, *rank, comm, *oc))?;
+        let (process, device, start) = ANALYSIS.with(|a| {
+            let a = a.borrow();
+            let a = a.as_ref()?;
+            let clocks = VIEW.with(|v| v.borrow().clocks(a));
+            pipeline::find_kernel(a, *rank, comm, *oc, &clocks)
+        })?;
         TIMELINE.with(|t| {
             let t = t.borrow();
             let track = t
@@ -127,7 +138,9 @@ async fn serve(req: LoadRequest) {
                     let tr = t.tracks.get(track)?;
                     let (process, device) = tr.source.as_ref()?;
                     let sp = tr.spans.get(span)?;
-                    pipeline::kernel_details(&s, a.as_ref()?, process, *device, sp.start_ns)
+                    let a = a.as_ref()?;
+                    let clocks = VIEW.with(|v| v.borrow().clocks(a));
+                    pipeline::kernel_details(&s, a, process, *device, sp.start_ns, &clocks)
                 })
             })
         });
@@ -156,6 +169,48 @@ async fn serve(req: LoadRequest) {
         let files = fingerprints().await;
         post(&ToPage::Fingerprints { files }, None);
     }
+}
+
+/// Redraws the timeline with `view` and sends it; a query that cannot be read is reported and
+/// changes nothing.
+fn change_view(view: &TimelineView) {
+    let built = SESSION.with(|s| {
+        ANALYSIS.with(|a| {
+            let a = a.borrow();
+            a.as_ref().map(|a| view.timeline(&s.borrow(), a))
+        })
+    });
+    match built {
+        Some(Ok((timeline, counts))) => {
+            VIEW.with(|v| *v.borrow_mut() = view.clone());
+            let bytes = encode_timeline(&timeline);
+            TIMELINE.with(|t| *t.borrow_mut() = timeline);
+            post(&view_status(view, counts, None), Some(bytes));
+        }
+        Some(Err(e)) => post_view_status(view, pipeline::FilterCounts::default(), Some(e.0)),
+        // Nothing analysed yet: the next analysis draws with it.
+        None => VIEW.with(|v| *v.borrow_mut() = view.clone()),
+    }
+}
+
+fn view_status(
+    view: &TimelineView,
+    counts: pipeline::FilterCounts,
+    error: Option<String>,
+) -> ToPage {
+    ToPage::View {
+        filter: view.filter.clone(),
+        original_clock: view.original_clock,
+        kept: counts.kept,
+        total: counts.total,
+        unmatched: counts.unmatched,
+        low_confidence: counts.low_confidence,
+        error,
+    }
+}
+
+fn post_view_status(view: &TimelineView, counts: pipeline::FilterCounts, error: Option<String>) {
+    post(&view_status(view, counts, error), None);
 }
 
 /// The picked kernel's enriched record (the exports' fields), each value as text.
@@ -353,15 +408,28 @@ async fn load_and_analyse(req: &LoadRequest) {
     // Adding files re-runs the analysis over everything loaded so far.
     post(&ToPage::Analysing, None);
     let started = js_sys::Date::now();
-    let (result, timeline) = SESSION.with(|s| {
+    let (result, timeline, view, counts) = SESSION.with(|s| {
         let s = s.borrow();
-        // Only what the new files change is re-run: the last analysis and timeline are reused.
+        // Only what the new files change is re-aligned: the last analysis is reused.
         let previous = ANALYSIS.with(|a| a.borrow_mut().take());
-        let previous_timeline = TIMELINE.with(|t| std::mem::take(&mut *t.borrow_mut()));
-        let (mut analysis, mut rerun) =
+        let (analysis, mut rerun) =
             pipeline::analyse_incremental(&s, &pipeline::UserSizes::default(), previous);
-        let built =
-            pipeline::timeline_incremental(&s, &mut analysis, Some(previous_timeline), &mut rerun);
+        // The page's filter was read when it was set: it cannot fail now, but if it did, the
+        // whole timeline is better than none.
+        let view = VIEW.with(|v| v.borrow().clone());
+        let (built, counts) = view
+            .timeline(&s, &analysis)
+            .or_else(|_| {
+                TimelineView {
+                    filter: String::new(),
+                    ..view.clone()
+                }
+                .timeline(&s, &analysis)
+            })
+            .unwrap_or_default();
+        // The view's timeline (marked by the analysis, filtered) is built whole each time.
+        rerun.tracks = built.tracks.len();
+        rerun.tracks_rebuilt = built.tracks.len();
         let timeline = encode_timeline(&built);
         TIMELINE.with(|t| *t.borrow_mut() = built);
         let result = ToPage::Result {
@@ -379,9 +447,10 @@ async fn load_and_analyse(req: &LoadRequest) {
             rerun: rerun.summary(),
         };
         ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
-        (result, timeline)
+        (result, timeline, view, counts)
     });
     post(&result, Some(timeline));
+    post_view_status(&view, counts, None);
 }
 
 /// The size of this worker's wasm memory.

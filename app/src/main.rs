@@ -8,10 +8,16 @@ mod bundle;
 mod client;
 mod communicators;
 mod details_panel;
+mod folders;
+mod nvtx_rows;
+mod panel_nav;
 mod panels;
 mod ranks;
 mod share;
+mod table;
+mod theme;
 mod timeline_canvas;
+mod timeline_controls;
 mod window_panel;
 
 fn main() {

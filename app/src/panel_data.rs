@@ -349,6 +349,18 @@ impl Cell {
     pub fn count(n: u64) -> Self {
         Cell::num(n as f64, n.to_string())
     }
+
+    /// Text that starts with a number in the column's one unit (`12.5 GB/s`, `85 %`,
+    /// `3.1 µs, rank 2 last`): sorts by that number, else as text.
+    pub fn parsed(t: impl Into<String>) -> Self {
+        let text = t.into();
+        let end = text
+            .char_indices()
+            .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || (c == '-' && i == 0)))
+            .map_or(text.len(), |(i, _)| i);
+        let num = text[..end].parse::<f64>().ok().filter(|n| n.is_finite());
+        Cell { text, num }
+    }
 }
 
 /// Row order of a table sorted by column `col`: numbers by value (cells without one last),
@@ -461,5 +473,19 @@ mod tests {
         assert_eq!(sort_order(&rows, 0, true), vec![1, 0, 2]);
         assert_eq!(sort_order(&rows, 0, false), vec![2, 0, 1]);
         assert_eq!(sort_order(&rows, 1, true), vec![2, 0, 1]);
+    }
+
+    #[test]
+    fn parsed_cells_sort_by_their_leading_number() {
+        assert_eq!(Cell::parsed("12.5 GB/s").num, Some(12.5));
+        assert_eq!(Cell::parsed("3.1 µs, rank 2 last").num, Some(3.1));
+        assert_eq!(Cell::parsed("-4 %").num, Some(-4.0));
+        assert_eq!(Cell::parsed("").num, None);
+        assert_eq!(Cell::parsed("NVL (300 GB/s)").num, None);
+        let rows: Vec<Vec<Cell>> = ["9.5 GB/s", "", "10 GB/s"]
+            .iter()
+            .map(|t| vec![Cell::parsed(*t)])
+            .collect();
+        assert_eq!(sort_order(&rows, 0, true), vec![0, 2, 1]);
     }
 }

@@ -1,59 +1,171 @@
 //! The analysis panels (issue 9): per-rank alignment report, the run's NCCL warnings, operation
 //! counts and volume per type, bandwidth versus message size with the link limits, the
 //! efficiency distribution and the topology per host. Tables sort on a header click and save as
-//! CSV; every plot saves as SVG. Everything from files is text (Leptos escapes it).
+//! CSV; every plot saves as SVG or PNG. Everything from files is text (Leptos escapes it).
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use ncclscope_app::charts::{Bar, BarChart, HLine, Point, Scatter, TopoBox, TopologyDiagram};
-use ncclscope_app::panel_data::{csv, sort_order, Cell, Panels};
+use ncclscope_app::panel_data::{Cell, Panels};
 use ncclscope_app::wire::human_bytes;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
 
 use crate::client;
+use crate::table::{csv_of, order, save_text, sort_headers, CsvButton, Sort};
 
-/// Saves `text` as a file through a blob URL.
-fn save_text(file_name: &str, mime: &str, text: &str) {
-    let bytes = js_sys::Uint8Array::from(text.as_bytes());
-    if let Err(e) = client::download(file_name, mime, &bytes.buffer()) {
-        web_sys::console::error_1(&e);
+/// The SVG element with `data-testid=test_id`, as a standalone file: a deep clone with the
+/// namespace, each element's computed look inlined (the page's stylesheet and theme stay
+/// behind) and a background, plus its size in CSS pixels.
+fn standalone_svg(test_id: &str) -> Option<(String, f64, f64)> {
+    let window = web_sys::window()?;
+    let doc = window.document()?;
+    let el = doc
+        .query_selector(&format!("svg[data-testid=\"{test_id}\"]"))
+        .ok()??;
+    let clone: web_sys::Element = el.clone_node_with_deep(true).ok()?.dyn_into().ok()?;
+    // Both trees list their elements in the same document order.
+    let (from, to) = (
+        el.query_selector_all("*").ok()?,
+        clone.query_selector_all("*").ok()?,
+    );
+    for i in 0..from.length().min(to.length()) {
+        let (Some(a), Some(b)) = (from.item(i), to.item(i)) else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (
+            a.dyn_into::<web_sys::Element>(),
+            b.dyn_into::<web_sys::Element>(),
+        ) else {
+            continue;
+        };
+        let Ok(Some(style)) = window.get_computed_style(&a) else {
+            continue;
+        };
+        let inline: String = INLINED
+            .iter()
+            .filter_map(|p| {
+                let v = style.get_property_value(p).ok()?;
+                (!v.is_empty()).then(|| format!("{p}:{v};"))
+            })
+            .collect();
+        let _ = b.set_attribute("style", &inline);
     }
-}
-
-/// Serialises the SVG element with `data-testid=test_id` and saves it.
-fn save_svg(test_id: &str, file_name: &str) {
-    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
-        return;
-    };
-    let Ok(Some(el)) = doc.query_selector(&format!("svg[data-testid=\"{test_id}\"]")) else {
-        return;
-    };
-    let Ok(serializer) = web_sys::XmlSerializer::new() else {
-        return;
-    };
-    // A standalone file needs the namespace and its own look (the page's stylesheet stays behind).
-    let Ok(clone) = el.clone_node_with_deep(true) else {
-        return;
-    };
-    let Ok(clone) = clone.dyn_into::<web_sys::Element>() else {
-        return;
-    };
+    let bg = window
+        .get_computed_style(&el)
+        .ok()
+        .flatten()
+        .and_then(|s| s.get_property_value("background-color").ok())
+        .unwrap_or_else(|| "#ffffff".to_string());
+    let rect = el.get_bounding_client_rect();
+    let (w, h) = (rect.width().max(1.0), rect.height().max(1.0));
+    let back = doc
+        .create_element_ns(Some("http://www.w3.org/2000/svg"), "rect")
+        .ok()?;
+    for (k, v) in [
+        ("x", "-10000"),
+        ("y", "-10000"),
+        ("width", "20000"),
+        ("height", "20000"),
+    ] {
+        let _ = back.set_attribute(k, v);
+    }
+    let _ = back.set_attribute("fill", &bg);
+    let _ = clone.insert_before(&back, clone.first_child().as_ref());
     let _ = clone.set_attribute("xmlns", "http://www.w3.org/2000/svg");
     let _ = clone.set_attribute("font-family", "sans-serif");
     let _ = clone.set_attribute("font-size", "10");
-    if let Ok(text) = serializer.serialize_to_string(&clone) {
+    let _ = clone.set_attribute("width", &format!("{w:.0}"));
+    let _ = clone.set_attribute("height", &format!("{h:.0}"));
+    let _ = clone.remove_attribute("style");
+    let text = web_sys::XmlSerializer::new()
+        .ok()?
+        .serialize_to_string(&clone)
+        .ok()?;
+    Some((text, w, h))
+}
+
+/// The properties that make a chart look as it does on the page.
+const INLINED: &[&str] = &[
+    "fill",
+    "fill-opacity",
+    "stroke",
+    "stroke-width",
+    "stroke-opacity",
+    "stroke-dasharray",
+    "opacity",
+    "font-size",
+    "font-weight",
+];
+
+fn save_svg(test_id: &str, file_name: &str) {
+    if let Some((text, _, _)) = standalone_svg(test_id) {
         save_text(file_name, "image/svg+xml", &text);
     }
 }
 
-/// The "SVG" button under a plot.
+/// Draws the plot's SVG onto a canvas at twice its size and saves the canvas as PNG: all in
+/// the tab, no server.
+async fn save_png(test_id: String, file_name: String) -> Result<(), JsValue> {
+    let (text, w, h) = standalone_svg(&test_id).ok_or("no such plot")?;
+    let window = web_sys::window().ok_or("no window")?;
+    let doc = window.document().ok_or("no document")?;
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("image/svg+xml");
+    let svg = web_sys::Blob::new_with_str_sequence_and_options(
+        &js_sys::Array::of1(&JsValue::from_str(&text)),
+        &options,
+    )?;
+    let url = web_sys::Url::create_object_url_with_blob(&svg)?;
+    let img = web_sys::HtmlImageElement::new()?;
+    img.set_src(&url);
+    let decoded = JsFuture::from(img.decode()).await;
+    let _ = web_sys::Url::revoke_object_url(&url);
+    decoded?;
+    const SCALE: f64 = 2.0;
+    let canvas: web_sys::HtmlCanvasElement = doc.create_element("canvas")?.dyn_into()?;
+    canvas.set_width((w * SCALE) as u32);
+    canvas.set_height((h * SCALE) as u32);
+    let ctx: web_sys::CanvasRenderingContext2d = canvas
+        .get_context("2d")?
+        .ok_or("no 2d context")?
+        .dyn_into()?;
+    ctx.draw_image_with_html_image_element_and_dw_and_dh(&img, 0.0, 0.0, w * SCALE, h * SCALE)?;
+    let png = js_sys::Promise::new(&mut |resolve, _reject| {
+        let _ = canvas.to_blob_with_type(&resolve, "image/png");
+    });
+    let blob: web_sys::Blob = JsFuture::from(png).await?.dyn_into()?;
+    let buffer = JsFuture::from(blob.array_buffer()).await?;
+    client::download(&file_name, "image/png", &buffer)
+}
+
+/// The "SVG" and "PNG" buttons under a plot.
 #[component]
 fn SvgButton(#[prop(into)] target: String) -> impl IntoView {
-    let file = format!("ncclscope-{target}.svg");
+    let svg_file = format!("ncclscope-{target}.svg");
+    let png_file = format!("ncclscope-{target}.png");
+    let svg_target = target.clone();
+    let png_target = target.clone();
     view! {
-        <button class="export-button" data-testid=format!("{target}-svg")
-            on:click=move |_| save_svg(&target, &file)>
-            "SVG"
-        </button>
+        <span class="export-buttons">
+            <button class="export-button" data-testid=format!("{target}-svg")
+                title="Save this plot as SVG"
+                on:click=move |_| save_svg(&svg_target, &svg_file)>
+                "SVG"
+            </button>
+            <button class="export-button" data-testid=format!("{target}-png")
+                title="Save this plot as PNG"
+                on:click=move |_| {
+                    let (t, f) = (png_target.clone(), png_file.clone());
+                    spawn_local(async move {
+                        if let Err(e) = save_png(t, f).await {
+                            web_sys::console::error_1(&e);
+                        }
+                    });
+                }>
+                "PNG"
+            </button>
+        </span>
     }
 }
 
@@ -64,45 +176,14 @@ fn DataTable(
     headers: Vec<String>,
     rows: Vec<Vec<Cell>>,
 ) -> impl IntoView {
-    let sort = RwSignal::new(None::<(usize, bool)>);
-    let csv_text = {
-        let rows: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| r.iter().map(|c| c.text.clone()).collect())
-            .collect();
-        csv(&headers, &rows)
-    };
-    let file = format!("ncclscope-{test_id}.csv");
-    let head = headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let mark = move || match sort.get() {
-                Some((c, true)) if c == i => " ▲",
-                Some((c, false)) if c == i => " ▼",
-                _ => "",
-            };
-            view! {
-                <th class="sortable" data-col=i on:click=move |_| {
-                    sort.update(|s| {
-                        *s = Some(match *s {
-                            Some((c, asc)) if c == i => (i, !asc),
-                            _ => (i, true),
-                        })
-                    })
-                }>{h.clone()}{mark}</th>
-            }
-        })
-        .collect_view();
+    let sort: Sort = RwSignal::new(None);
+    let head = sort_headers(&headers, sort);
     let rows = StoredValue::new(rows);
+    let headers = StoredValue::new(headers);
     let row_id = format!("{test_id}-row");
     let body = move || {
         rows.with_value(|rows| {
-            let order = match sort.get() {
-                Some((c, asc)) => sort_order(rows, c, asc),
-                None => (0..rows.len()).collect(),
-            };
-            order
+            order(rows, sort.get())
                 .into_iter()
                 .map(|r| {
                     let cells = rows[r]
@@ -115,15 +196,13 @@ fn DataTable(
                 .collect_view()
         })
     };
-    let table_id = test_id;
+    let text =
+        move || headers.with_value(|h| rows.with_value(|r| csv_of(h, r, sort.get_untracked())));
     view! {
         <div class="data-table">
-            <button class="export-button" data-testid=format!("{table_id}-csv")
-                on:click=move |_| save_text(&file, "text/csv", &csv_text)>
-                "CSV"
-            </button>
-            <table class="files" data-testid=table_id>
-                <thead><tr>{head}</tr></thead>
+            <CsvButton test_id=test_id.clone() text=text />
+            <table class="files" data-testid=test_id>
+                <thead>{head}</thead>
                 <tbody>{body}</tbody>
             </table>
         </div>
@@ -180,7 +259,7 @@ fn alignment(p: &Panels) -> impl IntoView {
             })
             .collect();
         view! {
-            <section class="panel">
+            <section class="panel" id="panel-alignment">
                 <h2>"Alignment per rank"</h2>
                 <p class="hint">"NCCL kernels of the exports against the log's operation lines: fused kernels absorbed several Send/Recv lines; duplicated lines repeat an earlier line; orphans found no partner; 2:1 marks a rank that logged most operations twice."</p>
                 <DataTable test_id="alignment-table" headers=headers(&["rank", "process", "NCCL kernels", "log lines", "matched", "op mismatches", "fused kernels", "fused lines", "duplicated lines", "orphan lines", "orphan kernels", "2:1 duplication", "mean confidence"]) rows=rows />
@@ -205,7 +284,7 @@ fn warnings(p: &Panels) -> impl IntoView {
     let count = p.warning_count;
     let shown = p.warnings.len();
     view! {
-        <section class="panel">
+        <section class="panel" id="panel-warnings">
             <h2>"NCCL warnings"</h2>
             <p class="hint" data-testid="warning-count">
                 {if count == 0 {
@@ -296,7 +375,7 @@ fn operations(p: &Panels) -> impl IntoView {
         }
         rows.push(total);
         view! {
-            <section class="panel">
+            <section class="panel" id="panel-operations">
                 <h2>"Operations per type"</h2>
                 <h3>"Count, all ranks"</h3>
                 <BarChart bars=count_bars test_id="ops-count-chart" />
@@ -355,7 +434,7 @@ fn bandwidth(p: &Panels) -> impl IntoView {
             })
             .collect();
         view! {
-            <section class="panel">
+            <section class="panel" id="panel-bandwidth">
                 <h2>"Bandwidth versus message size"</h2>
                 <p class="hint" data-testid="scatter-summary">
                     {format!("{} kernels in {} points (bus bandwidth, log-log); lines: each communicator bottleneck's bus bandwidth", p.scatter_kernels, p.scatter.len())}
@@ -400,7 +479,7 @@ fn topology(p: &Panels) -> impl IntoView {
             })
             .collect_view();
         view! {
-            <section class="panel">
+            <section class="panel" id="panel-topology">
                 <h2>"Topology"</h2>
                 <p class="hint">"Each host's first topology dump: GPUs, switches, CPUs and NICs, with the links' class and bandwidth."</p>
                 {hosts}

@@ -2,25 +2,71 @@
 //! how many of its kernels were matched to log operations.
 
 use leptos::prelude::*;
+use ncclscope_app::panel_data::Cell;
 use ncclscope_app::views::RankView;
+
+use crate::table::{csv_of, order, sort_headers, CsvButton, Sort};
+
+const HEADERS: [&str; 9] = [
+    "rank",
+    "host",
+    "pid",
+    "GPU",
+    "NCCL",
+    "operations (bytes)",
+    "communicators",
+    "kernels matched",
+    "topology",
+];
+
+/// One rank's sort keys and CSV fields, a cell per column: numbers where the column counts
+/// something (operations by total bytes, kernels matched by the matched count).
+fn cells(p: &RankView) -> Vec<Cell> {
+    let ops: Vec<String> = p.ops.iter().map(|(op, v)| format!("{op}: {v}")).collect();
+    vec![
+        Cell::count(p.global_rank.into()),
+        Cell::text(p.host.clone()),
+        Cell::count(p.pid.into()),
+        p.local_rank
+            .map_or(Cell::text(""), |d| Cell::count(d.into())),
+        Cell::text(p.nccl_version.clone().unwrap_or_default()),
+        Cell::num(p.op_bytes as f64, ops.join("; ")),
+        Cell::count(p.comms.len() as u64),
+        // `matched / kernels`, or `no export` (last, with no number).
+        Cell::parsed(p.matched.clone()),
+        Cell::count(p.topology.len() as u64),
+    ]
+}
 
 #[component]
 pub fn RankTable(ranks: Signal<Vec<RankView>>) -> impl IntoView {
+    let sort: Sort = RwSignal::new(None);
+    let headers = StoredValue::new(HEADERS.map(String::from).to_vec());
+    let text = move || {
+        ranks.with_untracked(|r| {
+            let rows: Vec<Vec<Cell>> = r.iter().map(cells).collect();
+            headers.with_value(|h| csv_of(h, &rows, sort.get_untracked()))
+        })
+    };
     view! {
         <Show when=move || ranks.with(|r| !r.is_empty())>
             <section class="ranks">
                 <h2>"Ranks"</h2>
-                <table class="files" data-testid="rank-table">
-                    <thead>
-                        <tr>
-                            <th>"rank"</th><th>"host"</th><th>"pid"</th><th>"GPU"</th><th>"NCCL"</th>
-                            <th>"operations (bytes)"</th><th>"communicators"</th><th>"kernels matched"</th><th>"topology"</th>
-                        </tr>
-                    </thead>
-                    <tbody>
-                        {move || ranks.get().into_iter().map(|p| view! { <RankRow p=p /> }).collect_view()}
-                    </tbody>
-                </table>
+                <div class="data-table">
+                    <CsvButton test_id="rank-table" text=text />
+                    <table class="files" data-testid="rank-table">
+                        <thead>{headers.with_value(|h| sort_headers(h, sort))}</thead>
+                        <tbody>
+                            {move || ranks.with(|r| {
+                                let keys: Vec<Vec<Cell>> = r.iter().map(cells).collect();
+                                order(&keys, sort.get())
+                                    .into_iter()
+                                    .map(|i| view! { <RankRow p=r[i].clone() /> })
+                                    .collect_view()
+                            })}
+                        </tbody>
+                    </table>
+                </div>
             </section>
         </Show>
     }

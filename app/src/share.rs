@@ -113,6 +113,8 @@ pub fn link_from_page(
     form: &Form,
     files: Vec<LinkFile>,
     selection: Option<Selection>,
+    timeline: &pipeline::TimelineView,
+    panel: Option<String>,
 ) -> String {
     let link = ViewLink {
         window: window.map(|v| (v.start_ns as i64, v.end_ns as i64)),
@@ -123,6 +125,9 @@ pub fn link_from_page(
             .collect(),
         files,
         selection,
+        filter: Some(timeline.filter.clone()).filter(|q| !q.is_empty()),
+        original_clock: timeline.original_clock,
+        panel,
         ..ViewLink::default()
     };
     publish(&encode(&link))

@@ -4,12 +4,12 @@
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use model::OpType;
-use pipeline::{Lod, Timeline};
+use pipeline::{Lod, Mark, Timeline, LOD_NO_OP};
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
-const ROW_HEIGHT: f64 = 22.0;
-const LABEL_WIDTH: f64 = 180.0;
+pub const ROW_HEIGHT: f64 = 22.0;
+pub const LABEL_WIDTH: f64 = 180.0;
 const RULER_HEIGHT: f64 = 20.0;
 
 /// The visible time window, in nanoseconds.
@@ -34,19 +34,30 @@ pub fn TimelineCanvas(
     let down_at = RwSignal::new(None::<(f64, f64)>);
     let drag_from = RwSignal::new(None::<f64>);
 
-    // A new timeline resets the view to the whole run.
+    // A new timeline shows the whole run, unless the user had zoomed into a part of the last
+    // one that this one still covers (a filter or clock change keeps the place; so does a
+    // link's window set with it).
     // (`with`, never `get`: a clone of millions of spans per frame would cost more than drawing.)
-    Effect::new(move |_| {
+    Effect::new(move |previous: Option<(i64, i64)>| {
         let (start_ns, end_ns) = timeline.with(|t| (t.start_ns, t.end_ns));
-        view.set((end_ns > start_ns).then_some(View {
-            start_ns: start_ns as f64,
-            end_ns: end_ns as f64,
-        }));
+        let whole = |(a, z): (i64, i64)| View {
+            start_ns: a as f64,
+            end_ns: z as f64,
+        };
+        let keep = view.get_untracked().is_some_and(|v| {
+            let zoomed = previous.is_some_and(|p| whole(p) != v);
+            zoomed && v.end_ns > start_ns as f64 && v.start_ns < end_ns as f64
+        });
+        if !keep {
+            view.set((end_ns > start_ns).then_some(whole((start_ns, end_ns))));
+        }
+        (start_ns, end_ns)
     });
 
     Effect::new(move |_| {
         let v = view.get();
         let sel = selected.get();
+        crate::theme::revision().track();
         let el = canvas.get();
         flow.with(|flow| {
             timeline.with(|t| {
@@ -122,7 +133,6 @@ pub fn TimelineCanvas(
         move || RULER_HEIGHT + ROW_HEIGHT * timeline.with(|t| t.tracks.len().max(1)) as f64 + 4.0;
     view! {
         <section class="timeline">
-            <h2>"Timeline"</h2>
             <p class="hint" data-testid="timeline-summary">
                 {move || timeline.with(|t| format!("{} tracks, {} kernels", t.tracks.len(), t.tracks.iter().map(|k| k.spans.len()).sum::<usize>()))}
             </p>
@@ -143,7 +153,7 @@ pub fn TimelineCanvas(
 }
 
 /// Colours by operation (RGB); [`slot`] indexes them.
-const COLOURS: [[u8; 3]; 8] = [
+pub const COLOURS: [[u8; 3]; 8] = [
     [0x4e, 0x79, 0xa7],
     [0x59, 0xa1, 0x4f],
     [0xf2, 0x8e, 0x2b],
@@ -153,6 +163,33 @@ const COLOURS: [[u8; 3]; 8] = [
     [0x76, 0xb7, 0xb2],
     [0x9a, 0x9a, 0x9a],
 ];
+
+/// Parallelism colours (RGB) in [`pipeline::PARALLELISMS`] order (DP, TP, PP, EP, CP), then
+/// unknown: the thin row under each rank's operations.
+pub const PAR_COLOURS: [[u8; 3]; 6] = [
+    [0x1f, 0x77, 0xb4],
+    [0xd6, 0x27, 0x28],
+    [0x2c, 0xa0, 0x2c],
+    [0x94, 0x67, 0xbd],
+    [0x8c, 0x56, 0x4b],
+    [0xc7, 0xc7, 0xc7],
+];
+/// The flag over a low-confidence match.
+const LOW_CONFIDENCE_RGB: [u8; 3] = [0xff, 0x00, 0x66];
+
+fn op_rgb(op_byte: u8) -> [u8; 3] {
+    COLOURS[slot(OpType::ALL.get(op_byte as usize).copied())]
+}
+
+fn par_rgb(par: u8) -> [u8; 3] {
+    PAR_COLOURS[(par as usize).min(PAR_COLOURS.len() - 1)]
+}
+
+/// Rows of a track, plot-relative to its top: the operations (bars), then the parallelism.
+const OPS_TOP: f64 = 3.0;
+const OPS_BOTTOM: f64 = ROW_HEIGHT - 8.0;
+const PAR_TOP: f64 = ROW_HEIGHT - 6.0;
+const PAR_BOTTOM: f64 = ROW_HEIGHT - 2.0;
 
 fn slot(op: Option<OpType>) -> usize {
     match op {
@@ -186,14 +223,14 @@ struct Pixels {
 
 impl Pixels {
     /// A plot of `rows` track rows, striped like the rows' backgrounds.
-    fn new(width: usize, rows: usize) -> Pixels {
+    fn new(width: usize, rows: usize, background: [u8; 3], stripe: [u8; 3]) -> Pixels {
         let height = rows * ROW_HEIGHT as usize;
         let mut rgba = vec![255u8; width * height * 4];
-        for row in (0..rows).step_by(2) {
-            let a = row * ROW_HEIGHT as usize * width * 4;
-            let z = a + ROW_HEIGHT as usize * width * 4;
-            for px in rgba[a..z].chunks_exact_mut(4) {
-                px[..3].fill(0xf4);
+        let band = ROW_HEIGHT as usize * width * 4;
+        for (row, pixels) in rgba.chunks_mut(band.max(4)).enumerate() {
+            let [r, g, b] = if row % 2 == 0 { stripe } else { background };
+            for px in pixels.chunks_exact_mut(4) {
+                px[..3].copy_from_slice(&[r, g, b]);
             }
         }
         Pixels {
@@ -204,8 +241,22 @@ impl Pixels {
         }
     }
 
-    /// Paints plot-relative columns [x0, x1) (at least one) and rows [y0, y1) in `colour`.
-    fn bar(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, colour: usize) {
+    /// A hollow bar: its outline in `rgb`, for a kernel without a log line.
+    fn outline(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, rgb: [u8; 3]) {
+        if x1 - x0 < 3.0 {
+            // Too narrow to show a hole: a thin stroke at mid-height.
+            let mid = (y0 + y1) / 2.0;
+            self.paint(x0, x1, mid - 1.0, mid + 1.0, rgb);
+            return;
+        }
+        self.paint(x0, x1, y0, y0 + 1.0, rgb);
+        self.paint(x0, x1, y1 - 1.0, y1, rgb);
+        self.paint(x0, x0 + 1.0, y0, y1, rgb);
+        self.paint(x1 - 1.0, x1, y0, y1, rgb);
+    }
+
+    /// Paints plot-relative columns [x0, x1) (at least one) and rows [y0, y1) in `rgb`.
+    fn paint(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, rgb: [u8; 3]) {
         let c0 = x0.floor().clamp(0.0, self.width as f64) as usize;
         let c1 = (x1.ceil().clamp(0.0, self.width as f64) as usize).max((c0 + 1).min(self.width));
         let r0 = y0.round().clamp(0.0, self.height as f64) as usize;
@@ -214,7 +265,7 @@ impl Pixels {
             return;
         }
         self.bars += 1;
-        let [r, g, b] = COLOURS[colour];
+        let [r, g, b] = rgb;
         for row in r0..r1 {
             let a = (row * self.width + c0) * 4;
             for px in self.rgba[a..a + (c1 - c0) * 4].chunks_exact_mut(4) {
@@ -241,8 +292,9 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
     let span = (v.end_ns - v.start_ns).max(1.0);
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
 
+    let colours = crate::theme::canvas_colours();
     // Ruler: ten ticks with adaptive units, relative to the run's start.
-    ctx.set_fill_style_str("#555");
+    ctx.set_fill_style_str(&colours.ruler);
     ctx.set_font("11px sans-serif");
     for i in 0..=10 {
         let ns = v.start_ns + span * i as f64 / 10.0;
@@ -251,14 +303,24 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
         let _ = ctx.fill_text(&format_ns(ns - t.start_ns as f64), x + 2.0, 11.0);
     }
 
-    let mut pixels = Pixels::new(plot_w.max(1.0) as usize, t.tracks.len());
+    let mut pixels = Pixels::new(
+        plot_w.max(1.0) as usize,
+        t.tracks.len(),
+        colours.background,
+        colours.stripe,
+    );
     let mut summarised = 0;
     let ns_per_px = span / plot_w;
     for (row, track) in t.tracks.iter().enumerate() {
         let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT;
-        ctx.set_fill_style_str(if row % 2 == 0 { "#f4f4f4" } else { "#ffffff" });
+        let [r, g, b] = if row % 2 == 0 {
+            colours.stripe
+        } else {
+            colours.background
+        };
+        ctx.set_fill_style_str(&format!("rgb({r},{g},{b})"));
         ctx.fill_rect(0.0, y, LABEL_WIDTH, ROW_HEIGHT);
-        ctx.set_fill_style_str("#222");
+        ctx.set_fill_style_str(&colours.text);
         let _ = ctx.fill_text(&track.label, 4.0, y + 15.0);
         // Plot-relative row top.
         let y = row as f64 * ROW_HEIGHT;
@@ -274,7 +336,26 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
         };
         if let Some(k) = level {
             summarised += 1;
-            draw_level(&mut pixels, &track.lod, k, v, plot_w, y);
+            draw_level(
+                &mut pixels,
+                &track.lod,
+                k,
+                v,
+                plot_w,
+                (y + OPS_TOP, y + OPS_BOTTOM),
+                op_rgb,
+            );
+            if track.par_lod.levels.len() > k {
+                draw_level(
+                    &mut pixels,
+                    &track.par_lod,
+                    k,
+                    v,
+                    plot_w,
+                    (y + PAR_TOP, y + PAR_BOTTOM),
+                    par_rgb,
+                );
+            }
             continue;
         }
         // Spans starting before the window may still reach into it: back up by the longest.
@@ -292,13 +373,19 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
                 continue;
             }
             last_px = x1;
-            pixels.bar(
-                x0 - LABEL_WIDTH,
-                x1 - LABEL_WIDTH,
-                y + 3.0,
-                y + ROW_HEIGHT - 3.0,
-                slot(s.op),
-            );
+            let (x0, x1) = (x0 - LABEL_WIDTH, x1 - LABEL_WIDTH);
+            let rgb = COLOURS[slot(s.op)];
+            match s.mark {
+                Mark::Unmatched => pixels.outline(x0, x1, y + OPS_TOP, y + OPS_BOTTOM, rgb),
+                Mark::LowConfidence => {
+                    pixels.paint(x0, x1, y + OPS_TOP + 2.0, y + OPS_BOTTOM, rgb);
+                    pixels.paint(x0, x1, y + 1.0, y + OPS_TOP + 2.0, LOW_CONFIDENCE_RGB);
+                }
+                Mark::Matched => pixels.paint(x0, x1, y + OPS_TOP, y + OPS_BOTTOM, rgb),
+            }
+            if s.par != LOD_NO_OP {
+                pixels.paint(x0, x1, y + PAR_TOP, y + PAR_BOTTOM, par_rgb(s.par));
+            }
         }
     }
     let rects = pixels.bars;
@@ -313,10 +400,19 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
     let _ = canvas.set_attribute("data-rects", &rects.to_string());
 }
 
-/// One track's summary level `k`, one pixel column at a time: the column shows the bucket
-/// covering most of it, coloured by its dominant operation, as tall as its coverage (in four
-/// steps, so that neighbouring columns alike merge into one rectangle).
-fn draw_level(pixels: &mut Pixels, lod: &Lod, k: usize, v: View, plot_w: f64, y: f64) {
+/// One track's summary level `k`, one pixel column at a time, between plot rows `rows`: the
+/// column shows the bucket covering most of it, coloured by its dominant key (operation or
+/// parallelism, `rgb`), as tall as its coverage (in four steps, so that neighbouring columns
+/// alike merge into one rectangle).
+fn draw_level(
+    pixels: &mut Pixels,
+    lod: &Lod,
+    k: usize,
+    v: View,
+    plot_w: f64,
+    rows: (f64, f64),
+    rgb: fn(u8) -> [u8; 3],
+) {
     let level = &lod.levels[k];
     let n = level.len() / 2;
     let bucket = lod.bucket_ns as f64 * (1u64 << k.min(62)) as f64;
@@ -325,13 +421,13 @@ fn draw_level(pixels: &mut Pixels, lod: &Lod, k: usize, v: View, plot_w: f64, y:
     let px_of = |ns: f64| (ns - v.start_ns) / ns_per_px;
     let px0 = px_of(origin).floor().max(0.0) as usize;
     let px1 = px_of(origin + n as f64 * bucket).ceil().clamp(0.0, plot_w) as usize;
-    let inner = ROW_HEIGHT - 6.0;
-    let mut run: Option<(usize, usize, u8)> = None;
-    let mut flush = |run: Option<(usize, usize, u8)>, end: usize| {
-        if let Some((start, colour, q)) = run {
+    let inner = rows.1 - rows.0;
+    let mut run: Option<(usize, u8, u8)> = None;
+    let mut flush = |run: Option<(usize, u8, u8)>, end: usize| {
+        if let Some((start, key, q)) = run {
             let hh = inner * f64::from(q) / 4.0;
-            let top = y + 3.0 + (inner - hh) / 2.0;
-            pixels.bar(start as f64, end as f64, top, top + hh, colour);
+            let top = rows.0 + (inner - hh) / 2.0;
+            pixels.paint(start as f64, end as f64, top, top + hh, rgb(key));
         }
     };
     for px in px0..px1 {
@@ -342,7 +438,7 @@ fn draw_level(pixels: &mut Pixels, lod: &Lod, k: usize, v: View, plot_w: f64, y:
             .map(|b| (level[2 * b], level[2 * b + 1]))
             .max_by_key(|&(_, cov)| cov)
             .filter(|&(_, cov)| cov > 0);
-        let key = best.map(|(op, cov)| (slot(OpType::ALL.get(op as usize).copied()), 1 + cov / 64));
+        let key = best.map(|(key, cov)| (key, 1 + cov / 64));
         match (run, key) {
             (Some((_, c, q)), Some((c2, q2))) if c == c2 && q == q2 => {}
             _ => {
@@ -405,7 +501,7 @@ fn mark(
     let plot_w = canvas.width() as f64 - LABEL_WIDTH;
     let span = (v.end_ns - v.start_ns).max(1.0);
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
-    ctx.set_stroke_style_str("#000");
+    ctx.set_stroke_style_str(&crate::theme::canvas_colours().mark);
     ctx.set_line_width(2.0);
     // Rows of the members: a track's label starts with its global rank.
     let row_of = |rank: u32| {

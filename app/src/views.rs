@@ -76,6 +76,9 @@ pub struct RankView {
     pub nccl_version: Option<String>,
     /// Operation name → `count (bytes)`, in the summary's order.
     pub ops: Vec<(String, String)>,
+    /// Bytes of all its operations, for sorting the table by volume.
+    #[serde(default)]
+    pub op_bytes: u64,
     pub comms: Vec<String>,
     pub topology: Vec<String>,
     /// `matched / kernels`, or `no export`.
@@ -117,6 +120,7 @@ impl RankView {
             local_rank: p.local_rank,
             nccl_version: p.nccl_version.clone(),
             ops,
+            op_bytes: p.ops.values().map(|(_, b)| b).sum(),
             comms,
             topology: p.topology_lines(),
             matched,

@@ -7,7 +7,10 @@
 
 use js_sys::{Array, Object, Reflect};
 use model::OpType;
-use pipeline::{op_byte, KernelDetails, Lod, Span, Timeline, Track, WindowSummary, LOD_NO_OP};
+use pipeline::{
+    op_byte, KernelDetails, Lod, Mark, Marker, MarkerRow, Span, Timeline, Track, WindowSummary,
+    LOD_NO_OP,
+};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
@@ -73,6 +76,21 @@ pub enum ToPage {
         /// Its enriched fields (the exports' columns, figure 4.2 of the thesis), as text.
         fields: Vec<(String, String)>,
     },
+    /// The timeline redrawn for a filter or clock the page asked for (the timeline travels
+    /// beside when it changed; not when the query could not be read, or after a
+    /// [`ToPage::Result`], which carries it).
+    View {
+        filter: String,
+        original_clock: bool,
+        /// Kernels the filter kept, of all; of the kept, those without a log line and those
+        /// matched with low confidence.
+        kept: u64,
+        total: u64,
+        unmatched: u64,
+        low_confidence: u64,
+        /// Why the query could not be read (the timeline is unchanged).
+        error: Option<String>,
+    },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
@@ -105,6 +123,9 @@ pub struct LoadRequest {
     /// Details of the kernel with which a global rank ran an opCount of a communicator (by
     /// its id): a link's selection.
     pub pick_by: Option<(u32, String, u64)>,
+    /// Redraw the timeline with this filter and clock ([`ToPage::View`]); later analyses keep
+    /// them.
+    pub view: Option<pipeline::TimelineView>,
 }
 
 impl LoadRequest {
@@ -147,6 +168,14 @@ impl LoadRequest {
         if let Some((a, b)) = self.window {
             set(&msg, "window_start", &JsValue::from_f64(a as f64));
             set(&msg, "window_end", &JsValue::from_f64(b as f64));
+        }
+        if let Some(v) = &self.view {
+            set(&msg, "view_filter", &JsValue::from_str(&v.filter));
+            set(
+                &msg,
+                "view_original_clock",
+                &JsValue::from_bool(v.original_clock),
+            );
         }
         msg.into()
     }
@@ -192,6 +221,15 @@ impl LoadRequest {
                 (Some(r), Some(c), Some(oc)) => Some((r as u32, c, oc)),
                 _ => None,
             },
+            view: get(v, "view_filter")?
+                .as_string()
+                .map(|filter| pipeline::TimelineView {
+                    filter,
+                    original_clock: get(v, "view_original_clock")
+                        .ok()
+                        .and_then(|c| c.as_bool())
+                        .unwrap_or(false),
+                }),
         })
     }
 }
@@ -205,21 +243,23 @@ fn get(o: &JsValue, key: &str) -> Result<JsValue, String> {
     Reflect::get(o, &JsValue::from_str(key)).map_err(|_| format!("message has no `{key}`"))
 }
 
-/// Format tag of [`encode_timeline`]'s output (v2: columns of spans, then the summary).
-const TIMELINE_MAGIC: &[u8; 4] = b"NST2";
+/// Format tag of [`encode_timeline`]'s output (v3: columns of spans with their match marks and
+/// parallelisms, then both summaries).
+const TIMELINE_MAGIC: &[u8; 4] = b"NST3";
 
-/// The timeline as bytes: per track its label, its spans as three columns (starts, ends, op
-/// bytes: 17 bytes a span, read back in one pass without per-field checks), then its
-/// [`Lod`] summary, built in the worker so the page never computes it.
+/// The timeline as bytes: per track its label, its spans as five columns (starts, ends, op,
+/// mark and parallelism bytes: 19 bytes a span, read back in one pass without per-field
+/// checks), then its [`Lod`] summaries by operation and by parallelism, built in the worker so
+/// the page never computes them.
 pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
     let spans: usize = t.tracks.iter().map(|k| k.spans.len()).sum();
     let lods: usize = t
         .tracks
         .iter()
-        .flat_map(|k| &k.lod.levels)
+        .flat_map(|k| k.lod.levels.iter().chain(&k.par_lod.levels))
         .map(|l| l.len() + 4)
         .sum();
-    let mut out = Vec::with_capacity(24 + t.tracks.len() * 72 + spans * 17 + lods);
+    let mut out = Vec::with_capacity(24 + t.tracks.len() * 72 + spans * 19 + lods);
     out.extend_from_slice(TIMELINE_MAGIC);
     out.extend_from_slice(&t.start_ns.to_le_bytes());
     out.extend_from_slice(&t.end_ns.to_le_bytes());
@@ -235,81 +275,230 @@ pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
             out.extend_from_slice(&s.end_ns.to_le_bytes());
         }
         out.extend(track.spans.iter().map(|s| s.op.map_or(LOD_NO_OP, op_byte)));
-        let lod = &track.lod;
-        out.extend_from_slice(&lod.origin_ns.to_le_bytes());
-        out.extend_from_slice(&lod.bucket_ns.to_le_bytes());
-        out.extend_from_slice(&lod.max_span_ns.to_le_bytes());
-        out.extend_from_slice(&(lod.levels.len() as u32).to_le_bytes());
-        for level in &lod.levels {
-            out.extend_from_slice(&(level.len() as u32).to_le_bytes());
-            out.extend_from_slice(level);
+        out.extend(track.spans.iter().map(|s| s.mark.byte()));
+        out.extend(track.spans.iter().map(|s| s.par));
+        encode_lod(&mut out, &track.lod);
+        encode_lod(&mut out, &track.par_lod);
+    }
+    out.extend_from_slice(&(t.markers.len() as u32).to_le_bytes());
+    for row in &t.markers {
+        put_text(&mut out, &row.label);
+        out.extend_from_slice(&(row.ranges.len() as u32).to_le_bytes());
+        for m in &row.ranges {
+            out.extend_from_slice(&m.start_ns.to_le_bytes());
+            out.extend_from_slice(&m.end_ns.to_le_bytes());
+            out.push(m.kind);
+            put_text(&mut out, &m.text);
         }
     }
     out
 }
 
+fn put_text(out: &mut Vec<u8>, text: &str) {
+    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+}
+
+fn text(r: &mut Reader) -> Result<String, String> {
+    let len = r.u32()? as usize;
+    String::from_utf8(r.take(len)?.to_vec()).map_err(|_| "timeline: a text is not UTF-8".into())
+}
+
+fn decode_markers(r: &mut Reader) -> Result<Vec<MarkerRow>, String> {
+    let rows = r.u32()? as usize;
+    let mut out = Vec::with_capacity(rows.min(16));
+    for _ in 0..rows {
+        let label = text(r)?;
+        let n = r.u32()? as usize;
+        let mut ranges = Vec::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let start_ns = r.i64()?;
+            let end_ns = r.i64()?;
+            let kind = r.take(1)?[0];
+            ranges.push(Marker {
+                start_ns,
+                end_ns,
+                kind,
+                text: text(r)?,
+            });
+        }
+        out.push(MarkerRow { label, ranges });
+    }
+    Ok(out)
+}
+
+fn encode_lod(out: &mut Vec<u8>, lod: &Lod) {
+    out.extend_from_slice(&lod.origin_ns.to_le_bytes());
+    out.extend_from_slice(&lod.bucket_ns.to_le_bytes());
+    out.extend_from_slice(&lod.max_span_ns.to_le_bytes());
+    out.extend_from_slice(&(lod.levels.len() as u32).to_le_bytes());
+    for level in &lod.levels {
+        out.extend_from_slice(&(level.len() as u32).to_le_bytes());
+        out.extend_from_slice(level);
+    }
+}
+
+fn decode_lod(r: &mut Reader) -> Result<Lod, String> {
+    let origin_ns = r.i64()?;
+    let bucket_ns = r.i64()?;
+    let max_span_ns = r.i64()?;
+    let n_levels = r.u32()? as usize;
+    let mut levels = Vec::with_capacity(n_levels.min(64));
+    for _ in 0..n_levels {
+        let len = r.u32()? as usize;
+        levels.push(r.take(len)?.to_vec());
+    }
+    if bucket_ns < 1 && !levels.is_empty() {
+        return Err("timeline: a summary has no bucket width".into());
+    }
+    Ok(Lod {
+        origin_ns,
+        bucket_ns,
+        max_span_ns,
+        levels,
+    })
+}
+
 /// Reads [`encode_timeline`]'s output back.
 pub fn decode_timeline(bytes: &[u8]) -> Result<Timeline, String> {
-    let mut r = Reader { bytes, at: 0 };
-    if r.take(4)? != TIMELINE_MAGIC {
-        return Err("timeline: bad format tag".into());
+    let mut d = TimelineDecoder::new(bytes)?;
+    loop {
+        if d.step(bytes, usize::MAX)? {
+            return d.finish(bytes);
+        }
     }
-    let start_ns = r.i64()?;
-    let end_ns = r.i64()?;
-    let n_tracks = r.u32()? as usize;
-    let mut tracks = Vec::with_capacity(n_tracks.min(1 << 16));
-    for _ in 0..n_tracks {
-        let len = r.u32()? as usize;
-        let label = String::from_utf8(r.take(len)?.to_vec())
-            .map_err(|_| "timeline: a track label is not UTF-8".to_string())?;
-        let n_spans = r.u32()? as usize;
-        // A 32-bit count times 8 can overflow wasm32's usize: checked, as a truncation.
-        let column = n_spans.checked_mul(8).ok_or("timeline: too many spans")?;
-        let starts = r.take(column)?;
-        let ends = r.take(column)?;
-        let ops = r.take(n_spans)?;
-        let spans = starts
+}
+
+/// Decodes a timeline a slice of spans at a time, so that the page can decode millions of
+/// spans over several short tasks instead of one long one. The bytes are passed to each step
+/// (the decoder keeps only its place in them).
+pub struct TimelineDecoder {
+    at: usize,
+    left: usize,
+    /// The track being decoded, if its spans are not all read yet.
+    partial: Option<PartialTrack>,
+    timeline: Timeline,
+}
+
+/// A track whose header is read and whose spans are being decoded.
+struct PartialTrack {
+    label: String,
+    n: usize,
+    /// Where its five span columns start (starts, ends, ops, marks, parallelisms).
+    columns: usize,
+    spans: Vec<Span>,
+}
+
+impl TimelineDecoder {
+    /// Reads the header.
+    pub fn new(bytes: &[u8]) -> Result<TimelineDecoder, String> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(4)? != TIMELINE_MAGIC {
+            return Err("timeline: bad format tag".into());
+        }
+        let start_ns = r.i64()?;
+        let end_ns = r.i64()?;
+        let left = r.u32()? as usize;
+        Ok(TimelineDecoder {
+            at: r.at,
+            left,
+            partial: None,
+            timeline: Timeline {
+                tracks: Vec::with_capacity(left.min(1 << 16)),
+                start_ns,
+                end_ns,
+                markers: Vec::new(),
+            },
+        })
+    }
+
+    /// Decodes about `spans` more spans (whole tracks' headers and summaries around them);
+    /// true once every track is read.
+    pub fn step(&mut self, bytes: &[u8], spans: usize) -> Result<bool, String> {
+        let mut budget = spans.max(1);
+        while budget > 0 && (self.left > 0 || self.partial.is_some()) {
+            let mut track = match self.partial.take() {
+                Some(t) => t,
+                None => {
+                    let mut r = Reader { bytes, at: self.at };
+                    let label = text(&mut r)?;
+                    let n = r.u32()? as usize;
+                    // 19 bytes a span; a 32-bit count times 19 can overflow wasm32's usize.
+                    let size = n.checked_mul(19).ok_or("timeline: too many spans")?;
+                    let columns = r.at;
+                    r.take(size)?;
+                    self.at = r.at;
+                    self.left -= 1;
+                    PartialTrack {
+                        label,
+                        n,
+                        columns,
+                        spans: Vec::with_capacity(n),
+                    }
+                }
+            };
+            let from = track.spans.len();
+            let to = track.n.min(from.saturating_add(budget));
+            decode_spans(bytes, &mut track, to);
+            budget -= (to - from).max(1).min(budget);
+            if track.spans.len() < track.n {
+                self.partial = Some(track);
+                break;
+            }
+            let mut r = Reader { bytes, at: self.at };
+            let lod = decode_lod(&mut r)?;
+            let par_lod = decode_lod(&mut r)?;
+            self.at = r.at;
+            self.timeline.tracks.push(Track {
+                label: track.label,
+                spans: track.spans,
+                source: None,
+                lod,
+                par_lod,
+            });
+        }
+        Ok(self.left == 0 && self.partial.is_none())
+    }
+
+    /// The timeline, once [`TimelineDecoder::step`] said it is complete.
+    pub fn finish(mut self, bytes: &[u8]) -> Result<Timeline, String> {
+        if self.left != 0 || self.partial.is_some() {
+            return Err("timeline: not every track is decoded".into());
+        }
+        let mut r = Reader { bytes, at: self.at };
+        self.timeline.markers = decode_markers(&mut r)?;
+        if r.at != bytes.len() {
+            return Err(format!("timeline: {} trailing bytes", bytes.len() - r.at));
+        }
+        Ok(self.timeline)
+    }
+}
+
+/// Decodes `track`'s spans up to index `to` (its columns were bounds-checked with its header).
+fn decode_spans(bytes: &[u8], track: &mut PartialTrack, to: usize) {
+    let (n, from) = (track.n, track.spans.len());
+    let column = |k: usize, width: usize| {
+        let base = track.columns + k;
+        &bytes[base + from * width..base + to * width]
+    };
+    let starts = column(0, 8);
+    let ends = column(8 * n, 8);
+    let ops = column(16 * n, 1);
+    let marks = column(17 * n, 1);
+    let pars = column(18 * n, 1);
+    track.spans.extend(
+        starts
             .chunks_exact(8)
             .zip(ends.chunks_exact(8))
-            .zip(ops)
-            .map(|((a, z), &op)| Span {
+            .zip(ops.iter().zip(marks).zip(pars))
+            .map(|((a, z), ((&op, &mark), &par))| Span {
                 start_ns: le_i64(a),
                 end_ns: le_i64(z),
                 op: OpType::ALL.get(op as usize).copied(),
-            })
-            .collect();
-        let origin_ns = r.i64()?;
-        let bucket_ns = r.i64()?;
-        let max_span_ns = r.i64()?;
-        let n_levels = r.u32()? as usize;
-        let mut levels = Vec::with_capacity(n_levels.min(64));
-        for _ in 0..n_levels {
-            let len = r.u32()? as usize;
-            levels.push(r.take(len)?.to_vec());
-        }
-        if bucket_ns < 1 && !levels.is_empty() {
-            return Err("timeline: a summary has no bucket width".into());
-        }
-        tracks.push(Track {
-            label,
-            spans,
-            source: None,
-            lod: Lod {
-                origin_ns,
-                bucket_ns,
-                max_span_ns,
-                levels,
-            },
-        });
-    }
-    if r.remaining() != 0 {
-        return Err(format!("timeline: {} trailing bytes", r.remaining()));
-    }
-    Ok(Timeline {
-        tracks,
-        start_ns,
-        end_ns,
-    })
+                mark: Mark::from_byte(mark).unwrap_or(Mark::Unmatched),
+                par,
+            }),
+    );
 }
 
 fn le_i64(b: &[u8]) -> i64 {
@@ -330,9 +519,6 @@ impl<'a> Reader<'a> {
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
-    }
-    fn remaining(&self) -> usize {
-        self.bytes.len() - self.at
     }
     fn u32(&mut self) -> Result<u32, String> {
         let b = self.take(4)?;
@@ -375,13 +561,17 @@ mod tests {
                         start_ns: base + i * 1_000 + t,
                         end_ns: base + i * 1_000 + 500 + t,
                         op: (i % 12 != 11).then(|| OpType::ALL[(i % 11) as usize]),
+                        mark: Mark::ALL[(i % 3) as usize],
+                        par: if i % 7 == 6 { LOD_NO_OP } else { (i % 5) as u8 },
                     })
                     .collect::<Vec<_>>(),
                 source: None,
                 lod: Lod::default(),
+                par_lod: Lod::default(),
             })
             .map(|mut k| {
                 k.lod = Lod::build(&k.spans);
+                k.par_lod = Lod::build_by(&k.spans, |s| s.par);
                 k
             })
             .collect();
@@ -389,6 +579,18 @@ mod tests {
             tracks,
             start_ns: base,
             end_ns: base + 40_000,
+            markers: vec![
+                MarkerRow {
+                    label: "NVTX iterations (rank 0)".into(),
+                    ranges: vec![Marker {
+                        start_ns: base,
+                        end_ns: base + 20_000,
+                        kind: 0,
+                        text: "iteration 0 <b>é".into(),
+                    }],
+                },
+                MarkerRow::default(),
+            ],
         }
     }
 
@@ -401,6 +603,20 @@ mod tests {
             decode_timeline(&encode_timeline(&Timeline::default())),
             Ok(Timeline::default())
         );
+    }
+
+    #[test]
+    fn a_timeline_decodes_in_steps() {
+        let t = sample();
+        let bytes = encode_timeline(&t);
+        let mut d = TimelineDecoder::new(&bytes).unwrap();
+        let mut steps = 1;
+        while !d.step(&bytes, 15).unwrap() {
+            steps += 1;
+        }
+        // 3 tracks of 40 spans, 15 a step: tracks are split across steps.
+        assert_eq!(steps, 8);
+        assert_eq!(d.finish(&bytes), Ok(t));
     }
 
     #[test]

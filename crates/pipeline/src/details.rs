@@ -6,6 +6,7 @@
 use crate::alignment::ProcessMatch;
 use crate::analysis::Analysis;
 use crate::session::Session;
+use enrich::ClockSync;
 use model::log::{LogOp, ProcessKey};
 use model::nsys::Kernel;
 use serde::{Deserialize, Serialize};
@@ -72,13 +73,16 @@ pub struct KernelDetails {
     pub instance: Option<InstanceDetails>,
 }
 
-/// The kernel of `process` on `device` whose synchronised start is `start_ns` (a timeline span).
+/// The kernel of `process` on `device` that starts at `start_ns` on a timeline drawn with
+/// `clocks` (the analysis's, or none for each rank's own clock): its times, and its
+/// collective's members', are given in that clock; the arrival skew is always synchronised.
 pub fn kernel_details(
     session: &Session,
     analysis: &Analysis,
     process: &ProcessKey,
     device: u32,
     start_ns: i64,
+    clocks: &ClockSync,
 ) -> Option<KernelDetails> {
     let rank = global_rank(analysis, process)?;
     let pm = analysis
@@ -86,7 +90,7 @@ pub fn kernel_details(
         .processes
         .iter()
         .find(|pm| &pm.process == process)?;
-    let sync = |t: i64| analysis.clocks.to_sync(rank, t);
+    let sync = |t: i64| clocks.to_sync(rank, t);
     let (i, k) = pm
         .kernels
         .iter()
@@ -140,13 +144,20 @@ pub fn kernel_details(
             .collect(),
         duplicates: m.map_or(0, |m| m.duplicates.len()),
         confidence: m.map(|m| m.confidence),
-        instance: ops.first().and_then(|o| instance(analysis, process, o)),
+        instance: ops
+            .first()
+            .and_then(|o| instance(analysis, process, o, clocks)),
     })
 }
 
 /// The members' kernels of the instance `op` belongs to: the same logical communicator and
 /// opCount on every rank (NCCL counts opCount per communicator, the same on every member).
-fn instance(analysis: &Analysis, process: &ProcessKey, op: &LogOp) -> Option<InstanceDetails> {
+fn instance(
+    analysis: &Analysis,
+    process: &ProcessKey,
+    op: &LogOp,
+    clocks: &ClockSync,
+) -> Option<InstanceDetails> {
     let comms = &analysis.communicators;
     let c = comms.comm_of(process, op.comm)?;
     let mut members = Vec::new();
@@ -155,19 +166,21 @@ fn instance(analysis: &Analysis, process: &ProcessKey, op: &LogOp) -> Option<Ins
             continue;
         };
         if let Some(k) = kernel_of_call(analysis, pm, op.op_count, |d| d == c) {
-            members.push(member(analysis, rank, k));
+            // Arrival is compared in synchronised time whatever clock the timeline shows.
+            let arrival = analysis.clocks.to_sync(rank, k.start_ns);
+            members.push((arrival, member(clocks, rank, k)));
         }
     }
-    members.sort_by_key(|m| m.rank);
-    let first = members.iter().map(|m| m.start_ns).min()?;
-    let last = members.iter().max_by_key(|m| (m.start_ns, m.rank))?;
+    members.sort_by_key(|(_, m)| m.rank);
+    let first = members.iter().map(|(a, _)| *a).min()?;
+    let (last_arrival, last) = members.iter().max_by_key(|(a, m)| (*a, m.rank))?;
     Some(InstanceDetails {
         comm_id: comms.comms[c].id.clone(),
         comm_size: comms.comms[c].size,
         op_count: op.op_count,
-        arrival_skew_ns: last.start_ns - first,
+        arrival_skew_ns: last_arrival - first,
         slowest_rank: last.rank,
-        members,
+        members: members.into_iter().map(|(_, m)| m).collect(),
     })
 }
 
@@ -201,21 +214,23 @@ fn kernel_of_call<'a>(
         .map(|(k, _)| k)
 }
 
-fn member(analysis: &Analysis, rank: u32, k: &Kernel) -> MemberTiming {
+fn member(clocks: &ClockSync, rank: u32, k: &Kernel) -> MemberTiming {
     MemberTiming {
         rank,
-        start_ns: analysis.clocks.to_sync(rank, k.start_ns),
-        end_ns: analysis.clocks.to_sync(rank, k.end_ns),
+        start_ns: clocks.to_sync(rank, k.start_ns),
+        end_ns: clocks.to_sync(rank, k.end_ns),
     }
 }
 
 /// The kernel with which global rank `rank` ran opCount `op_count` of the communicator whose id
-/// is `comm_id` (a link's selection): its process, GPU and synchronised start.
+/// is `comm_id` (a link's selection): its process, GPU and start on a timeline drawn with
+/// `clocks`.
 pub fn find_kernel(
     analysis: &Analysis,
     rank: u32,
     comm_id: &str,
     op_count: u64,
+    clocks: &ClockSync,
 ) -> Option<(ProcessKey, u32, i64)> {
     let process = &analysis
         .processes
@@ -229,9 +244,5 @@ pub fn find_kernel(
         .iter()
         .find(|pm| &pm.process == process)?;
     let k = kernel_of_call(analysis, pm, op_count, |c| comms.comms[c].id == comm_id)?;
-    Some((
-        process.clone(),
-        k.device,
-        analysis.clocks.to_sync(rank, k.start_ns),
-    ))
+    Some((process.clone(), k.device, clocks.to_sync(rank, k.start_ns)))
 }

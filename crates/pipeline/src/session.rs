@@ -235,11 +235,11 @@ impl Session {
             }
             for k in &loaded.export.kernels {
                 if let Some(spans) = wanted.get_mut(&(k.pid, k.device)) {
-                    spans.push(Span {
-                        start_ns: k.start_ns,
-                        end_ns: k.end_ns,
-                        op: decode_kernel_name(&k.name).and_then(|n| n.op),
-                    });
+                    spans.push(Span::new(
+                        k.start_ns,
+                        k.end_ns,
+                        decode_kernel_name(&k.name).and_then(|n| n.op),
+                    ));
                 }
             }
         }
@@ -255,6 +255,7 @@ impl Session {
             tracks: Vec::new(),
             start_ns: i64::MAX,
             end_ns: i64::MIN,
+            markers: Vec::new(),
         };
         let mut keyed: Vec<((u32, u32, u32), Track)> = Vec::new();
         let mut cover = |spans: &[Span]| {
@@ -291,6 +292,7 @@ impl Session {
                 Track {
                     label,
                     lod: Lod::build(&spans),
+                    par_lod: Lod::default(),
                     spans,
                     source,
                 },

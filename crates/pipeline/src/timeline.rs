@@ -1,5 +1,6 @@
 //! The timeline's view model: tracks of time spans, no DOM. The page draws what is here.
 
+use enrich::Parallelism;
 use model::log::ProcessKey;
 use model::OpType;
 
@@ -10,6 +11,69 @@ pub struct Span {
     pub end_ns: i64,
     /// The operation the kernel's name says, when it says one.
     pub op: Option<OpType>,
+    /// How the kernel was matched to the log ([`crate::annotate_spans`] sets it).
+    pub mark: Mark,
+    /// The parallelism its communicator serves, as [`par_byte`] ([`LOD_NO_OP`]: not known).
+    pub par: u8,
+}
+
+impl Span {
+    /// A kernel not yet compared with the log (unmatched until [`crate::annotate_spans`]).
+    pub fn new(start_ns: i64, end_ns: i64, op: Option<OpType>) -> Span {
+        Span {
+            start_ns,
+            end_ns,
+            op,
+            mark: Mark::Unmatched,
+            par: LOD_NO_OP,
+        }
+    }
+}
+
+/// How a kernel on the timeline relates to the log: the page draws unmatched kernels hollow
+/// and flags low-confidence matches, so neither passes for a clean match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mark {
+    #[default]
+    Matched,
+    /// Matched with a confidence under [`LOW_CONFIDENCE`].
+    LowConfidence,
+    /// No log operation: a dropped log line, or a process without a log.
+    Unmatched,
+}
+
+impl Mark {
+    pub const ALL: [Mark; 3] = [Mark::Matched, Mark::LowConfidence, Mark::Unmatched];
+
+    pub fn byte(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_byte(b: u8) -> Option<Mark> {
+        Mark::ALL.get(b as usize).copied()
+    }
+}
+
+/// A match whose confidence is below this is marked on the timeline. The aligner's confidence
+/// mixes the pair's score with its neighbours' (`align::KernelMatch::confidence`): under one
+/// half, the pair or its surroundings disagree more than they agree.
+pub const LOW_CONFIDENCE: f64 = 0.5;
+
+/// The parallelisms in palette order: [`par_byte`] indexes them.
+pub const PARALLELISMS: [Parallelism; 5] = [
+    Parallelism::DP,
+    Parallelism::TP,
+    Parallelism::PP,
+    Parallelism::EP,
+    Parallelism::CP,
+];
+
+/// The palette byte of a parallelism ([`LOD_NO_OP`] for `Unknown`).
+pub fn par_byte(p: Parallelism) -> u8 {
+    PARALLELISMS
+        .iter()
+        .position(|q| *q == p)
+        .map_or(LOD_NO_OP, |i| i as u8)
 }
 
 /// One row of the timeline (one GPU of one process).
@@ -22,6 +86,8 @@ pub struct Track {
     pub source: Option<(ProcessKey, u32)>,
     /// The spans summarised for zoomed-out frames (built with the track, off the page's thread).
     pub lod: Lod,
+    /// The same by parallelism (the track's parallelism row), built by [`crate::annotate_spans`].
+    pub par_lod: Lod,
 }
 
 /// Every track, with the time range that covers them all.
@@ -30,6 +96,36 @@ pub struct Timeline {
     pub tracks: Vec<Track>,
     pub start_ns: i64,
     pub end_ns: i64,
+    /// NVTX rows shared above the tracks (iterations, training phases), in the tracks' clock.
+    pub markers: Vec<MarkerRow>,
+}
+
+/// One row of NVTX ranges drawn above every track.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MarkerRow {
+    pub label: String,
+    /// Sorted by start.
+    pub ranges: Vec<Marker>,
+}
+
+/// One NVTX range of a marker row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Its colour: [`MarkerKind`] as a byte.
+    pub kind: u8,
+    /// The range's text as the program pushed it (drawn as text, never markup).
+    pub text: String,
+}
+
+/// What an NVTX range marks, by its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    Iteration = 0,
+    Forward = 1,
+    Backward = 2,
+    Optimizer = 3,
 }
 
 /// The op byte of a summary bucket whose dominant kernel names no operation (else the index of
@@ -58,9 +154,15 @@ pub struct Lod {
 }
 
 impl Lod {
-    /// The summary of `spans` (sorted by start). Linear in spans plus buckets: a bucket fully
-    /// inside a span is claimed once, however many long spans overlap it.
+    /// The summary of `spans` (sorted by start) by operation.
     pub fn build(spans: &[Span]) -> Lod {
+        Lod::build_by(spans, |s| s.op.map_or(LOD_NO_OP, op_byte))
+    }
+
+    /// The summary of `spans` (sorted by start), each bucket holding the `key` of the span
+    /// covering most of it. Linear in spans plus buckets: a bucket fully inside a span is
+    /// claimed once, however many long spans overlap it.
+    pub fn build_by(spans: &[Span], key: impl Fn(&Span) -> u8) -> Lod {
         let Some(first) = spans.first() else {
             return Lod::default();
         };
@@ -93,7 +195,7 @@ impl Lod {
             b
         }
         for s in spans {
-            let op = s.op.map_or(LOD_NO_OP, op_byte);
+            let op = key(s);
             let (a, z) = (s.start_ns.max(origin), s.end_ns.min(end));
             if z <= a {
                 continue;
@@ -190,11 +292,7 @@ mod tests {
     use super::*;
 
     fn span(start_ns: i64, end_ns: i64, op: Option<OpType>) -> Span {
-        Span {
-            start_ns,
-            end_ns,
-            op,
-        }
+        Span::new(start_ns, end_ns, op)
     }
 
     #[test]
