@@ -104,6 +104,8 @@ export async function fact(page, fileName, factName) {
  * details list the collective's members); returns the details' instance line.
  */
 export async function pickCollective(page, row = 0) {
+  // Clicks outside the viewport reach nothing: the timeline sits below the controls and minimap.
+  await page.getByTestId('timeline').scrollIntoViewIfNeeded();
   const box = await page.getByTestId('timeline').boundingBox();
   const scale = box.width / 1200; // the canvas draws 1200 px wide
   for (let i = 1; i < 60; i++) {
