@@ -72,6 +72,8 @@ pub fn App() -> impl IntoView {
     let dragging = RwSignal::new(false);
     // The last analysis's wall time in the worker (read by the benchmarks).
     let analysis_ms = RwSignal::new(None::<f64>);
+    // What the last analysis re-ran (adding files re-aligns only what they change).
+    let rerun = RwSignal::new(String::new());
     let worker_memory = RwSignal::new(None::<f64>);
     let analysing = RwSignal::new(false);
     // Theory versus observed: the form (kept between visits), which fields the trace filled,
@@ -218,9 +220,11 @@ pub fn App() -> impl IntoView {
             worker_memory_bytes,
             inferred: new_inferred,
             panels: new_panels,
+            rerun: new_rerun,
         } => {
             analysing.set(false);
             analysis_ms.set(Some(ms));
+            rerun.set(new_rerun);
             window_summary.set(None);
             selected.set(None);
             details.set(None);
@@ -644,6 +648,11 @@ pub fn App() -> impl IntoView {
                 <OverallProgress rows=rows.into() />
                 <Show when=move || analysing.get()>
                     <p class="hint" data-testid="analysing">"Analysing every file loaded so far…"</p>
+                </Show>
+                <Show when=move || !analysing.get() && !rerun.with(String::is_empty)>
+                    <p class="hint" data-testid="analysis-status">
+                        {move || format!("Analysed in {:.0} ms: {}", analysis_ms.get().unwrap_or(0.0), rerun.get())}
+                    </p>
                 </Show>
                 <FileList rows=rows.into() />
                 <div class="downloads" hidden=is_bundle>

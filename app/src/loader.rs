@@ -411,7 +411,10 @@ async fn load_and_analyse(req: &LoadRequest) {
     let started = js_sys::Date::now();
     let (result, timeline, view, counts) = SESSION.with(|s| {
         let s = s.borrow();
-        let analysis = pipeline::analyse(&s, &pipeline::UserSizes::default());
+        // Only what the new files change is re-aligned: the last analysis is reused.
+        let previous = ANALYSIS.with(|a| a.borrow_mut().take());
+        let (analysis, mut rerun) =
+            pipeline::analyse_incremental(&s, &pipeline::UserSizes::default(), previous);
         // The page's filter was read when it was set: it cannot fail now, but if it did, the
         // whole timeline is better than none.
         let view = VIEW.with(|v| v.borrow().clone());
@@ -425,6 +428,9 @@ async fn load_and_analyse(req: &LoadRequest) {
                 .timeline(&s, &analysis)
             })
             .unwrap_or_default();
+        // The view's timeline (marked by the analysis, filtered) is built whole each time.
+        rerun.tracks = built.tracks.len();
+        rerun.tracks_rebuilt = built.tracks.len();
         let timeline = encode_timeline(&built);
         TIMELINE.with(|t| *t.borrow_mut() = built);
         let result = ToPage::Result {
@@ -439,6 +445,7 @@ async fn load_and_analyse(req: &LoadRequest) {
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),
+            rerun: rerun.summary(),
         };
         ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
         (result, timeline, view, counts)

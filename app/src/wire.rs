@@ -52,6 +52,10 @@ pub enum ToPage {
         /// recordings made before the panels existed.
         #[serde(default)]
         panels: Panels,
+        /// What this analysis re-ran, for the status line ("re-aligned 1 of 8 processes; ...");
+        /// empty in recordings made before incremental analysis.
+        #[serde(default)]
+        rerun: String,
     },
     /// Theory versus observed for the config last asked for (or why the config is unusable).
     Theory {

@@ -1,60 +1,216 @@
 //! Aligning every process of a run: in parallel natively, one after another in wasm32 (the page
 //! runs its own workers), with the cross-rank consensus ([`crate::consensus`]) in between.
 
-use crate::consensus::{call_hints, ProcessInput};
+use crate::consensus::{call_hints_from_lines, first_lines, ProcessInput};
 use crate::nvtx_join::{check, join_nvtx};
 use crate::per_process::{align_process_hinted, AlignConfig, ProcessAlignment};
+use std::collections::{HashMap, HashSet};
 
 /// Aligns each process; the result keeps the input order. With `cfg.consensus`, processes
 /// of one clock domain are aligned a second time with the calls their kernels' collectives
 /// run on the other ranks.
 pub fn align_all(inputs: &[ProcessInput<'_>], cfg: &AlignConfig) -> Vec<ProcessAlignment> {
-    let first = map_ordered(inputs, |p| {
+    let fresh = inputs.iter().map(|_| None).collect();
+    align_all_reusing(inputs, cfg, fresh)
+        .into_iter()
+        .map(|a| a.alignment)
+        .collect()
+}
+
+/// Per kernel, the (communicator, opCount) the consensus says it runs.
+type Hints = Vec<Option<(u64, u64)>>;
+
+/// What a later [`align_all_reusing`] needs of one process's alignment besides the alignment.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reuse {
+    /// The first (hint-free) pass as the consensus reads it ([`first_lines`]).
+    pub first: Vec<Option<usize>>,
+    /// The hints the second pass ran with; empty when no second pass ran (no kernel hinted).
+    pub hints: Hints,
+    /// How many processes its clock domain had when the hints were computed.
+    pub domain: usize,
+}
+
+/// One process's alignment from [`align_all_reusing`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Aligned {
+    pub alignment: ProcessAlignment,
+    pub reuse: Reuse,
+    /// How much of it was computed in this call.
+    pub redone: Redone,
+}
+
+/// What [`align_all_reusing`] computed for one process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Redone {
+    /// Nothing: the previous alignment was kept whole.
+    Kept,
+    /// Inputs unchanged, but the other ranks' consensus hints changed: the second pass re-ran.
+    Hints,
+    /// The process's own inputs changed (or it is new): aligned from the start.
+    Inputs,
+}
+
+/// [`align_all`], keeping what it can of an earlier call with the same `cfg`: `previous[i]` is
+/// process `i`'s earlier [`Aligned`] when its inputs (`inputs[i]`: log operations, kernels,
+/// names, clock, NVTX) are exactly those it was aligned from (the caller's check), else `None`.
+///
+/// What must re-run when some inputs change, and why it gives what [`align_all`] gives:
+/// a process's first pass depends on its own inputs only, so it re-runs only for changed
+/// processes. The consensus couples the processes of one clock domain (one export): its stream
+/// links and collective instances come from every member's kernels, and each member's hints from
+/// its own log and first pass. So a process joining or changing in a domain can change the hints
+/// of every member (a hole in the instance numbering filled, two streams linked): the consensus
+/// is recomputed for every domain that has a changed member or a different number of members
+/// (one left: its clock is part of its inputs, so it changed too); the other domains keep
+/// their hints. An unchanged process's second pass re-runs only if its hints differ from those
+/// it ran with. The NVTX check depends on the process's own inputs and alignment.
+pub fn align_all_reusing(
+    inputs: &[ProcessInput<'_>],
+    cfg: &AlignConfig,
+    mut previous: Vec<Option<Aligned>>,
+) -> Vec<Aligned> {
+    previous.resize_with(inputs.len(), || None);
+    // First pass, where the inputs changed.
+    let changed: Vec<usize> = (0..inputs.len())
+        .filter(|&i| previous[i].is_none())
+        .collect();
+    let computed = map_ordered(&changed, |&i| {
+        let p = &inputs[i];
         align_process_hinted(p.log_ops, p.kernels, p.names, cfg, &[])
     });
-    if !cfg.consensus || inputs.len() < 2 {
-        return with_nvtx_checks(inputs, first);
+    let mut first: Vec<Option<ProcessAlignment>> = inputs.iter().map(|_| None).collect();
+    for (&i, a) in changed.iter().zip(computed) {
+        first[i] = Some(a);
     }
-    let hints = call_hints(inputs, &first);
-    let jobs: Vec<(usize, &ProcessInput<'_>)> = inputs.iter().enumerate().collect();
-    let second = map_ordered(&jobs, |&(i, p)| {
-        hints[i]
-            .iter()
-            .any(Option::is_some)
-            .then(|| align_process_hinted(p.log_ops, p.kernels, p.names, cfg, &hints[i]))
-    });
-    let out = first
-        .into_iter()
-        .zip(second)
-        .map(|(a, b)| b.unwrap_or(a))
+    // The consensus, for the clock domains where something changed.
+    let mut size: HashMap<u64, usize> = HashMap::new();
+    for p in inputs {
+        *size.entry(p.clock).or_default() += 1;
+    }
+    let mut dirty: HashSet<u64> = HashSet::new();
+    for (p, prev) in inputs.iter().zip(&previous) {
+        if prev
+            .as_ref()
+            .is_none_or(|prev| prev.reuse.domain != size[&p.clock])
+        {
+            dirty.insert(p.clock);
+        }
+    }
+    let redo: Vec<usize> = (0..inputs.len())
+        .filter(|&i| dirty.contains(&inputs[i].clock))
         .collect();
-    with_nvtx_checks(inputs, out)
+    let mut fresh_lines: Vec<Option<Vec<Option<usize>>>> =
+        first.iter().map(|a| a.as_ref().map(first_lines)).collect();
+    let mut new_hints: Vec<Option<Hints>> = inputs.iter().map(|_| None).collect();
+    {
+        let sub: Vec<ProcessInput<'_>> = redo.iter().map(|&i| inputs[i]).collect();
+        let lines: Vec<&[Option<usize>]> = redo
+            .iter()
+            .map(|&i| match (&fresh_lines[i], &previous[i]) {
+                (Some(l), _) => l.as_slice(),
+                (None, Some(prev)) => prev.reuse.first.as_slice(),
+                (None, None) => &[],
+            })
+            .collect();
+        let hints = if cfg.consensus && inputs.len() >= 2 {
+            call_hints_from_lines(&sub, &lines)
+        } else {
+            vec![Vec::new(); sub.len()]
+        };
+        for (&i, h) in redo.iter().zip(hints) {
+            new_hints[i] = Some(if h.iter().any(Option::is_some) {
+                h
+            } else {
+                Vec::new()
+            });
+        }
+    }
+    // Second pass (or the first pass as the result), where inputs or hints changed.
+    let mut fresh: Vec<Option<ProcessAlignment>> = inputs.iter().map(|_| None).collect();
+    let mut jobs = Vec::new();
+    for i in 0..inputs.len() {
+        let Some(hints) = &new_hints[i] else {
+            continue; // a clean domain: inputs and hints as before
+        };
+        let same = matches!(&previous[i], Some(prev) if &prev.reuse.hints == hints);
+        if same {
+            continue;
+        }
+        match first[i].take() {
+            Some(a) if hints.is_empty() => fresh[i] = Some(a),
+            // Hinted, or unchanged inputs that lost their hints (the first pass is not kept).
+            _ => jobs.push(i),
+        }
+    }
+    let redone = map_ordered(&jobs, |&i| {
+        let p = &inputs[i];
+        let hints = new_hints[i].as_deref().unwrap_or(&[]);
+        align_process_hinted(p.log_ops, p.kernels, p.names, cfg, hints)
+    });
+    for (&i, a) in jobs.iter().zip(redone) {
+        fresh[i] = Some(a);
+    }
+    for (p, a) in inputs.iter().zip(&mut fresh) {
+        if let Some(a) = a {
+            nvtx_check(p, a);
+        }
+    }
+    let mut out = Vec::with_capacity(inputs.len());
+    for (i, (prev, fresh)) in previous.into_iter().zip(fresh).enumerate() {
+        let domain = size[&inputs[i].clock];
+        let (lines, hints) = (fresh_lines[i].take(), new_hints[i].take());
+        out.push(match (fresh, prev) {
+            (Some(alignment), prev) => Aligned {
+                alignment,
+                redone: if prev.is_some() {
+                    Redone::Hints
+                } else {
+                    Redone::Inputs
+                },
+                reuse: Reuse {
+                    first: lines.or(prev.map(|p| p.reuse.first)).unwrap_or_default(),
+                    hints: hints.unwrap_or_default(),
+                    domain,
+                },
+            },
+            (None, Some(prev)) => Aligned {
+                alignment: prev.alignment,
+                redone: Redone::Kept,
+                reuse: match hints {
+                    Some(hints) => Reuse {
+                        first: prev.reuse.first,
+                        hints,
+                        domain,
+                    },
+                    None => prev.reuse,
+                },
+            },
+            // Not reached: a process without a previous alignment is always computed.
+            (None, None) => continue,
+        });
+    }
+    out
 }
 
 /// Where a process's export has NCCL's own NVTX ranges, joins its kernels exactly to the
 /// calls that launched them and reports how the alignment agrees ([`AnomalyReport::nvtx`]).
 ///
 /// [`AnomalyReport::nvtx`]: crate::AnomalyReport::nvtx
-fn with_nvtx_checks(
-    inputs: &[ProcessInput<'_>],
-    mut out: Vec<ProcessAlignment>,
-) -> Vec<ProcessAlignment> {
-    for (p, a) in inputs.iter().zip(out.iter_mut()) {
-        if p.nvtx.is_empty() {
-            continue;
-        }
-        let join = join_nvtx(p.kernels, p.nvtx);
-        if join.joined() == 0 {
-            continue;
-        }
-        let matched: Vec<Option<&[usize]>> = a
-            .per_kernel
-            .iter()
-            .map(|m| m.as_ref().map(|m| m.log_ops.as_slice()))
-            .collect();
-        a.report.nvtx = Some(check(&join, p.nvtx, p.log_ops, &matched));
+fn nvtx_check(p: &ProcessInput<'_>, a: &mut ProcessAlignment) {
+    if p.nvtx.is_empty() {
+        return;
     }
-    out
+    let join = join_nvtx(p.kernels, p.nvtx);
+    if join.joined() == 0 {
+        return;
+    }
+    let matched: Vec<Option<&[usize]>> = a
+        .per_kernel
+        .iter()
+        .map(|m| m.as_ref().map(|m| m.log_ops.as_slice()))
+        .collect();
+    a.report.nvtx = Some(check(&join, p.nvtx, p.log_ops, &matched));
 }
 
 /// `f` over `items`, results in input order: contiguous chunks, one scoped thread per core.

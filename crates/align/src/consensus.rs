@@ -109,6 +109,27 @@ pub fn call_hints(
     inputs: &[ProcessInput<'_>],
     first: &[ProcessAlignment],
 ) -> Vec<Vec<Option<(u64, u64)>>> {
+    let lines: Vec<Vec<Option<usize>>> = first.iter().map(first_lines).collect();
+    let lines: Vec<&[Option<usize>]> = lines.iter().map(Vec::as_slice).collect();
+    call_hints_from_lines(inputs, &lines)
+}
+
+/// All the consensus reads of a first alignment: per kernel, the first log line matched to it.
+/// Kept instead of the whole alignment by a caller that re-runs the consensus later
+/// ([`crate::all::align_all_reusing`]).
+pub fn first_lines(first: &ProcessAlignment) -> Vec<Option<usize>> {
+    first
+        .per_kernel
+        .iter()
+        .map(|m| m.as_ref().and_then(|m| m.log_ops.first().copied()))
+        .collect()
+}
+
+/// [`call_hints`] from each process's [`first_lines`].
+pub fn call_hints_from_lines(
+    inputs: &[ProcessInput<'_>],
+    first: &[&[Option<usize>]],
+) -> Vec<Vec<Option<(u64, u64)>>> {
     let mut hints: Vec<Vec<Option<(u64, u64)>>> =
         inputs.iter().map(|p| vec![None; p.kernels.len()]).collect();
     let mut clocks: Vec<u64> = inputs.iter().map(|p| p.clock).collect();
@@ -128,7 +149,7 @@ pub fn call_hints(
 /// Steps 1–4 for the processes `procs` of one clock domain.
 fn domain(
     inputs: &[ProcessInput<'_>],
-    first: &[ProcessAlignment],
+    first: &[&[Option<usize>]],
     procs: &[usize],
     hints: &mut [Vec<Option<(u64, u64)>>],
 ) {
@@ -224,7 +245,7 @@ fn domain(
                 .filter(|((x, _), _)| *x == a)
                 .map(|((_, c), &s)| (c.k, s, c.class, c.dtype))
                 .collect();
-            for (k, call) in offsets(&inputs[p], &first[p], &mine) {
+            for (k, call) in offsets(&inputs[p], first[p], &mine) {
                 hints[p][k] = Some(call);
             }
         }
@@ -249,15 +270,14 @@ const SWITCH: i64 = -4;
 /// the classes pin it.
 fn offsets(
     input: &ProcessInput<'_>,
-    first: &ProcessAlignment,
+    first: &[Option<usize>],
     mine: &[Mine],
 ) -> Vec<(usize, (u64, u64))> {
     // Each kernel's offset as the first alignment pairs it.
     let own: Vec<Option<(u64, i64)>> = mine
         .iter()
         .map(|&(k, s, _, _)| {
-            let m = first.per_kernel.get(k)?.as_ref()?;
-            let o = &input.log_ops[*m.log_ops.first()?];
+            let o = &input.log_ops[(*first.get(k)?)?];
             Some((o.comm, o.op_count as i64 - s as i64))
         })
         .collect();

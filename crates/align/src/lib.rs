@@ -9,7 +9,8 @@
 //! * [`scoring`] — the thesis scoring and a richer one, as [`nw::Score`] implementations;
 //! * [`per_process`] — [`align_process`]: duplicates, Send/Recv fusion, streams, timestamps;
 //! * `twins` — after the alignment, adjacent look-alike lines settled by the clock;
-//! * [`all`] — [`align_all`]: every process, in parallel natively;
+//! * [`all`] — [`align_all`]: every process, in parallel natively; [`align_all_reusing`] keeps
+//!   what an earlier call computed for processes whose inputs did not change;
 //! * [`consensus`] — which call a collective kernel runs, from the other ranks' kernels;
 //! * [`nvtx_join`] — the exact kernel → NCCL call join through NCCL's own NVTX ranges;
 //! * [`baseline`] — the thesis' sliding-window baseline;
@@ -28,7 +29,7 @@ pub mod scoring;
 pub mod symbols;
 mod twins;
 
-pub use all::align_all;
+pub use all::{align_all, align_all_reusing, Aligned, Redone, Reuse};
 pub use consensus::ProcessInput;
 pub use per_process::{
     align_process, align_process_hinted, AlignConfig, AnomalyReport, KernelMatch, ProcessAlignment,

@@ -3,12 +3,15 @@
 //! on one side only are listed, never guessed.
 
 use crate::session::Session;
-use align::{align_all, AlignConfig, KernelMatch, ProcessAlignment, ProcessInput};
+use align::{
+    align_all_reusing, AlignConfig, Aligned, KernelMatch, ProcessAlignment, ProcessInput, Redone,
+    Reuse,
+};
 use ingest_nsys::decode_kernel_name;
 use model::log::{LogOp, ProcessKey};
-use model::nsys::Kernel;
+use model::nsys::{Kernel, KernelName};
 use model::OpType;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The alignment of one process.
 pub struct ProcessMatch {
@@ -53,6 +56,8 @@ pub struct Alignments {
     pub log_only: Vec<ProcessKey>,
     /// Processes with NCCL kernels but no log operations.
     pub kernels_only: Vec<ProcessKey>,
+    /// What the alignments were made from, for a later analysis of the grown session.
+    pub(crate) kept: Kept,
 }
 
 impl Alignments {
@@ -62,86 +67,255 @@ impl Alignments {
     }
 }
 
-/// Aligns every process present in both a log and an export.
-pub fn align_session(session: &Session, cfg: &AlignConfig) -> Alignments {
-    let mut ops: BTreeMap<ProcessKey, Vec<LogOp>> = BTreeMap::new();
-    for log in session.logs() {
-        for op in &log.parsed.ops {
-            ops.entry(op.process.clone()).or_default().push(op.clone());
+/// What a later [`align_session_reusing`] checks and reuses.
+#[derive(Default)]
+pub(crate) struct Kept {
+    /// The session's files when aligned (name, size; logs then exports): a session whose files
+    /// start with these is the same session with files added (a session only grows).
+    pub files: SessionFiles,
+    /// Per process (indexed like [`Alignments::processes`]).
+    pub per_process: Vec<KeptProcess>,
+}
+
+pub(crate) struct KeptProcess {
+    print: InputPrint,
+    names: Vec<Option<KernelName>>,
+    reuse: Reuse,
+}
+
+/// Names and sizes of a session's logs and exports, in loading order.
+#[derive(Default, Clone, PartialEq, Eq, Debug)]
+pub(crate) struct SessionFiles {
+    logs: Vec<(String, u64)>,
+    exports: Vec<(String, u64)>,
+}
+
+impl SessionFiles {
+    pub fn of(session: &Session) -> Self {
+        SessionFiles {
+            logs: session
+                .logs()
+                .iter()
+                .map(|l| (l.name.clone(), l.bytes))
+                .collect(),
+            exports: session
+                .exports()
+                .iter()
+                .map(|e| (e.name.clone(), e.bytes))
+                .collect(),
         }
     }
-    let mut kernels: BTreeMap<ProcessKey, Vec<Kernel>> = BTreeMap::new();
-    // Kernel times of one export share its capture's clock: the consensus compares those only.
-    let mut clock: BTreeMap<ProcessKey, u64> = BTreeMap::new();
+
+    /// Whether `now` is this session with files added (or unchanged).
+    pub fn grew_into(&self, now: &SessionFiles) -> bool {
+        now.logs.starts_with(&self.logs) && now.exports.starts_with(&self.exports)
+    }
+}
+
+/// Where a process's inputs come from: (log index, operations) and (export index, kernels), in
+/// session order. Loaded files never change and a process's records are those files' records
+/// of it in that order, so within one growing session equal prints mean equal inputs: an exact
+/// check that reads no record.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+struct InputPrint {
+    ops: Vec<(u32, u32)>,
+    kernels: Vec<(u32, u32)>,
+}
+
+/// Counts one more record from file `file` (records come file by file).
+fn count_from(sources: &mut Vec<(u32, u32)>, file: u32) {
+    match sources.last_mut() {
+        Some((f, n)) if *f == file => *n += 1,
+        _ => sources.push((file, 1)),
+    }
+}
+
+/// Aligns every process present in both a log and an export.
+pub fn align_session(session: &Session, cfg: &AlignConfig) -> Alignments {
+    align_session_reusing(session, cfg, None).0
+}
+
+/// [`align_session`], keeping from `previous` (an alignment of this session before files were
+/// added) every process whose inputs did not change; see [`align::align_all_reusing`] for what
+/// the consensus makes re-run. Also says, per process aligned, what was recomputed.
+pub(crate) fn align_session_reusing(
+    session: &Session,
+    cfg: &AlignConfig,
+    previous: Option<Alignments>,
+) -> (Alignments, Vec<Redone>) {
+    let files = SessionFiles::of(session);
+    // Where each process's records are, counted without copying one.
+    let mut op_from: BTreeMap<&ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
+    for (i, log) in session.logs().iter().enumerate() {
+        for op in &log.parsed.ops {
+            count_from(op_from.entry(&op.process).or_default(), i as u32);
+        }
+    }
+    let mut kernel_from: BTreeMap<ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
     for (x, e) in session.exports().iter().enumerate() {
         // An export covers one node (or one rank): its first host names every process in it.
         let host = e.export.hosts.first().cloned().unwrap_or_default();
+        let mut per_pid: BTreeMap<u32, u32> = BTreeMap::new();
         for k in &e.export.kernels {
+            *per_pid.entry(k.pid).or_default() += 1;
+        }
+        for (pid, n) in per_pid {
             let key = ProcessKey {
                 host: host.clone(),
-                pid: k.pid,
+                pid,
             };
-            clock.entry(key.clone()).or_insert(x as u64);
-            kernels.entry(key).or_default().push(k.clone());
+            kernel_from.entry(key).or_default().push((x as u32, n));
         }
     }
-    adopt_hostless_kernels(&ops, &mut kernels);
+    adopt_hostless_kernels(&op_from, &mut kernel_from);
     let mut out = Alignments::default();
-    let mut both = Vec::new();
-    let keys: BTreeSet<ProcessKey> = ops.keys().chain(kernels.keys()).cloned().collect();
+    let mut both: Vec<(ProcessKey, InputPrint)> = Vec::new();
+    let keys: BTreeSet<ProcessKey> = op_from
+        .keys()
+        .map(|&k| k.clone())
+        .chain(kernel_from.keys().cloned())
+        .collect();
     for key in keys {
-        match (ops.remove(&key), kernels.remove(&key)) {
-            (Some(log_ops), Some(mut ks)) => {
-                ks.sort_by_key(|k| (k.start_ns, k.correlation_id));
-                let names: Vec<_> = ks.iter().map(|k| decode_kernel_name(&k.name)).collect();
-                both.push((key, log_ops, ks, names));
-            }
+        match (op_from.remove(&key), kernel_from.remove(&key)) {
+            (Some(ops), Some(kernels)) => both.push((key, InputPrint { ops, kernels })),
             (Some(_), None) => out.log_only.push(key),
             (None, Some(_)) => out.kernels_only.push(key),
             (None, None) => {}
         }
     }
+    // The previous alignments of processes whose inputs are unchanged.
+    let mut kept: BTreeMap<ProcessKey, (ProcessMatch, KeptProcess)> = BTreeMap::new();
+    if let Some(prev) = previous.filter(|p| p.kept.files.grew_into(&files)) {
+        for (pm, k) in prev.processes.into_iter().zip(prev.kept.per_process) {
+            kept.insert(pm.process.clone(), (pm, k));
+        }
+    }
+    let mut reused: Vec<Option<(ProcessMatch, KeptProcess)>> = both
+        .iter()
+        .map(|(key, print)| kept.remove(key).filter(|(_, k)| &k.print == print))
+        .collect();
+    // The records of the other processes, in one pass over the session.
+    let mut gathered: Vec<(Vec<LogOp>, Vec<Kernel>)> =
+        both.iter().map(|_| Default::default()).collect();
+    let mut want_ops: BTreeMap<&ProcessKey, usize> = BTreeMap::new();
+    let mut want_kernels: HashMap<(u32, u32), usize> = HashMap::new();
+    for (i, (key, print)) in both.iter().enumerate() {
+        if reused[i].is_none() {
+            want_ops.insert(key, i);
+            for &(x, _) in &print.kernels {
+                want_kernels.insert((x, key.pid), i);
+            }
+        }
+    }
+    if !want_ops.is_empty() {
+        for log in session.logs() {
+            for op in &log.parsed.ops {
+                if let Some(&i) = want_ops.get(&op.process) {
+                    gathered[i].0.push(op.clone());
+                }
+            }
+        }
+        for (x, e) in session.exports().iter().enumerate() {
+            for k in &e.export.kernels {
+                if let Some(&i) = want_kernels.get(&(x as u32, k.pid)) {
+                    gathered[i].1.push(k.clone());
+                }
+            }
+        }
+    }
+    struct Prepared {
+        process: ProcessKey,
+        print: InputPrint,
+        log_ops: Vec<LogOp>,
+        kernels: Vec<Kernel>,
+        names: Vec<Option<KernelName>>,
+        previous: Option<Aligned>,
+    }
+    let mut prepared: Vec<Prepared> = both
+        .into_iter()
+        .zip(gathered)
+        .zip(reused.iter_mut())
+        .map(
+            |(((process, print), (log_ops, mut kernels)), reused)| match reused.take() {
+                Some((pm, k)) => Prepared {
+                    process,
+                    print,
+                    log_ops: pm.log_ops,
+                    kernels: pm.kernels,
+                    names: k.names,
+                    previous: Some(Aligned {
+                        alignment: pm.alignment,
+                        reuse: k.reuse,
+                        redone: Redone::Kept,
+                    }),
+                },
+                None => {
+                    kernels.sort_by_key(|k| (k.start_ns, k.correlation_id));
+                    let names = kernels
+                        .iter()
+                        .map(|k| decode_kernel_name(&k.name))
+                        .collect();
+                    Prepared {
+                        process,
+                        print,
+                        log_ops,
+                        kernels,
+                        names,
+                        previous: None,
+                    }
+                }
+            },
+        )
+        .collect();
     // All processes at once: in parallel natively, and with the cross-rank consensus among
     // the processes of one export (an adopted hostless process keeps its export's clock).
-    let inputs: Vec<ProcessInput<'_>> = both
+    let previous: Vec<Option<Aligned>> = prepared.iter_mut().map(|p| p.previous.take()).collect();
+    let inputs: Vec<ProcessInput<'_>> = prepared
         .iter()
-        .map(|(key, log_ops, ks, names)| {
-            let hostless = ProcessKey {
-                host: String::new(),
-                pid: key.pid,
-            };
-            let x = clock.get(key).or(clock.get(&hostless)).copied();
+        .map(|p| {
+            // Kernel times of one export share its capture's clock: the consensus compares
+            // those only. A process's clock is the first export holding its kernels.
+            let x = p.print.kernels.first().map(|&(x, _)| x as usize);
             ProcessInput {
-                log_ops,
-                kernels: ks,
-                names,
-                clock: x.unwrap_or(u64::MAX),
+                log_ops: &p.log_ops,
+                kernels: &p.kernels,
+                names: &p.names,
+                clock: x.map_or(u64::MAX, |x| x as u64),
                 // The export's NVTX ranges: where NCCL's own are there, the exact join checks
                 // the alignment.
                 nvtx: x
-                    .and_then(|x| session.exports().get(x as usize))
+                    .and_then(|x| session.exports().get(x))
                     .map_or(&[], |e| e.export.nvtx.as_slice()),
             }
         })
         .collect();
-    let aligned = align_all(&inputs, cfg);
-    for ((process, log_ops, kernels, _), alignment) in both.into_iter().zip(aligned) {
+    let aligned = align_all_reusing(&inputs, cfg, previous);
+    drop(inputs);
+    let mut redone = Vec::with_capacity(aligned.len());
+    for (p, a) in prepared.into_iter().zip(aligned) {
+        redone.push(a.redone);
         out.processes.push(ProcessMatch {
-            process,
-            log_ops,
-            kernels,
-            alignment,
+            process: p.process,
+            log_ops: p.log_ops,
+            kernels: p.kernels,
+            alignment: a.alignment,
+        });
+        out.kept.per_process.push(KeptProcess {
+            print: p.print,
+            names: p.names,
+            reuse: a.reuse,
         });
     }
-    out
+    out.kept.files = files;
+    (out, redone)
 }
 
 /// An export without a hostname (older exports, or a table not written) keys its processes by
 /// pid alone. Such a pid is given to the log process of the same pid when exactly one exists:
 /// two hosts may reuse a pid, and then nothing is guessed.
-fn adopt_hostless_kernels(
-    ops: &BTreeMap<ProcessKey, Vec<LogOp>>,
-    kernels: &mut BTreeMap<ProcessKey, Vec<Kernel>>,
+fn adopt_hostless_kernels<V>(
+    ops: &BTreeMap<&ProcessKey, Vec<(u32, u32)>>,
+    kernels: &mut BTreeMap<ProcessKey, V>,
 ) {
     let hostless: Vec<ProcessKey> = kernels
         .keys()
@@ -151,9 +325,9 @@ fn adopt_hostless_kernels(
     for key in hostless {
         let mut candidates = ops
             .keys()
-            .filter(|p| p.pid == key.pid && !kernels.contains_key(*p));
+            .filter(|p| p.pid == key.pid && !kernels.contains_key(**p));
         if let (Some(owner), None) = (candidates.next(), candidates.next()) {
-            let owner = owner.clone();
+            let owner = (*owner).clone();
             if let Some(ks) = kernels.remove(&key) {
                 kernels.insert(owner, ks);
             }

@@ -1,15 +1,19 @@
 //! Everything computed from the loaded inputs, in one pass: alignment per process, logical
 //! communicators and global ranks, the parallelism of each communicator, and the per-process
-//! summaries the views show. Re-run whenever inputs are added.
+//! summaries the views show. Re-run whenever inputs are added: [`analyse_incremental`] keeps
+//! the alignments (the expensive part) of processes whose inputs did not change.
 
-use crate::alignment::{align_session, Alignments};
+use crate::alignment::{align_session_reusing, Alignments, SessionFiles};
 use crate::clocks::synchronise_clocks;
+use crate::incremental::Rerun;
 use crate::processes::{process_summaries, ProcessSummary};
 use crate::session::Session;
+use crate::session::TrackInputs;
 use crate::volumes::{observed_volumes, RankVolume};
 use align::AlignConfig;
 use enrich::{ClockSync, Communicators, Hints, LayoutInference, Sizes};
 use model::log::{CommInit, LogOp};
+use std::collections::BTreeMap;
 
 /// The analysis of a session.
 pub struct Analysis {
@@ -23,6 +27,9 @@ pub struct Analysis {
     pub volumes: Vec<RankVolume>,
     /// Training iterations seen (NVTX iteration ranges), for per-iteration figures.
     pub iterations: Option<u32>,
+    /// What each track of the last timeline built from this analysis (or the one it was
+    /// derived from) was built from, by GPU: see [`crate::timeline_incremental`].
+    pub(crate) track_inputs: BTreeMap<(String, u32, u32), TrackInputs>,
 }
 
 /// Parallel sizes as the user gave them (`--tp 2`, a config file): any subset.
@@ -62,8 +69,30 @@ impl UserSizes {
 
 /// Analyses everything loaded, with the parallel sizes the user gave, if any.
 pub fn analyse(session: &Session, user: &UserSizes) -> Analysis {
-    let alignments = align_session(session, &AlignConfig::rich());
-    // Communicators span processes, and a process's lines may be spread over several logs.
+    analyse_incremental(session, user, None).0
+}
+
+/// [`analyse`], reusing `previous` (an analysis of this session before files were added; it
+/// is checked by the files' names and sizes and ignored if it is not one): the alignment of
+/// every process whose inputs did not change is kept (see [`align::align_all_reusing`] for
+/// what the cross-rank consensus makes re-run), so the result equals [`analyse`]'s. The
+/// communicators, layout, clocks and volumes are global and cheap next to the alignment: they
+/// are recomputed. [`Rerun`] says what was re-aligned.
+pub fn analyse_incremental(
+    session: &Session,
+    user: &UserSizes,
+    previous: Option<Analysis>,
+) -> (Analysis, Rerun) {
+    // Another session's analysis (not this one's files, in order, with files added) is of no use.
+    let files = SessionFiles::of(session);
+    let (previous, track_inputs) = match previous {
+        Some(p) if p.alignments.kept.files.grew_into(&files) => {
+            (Some(p.alignments), p.track_inputs)
+        }
+        _ => (None, BTreeMap::new()),
+    };
+    let (alignments, redone) = align_session_reusing(session, &AlignConfig::rich(), previous);
+    let rerun = Rerun::of_alignment(&alignments, &redone);
     let inits: Vec<CommInit> = session
         .logs()
         .iter()
@@ -90,7 +119,7 @@ pub fn analyse(session: &Session, user: &UserSizes) -> Analysis {
     processes.sort_by(|a, b| (a.global_rank, &a.process).cmp(&(b.global_rank, &b.process)));
     let clocks = synchronise_clocks(&alignments, &communicators);
     let volumes = observed_volumes(session, &communicators, &layout);
-    Analysis {
+    let analysis = Analysis {
         alignments,
         communicators,
         layout,
@@ -98,7 +127,9 @@ pub fn analyse(session: &Session, user: &UserSizes) -> Analysis {
         clocks,
         volumes,
         iterations,
-    }
+        track_inputs,
+    };
+    (analysis, rerun)
 }
 
 /// Iterations as the exports' NVTX iteration ranges count them (per process; the largest count).
