@@ -129,6 +129,8 @@ pub fn App() -> impl IntoView {
         })
     });
     let awaiting_selection = RwSignal::new(false);
+    // The worker answered the pick with nothing to show (no log for the kernel's process).
+    let no_details = RwSignal::new(false);
     let select_by = move |sel: ncclscope_app::link::Selection| {
         awaiting_selection.set(true);
         client::load(LoadRequest {
@@ -139,6 +141,7 @@ pub fn App() -> impl IntoView {
     };
     let pick = move |p: (usize, usize)| {
         selected.set(Some(p));
+        no_details.set(false);
         client::load(LoadRequest {
             digests: digests_wanted(),
             pick: Some(p),
@@ -317,6 +320,7 @@ pub fn App() -> impl IntoView {
                 selected.set(d.is_some().then_some((track, span)));
             }
             if selected.get_untracked() == Some((track, span)) {
+                no_details.set(d.is_none());
                 details.set(d.map(|d| (d, fields)));
             }
         }
@@ -748,6 +752,11 @@ pub fn App() -> impl IntoView {
                         </button>
                         {move || match details.get() {
                             Some((d, fields)) => crate::details_panel::details_view(&d, &fields).into_any(),
+                            None if no_details.get() => view! {
+                                <p class="hint" data-testid="no-details">
+                                    "No details for this kernel: its process has no log loaded (or no global rank), so nothing ties it to a log line. Drop the process's NCCL log to see its operation."
+                                </p>
+                            }.into_any(),
                             None => view! { <p class="hint">"Looking it up…"</p> }.into_any(),
                         }}
                     </section>

@@ -194,3 +194,24 @@ test('a chosen folder loads every file inside it, named by its path', async () =
     assert.deepEqual(s.errors, []);
   });
 });
+
+test('a kernel whose process has no log says why it has no details', async () => {
+  const s = await session();
+  await withScreenshot(s.page, 'no-details', async () => {
+    await s.page.goto(s.url);
+    await dropFiles(s.page, [path.join(DEMO, 'report_node01.sqlite')]);
+    await s.page.waitForFunction(() => /^\d+ kernels/.test(document.querySelector('[data-testid=filter-status]')?.textContent ?? ''),
+      null, { timeout: 120_000 });
+    // Without logs nothing is matched: every kernel is drawn hollow and counted so.
+    const total = Number(/^(\d+) kernels/.exec(await status(s.page))[1]);
+    assert.match(await status(s.page), new RegExp(`${total} without a log line`));
+    await s.page.getByTestId('timeline').scrollIntoViewIfNeeded();
+    const box = await s.page.getByTestId('timeline').boundingBox();
+    const scale = box.width / 1200;
+    for (let i = 1; i < 60 && !(await s.page.getByTestId('details').count()); i++) {
+      await s.page.mouse.click(box.x + (180 + (1020 * i) / 60) * scale, box.y + (20 + 11) * scale);
+    }
+    await s.page.getByTestId('no-details').waitFor({ timeout: 30_000 });
+    assert.deepEqual(s.errors, []);
+  });
+});
