@@ -31,6 +31,8 @@ test('zooming out draws summaries, zooming in draws spans, and picking still wor
     await s.page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
       null, { timeout: 120_000 });
     const canvas = s.page.getByTestId('timeline');
+    // The controls, minimap and NVTX rows above it may put it below the first screen.
+    await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
     const scale = box.width / 1200; // the canvas draws 1200 px wide
     const tracks = Number(/(\d+) tracks/.exec(await s.page.getByTestId('timeline-summary').textContent())[1]);

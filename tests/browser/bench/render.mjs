@@ -66,6 +66,9 @@ async function measure(run) {
       requestAnimationFrame(tick);
     });
     const canvas = s.page.getByTestId('timeline');
+    // Everything above the timeline (controls, minimap, NVTX rows) may push it off the first
+    // screen: the mouse must be over it for the wheel to zoom rather than scroll the page.
+    await canvas.scrollIntoViewIfNeeded();
     const box = await canvas.boundingBox();
     const scale = box.width / 1200;
     const y = box.y + Math.min(box.height - 4, 40 * scale);
