@@ -6,10 +6,8 @@
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use pipeline::{Lod, Timeline};
-use wasm_bindgen::JsCast;
-use web_sys::CanvasRenderingContext2d;
 
-use crate::timeline_canvas::{View, LABEL_WIDTH};
+use crate::timeline_canvas::{context_2d, View, LABEL_WIDTH};
 
 const WIDTH: f64 = 1200.0;
 const HEIGHT: f64 = 36.0;
@@ -119,12 +117,7 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
 }
 
 fn draw(canvas: &web_sys::HtmlCanvasElement, cols: &[f32], view_box: Option<(f64, f64)>) {
-    let Some(ctx) = canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
-    else {
+    let Some(ctx) = context_2d(canvas) else {
         return;
     };
     ctx.clear_rect(0.0, 0.0, WIDTH, HEIGHT);

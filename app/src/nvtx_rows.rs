@@ -6,10 +6,9 @@
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use pipeline::{Marker, MarkerKind, Timeline};
-use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
-use crate::timeline_canvas::{View, LABEL_WIDTH, ROW_HEIGHT};
+use crate::timeline_canvas::{context_2d, View, LABEL_WIDTH, ROW_HEIGHT};
 
 /// The canvas's width in its own pixels, as the timeline's.
 const WIDTH: f64 = 1200.0;
@@ -82,12 +81,7 @@ fn time_at(v: View, x: f64) -> Option<f64> {
 }
 
 fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
-    let Some(ctx) = canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
-    else {
+    let Some(ctx) = context_2d(canvas) else {
         return;
     };
     let (w, h) = (canvas.width() as f64, canvas.height() as f64);

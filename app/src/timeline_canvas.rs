@@ -359,6 +359,15 @@ impl Keys {
     }
 }
 
+/// A canvas's 2D context (`None` where the browser gives none).
+pub fn context_2d(canvas: &web_sys::HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
+    canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
+}
+
 /// Colours by operation (RGB); [`slot`] indexes them.
 pub const COLOURS: [[u8; 3]; 8] = [
     [0x4e, 0x79, 0xa7],
@@ -486,10 +495,7 @@ impl Pixels {
 /// binary search, and a track with many of them in view draws its summary instead. Records on
 /// the canvas how the last frame was drawn (`data-summary-tracks`, `data-rects`) for the tests.
 fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
-    let Ok(Some(ctx)) = canvas.get_context("2d") else {
-        return;
-    };
-    let Ok(ctx) = ctx.dyn_into::<CanvasRenderingContext2d>() else {
+    let Some(ctx) = context_2d(canvas) else {
         return;
     };
     let w = canvas.width() as f64;
@@ -689,12 +695,7 @@ fn mark(
     sel: Option<(usize, usize)>,
     flow: &[(u32, i64)],
 ) {
-    let Some(ctx) = canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
-    else {
+    let Some(ctx) = context_2d(canvas) else {
         return;
     };
     let plot_w = canvas.width() as f64 - LABEL_WIDTH;
@@ -764,12 +765,7 @@ fn ruler(
 /// Shades the selected time range over the ruler and every track, edged on both sides.
 fn shade(canvas: &web_sys::HtmlCanvasElement, v: View, range: Option<(f64, f64)>) {
     let Some((a, b)) = range else { return };
-    let Some(ctx) = canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
-    else {
+    let Some(ctx) = context_2d(canvas) else {
         return;
     };
     let (w, h) = (canvas.width() as f64, canvas.height() as f64);

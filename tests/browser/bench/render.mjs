@@ -12,23 +12,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startSession } from '../harness.mjs';
+import { frameStats } from './frames.mjs';
 
 function exportsOf(p) {
   if (!fs.statSync(p).isDirectory()) return [p];
   return fs.readdirSync(p).sort().filter((e) => e.endsWith('.sqlite')).map((e) => path.join(p, e));
 }
 
-const stats = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
-  return {
-    frames: s.length,
-    max_ms: +(s[s.length - 1] ?? 0).toFixed(1),
-    p95_ms: +at(0.95).toFixed(1),
-    mean_ms: +(s.reduce((a, x) => a + x, 0) / Math.max(1, s.length)).toFixed(1),
-    over_20ms: s.filter((x) => x > 20).length,
-  };
-};
+const stats = frameStats;
 
 async function measure(run) {
   const files = exportsOf(run);
