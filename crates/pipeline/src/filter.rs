@@ -120,8 +120,12 @@ impl Test {
         match self {
             Test::Op(ops) => f.op.is_some_and(|o| ops.contains(&o)),
             Test::Comm(prefixes) => f.comm.is_some_and(|c| {
-                let id = analysis.communicators.comms[c].id.to_ascii_lowercase();
-                prefixes.iter().any(|p| id.starts_with(p.as_str()))
+                // Case-insensitive prefix, without a lower-cased copy per kernel.
+                let id = analysis.communicators.comms[c].id.as_bytes();
+                prefixes.iter().any(|p| {
+                    id.get(..p.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(p.as_bytes()))
+                })
             }),
             Test::Parallelism(ps) => f.parallelism.is_some_and(|p| ps.contains(&p)),
             Test::Rank(ranges) => in_ranges(ranges, f.rank),

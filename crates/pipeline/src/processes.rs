@@ -97,6 +97,23 @@ fn comm_view<'a>(
         })
 }
 
+/// The log process an export's (host, pid) names: the one with that host and pid, or for a
+/// hostless export (older exports, or a table not written) the one log process with that pid;
+/// `None` when there is none, or several (two hosts may reuse a pid, and nothing is guessed).
+pub(crate) fn log_process<'a>(
+    processes: &'a [ProcessSummary],
+    host: &str,
+    pid: u32,
+) -> Option<&'a ProcessSummary> {
+    let mut m = processes
+        .iter()
+        .filter(|p| p.process.pid == pid && (host.is_empty() || p.process.host == host));
+    match (m.next(), m.next()) {
+        (Some(p), None) => Some(p),
+        _ => None,
+    }
+}
+
 /// Per process: its global rank and local GPU, from the init line of its largest communicator
 /// (the world, where the log has it), else from the order of sorted hosts and pids.
 pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<ProcessSummary> {

@@ -189,15 +189,9 @@ impl Session {
                     .push((x as u32, n));
             }
         }
-        // A hostless export's pid belongs to the one log process with that pid, if only one.
-        let rank_of = |host: &str, pid: u32| -> Option<(u32, &str)> {
-            let mut m = processes
-                .iter()
-                .filter(|p| p.process.pid == pid && (host.is_empty() || p.process.host == host));
-            match (m.next(), m.next()) {
-                (Some(p), None) => Some((p.global_rank, p.process.host.as_str())),
-                _ => None,
-            }
+        let rank_of = |host: &str, pid: u32| {
+            crate::processes::log_process(processes, host, pid)
+                .map(|p| (p.global_rank, p.process.host.as_str()))
         };
         // Tracks kept whole, and the spans of the others, read in one pass per export.
         let mut kept: Vec<((String, u32, u32), Track)> = Vec::new();

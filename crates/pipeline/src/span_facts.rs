@@ -10,6 +10,7 @@ use crate::ProcessMatch;
 use enrich::{ClockSync, Parallelism};
 use model::log::ProcessKey;
 use model::OpType;
+use std::collections::{HashMap, HashSet};
 
 /// One kernel of the timeline as the analysis sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +59,13 @@ pub fn walk_span_facts(
     clocks: &ClockSync,
     mut visit: impl FnMut(usize, usize, &SpanFact),
 ) {
+    // Each communicator's parallelism, looked up once, not per kernel.
+    let mut parallelism: Vec<Option<Parallelism>> = vec![None; analysis.communicators.comms.len()];
+    for p in &analysis.layout.comms {
+        if let Some(slot) = parallelism.get_mut(p.comm) {
+            *slot = Some(p.parallelism).filter(|p| *p != Parallelism::Unknown);
+        }
+    }
     for (t, track) in timeline.tracks.iter().enumerate() {
         let Some((process, device)) = &track.source else {
             for (i, s) in track.spans.iter().enumerate() {
@@ -71,6 +79,19 @@ pub fn walk_span_facts(
                 visit(t, i, &SpanFact::unmatched(rank, s.op));
             }
             continue;
+        };
+        // The process's communicator pointers, resolved once per track, not per kernel.
+        let comm_of: HashMap<u64, Option<usize>> = pm
+            .log_ops
+            .iter()
+            .map(|o| o.comm)
+            .collect::<HashSet<u64>>()
+            .into_iter()
+            .map(|ptr| (ptr, analysis.communicators.comm_of(&pm.process, ptr)))
+            .collect();
+        let lookups = Lookups {
+            comm_of: &comm_of,
+            parallelism: &parallelism,
         };
         let time = |ns: i64| rank.map_or(ns, |r| clocks.to_sync(r, ns));
         // Both sides are sorted by start on this GPU (the clock map keeps order): one merge,
@@ -94,7 +115,7 @@ pub fn walk_span_facts(
             let fact = match found {
                 Some(x) => {
                     used[x] = true;
-                    kernel_fact(analysis, pm, kernels[x].0, rank, s.op)
+                    kernel_fact(&lookups, pm, kernels[x].0, rank, s.op)
                 }
                 None => SpanFact::unmatched(rank, s.op),
             };
@@ -123,9 +144,16 @@ pub fn annotate_spans(analysis: &Analysis, timeline: &mut Timeline, clocks: &Clo
     }
 }
 
+/// What a kernel's facts look up: its process's communicator pointers as logical
+/// communicators, and each communicator's parallelism.
+struct Lookups<'a> {
+    comm_of: &'a HashMap<u64, Option<usize>>,
+    parallelism: &'a [Option<Parallelism>],
+}
+
 /// The facts of kernel `k` of `pm`, whose name says `op`.
 fn kernel_fact(
-    analysis: &Analysis,
+    lookups: &Lookups,
     pm: &ProcessMatch,
     k: usize,
     rank: Option<u32>,
@@ -142,16 +170,8 @@ fn kernel_fact(
     let Some(first) = ops.first() else {
         return SpanFact::unmatched(rank, op);
     };
-    let comm = analysis.communicators.comm_of(&pm.process, first.comm);
-    let parallelism = comm.and_then(|c| {
-        analysis
-            .layout
-            .comms
-            .iter()
-            .find(|p| p.comm == c)
-            .map(|p| p.parallelism)
-            .filter(|p| *p != Parallelism::Unknown)
-    });
+    let comm = lookups.comm_of.get(&first.comm).copied().flatten();
+    let parallelism = comm.and_then(|c| lookups.parallelism.get(c).copied().flatten());
     // As the exports compute them (`export::kernel_records`): the message size is the lines'
     // counts times their datatype, and the bandwidth moves their op_bytes in the kernel's time.
     let op = crate::kernel_op(&ops);
@@ -189,16 +209,10 @@ fn kernel_fact(
     }
 }
 
-/// The global rank of a track's process, as [`crate::Session::timeline`] labels it: an export
-/// without hostnames names a process by pid, which belongs to the one log process with that pid.
+/// The global rank of a track's process, as [`crate::Session::timeline`] labels it.
 pub(crate) fn track_rank(analysis: &Analysis, process: &ProcessKey) -> Option<u32> {
-    let mut m = analysis.processes.iter().filter(|p| {
-        p.process.pid == process.pid && (process.host.is_empty() || p.process.host == process.host)
-    });
-    match (m.next(), m.next()) {
-        (Some(p), None) => Some(p.global_rank),
-        _ => None,
-    }
+    crate::processes::log_process(&analysis.processes, &process.host, process.pid)
+        .map(|p| p.global_rank)
 }
 
 /// The alignment of a track's process (a hostless export's pid, adopted as the aligner does).
