@@ -20,11 +20,42 @@ pub type Handler = Rc<dyn Fn(ToPage, Option<Timeline>)>;
 
 /// A recorded message: its kind, its JSON and its binary timeline (the buffer the worker
 /// transferred, not a copy: it is read only if a bundle is exported).
-type Recorded = (
-    std::mem::Discriminant<ToPage>,
-    String,
-    Option<js_sys::Uint8Array>,
-);
+type Recorded = (Kept, String, Option<js_sys::Uint8Array>);
+
+/// The messages a bundle replays, by what a later message supersedes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    /// Every file's report counts.
+    Report,
+    /// Only the last analysis (a timeline can be hundreds of MB).
+    Result,
+    /// Only the last theory comparison.
+    Theory,
+    /// Only the last filtered view, and none older than the last analysis (it came with the old
+    /// one).
+    View,
+}
+
+impl Kept {
+    fn of(msg: &ToPage) -> Option<Kept> {
+        Some(match msg {
+            ToPage::Report { .. } => Kept::Report,
+            ToPage::Result { .. } => Kept::Result,
+            ToPage::Theory { .. } => Kept::Theory,
+            ToPage::View { .. } => Kept::View,
+            _ => return None,
+        })
+    }
+
+    /// Whether a newer message of kind `self` makes a recorded `older` one obsolete.
+    fn supersedes(self, older: Kept) -> bool {
+        match self {
+            Kept::Report => false,
+            Kept::Result => matches!(older, Kept::Result | Kept::View),
+            kind => older == kind,
+        }
+    }
+}
 
 /// A timeline's bytes: as the worker transferred them, or from a bundle.
 enum Bytes {
@@ -188,32 +219,10 @@ fn on_message(e: MessageEvent) {
         .ok()
         .filter(|t| !t.is_undefined())
         .map(|buffer| js_sys::Uint8Array::new(&buffer));
-    // Every file's report counts; a later analysis or comparison replaces the earlier one, so
-    // only the last is kept (a timeline can be hundreds of MB).
-    // A new analysis also supersedes the last filtered view (which came with the old one).
-    let replaces = match msg {
-        ToPage::Report { .. } => Some(false),
-        ToPage::Result { .. } | ToPage::Theory { .. } | ToPage::View { .. } => Some(true),
-        _ => None,
-    };
-    if let Some(replaces) = replaces {
-        let kind = std::mem::discriminant(&msg);
-        let also = matches!(msg, ToPage::Result { .. }).then(|| {
-            std::mem::discriminant(&ToPage::View {
-                filter: String::new(),
-                original_clock: false,
-                kept: 0,
-                total: 0,
-                unmatched: 0,
-                low_confidence: 0,
-                error: None,
-            })
-        });
+    if let Some(kind) = Kept::of(&msg) {
         RECORDING.with(|r| {
             let mut r = r.borrow_mut();
-            if replaces {
-                r.retain(|(k, _, _)| *k != kind && Some(*k) != also);
-            }
+            r.retain(|(older, _, _)| !kind.supersedes(*older));
             r.push((kind, json.clone(), timeline.clone()));
         });
     }
