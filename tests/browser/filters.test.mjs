@@ -5,7 +5,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, timelineBox, ROOT } from './harness.mjs';
 
 const DEMO = path.join(ROOT, 'target/www-demo/demo');
 const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
@@ -205,9 +205,7 @@ test('a kernel whose process has no log says why it has no details', async () =>
     // Without logs nothing is matched: every kernel is drawn hollow and counted so.
     const total = Number(/^(\d+) kernels/.exec(await status(s.page))[1]);
     assert.match(await status(s.page), new RegExp(`${total} without a log line`));
-    await s.page.getByTestId('timeline').scrollIntoViewIfNeeded();
-    const box = await s.page.getByTestId('timeline').boundingBox();
-    const scale = box.width / 1200;
+    const { box, scale } = await timelineBox(s.page);
     for (let i = 1; i < 60 && !(await s.page.getByTestId('details').count()); i++) {
       await s.page.mouse.click(box.x + (180 + (1020 * i) / 60) * scale, box.y + (20 + 11) * scale);
     }

@@ -100,14 +100,23 @@ export async function fact(page, fileName, factName) {
 }
 
 /**
+ * The timeline canvas's box on the page and its scale (page pixels per canvas pixel: the canvas
+ * draws 1200 px wide), after scrolling it into view: the controls, minimap and NVTX rows above it
+ * can put it below the first screen, and the mouse reaches nothing outside the viewport.
+ */
+export async function timelineBox(page) {
+  const canvas = page.getByTestId('timeline');
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  return { box, scale: box.width / 1200 };
+}
+
+/**
  * Clicks across row `row` of the timeline until a kernel that ran a collective is picked (its
  * details list the collective's members); returns the details' instance line.
  */
 export async function pickCollective(page, row = 0) {
-  // Clicks outside the viewport reach nothing: the timeline sits below the controls and minimap.
-  await page.getByTestId('timeline').scrollIntoViewIfNeeded();
-  const box = await page.getByTestId('timeline').boundingBox();
-  const scale = box.width / 1200; // the canvas draws 1200 px wide
+  const { box, scale } = await timelineBox(page);
   for (let i = 1; i < 60; i++) {
     await page.mouse.click(box.x + (180 + (1020 * i) / 60) * scale, box.y + (20 + 22 * row + 11) * scale);
     if (!(await page.getByTestId('details').count())) continue;

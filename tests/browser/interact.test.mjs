@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, timelineBox, ROOT } from './harness.mjs';
 
 const DEMO = path.join(ROOT, 'target/www-demo/demo');
 
@@ -35,9 +35,7 @@ async function nextWindow(page, before) {
 
 /** Page coordinates of canvas pixel (x, y), the canvas scrolled into view first. */
 async function at(page, x, y) {
-  await page.getByTestId('timeline').scrollIntoViewIfNeeded();
-  const box = await page.getByTestId('timeline').boundingBox();
-  const scale = box.width / 1200;
+  const { box, scale } = await timelineBox(page);
   return [box.x + x * scale, box.y + y * scale];
 }
 

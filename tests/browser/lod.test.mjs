@@ -2,7 +2,7 @@
 // most a pixel) instead of every span; zoomed back in, the spans again; picking still works.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSession, withScreenshot } from './harness.mjs';
+import { startSession, withScreenshot, timelineBox } from './harness.mjs';
 
 let s;
 before(async () => { s = await startSession(); });
@@ -30,11 +30,7 @@ test('zooming out draws summaries, zooming in draws spans, and picking still wor
     await s.page.getByTestId('load-demo').click();
     await s.page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
       null, { timeout: 120_000 });
-    const canvas = s.page.getByTestId('timeline');
-    // The controls, minimap and NVTX rows above it may put it below the first screen.
-    await canvas.scrollIntoViewIfNeeded();
-    const box = await canvas.boundingBox();
-    const scale = box.width / 1200; // the canvas draws 1200 px wide
+    const { box, scale } = await timelineBox(s.page);
     const tracks = Number(/(\d+) tracks/.exec(await s.page.getByTestId('timeline-summary').textContent())[1]);
     assert.ok(tracks >= 2);
 

@@ -10,3 +10,19 @@ export const frameStats = (xs) => {
     over_20ms: s.filter((x) => x > 20).length,
   };
 };
+
+/** Starts recording the intervals between animation frames in the page (`stopFrames` ends it). */
+export const startFrames = (page) => page.evaluate(() => {
+  window.__frames = [];
+  let last = null;
+  const tick = (t) => {
+    if (last !== null) window.__frames.push(t - last);
+    last = t;
+    if (window.__recording) requestAnimationFrame(tick);
+  };
+  window.__recording = true;
+  requestAnimationFrame(tick);
+});
+
+/** Stops recording; the frame intervals so far. */
+export const stopFrames = (page) => page.evaluate(() => { window.__recording = false; return window.__frames; });

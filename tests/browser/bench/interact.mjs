@@ -12,34 +12,23 @@
 //                                                     kernel's fields need its log lines)
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession } from '../harness.mjs';
-import { frameStats } from './frames.mjs';
+import { startSession, timelineBox } from '../harness.mjs';
+import { frameStats, startFrames, stopFrames } from './frames.mjs';
 
 function exportsOf(p) {
   if (!fs.statSync(p).isDirectory()) return [p];
   return fs.readdirSync(p).sort().filter((e) => e.endsWith('.sqlite') || e.endsWith('.log')).map((e) => path.join(p, e));
 }
 
-const stats = frameStats;
 
 async function record(page, body) {
-  await page.evaluate(() => {
-    window.__longTasks.splice(0);
-    window.__frames = [];
-    let last = null;
-    const tick = (t) => {
-      if (last !== null) window.__frames.push(t - last);
-      last = t;
-      if (window.__recording) requestAnimationFrame(tick);
-    };
-    window.__recording = true;
-    requestAnimationFrame(tick);
-  });
+  await page.evaluate(() => window.__longTasks.splice(0));
+  await startFrames(page);
   await body();
   await page.waitForTimeout(300);
-  const frames = await page.evaluate(() => { window.__recording = false; return window.__frames; });
+  const frames = await stopFrames(page);
   const tasks = await page.evaluate(() => window.__longTasks.splice(0));
-  return { ...stats(frames), long_tasks: tasks.length, worst_task_ms: Math.round(Math.max(0, ...tasks)) };
+  return { ...frameStats(frames), long_tasks: tasks.length, worst_task_ms: Math.round(Math.max(0, ...tasks)) };
 }
 
 async function measure(run) {
@@ -61,8 +50,7 @@ async function measure(run) {
     await page.waitForTimeout(1500);
     const summary = (await page.getByTestId('timeline-summary').textContent()).trim();
     const canvas = page.getByTestId('timeline');
-    const box = await canvas.boundingBox();
-    const scale = box.width / 1200;
+    const { box, scale } = await timelineBox(page);
     const y = box.y + (20 + 11) * scale;
     const xAt = (f) => box.x + (180 + 1020 * f) * scale;
     // Zoomed in so that row 0 shows separate kernels to hover.

@@ -11,15 +11,14 @@
 // --out /tmp/...`; build the page first: `trunk build --release --cargo-profile wasm-release`.
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession } from '../harness.mjs';
-import { frameStats } from './frames.mjs';
+import { startSession, timelineBox } from '../harness.mjs';
+import { frameStats, startFrames, stopFrames } from './frames.mjs';
 
 function exportsOf(p) {
   if (!fs.statSync(p).isDirectory()) return [p];
   return fs.readdirSync(p).sort().filter((e) => e.endsWith('.sqlite')).map((e) => path.join(p, e));
 }
 
-const stats = frameStats;
 
 async function measure(run) {
   const files = exportsOf(run);
@@ -45,23 +44,8 @@ async function measure(run) {
     const kernels = Number(/([\d]+) kernels/.exec(summary)[1]);
 
     // Frame times from here on.
-    await s.page.evaluate(() => {
-      window.__frames = [];
-      let last = null;
-      const tick = (t) => {
-        if (last !== null) window.__frames.push(t - last);
-        last = t;
-        if (window.__recording) requestAnimationFrame(tick);
-      };
-      window.__recording = true;
-      requestAnimationFrame(tick);
-    });
-    const canvas = s.page.getByTestId('timeline');
-    // Everything above the timeline (controls, minimap, NVTX rows) may push it off the first
-    // screen: the mouse must be over it for the wheel to zoom rather than scroll the page.
-    await canvas.scrollIntoViewIfNeeded();
-    const box = await canvas.boundingBox();
-    const scale = box.width / 1200;
+    await startFrames(s.page);
+    const { box, scale } = await timelineBox(s.page);
     const y = box.y + Math.min(box.height - 4, 40 * scale);
     const xAt = (f) => box.x + (180 + 1020 * f) * scale;
     await s.page.mouse.move(xAt(0.5), y);
@@ -84,7 +68,7 @@ async function measure(run) {
     await drag(0.1, 0.9, 30);
     await drag(0.9, 0.1, 30);
     await s.page.waitForTimeout(300);
-    const frames = await s.page.evaluate(() => { window.__recording = false; return window.__frames; });
+    const frames = await stopFrames(s.page);
     const interaction = await s.page.evaluate(() => window.__longTasks.splice(0));
     return {
       run: path.basename(run),
@@ -93,7 +77,7 @@ async function measure(run) {
       load_s: +loadS.toFixed(1),
       arrival_long_tasks: arrival.length,
       arrival_worst_task_ms: Math.round(Math.max(0, ...arrival)),
-      ...stats(frames),
+      ...frameStats(frames),
       interaction_long_tasks: interaction.length,
       interaction_worst_task_ms: Math.round(Math.max(0, ...interaction)),
       errors: s.errors,
