@@ -36,9 +36,12 @@ pub fn marker_rows(session: &Session, analysis: &Analysis, clocks: &ClockSync) -
         let e = &loaded.export;
         let host = e.hosts.first().cloned().unwrap_or_default();
         let iterations: std::collections::BTreeSet<usize> = e.iterations.iter().copied().collect();
-        let mut pids: Vec<u32> = e.nvtx.iter().map(|r| r.pid).collect();
-        pids.dedup();
-        for pid in pids {
+        // The ranges are ordered by pid: one run of them per process, each read once.
+        let mut first = 0;
+        for run in e.nvtx.chunk_by(|a, b| a.pid == b.pid) {
+            let offset = first;
+            first += run.len();
+            let pid = run[0].pid;
             let process = ProcessKey {
                 host: host.clone(),
                 pid,
@@ -51,7 +54,7 @@ pub fn marker_rows(session: &Session, analysis: &Analysis, clocks: &ClockSync) -
             let time = |t: i64| rank.map_or(t, |r| clocks.to_sync(r, t));
             let mut iters = Vec::new();
             let mut phases = Vec::new();
-            for (i, r) in e.nvtx.iter().enumerate().filter(|(_, r)| r.pid == pid) {
+            for (i, r) in (offset..).zip(run) {
                 let Some(end) = r.end_ns else { continue };
                 let kind = if iterations.contains(&i) {
                     Some(MarkerKind::Iteration)
