@@ -3,7 +3,8 @@
 
 use crate::consensus::{call_hints_from_lines, first_lines, ProcessInput};
 use crate::nvtx_join::{check, join_nvtx};
-use crate::per_process::{align_process_hinted, AlignConfig, ProcessAlignment};
+use crate::per_process::{AlignConfig, ProcessAlignment};
+use crate::runner::{now, Job, Runner, Threads};
 use std::collections::{HashMap, HashSet};
 
 /// Aligns each process; the result keeps the input order. With `cfg.consensus`, processes
@@ -68,17 +69,30 @@ pub enum Redone {
 pub fn align_all_reusing(
     inputs: &[ProcessInput<'_>],
     cfg: &AlignConfig,
+    previous: Vec<Option<Aligned>>,
+) -> Vec<Aligned> {
+    now(align_all_reusing_with(inputs, cfg, previous, &Threads))
+}
+
+/// [`align_all_reusing`] with the per-process alignments run by `runner` (the page's workers):
+/// the same result whatever runs them.
+pub async fn align_all_reusing_with(
+    inputs: &[ProcessInput<'_>],
+    cfg: &AlignConfig,
     mut previous: Vec<Option<Aligned>>,
+    runner: &dyn Runner,
 ) -> Vec<Aligned> {
     previous.resize_with(inputs.len(), || None);
     // First pass, where the inputs changed.
     let changed: Vec<usize> = (0..inputs.len())
         .filter(|&i| previous[i].is_none())
         .collect();
-    let computed = map_ordered(&changed, |&i| {
-        let p = &inputs[i];
-        align_process_hinted(p.log_ops, p.kernels, p.names, cfg, &[])
-    });
+    let first_jobs: Vec<Job<'_>> = changed
+        .iter()
+        .map(|&i| job(&inputs[i], &[]))
+        .collect();
+    let computed = runner.run(&first_jobs, cfg).await;
+    drop(first_jobs);
     let mut first: Vec<Option<ProcessAlignment>> = inputs.iter().map(|_| None).collect();
     for (&i, a) in changed.iter().zip(computed) {
         first[i] = Some(a);
@@ -143,11 +157,12 @@ pub fn align_all_reusing(
             _ => jobs.push(i),
         }
     }
-    let redone = map_ordered(&jobs, |&i| {
-        let p = &inputs[i];
-        let hints = new_hints[i].as_deref().unwrap_or(&[]);
-        align_process_hinted(p.log_ops, p.kernels, p.names, cfg, hints)
-    });
+    let second_jobs: Vec<Job<'_>> = jobs
+        .iter()
+        .map(|&i| job(&inputs[i], new_hints[i].as_deref().unwrap_or(&[])))
+        .collect();
+    let redone = runner.run(&second_jobs, cfg).await;
+    drop(second_jobs);
     for (&i, a) in jobs.iter().zip(redone) {
         fresh[i] = Some(a);
     }
@@ -191,6 +206,15 @@ pub fn align_all_reusing(
         });
     }
     out
+}
+
+fn job<'a>(p: &ProcessInput<'a>, hints: &'a [Option<(u64, u64)>]) -> Job<'a> {
+    Job {
+        log_ops: p.log_ops,
+        kernels: p.kernels,
+        names: p.names,
+        hints,
+    }
 }
 
 /// Where a process's export has NCCL's own NVTX ranges, joins its kernels exactly to the

@@ -11,6 +11,7 @@
 //! * `twins` — after the alignment, adjacent look-alike lines settled by the clock;
 //! * [`all`] — [`align_all`]: every process, in parallel natively; [`align_all_reusing`] keeps
 //!   what an earlier call computed for processes whose inputs did not change;
+//! * [`runner`] — where the per-process jobs run: threads natively, the page's workers;
 //! * [`consensus`] — which call a collective kernel runs, from the other ranks' kernels;
 //! * [`nvtx_join`] — the exact kernel → NCCL call join through NCCL's own NVTX ranges;
 //! * [`baseline`] — the thesis' sliding-window baseline;
@@ -25,13 +26,15 @@ pub mod nw;
 #[cfg(test)]
 mod nw_ref;
 pub mod per_process;
+pub mod runner;
 pub mod scoring;
 pub mod symbols;
 mod twins;
 
-pub use all::{align_all, align_all_reusing, Aligned, Redone, Reuse};
+pub use all::{align_all, align_all_reusing, align_all_reusing_with, Aligned, Redone, Reuse};
 pub use consensus::ProcessInput;
 pub use per_process::{
     align_process, align_process_hinted, AlignConfig, AnomalyReport, KernelMatch, ProcessAlignment,
 };
+pub use runner::{Job, JobsFuture, Runner, Threads};
 pub use scoring::Scoring;

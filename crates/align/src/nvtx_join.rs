@@ -142,6 +142,7 @@ fn calls_of(ranges: &[NvtxRange], th: &Thread, r: usize) -> Vec<usize> {
 }
 
 /// How a sequence alignment compares with the exact join, per process.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NvtxCheck {
     /// Kernels joined to NCCL calls.

@@ -55,6 +55,7 @@ pub const NEG: i64 = i64::MIN / 4;
 /// `cap = 0` is a linear gap, `cap = 1` affine (open, then `open + step` per extension), larger
 /// caps make the cost per gap grow with the run (the thesis' "adaptive" penalty) up to a ceiling,
 /// which keeps the number of DP states finite.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GapModel {
     pub open: i64,

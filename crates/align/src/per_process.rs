@@ -27,6 +27,7 @@ use model::nsys::{Kernel, KernelName};
 use model::OpType;
 
 /// What [`align_process`] does.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlignConfig {
     pub scoring: Scoring,
@@ -87,6 +88,7 @@ impl AlignConfig {
 }
 
 /// The log side of one matched kernel.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelMatch {
     /// The log op, or the grouped Send/Recv lines fused into this kernel, in log order.
@@ -98,6 +100,7 @@ pub struct KernelMatch {
 }
 
 /// What did not line up, per process.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AnomalyReport {
     pub nccl_kernels: usize,
@@ -128,6 +131,7 @@ pub struct AnomalyReport {
 }
 
 /// The result for one process.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessAlignment {
     /// Indexed like the input kernels; `None` for unmatched and non-NCCL kernels.

@@ -23,6 +23,7 @@ use model::OpType;
 use std::collections::HashMap;
 
 /// The parameters of a scoring, in points.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scoring {
     /// Match score before the op weight (`+5`).
@@ -40,6 +41,7 @@ pub struct Scoring {
 }
 
 /// Points added for agreement / conflict of the extra fields (only when both sides know them).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct RichTerms {
     /// Datatype, reduction or protocol agree.

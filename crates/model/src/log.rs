@@ -6,6 +6,7 @@
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
 
 /// One process as the log names it: `host:pid`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ProcessKey {
     pub host: String,
@@ -13,6 +14,7 @@ pub struct ProcessKey {
 }
 
 /// Where a record came from, for the details panel and for error messages.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct SourceLine {
     /// Index of the input file in the load (the caller keeps the names).
@@ -24,6 +26,7 @@ pub struct SourceLine {
 /// One per-collective line, e.g.
 /// `host:12:34 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x.. recvbuff 0x.. count 131072
 ///  datatype 6 op 0 root 0 comm 0x447b8890 [nranks=4] stream 0x32dc6760`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogOp {
     pub process: ProcessKey,

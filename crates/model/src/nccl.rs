@@ -2,6 +2,7 @@
 
 /// An NCCL operation as named in the per-collective log line (`AllReduce: opCount ...`).
 /// `SendRecv` never appears in logs; it is the fused kernel of grouped Send/Recv.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum OpType {
     AllReduce,
@@ -77,6 +78,7 @@ impl std::fmt::Display for OpType {
 }
 
 /// `ncclDataType_t`, numbered as NCCL prints it (`datatype 7`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DataType {
     Int8,
@@ -146,6 +148,7 @@ impl DataType {
 }
 
 /// `ncclRedOp_t` (`op 0`). Codes past `Avg` are user-defined (`ncclRedOpCreatePreMulSum`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RedOp {
     Sum,
@@ -182,6 +185,7 @@ impl RedOp {
 }
 
 /// NCCL algorithm, numbered as the 2.20–2.23 tuning lines print it (`Algo 1`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Algo {
     Tree,
@@ -237,6 +241,7 @@ impl Algo {
 }
 
 /// NCCL protocol, numbered as the 2.20–2.23 tuning lines print it (`proto 2`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Proto {
     LL,

@@ -3,6 +3,7 @@
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
 
 /// One GPU kernel from `CUPTI_ACTIVITY_KIND_KERNEL`, NCCL or not.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kernel {
     pub pid: u32,
@@ -28,6 +29,7 @@ pub struct Kernel {
 }
 
 /// What an NCCL kernel's name tells, where it tells it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct KernelName {
     pub op: Option<OpType>,

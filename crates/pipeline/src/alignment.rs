@@ -4,7 +4,7 @@
 
 use crate::session::Session;
 use align::{
-    align_all_reusing, AlignConfig, Aligned, KernelMatch, ProcessAlignment, ProcessInput, Redone,
+    align_all_reusing_with, AlignConfig, Runner, Aligned, KernelMatch, ProcessAlignment, ProcessInput, Redone,
     Reuse,
 };
 use ingest_nsys::decode_kernel_name;
@@ -132,16 +132,18 @@ fn count_from(sources: &mut Vec<(u32, u32)>, file: u32) {
 
 /// Aligns every process present in both a log and an export.
 pub fn align_session(session: &Session, cfg: &AlignConfig) -> Alignments {
-    align_session_reusing(session, cfg, None).0
+    align::runner::now(align_session_reusing(session, cfg, None, &align::Threads)).0
 }
 
 /// [`align_session`], keeping from `previous` (an alignment of this session before files were
 /// added) every process whose inputs did not change; see [`align::align_all_reusing`] for what
-/// the consensus makes re-run. Also says, per process aligned, what was recomputed.
-pub(crate) fn align_session_reusing(
+/// the consensus makes re-run. Also says, per process aligned, what was recomputed. `runner`
+/// runs the per-process alignments (threads natively, the page's workers).
+pub(crate) async fn align_session_reusing(
     session: &Session,
     cfg: &AlignConfig,
     previous: Option<Alignments>,
+    runner: &dyn Runner,
 ) -> (Alignments, Vec<Redone>) {
     let files = SessionFiles::of(session);
     // Where each process's records are, counted without copying one.
@@ -289,7 +291,7 @@ pub(crate) fn align_session_reusing(
             }
         })
         .collect();
-    let aligned = align_all_reusing(&inputs, cfg, previous);
+    let aligned = align_all_reusing_with(&inputs, cfg, previous, runner).await;
     drop(inputs);
     let mut redone = Vec::with_capacity(aligned.len());
     for (p, a) in prepared.into_iter().zip(aligned) {

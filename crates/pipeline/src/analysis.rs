@@ -10,7 +10,7 @@ use crate::processes::{process_summaries, ProcessSummary};
 use crate::session::Session;
 use crate::session::TrackInputs;
 use crate::volumes::{observed_volumes, RankVolume};
-use align::AlignConfig;
+use align::{AlignConfig, Runner};
 use enrich::{ClockSync, Communicators, Hints, LayoutInference, Sizes};
 use model::log::{CommInit, LogOp};
 use std::collections::BTreeMap;
@@ -83,6 +83,22 @@ pub fn analyse_incremental(
     user: &UserSizes,
     previous: Option<Analysis>,
 ) -> (Analysis, Rerun) {
+    align::runner::now(analyse_incremental_with(
+        session,
+        user,
+        previous,
+        &align::Threads,
+    ))
+}
+
+/// [`analyse_incremental`] with the per-process alignments run by `runner` (the page runs
+/// them on its Web Workers): the same result whatever runs them.
+pub async fn analyse_incremental_with(
+    session: &Session,
+    user: &UserSizes,
+    previous: Option<Analysis>,
+    runner: &dyn Runner,
+) -> (Analysis, Rerun) {
     // Another session's analysis (not this one's files, in order, with files added) is of no use.
     let files = SessionFiles::of(session);
     let (previous, track_inputs) = match previous {
@@ -91,7 +107,8 @@ pub fn analyse_incremental(
         }
         _ => (None, BTreeMap::new()),
     };
-    let (alignments, redone) = align_session_reusing(session, &AlignConfig::rich(), previous);
+    let (alignments, redone) =
+        align_session_reusing(session, &AlignConfig::rich(), previous, runner).await;
     let rerun = Rerun::of_alignment(&alignments, &redone);
     let inits: Vec<CommInit> = session
         .logs()

@@ -29,7 +29,7 @@ mod volumes;
 mod window;
 
 pub use alignment::{align_session, kernel_op, Alignments, ProcessMatch};
-pub use analysis::{analyse, analyse_incremental, Analysis, UserSizes};
+pub use analysis::{analyse, analyse_incremental, analyse_incremental_with, Analysis, UserSizes};
 pub use clocks::synchronise_clocks;
 pub use comm_stats::{comm_bottlenecks, comm_stats, CommStats};
 pub use comparison::{compare_volumes, VolumeComparison};

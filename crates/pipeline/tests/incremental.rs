@@ -1,9 +1,12 @@
 //! Adding files one by one and analysing incrementally gives exactly what a from-scratch
 //! analysis of the same files gives (alignments, communicators, layout, clocks, processes,
-//! volumes, timeline), and re-aligns only the processes whose inputs changed.
+//! volumes, timeline), and re-aligns only the processes whose inputs changed. Every other step
+//! aligns its processes through the page's worker encoding (`align_wire::ThroughBytes`, three
+//! simulated workers): where a process is aligned must not change the result.
 
+use align_wire::ThroughBytes;
 use pipeline::{
-    analyse, analyse_incremental, timeline_incremental, Analysis, LogLoader, Rerun, Session,
+    analyse, analyse_incremental, analyse_incremental_with, timeline_incremental, Analysis, LogLoader, Rerun, Session,
     Timeline, UserSizes,
 };
 use rusqlite::Connection;
@@ -96,12 +99,22 @@ fn add_one_by_one(files: &[&File]) -> Vec<Rerun> {
     let mut previous: Option<(Analysis, Timeline)> = None;
     let mut reruns = Vec::new();
     let mut added = Vec::new();
-    for f in files {
+    for (step, f) in files.iter().enumerate() {
         f.add_to(&mut session);
         added.push(f.name().to_string());
         let what = added.join(" + ");
         let (prev_analysis, prev_timeline) = previous.take().unzip();
-        let (mut inc, mut rerun) = analyse_incremental(&session, &user, prev_analysis);
+        let (mut inc, mut rerun) = if step % 2 == 1 {
+            let workers = ThroughBytes { workers: 3 };
+            align::runner::now(analyse_incremental_with(
+                &session,
+                &user,
+                prev_analysis,
+                &workers,
+            ))
+        } else {
+            analyse_incremental(&session, &user, prev_analysis)
+        };
         let inc_timeline = timeline_incremental(&session, &mut inc, prev_timeline, &mut rerun);
         let scratch = analyse(&session, &user);
         let scratch_timeline = session.timeline(&scratch.processes, &scratch.clocks);
