@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use ncclscope_app::theory_panel::{prefill, saved_form, TheoryPanel, TheoryView, HARDWARE_FIELD};
 use ncclscope_app::views::{CommPanel, FileView, RankView};
-use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, ToPage};
+use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, PageOptions, ToPage};
 use pipeline::{Timeline, TimelineView};
 use std::rc::Rc;
 use theory::form::to_toml;
@@ -40,15 +40,21 @@ pub fn memory_limit() -> u64 {
         .map_or(DEFAULT_LIMIT_BYTES, |mb| mb * 1_000_000)
 }
 
-/// `?digest` in the page's URL asks for each input's records digest (for engine comparisons).
-fn digests_wanted() -> bool {
-    web_sys::window()
+/// The options of the page's URL the worker needs: `?digest` (each input's records digest, for
+/// engine comparisons) and `?align-workers=N` (see [`PageOptions`]).
+fn page_options() -> PageOptions {
+    let query = web_sys::window()
         .and_then(|w| w.location().search().ok())
-        .is_some_and(|q| {
-            q.trim_start_matches('?')
-                .split('&')
-                .any(|kv| kv == "digest")
-        })
+        .unwrap_or_default();
+    let mut options = PageOptions::default();
+    for kv in query.trim_start_matches('?').split('&') {
+        if kv == "digest" {
+            options.digests = true;
+        } else if let Some(n) = kv.strip_prefix("align-workers=") {
+            options.align_workers = n.parse().ok();
+        }
+    }
+    options
 }
 
 /// A file in the list: its report once loaded, and bytes read so far while loading.
@@ -85,7 +91,7 @@ pub fn App() -> impl IntoView {
     let theory_error = RwSignal::new(None::<String>);
     let ask_theory = move |toml: String| {
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             theory: Some(toml),
             hardware: theory_form.with_untracked(|f| f.get(HARDWARE_FIELD).cloned()),
             ..LoadRequest::default()
@@ -98,7 +104,7 @@ pub fn App() -> impl IntoView {
     let share_url = RwSignal::new(None::<String>);
     let ask_fingerprints = move || {
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             fingerprints: true,
             ..LoadRequest::default()
         })
@@ -110,7 +116,7 @@ pub fn App() -> impl IntoView {
     let pending_window = RwSignal::new(None::<View>);
     let ask_view = move |v: TimelineView| {
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             view: Some(v),
             ..LoadRequest::default()
         })
@@ -134,7 +140,7 @@ pub fn App() -> impl IntoView {
     let select_by = move |sel: ncclscope_app::link::Selection| {
         awaiting_selection.set(true);
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             pick_by: Some((sel.rank, sel.comm, sel.op_count)),
             ..LoadRequest::default()
         })
@@ -143,7 +149,7 @@ pub fn App() -> impl IntoView {
         selected.set(Some(p));
         no_details.set(false);
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             pick: Some(p),
             ..LoadRequest::default()
         })
@@ -151,7 +157,7 @@ pub fn App() -> impl IntoView {
     // The kernel under the mouse: a pick flagged as a hover, for the tooltip only.
     let hover = crate::tooltip::Hover::new(Callback::new(move |p: (usize, usize)| {
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             pick: Some(p),
             hover: true,
             ..LoadRequest::default()
@@ -177,7 +183,7 @@ pub fn App() -> impl IntoView {
     let ask_range = move |(a, b): (f64, f64), scope| {
         asked_scope.set_value(scope);
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             window: Some((a as i64, b as i64)),
             ..LoadRequest::default()
         })
@@ -190,7 +196,7 @@ pub fn App() -> impl IntoView {
     };
     let ask_export = move |kind: &str| {
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             export: Some(kind.to_string()),
             ..LoadRequest::default()
         })
@@ -393,7 +399,10 @@ pub fn App() -> impl IntoView {
         ToPage::Analysing => analysing.set(true),
         ToPage::Crashed { .. } => analysing.set(false),
         // Handled by the client (it saves the file).
-        ToPage::Ready | ToPage::Export { .. } => {}
+        ToPage::Ready
+        | ToPage::Export { .. }
+        | ToPage::Aligned { .. }
+        | ToPage::AlignFailed { .. } => {}
     }));
 
     // A bundle (an exported HTML file) carries the views' messages: replay them, no worker.
@@ -456,7 +465,7 @@ pub fn App() -> impl IntoView {
             })
             .collect();
         client::load(LoadRequest {
-            digests: digests_wanted(),
+            options: page_options(),
             files,
             ..LoadRequest::default()
         });

@@ -18,6 +18,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
+use crate::align_pool::{self, HelperRunner, Helpers};
 use crate::files::{for_each_slice, js_msg, read_all};
 use crate::link::LinkFile;
 use crate::panel_data::Panels;
@@ -77,6 +78,14 @@ pub fn start() {
         );
     }));
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|e: MessageEvent| {
+        // Started by another loading worker as its alignment helper: a job, answered at once.
+        if let Some((reply, result)) = align_pool::serve_job(&e.data()) {
+            match result {
+                Some(bytes) => post_bytes(&reply, align_pool::result_key(), bytes),
+                None => post(&reply, None),
+            }
+            return;
+        }
         match LoadRequest::from_js(&e.data()) {
             Ok(req) => QUEUE.with(|q| q.borrow_mut().push_back(req)),
             Err(err) => web_sys::console::error_1(&err.into()),
@@ -377,7 +386,12 @@ fn inferred_fields(analysis: &Analysis, session: &Session) -> Vec<(String, Strin
 }
 
 async fn load_and_analyse(req: &LoadRequest) {
-    SESSION.with(|s| s.borrow_mut().digests = req.digests);
+    SESSION.with(|s| s.borrow_mut().digests = req.options.digests);
+    let helpers = match req.options.align_workers {
+        Some(n) => Helpers::Exactly(n),
+        None => Helpers::Auto,
+    };
+    helpers.prestart(req.files.iter().map(|f| f.blob.size() as u64).sum());
     for item in &req.files {
         INPUTS.with(|i| {
             i.borrow_mut().push(Input {
@@ -409,12 +423,22 @@ async fn load_and_analyse(req: &LoadRequest) {
     // Adding files re-runs the analysis over everything loaded so far.
     post(&ToPage::Analysing, None);
     let started = js_sys::Date::now();
+    // Only what the new files change is re-aligned: the last analysis is reused. The processes
+    // are aligned on helper workers, awaited: the session is taken out meanwhile (requests are
+    // served one at a time, so nothing else reads it).
+    let previous = ANALYSIS.with(|a| a.borrow_mut().take());
+    let session = SESSION.with(|s| s.take());
+    let runner = HelperRunner::new(helpers);
+    let (analysis, mut rerun) = pipeline::analyse_incremental_with(
+        &session,
+        &pipeline::UserSizes::default(),
+        previous,
+        &runner,
+    )
+    .await;
+    SESSION.with(|s| *s.borrow_mut() = session);
     let (result, timeline, view, counts) = SESSION.with(|s| {
         let s = s.borrow();
-        // Only what the new files change is re-aligned: the last analysis is reused.
-        let previous = ANALYSIS.with(|a| a.borrow_mut().take());
-        let (analysis, mut rerun) =
-            pipeline::analyse_incremental(&s, &pipeline::UserSizes::default(), previous);
         // The page's filter was read when it was set: it cannot fail now, but if it did, the
         // whole timeline is better than none.
         let view = VIEW.with(|v| v.borrow().clone());
@@ -445,7 +469,14 @@ async fn load_and_analyse(req: &LoadRequest) {
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),
-            rerun: rerun.summary(),
+            rerun: match runner.used() {
+                0 => format!("{} (aligned in {:.0} ms)", rerun.summary(), runner.ms()),
+                n => format!(
+                    "{} (aligned in {:.0} ms on {n} workers)",
+                    rerun.summary(),
+                    runner.ms()
+                ),
+            },
         };
         ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
         (result, timeline, view, counts)

@@ -97,6 +97,11 @@ pub enum ToPage {
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
+    /// An alignment helper's answer to the loading worker: job `job` is done, its result's
+    /// bytes beside ([`crate::align_pool`]). Never sent to the page.
+    Aligned { job: usize },
+    /// An alignment helper could not read job `job`.
+    AlignFailed { job: usize, message: String },
 }
 
 /// One file to load: the page's row id, its name and its contents.
@@ -110,7 +115,8 @@ pub struct LoadItem {
 /// and, with `theory` (the form's TOML), compare that model and layout with the analysis.
 #[derive(Default)]
 pub struct LoadRequest {
-    pub digests: bool,
+    /// The page's URL options every request carries.
+    pub options: PageOptions,
     pub files: Vec<LoadItem>,
     pub theory: Option<String>,
     /// The time model's hardware for `theory`: `a100`, `h100`, `h200`, `b200` or `topology`.
@@ -133,6 +139,16 @@ pub struct LoadRequest {
     pub view: Option<pipeline::TimelineView>,
 }
 
+/// Options the page's URL gives the worker.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageOptions {
+    /// `?digest`: each input's records digest (for engine comparisons).
+    pub digests: bool,
+    /// `?align-workers=N`: align on exactly N helper workers (0: in the loading worker);
+    /// absent: as many as the cores, when the run is big enough to gain from them.
+    pub align_workers: Option<usize>,
+}
+
 impl LoadRequest {
     pub fn to_js(&self) -> JsValue {
         let files = Array::new();
@@ -144,7 +160,10 @@ impl LoadRequest {
             files.push(&o);
         }
         let msg = Object::new();
-        set(&msg, "digests", &JsValue::from_bool(self.digests));
+        set(&msg, "digests", &JsValue::from_bool(self.options.digests));
+        if let Some(n) = self.options.align_workers {
+            set(&msg, "align_workers", &JsValue::from_f64(n as f64));
+        }
         set(&msg, "files", &files);
         if let Some(t) = &self.theory {
             set(&msg, "theory", &JsValue::from_str(t));
@@ -205,7 +224,10 @@ impl LoadRequest {
             });
         }
         Ok(LoadRequest {
-            digests: get(v, "digests")?.as_bool().unwrap_or(false),
+            options: PageOptions {
+                digests: get(v, "digests")?.as_bool().unwrap_or(false),
+                align_workers: get(v, "align_workers")?.as_f64().map(|n| n as usize),
+            },
             files: items,
             theory: get(v, "theory")?.as_string(),
             hardware: get(v, "hardware")?.as_string(),

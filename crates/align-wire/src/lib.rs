@@ -70,8 +70,7 @@ pub fn encode_result(result: &ProcessAlignment) -> Vec<u8> {
 
 /// A result from [`encode_result`]'s bytes.
 pub fn decode_result(bytes: &[u8]) -> Result<ProcessAlignment, String> {
-    postcard::from_bytes(bytes)
-        .map_err(|e| format!("an alignment result that cannot be read: {e}"))
+    postcard::from_bytes(bytes).map_err(|e| format!("an alignment result that cannot be read: {e}"))
 }
 
 /// Runs every job from its bytes and returns the result decoded from its bytes, dealing the

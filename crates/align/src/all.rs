@@ -87,10 +87,7 @@ pub async fn align_all_reusing_with(
     let changed: Vec<usize> = (0..inputs.len())
         .filter(|&i| previous[i].is_none())
         .collect();
-    let first_jobs: Vec<Job<'_>> = changed
-        .iter()
-        .map(|&i| job(&inputs[i], &[]))
-        .collect();
+    let first_jobs: Vec<Job<'_>> = changed.iter().map(|&i| job(&inputs[i], &[])).collect();
     let computed = runner.run(&first_jobs, cfg).await;
     drop(first_jobs);
     let mut first: Vec<Option<ProcessAlignment>> = inputs.iter().map(|_| None).collect();

@@ -58,7 +58,10 @@ impl Runner for Threads {
 /// synchronous entry points share the asynchronous code.
 pub fn now<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
         Poll::Ready(v) => v,
         // A programming error (an asynchronous runner given to a synchronous entry point),
         // never a consequence of the data.

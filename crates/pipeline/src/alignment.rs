@@ -4,8 +4,8 @@
 
 use crate::session::Session;
 use align::{
-    align_all_reusing_with, AlignConfig, Runner, Aligned, KernelMatch, ProcessAlignment, ProcessInput, Redone,
-    Reuse,
+    align_all_reusing_with, AlignConfig, Aligned, KernelMatch, ProcessAlignment, ProcessInput,
+    Redone, Reuse, Runner,
 };
 use ingest_nsys::decode_kernel_name;
 use model::log::{LogOp, ProcessKey};

@@ -6,8 +6,8 @@
 
 use align_wire::ThroughBytes;
 use pipeline::{
-    analyse, analyse_incremental, analyse_incremental_with, timeline_incremental, Analysis, LogLoader, Rerun, Session,
-    Timeline, UserSizes,
+    analyse, analyse_incremental, analyse_incremental_with, timeline_incremental, Analysis,
+    LogLoader, Rerun, Session, Timeline, UserSizes,
 };
 use rusqlite::Connection;
 use sqlsource_native::NativeDb;

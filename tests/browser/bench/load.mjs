@@ -2,8 +2,10 @@
 // reports the worker's time per file, the analysis time, the total wall time, the peak memory
 // of the browser's processes (RSS, sampled every 200 ms from `ps`), and the main thread's long tasks.
 //
-//   node tests/browser/bench/load.mjs PATH...        (files, or directories searched for
-//                                                     *.log, *.log.gz and *.sqlite)
+//   node tests/browser/bench/load.mjs [--align-workers=N] PATH...
+//                                                    (files, or directories searched for
+//                                                     *.log, *.log.gz and *.sqlite; N alignment
+//                                                     workers, 0: none; default: the page's choice)
 //
 // Build the page first: `trunk build --release --cargo-profile wasm-release`.
 import fs from 'node:fs';
@@ -43,7 +45,9 @@ function browserMemory(profile) {
   return { total: mine.reduce((a, p) => a + p.rss, 0), largest: Math.max(...mine.map((p) => p.rss)) };
 }
 
-const files = inputs(process.argv.slice(2));
+const args = process.argv.slice(2);
+const alignWorkers = args.find((a) => a.startsWith('--align-workers='))?.split('=')[1];
+const files = inputs(args.filter((a) => !a.startsWith('--')));
 if (files.length === 0) {
   console.error('usage: node tests/browser/bench/load.mjs PATH...');
   process.exit(2);
@@ -51,7 +55,7 @@ if (files.length === 0) {
 const bytes = files.reduce((a, f) => a + fs.statSync(f).size, 0);
 const s = await startSession();
 try {
-  await s.page.goto(s.url);
+  await s.page.goto(alignWorkers === undefined ? s.url : `${s.url}?align-workers=${alignWorkers}`);
   await s.page.getByTestId('load-demo').waitFor();
   await s.page.evaluate(() => {
     window.__longTasks = [];
@@ -96,7 +100,8 @@ try {
     wall_s: +wall.toFixed(1),
     worker_load_s: +(loadMs / 1000).toFixed(1),
     worker_load_mb_per_s: +(bytes / 1e6 / (loadMs / 1000)).toFixed(0),
-    analysis_s: +(analysisMs / 1000).toFixed(1),
+    analysis_s: +(analysisMs / 1000).toFixed(2),
+    analysis_status: await s.page.getByTestId('analysis-status').textContent().catch(() => ''),
     browser_rss_idle_mb: +mb(idle.total),
     browser_rss_peak_mb: +mb(peak.total),
     largest_process_peak_mb: +mb(peak.largest),

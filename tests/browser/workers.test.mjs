@@ -1,0 +1,74 @@
+// Alignment on several Web Workers (issues 6 and 11): the loading worker hands each process's
+// alignment to helper workers. Where a process is aligned must not change the result: for the
+// demo and two generator runs, the page's every enriched kernel (the kernels CSV) and the rank
+// table with `?align-workers=3` equal those with `?align-workers=0` (everything in the loading
+// worker), and the status line says how many helpers aligned.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { startSession, withScreenshot, dropFiles, ROOT, NATIVE_BIN } from './harness.mjs';
+
+const DEMO = path.join(ROOT, 'target/www-demo/demo');
+const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
+  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
+
+const made = [];
+
+/** A generator preset's run written by the native command; its logs and exports. */
+function generated(preset) {
+  execFileSync('cargo', ['build', '-q', '-p', 'ncclscope-cli'], { cwd: ROOT, stdio: 'inherit' });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ncclscope-workers-${preset}-`));
+  made.push(dir);
+  execFileSync(NATIVE_BIN, ['synth', '--preset', preset, '--out', dir], { cwd: ROOT });
+  return fs.readdirSync(dir).filter((f) => /\.(log|sqlite)$/.test(f)).sort().map((f) => path.join(dir, f));
+}
+
+const rankTable = (page) => page.getByTestId('rank-row')
+  .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+
+async function kernelsCsv(page) {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-csv').click()]);
+  return fs.readFileSync(await download.path(), 'utf8');
+}
+
+/** Loads `files` with `?align-workers=n`; returns what the page shows of the analysis. */
+async function analyse(s, files, n) {
+  await s.page.goto(`${s.url}?align-workers=${n}`);
+  await dropFiles(s.page, files);
+  const line = s.page.getByTestId('analysis-status');
+  await line.filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 120_000 });
+  return { status: await line.textContent(), ranks: await rankTable(s.page), csv: await kernelsCsv(s.page) };
+}
+
+let s;
+before(async () => { s = await startSession(); });
+after(async () => {
+  await s?.close();
+  for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+});
+
+for (const [name, files] of [['demo', demoFiles], ['tp2pp2', () => generated('tp2pp2')],
+  ['align-bothdrop20', () => generated('align-bothdrop20')]]) {
+  test(`${name}: three alignment workers give what the loading worker alone gives`, async () => {
+    const inputs = files();
+    await withScreenshot(s.page, `workers-${name}`, async () => {
+      const alone = await analyse(s, inputs, 0);
+      const helped = await analyse(s, inputs, 3);
+      assert.match(alone.status, /\(aligned in \d+ ms\)$/);
+      const processes = Number(alone.status.match(/of (\d+) processes/)[1]);
+      assert.ok(processes >= 4, alone.status);
+      // Each helper takes a job while there are jobs: three are used when there are three or more.
+      assert.match(helped.status, /\(aligned in \d+ ms on 3 workers\)$/);
+      assert.ok(alone.ranks.length >= 4);
+      assert.deepEqual(helped.ranks, alone.ranks);
+      const rows = alone.csv.trim().split('\n');
+      assert.ok(rows.length > 100, `${name}: ${rows.length} CSV rows`);
+      assert.ok(rows.some((r) => /allreduce|AllReduce/.test(r)), 'kernels carry their log operation');
+      assert.equal(helped.csv, alone.csv, 'every enriched kernel is the same');
+      assert.deepEqual(s.errors, []);
+    });
+  });
+}
