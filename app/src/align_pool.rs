@@ -86,6 +86,9 @@ impl Helpers {
 #[derive(Debug)]
 pub struct HelperRunner {
     pub helpers: Helpers,
+    /// Send the first job of each batch cut short, so that its helper fails (`?align-fault`:
+    /// the test of the fallback).
+    pub fault: bool,
     used: Cell<usize>,
     ms: Cell<f64>,
 }
@@ -94,6 +97,7 @@ impl HelperRunner {
     pub fn new(helpers: Helpers) -> HelperRunner {
         HelperRunner {
             helpers,
+            fault: false,
             used: Cell::new(0),
             ms: Cell::new(0.0),
         }
@@ -118,7 +122,7 @@ impl Runner for HelperRunner {
             let results = if n == 0 {
                 jobs.iter().map(|j| j.run(cfg)).collect()
             } else {
-                let (results, used) = run_on_helpers(jobs, cfg, n).await;
+                let (results, used) = run_on_helpers(jobs, cfg, n, self.fault).await;
                 self.used.set(self.used.get().max(used));
                 results
             };
@@ -179,6 +183,7 @@ async fn run_on_helpers(
     jobs: &[Job<'_>],
     cfg: &AlignConfig,
     n: usize,
+    mut fault: bool,
 ) -> (Vec<ProcessAlignment>, usize) {
     // The pool is taken out while in use: nothing else aligns meanwhile (one request at a time).
     let mut pool = POOL
@@ -200,7 +205,10 @@ async fn run_on_helpers(
                 continue;
             }
             let Some(i) = queue.pop() else { break };
-            let bytes = align_wire::encode_job(&jobs[i], cfg);
+            let mut bytes = align_wire::encode_job(&jobs[i], cfg);
+            if std::mem::take(&mut fault) {
+                bytes.truncate(bytes.len() / 2);
+            }
             if let Err(message) = post_job(&helper.worker, i, &bytes) {
                 web_sys::console::warn_1(&message.into());
                 helper.alive = false;

@@ -50,6 +50,8 @@ fn page_options() -> PageOptions {
     for kv in query.trim_start_matches('?').split('&') {
         if kv == "digest" {
             options.digests = true;
+        } else if kv == "align-fault" {
+            options.align_fault = true;
         } else if let Some(n) = kv.strip_prefix("align-workers=") {
             options.align_workers = n.parse().ok();
         }

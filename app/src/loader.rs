@@ -428,7 +428,8 @@ async fn load_and_analyse(req: &LoadRequest) {
     // served one at a time, so nothing else reads it).
     let previous = ANALYSIS.with(|a| a.borrow_mut().take());
     let session = SESSION.with(|s| s.take());
-    let runner = HelperRunner::new(helpers);
+    let mut runner = HelperRunner::new(helpers);
+    runner.fault = req.options.align_fault;
     let (analysis, mut rerun) = pipeline::analyse_incremental_with(
         &session,
         &pipeline::UserSizes::default(),

@@ -147,6 +147,9 @@ pub struct PageOptions {
     /// `?align-workers=N`: align on exactly N helper workers (0: in the loading worker);
     /// absent: as many as the cores, when the run is big enough to gain from them.
     pub align_workers: Option<usize>,
+    /// `?align-fault`: the first alignment job of each batch is sent cut short, so that its
+    /// helper fails and the fallback runs (tests).
+    pub align_fault: bool,
 }
 
 impl LoadRequest {
@@ -161,6 +164,11 @@ impl LoadRequest {
         }
         let msg = Object::new();
         set(&msg, "digests", &JsValue::from_bool(self.options.digests));
+        set(
+            &msg,
+            "align_fault",
+            &JsValue::from_bool(self.options.align_fault),
+        );
         if let Some(n) = self.options.align_workers {
             set(&msg, "align_workers", &JsValue::from_f64(n as f64));
         }
@@ -227,6 +235,7 @@ impl LoadRequest {
             options: PageOptions {
                 digests: get(v, "digests")?.as_bool().unwrap_or(false),
                 align_workers: get(v, "align_workers")?.as_f64().map(|n| n as usize),
+                align_fault: get(v, "align_fault")?.as_bool().unwrap_or(false),
             },
             files: items,
             theory: get(v, "theory")?.as_string(),

@@ -2,7 +2,8 @@
 // alignment to helper workers. Where a process is aligned must not change the result: for the
 // demo and two generator runs, the page's every enriched kernel (the kernels CSV) and the rank
 // table with `?align-workers=3` equal those with `?align-workers=0` (everything in the loading
-// worker), and the status line says how many helpers aligned.
+// worker), and the status line says how many helpers aligned. A helper that fails (a job cut
+// short on purpose) changes nothing either.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -34,9 +35,9 @@ async function kernelsCsv(page) {
   return fs.readFileSync(await download.path(), 'utf8');
 }
 
-/** Loads `files` with `?align-workers=n`; returns what the page shows of the analysis. */
-async function analyse(s, files, n) {
-  await s.page.goto(`${s.url}?align-workers=${n}`);
+/** Loads `files` with `?align-workers=n` (and `extra`); returns what the page shows of the analysis. */
+async function analyse(s, files, n, extra = '') {
+  await s.page.goto(`${s.url}?align-workers=${n}${extra}`);
   await dropFiles(s.page, files);
   const line = s.page.getByTestId('analysis-status');
   await line.filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 120_000 });
@@ -72,3 +73,25 @@ for (const [name, files] of [['demo', demoFiles], ['tp2pp2', () => generated('tp
     });
   });
 }
+
+test('a helper that fails has its job aligned by the loading worker', async () => {
+  const inputs = demoFiles();
+  await withScreenshot(s.page, 'workers-fault', async () => {
+    const alone = await analyse(s, inputs, 0);
+    // `?align-fault` cuts the first job of each batch short: its helper answers that it cannot
+    // read it, is stopped, and the loading worker aligns that process itself.
+    const warnings = [];
+    const onConsole = (m) => { if (m.type() === 'warning') warnings.push(m.text()); };
+    s.page.on('console', onConsole);
+    const faulty = await analyse(s, inputs, 3, '&align-fault');
+    s.page.off('console', onConsole);
+    // The helper said why (the page's console shows its workers' warnings); both passes failed once.
+    const failures = warnings.filter((w) => /^alignment worker \d+: job \d+: an alignment job that cannot be read/.test(w));
+    assert.equal(failures.length, 2, warnings.join('\n'));
+    assert.match(faulty.status, /\(aligned in \d+ ms on 3 workers\)$/);
+    assert.deepEqual(faulty.ranks, alone.ranks);
+    assert.equal(faulty.csv, alone.csv, 'every enriched kernel is the same');
+    // The helper's failure is reported on the console as a warning, never as a page error.
+    assert.deepEqual(s.errors, []);
+  });
+});
