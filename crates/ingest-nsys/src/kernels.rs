@@ -202,9 +202,12 @@ fn read_nccl_kernels(
     );
     let empty: Arc<str> = Arc::from("");
     // In table order until sorted in place at the end (no second vector of records: they are
-    // most of the page's memory).
-    let mut kernels: Vec<Kernel> = Vec::new();
-    let mut keys: Vec<RawKeys> = Vec::new();
+    // most of the page's memory). Counted first so that each vector is allocated once at its
+    // size: grown by doubling, the records' vector would briefly need three times their size
+    // (old and new buffers), which for 10 M kernels is past wasm32's 4 GiB.
+    let n = count_with(db, schema)? as usize;
+    let mut kernels: Vec<Kernel> = Vec::with_capacity(n);
+    let mut keys: Vec<RawKeys> = Vec::with_capacity(n);
     db.for_each(&sql, &mut |r| {
         let u = |i: usize| r.int(i).unwrap_or(0).max(0) as u32;
         let global_pid = r.int(5);
@@ -243,13 +246,7 @@ fn read_nccl_kernels(
         });
         Ok(())
     })?;
-    let launches = read_launches(db, schema, &keys)?;
-    for (k, launch) in kernels.iter_mut().zip(launches) {
-        if let Some((launch_ns, launch_tid)) = launch {
-            k.launch_ns = launch_ns;
-            k.launch_tid = launch_tid.map(tid_of);
-        }
-    }
+    set_launches(db, schema, &keys, &mut kernels)?;
     // SQL's `ORDER BY globalPid, start` (NULL first), stable: rows tied on both keep the
     // table's order (the row index is the last key). Small keys are sorted, then the records
     // are moved once, in place.
@@ -357,22 +354,23 @@ impl Dedup {
     }
 }
 
-/// Each kernel's launch (by row index): the earliest start, and the lowest `globalTid`, of the
-/// runtime rows with its correlation id in its process (`globalTid >> 24 = globalPid >> 24`).
-/// One pass over the runtime table's three columns. Empty when the tables lack the columns.
-#[allow(clippy::type_complexity)]
-fn read_launches(
+/// Sets each kernel's launch (`rows[i]` holds `kernels[i]`'s keys): the earliest start, and the
+/// lowest `globalTid`, of the runtime rows with its correlation id in its process
+/// (`globalTid >> 24 = globalPid >> 24`). One pass over the runtime table's three columns;
+/// nothing is set when the tables lack the columns.
+fn set_launches(
     db: &dyn SqlSource,
     schema: &Schema,
     rows: &[RawKeys],
-) -> Result<Vec<Option<(Option<i64>, Option<i64>)>>, SqlError> {
+    kernels: &mut [Kernel],
+) -> Result<(), SqlError> {
     let has_launch = schema.has(RUNTIME, "correlationId")
         && schema.has(RUNTIME, "start")
         && schema.has(RUNTIME, "globalTid")
         && schema.has(KERNEL, "correlationId")
         && schema.has(KERNEL, "globalPid");
     if !has_launch || rows.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let key = |r: &RawKeys| Some((r.global_pid? >> 24, r.correlation_id?));
     // Each distinct (process, correlation id) gets a slot in `launches`, (min start, min
@@ -399,7 +397,7 @@ fn read_launches(
         })
         .collect();
     let Some(lo) = cids.values().map(|c| c.0).min() else {
-        return Ok(Vec::new());
+        return Ok(());
     };
     let hi = cids.values().map(|c| c.1).max().unwrap_or(lo);
     let sql = format!(
@@ -419,10 +417,13 @@ fn read_launches(
         }
         Ok(())
     })?;
-    Ok(slots
-        .into_iter()
-        .map(|s| s.map(|s| launches[s as usize]))
-        .collect())
+    for (k, slot) in kernels.iter_mut().zip(slots) {
+        if let Some(&(launch_ns, launch_tid)) = slot.and_then(|s| launches.get(s as usize)) {
+            k.launch_ns = launch_ns;
+            k.launch_tid = launch_tid.map(tid_of);
+        }
+    }
+    Ok(())
 }
 
 /// One process's NCCL correlation ids → launch slots. Correlation ids are mostly dense and
