@@ -97,8 +97,9 @@ struct Pair {
     last_op_count: Option<(u64, OpType)>,
 }
 
-/// Groups (process, pointer) pairs into logical communicators and assigns global ranks.
-pub fn group(inits: &[CommInit], ops: &[LogOp]) -> Communicators {
+/// Groups (process, pointer) pairs into logical communicators and assigns global ranks. `ops`
+/// is any walk over the log operations (the caller's logs in place: no copy of them is needed).
+pub fn group<'a>(inits: &[CommInit], ops: impl IntoIterator<Item = &'a LogOp>) -> Communicators {
     let mut pairs: BTreeMap<(ProcessKey, u64), Pair> = BTreeMap::new();
     let mut cuda_dev: BTreeMap<ProcessKey, u32> = BTreeMap::new();
     for i in inits {
@@ -114,7 +115,10 @@ pub fn group(inits: &[CommInit], ops: &[LogOp]) -> Communicators {
     for o in ops {
         let p = pairs.entry((o.process.clone(), o.comm)).or_default();
         p.nranks = p.nranks.max(o.nranks);
-        cuda_dev.entry(o.process.clone()).or_insert(o.cuda_dev);
+        // Looked up before inserting: the host string is copied once per process, not per op.
+        if !cuda_dev.contains_key(&o.process) {
+            cuda_dev.insert(o.process.clone(), o.cuda_dev);
+        }
         if o.op.is_p2p() {
             p.p2p.insert((o.count, o.datatype_code));
             continue;

@@ -289,7 +289,10 @@ struct MemberStats {
     groups: BTreeMap<u64, BTreeSet<i64>>,
 }
 
-fn signatures(comms: &Communicators, ops: &[LogOp]) -> Vec<Signature> {
+fn signatures<'a>(
+    comms: &Communicators,
+    ops: impl IntoIterator<Item = &'a LogOp>,
+) -> Vec<Signature> {
     let mut per: Vec<BTreeMap<ProcessKey, MemberStats>> =
         (0..comms.comms.len()).map(|_| BTreeMap::new()).collect();
     for o in ops {
@@ -449,7 +452,11 @@ fn shape(set: &[u32]) -> String {
 }
 
 /// Labels every communicator. Output `comms` is in the order of `comms.comms`.
-pub fn infer(comms: &Communicators, ops: &[LogOp], hints: &Hints) -> LayoutInference {
+pub fn infer<'a>(
+    comms: &Communicators,
+    ops: impl IntoIterator<Item = &'a LogOp>,
+    hints: &Hints,
+) -> LayoutInference {
     let sigs = signatures(comms, ops);
     // Scale for "per iteration": the given iteration count, else the scalar-collective rounds
     // (Megatron issues about six scalar collectives per iteration: loss, grad norm, found-inf,

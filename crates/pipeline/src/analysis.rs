@@ -12,7 +12,7 @@ use crate::session::TrackInputs;
 use crate::volumes::{observed_volumes, RankVolume};
 use align::{AlignConfig, Runner};
 use enrich::{ClockSync, Communicators, Hints, LayoutInference, Sizes};
-use model::log::{CommInit, LogOp};
+use model::log::CommInit;
 use std::collections::BTreeMap;
 
 /// The analysis of a session.
@@ -115,18 +115,15 @@ pub async fn analyse_incremental_with(
         .iter()
         .flat_map(|l| l.parsed.inits.iter().cloned())
         .collect();
-    let ops: Vec<LogOp> = session
-        .logs()
-        .iter()
-        .flat_map(|l| l.parsed.ops.iter().cloned())
-        .collect();
-    let communicators = enrich::group(&inits, &ops);
+    // Read in place: a copy of every log operation was the analysis's largest allocation.
+    let ops = || session.logs().iter().flat_map(|l| &l.parsed.ops);
+    let communicators = enrich::group(&inits, ops());
     let iterations = iterations_seen(session);
     let hints = Hints {
         sizes: user.resolve(communicators.world_size),
         iterations,
     };
-    let layout = enrich::infer(&communicators, &ops, &hints);
+    let layout = enrich::infer(&communicators, ops(), &hints);
     let mut processes = process_summaries(session, &alignments);
     for p in &mut processes {
         if let Some(rank) = communicators.rank_of(&p.process) {
