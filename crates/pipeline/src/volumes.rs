@@ -15,7 +15,9 @@ use crate::session::Session;
 use enrich::{bandwidth, Communicators, LayoutInference, Parallelism};
 use model::log::{LogOp, ProcessKey};
 use model::OpType;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 /// One rank's observed volume.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +53,45 @@ pub fn traffic_bytes(op: &LogOp) -> u64 {
 /// peer, count, send and receive buffers.
 type LineKey<'a> = (&'a ProcessKey, u64, u64, OpType, i64, u64, u64, u64);
 
+fn line_key(op: &LogOp) -> LineKey<'_> {
+    (
+        &op.process,
+        op.comm,
+        op.op_count,
+        op.op,
+        op.root,
+        op.count,
+        op.sendbuff,
+        op.recvbuff,
+    )
+}
+
+/// The lines seen so far, by [`LineKey`]: each line is kept as a 64-bit hash of its key and a
+/// reference to the line (a set of the keys themselves took several times the memory of the
+/// records at millions of lines); lines whose hash an earlier, different line already holds go
+/// to a set of whole keys, so the answer is exact.
+#[derive(Default)]
+struct LineSet<'a, S = BuildHasherDefault<DefaultHasher>> {
+    hasher: S,
+    by_hash: HashMap<u64, &'a LogOp>,
+    collided: HashSet<LineKey<'a>>,
+}
+
+impl<'a, S: BuildHasher> LineSet<'a, S> {
+    /// Whether `op`'s line is new (and now seen).
+    fn insert(&mut self, op: &'a LogOp) -> bool {
+        let key = line_key(op);
+        match self.by_hash.entry(self.hasher.hash_one(key)) {
+            Entry::Vacant(e) => {
+                e.insert(op);
+                true
+            }
+            Entry::Occupied(e) if line_key(e.get()) == key => false,
+            Entry::Occupied(_) => self.collided.insert(key),
+        }
+    }
+}
+
 /// Every ranked process's observed volume, ordered by global rank.
 pub fn observed_volumes(
     session: &Session,
@@ -64,23 +105,13 @@ pub fn observed_volumes(
             .find(|l| l.comm == c)
             .map_or(Parallelism::Unknown, |l| l.parallelism)
     };
-    let mut seen: HashSet<LineKey> = HashSet::new();
+    let mut seen: LineSet = LineSet::default();
     let mut out: BTreeMap<u32, RankVolume> = BTreeMap::new();
     for op in session.logs().iter().flat_map(|l| &l.parsed.ops) {
         let Some(rank) = communicators.rank_of(&op.process) else {
             continue;
         };
-        let key = (
-            &op.process,
-            op.comm,
-            op.op_count,
-            op.op,
-            op.root,
-            op.count,
-            op.sendbuff,
-            op.recvbuff,
-        );
-        if !seen.insert(key) {
+        if !seen.insert(op) {
             continue;
         }
         let parallelism = communicators
@@ -119,4 +150,84 @@ pub fn dominant_element_bytes(session: &Session) -> Option<u64> {
         .filter(|&(_, b)| b > 0)
         .max_by_key(|&(_, b)| b)
         .map(|(size, _)| size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::log::SourceLine;
+
+    fn line(pid: u32, op_count: u64, count: u64) -> LogOp {
+        LogOp {
+            process: ProcessKey {
+                host: "node01".into(),
+                pid,
+            },
+            tid: 0,
+            cuda_dev: 0,
+            op: OpType::AllReduce,
+            op_count,
+            sendbuff: 0x10,
+            recvbuff: 0x20,
+            count,
+            datatype: None,
+            datatype_code: 7,
+            red_op: model::RedOp::Sum,
+            root: 0,
+            comm: 0xc0,
+            nranks: 4,
+            stream: 0x5,
+            timestamp_ns: None,
+            algo: None,
+            proto: None,
+            nchannels: None,
+            rccl_task: None,
+            rccl_global_rank: None,
+            source: SourceLine::default(),
+        }
+    }
+
+    /// Every line hashes alike: what a collision does, made the rule.
+    #[derive(Default)]
+    struct Colliding;
+
+    impl BuildHasher for Colliding {
+        type Hasher = Constant;
+        fn build_hasher(&self) -> Constant {
+            Constant
+        }
+    }
+
+    struct Constant;
+
+    impl std::hash::Hasher for Constant {
+        fn finish(&self) -> u64 {
+            42
+        }
+        fn write(&mut self, _: &[u8]) {}
+    }
+
+    fn new_lines<S: BuildHasher + Default>(lines: &[LogOp]) -> Vec<bool> {
+        let mut seen = LineSet::<S>::default();
+        lines.iter().map(|l| seen.insert(l)).collect()
+    }
+
+    #[test]
+    fn a_repeated_line_is_seen_once_even_when_hashes_collide() {
+        let lines = [
+            line(1, 0, 8),
+            line(1, 0, 8), // the duplicated logging
+            line(2, 0, 8), // another process
+            line(1, 1, 8), // the next operation
+            line(1, 1, 16),
+            line(2, 0, 8),
+            line(1, 1, 16),
+        ];
+        let expected = [true, false, true, true, true, false, false];
+        assert_eq!(
+            new_lines::<BuildHasherDefault<DefaultHasher>>(&lines),
+            expected
+        );
+        assert_eq!(new_lines::<Colliding>(&lines), expected);
+    }
 }

@@ -2,10 +2,12 @@
 // reports the worker's time per file, the analysis time, the total wall time, the peak memory
 // of the browser's processes (RSS, sampled every 200 ms from `ps`), and the main thread's long tasks.
 //
-//   node tests/browser/bench/load.mjs [--align-workers=N] PATH...
+//   node tests/browser/bench/load.mjs [--align-workers=N] [--memory-limit-mb=M] PATH...
 //                                                    (files, or directories searched for
 //                                                     *.log, *.log.gz and *.sqlite; N alignment
-//                                                     workers, 0: none; default: the page's choice)
+//                                                     workers, 0: none; default: the page's choice;
+//                                                     M: the page's memory budget, to measure
+//                                                     inputs its estimate would refuse)
 //
 // Build the page first: `trunk build --release --cargo-profile wasm-release`.
 import fs from 'node:fs';
@@ -46,7 +48,9 @@ function browserMemory(profile) {
 }
 
 const args = process.argv.slice(2);
-const alignWorkers = args.find((a) => a.startsWith('--align-workers='))?.split('=')[1];
+const option = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const query = [['align-workers', option('align-workers')], ['memory-limit-mb', option('memory-limit-mb')]]
+  .filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`).join('&');
 const files = inputs(args.filter((a) => !a.startsWith('--')));
 if (files.length === 0) {
   console.error('usage: node tests/browser/bench/load.mjs PATH...');
@@ -55,7 +59,7 @@ if (files.length === 0) {
 const bytes = files.reduce((a, f) => a + fs.statSync(f).size, 0);
 const s = await startSession();
 try {
-  await s.page.goto(alignWorkers === undefined ? s.url : `${s.url}?align-workers=${alignWorkers}`);
+  await s.page.goto(query ? `${s.url}?${query}` : s.url);
   await s.page.getByTestId('load-demo').waitFor();
   await s.page.evaluate(() => {
     window.__longTasks = [];
