@@ -9,6 +9,7 @@
 use crate::communicators::Communicators;
 use model::log::LogOp;
 use model::OpType;
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 
 /// One collective (or grouped point-to-point) call as seen by all its members.
@@ -41,10 +42,12 @@ pub struct Skew {
 }
 
 /// Matches every op line to its instance. Ops of processes or pointers not in `comms` are skipped.
-pub fn match_instances(comms: &Communicators, ops: &[LogOp]) -> Vec<Instance> {
+/// `ops` may be the records or references to them (the caller's logs, not a copy).
+pub fn match_instances<O: Borrow<LogOp>>(comms: &Communicators, ops: &[O]) -> Vec<Instance> {
+    let op = |i: usize| ops[i].borrow();
     // Ops per (logical comm, process), in input order.
     let mut per_member: BTreeMap<(usize, u32), Vec<usize>> = BTreeMap::new();
-    for (i, o) in ops.iter().enumerate() {
+    for (i, o) in ops.iter().map(Borrow::borrow).enumerate() {
         let (Some(c), Some(r)) = (comms.comm_of(&o.process, o.comm), comms.rank_of(&o.process))
         else {
             continue;
@@ -54,7 +57,7 @@ pub fn match_instances(comms: &Communicators, ops: &[LogOp]) -> Vec<Instance> {
     // A communicator uses opCounts only when every member's are non-decreasing and not all equal.
     let mut usable: HashMap<usize, bool> = HashMap::new();
     for ((c, _), idx) in &per_member {
-        let oc: Vec<u64> = idx.iter().map(|&i| ops[i].op_count).collect();
+        let oc: Vec<u64> = idx.iter().map(|&i| op(i).op_count).collect();
         let ok = oc.windows(2).all(|w| w[0] <= w[1]) && (oc.len() < 2 || oc[0] != oc[oc.len() - 1]);
         let e = usable.entry(*c).or_insert(true);
         *e &= ok;
@@ -67,7 +70,7 @@ pub fn match_instances(comms: &Communicators, ops: &[LogOp]) -> Vec<Instance> {
         let mut pos = 0u64;
         let mut prev: Option<(u64, OpType)> = None;
         for &i in idx {
-            let o = &ops[i];
+            let o = op(i);
             let grouped = prev.is_some_and(|(pc, pop)| {
                 pc == o.op_count && (pop == o.op || (pop.is_p2p() && o.op.is_p2p()))
             });

@@ -34,6 +34,11 @@ pub struct Session {
     logs: Vec<LoadedLog>,
     exports: Vec<LoadedExport>,
     next_file: u32,
+    /// The processes of each kept log and export, in order, computed once: every new file is
+    /// checked against every earlier one ([`claimed_twice`]), and walking the earlier files'
+    /// records for it made loading quadratic in the number of files.
+    log_processes: Vec<BTreeSet<ProcessKey>>,
+    export_processes: Vec<BTreeSet<ProcessKey>>,
     /// Fill [`FileReport::digest`] (costs a pass over every record; for engine comparisons).
     pub digests: bool,
     /// What exports are read for, e.g. the NVTX range names that mark an iteration.
@@ -114,17 +119,16 @@ impl Session {
         if self.digests {
             report.digest = Some(log_digest(&log.parsed));
         }
-        let mine: BTreeSet<&ProcessKey> = log.parsed.ops.iter().map(|o| &o.process).collect();
-        let earlier = self.logs.iter().map(|l| {
-            (
-                l.name.as_str(),
-                l.parsed.ops.iter().map(|o| &o.process).collect(),
-            )
-        });
-        report
-            .diagnostics
-            .extend(claimed_twice(&log.name, &mine, earlier, "log operations"));
+        let mine: BTreeSet<ProcessKey> = log_processes(&log.parsed);
+        let earlier = self.logs.iter().map(|l| l.name.as_str());
+        report.diagnostics.extend(claimed_twice(
+            &log.name,
+            &mine,
+            earlier.zip(&self.log_processes),
+            "log operations",
+        ));
         self.logs.push(log);
+        self.log_processes.push(mine);
         report
     }
 
@@ -143,13 +147,16 @@ impl Session {
                     report.digest = Some(export_digest(&loaded.export));
                 }
                 let mine = export_processes(&loaded.export);
-                let earlier = self
-                    .exports
-                    .iter()
-                    .map(|e| (e.name.as_str(), export_processes(&e.export)));
-                let twice = claimed_twice(name, &mine.iter().collect(), earlier, "NCCL kernels");
+                let earlier = self.exports.iter().map(|e| e.name.as_str());
+                let twice = claimed_twice(
+                    name,
+                    &mine,
+                    earlier.zip(&self.export_processes),
+                    "NCCL kernels",
+                );
                 report.diagnostics.extend(twice);
                 self.exports.push(loaded);
+                self.export_processes.push(mine);
                 report
             }
             Err(d) => FileReport::failed(name, InputKind::NsysSqlite, bytes, d.message),
@@ -318,28 +325,32 @@ pub(crate) struct TrackInputs {
 /// The processes (host, pid) an export holds kernels of; its first host names them all.
 fn export_processes(e: &NsysExport) -> BTreeSet<ProcessKey> {
     let host = e.hosts.first().cloned().unwrap_or_default();
-    e.kernels
-        .iter()
-        .map(|k| ProcessKey {
+    let pids: BTreeSet<u32> = e.kernels.iter().map(|k| k.pid).collect();
+    pids.into_iter()
+        .map(|pid| ProcessKey {
             host: host.clone(),
-            pid: k.pid,
+            pid,
         })
         .collect()
+}
+
+fn log_processes(p: &ParsedLog) -> BTreeSet<ProcessKey> {
+    let mine: BTreeSet<&ProcessKey> = p.ops.iter().map(|o| &o.process).collect();
+    mine.into_iter().cloned().collect()
 }
 
 /// One warning per process of `mine` that an earlier file of the same kind already claimed: the
 /// same process in two logs (a combined log beside the per-process ones) or two exports (a
 /// per-node and a per-rank report) would be counted twice.
-fn claimed_twice<'a, S: std::borrow::Borrow<ProcessKey> + Ord>(
+fn claimed_twice<'a>(
     name: &str,
-    mine: &BTreeSet<&ProcessKey>,
-    earlier: impl Iterator<Item = (&'a str, BTreeSet<S>)>,
+    mine: &BTreeSet<ProcessKey>,
+    earlier: impl Iterator<Item = (&'a str, &'a BTreeSet<ProcessKey>)>,
     what: &str,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (other, theirs) in earlier {
-        let theirs: BTreeSet<&ProcessKey> = theirs.iter().map(|p| p.borrow()).collect();
-        for p in mine.intersection(&theirs) {
+        for p in mine.intersection(theirs) {
             out.push(Diagnostic::warning(
                 name,
                 0,

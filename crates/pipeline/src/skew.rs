@@ -27,11 +27,12 @@ pub struct CommSkew {
 
 /// Skew of every communicator with timed instances, in communicator order.
 pub fn arrival_skew(session: &Session, analysis: &Analysis) -> Vec<CommSkew> {
-    let ops: Vec<LogOp> = session
-        .logs()
-        .iter()
-        .flat_map(|l| l.parsed.ops.iter().cloned())
-        .collect();
+    // Without matched kernels there is no start to compare (logs alone).
+    if analysis.alignments.processes.is_empty() {
+        return Vec::new();
+    }
+    // References, not copies: a copy of every log operation was gigabytes for 1 GB of logs.
+    let ops: Vec<&LogOp> = session.logs().iter().flat_map(|l| &l.parsed.ops).collect();
     let starts = kernel_starts(&ops, analysis, &analysis.clocks);
     let mut per_comm: BTreeMap<usize, CommSkew> = BTreeMap::new();
     for inst in match_instances(&analysis.communicators, &ops) {
@@ -62,7 +63,7 @@ pub fn arrival_skew(session: &Session, analysis: &Analysis) -> Vec<CommSkew> {
 /// For every op of `ops` (all logs, in session order), the synchronised start of the kernel the
 /// aligner matched to it. The aligner saw each process's ops in this same order, so the j-th op
 /// of a process here is its j-th op there.
-fn kernel_starts(ops: &[LogOp], analysis: &Analysis, clocks: &ClockSync) -> Vec<Option<i64>> {
+fn kernel_starts(ops: &[&LogOp], analysis: &Analysis, clocks: &ClockSync) -> Vec<Option<i64>> {
     let mut per_process: HashMap<&ProcessKey, Vec<Option<i64>>> = HashMap::new();
     for pm in &analysis.alignments.processes {
         let rank = analysis.communicators.rank_of(&pm.process);
