@@ -25,7 +25,7 @@ test('files over the memory limit are offered as a subset, not loaded into a cra
     const listed = await s.page.locator('[data-testid=budget-file]').evaluateAll((lis) => lis.map((l) => l.dataset.file));
     assert.deepEqual(listed, demoFiles().map((f) => path.basename(f)));
     assert.match(await s.page.getByTestId('budget-command').textContent(), /^ncclscope analyze .*nccl_debug_combined\.log/);
-    // Everything checked is over the limit; without the log (3.3 bytes a byte) the exports fit.
+    // Everything checked is over the limit; without the log (2 bytes a byte) the exports fit.
     assert.ok(await s.page.getByTestId('budget-load').isDisabled());
     const log = s.page.locator('[data-testid=budget-file][data-file$=".log"] input');
     await log.uncheck();
