@@ -155,36 +155,21 @@ pub fn dominant_element_bytes(session: &Session) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::log::SourceLine;
 
-    fn line(pid: u32, op_count: u64, count: u64) -> LogOp {
-        LogOp {
-            process: ProcessKey {
-                host: "node01".into(),
-                pid,
-            },
-            tid: 0,
-            cuda_dev: 0,
-            op: OpType::AllReduce,
-            op_count,
-            sendbuff: 0x10,
-            recvbuff: 0x20,
-            count,
-            datatype: None,
-            datatype_code: 7,
-            red_op: model::RedOp::Sum,
-            root: 0,
-            comm: 0xc0,
-            nranks: 4,
-            stream: 0x5,
-            timestamp_ns: None,
-            algo: None,
-            proto: None,
-            nchannels: None,
-            rccl_task: None,
-            rccl_global_rank: None,
-            source: SourceLine::default(),
-        }
+    /// The operations of log lines `(pid, opCount, count)`, through the real parser.
+    fn lines(specs: &[(u32, u64, u64)]) -> Vec<LogOp> {
+        let text: String = specs
+            .iter()
+            .map(|(pid, op_count, count)| {
+                format!(
+                    "node01:{pid}:{pid} [0] NCCL INFO AllReduce: opCount {op_count:x} sendbuff 0x10 \
+                     recvbuff 0x20 count {count} datatype 7 op 0 root 0 comm 0xc0 [nranks=4] stream 0x5\n"
+                )
+            })
+            .collect();
+        let ops = ingest_nccl::parse_bytes("test.log", 0, text.as_bytes()).ops;
+        assert_eq!(ops.len(), specs.len());
+        ops
     }
 
     /// Every line hashes alike: what a collision does, made the rule.
@@ -214,15 +199,15 @@ mod tests {
 
     #[test]
     fn a_repeated_line_is_seen_once_even_when_hashes_collide() {
-        let lines = [
-            line(1, 0, 8),
-            line(1, 0, 8), // the duplicated logging
-            line(2, 0, 8), // another process
-            line(1, 1, 8), // the next operation
-            line(1, 1, 16),
-            line(2, 0, 8),
-            line(1, 1, 16),
-        ];
+        let lines = lines(&[
+            (1, 0, 8),
+            (1, 0, 8), // the duplicated logging
+            (2, 0, 8), // another process
+            (1, 1, 8), // the next operation
+            (1, 1, 16),
+            (2, 0, 8),
+            (1, 1, 16),
+        ]);
         let expected = [true, false, true, true, true, false, false];
         assert_eq!(
             new_lines::<BuildHasherDefault<DefaultHasher>>(&lines),
