@@ -205,9 +205,15 @@ fn read_nccl_kernels(
     // most of the page's memory). Counted first so that each vector is allocated once at its
     // size: grown by doubling, the records' vector would briefly need three times their size
     // (old and new buffers), which for 10 M kernels is past wasm32's 4 GiB.
+    // A count the memory cannot hold is not reserved (an allocation failure aborts): the rows
+    // are then read as they come, and the budget the page checks first says why they don't fit.
     let n = count_with(db, schema)? as usize;
-    let mut kernels: Vec<Kernel> = Vec::with_capacity(n);
-    let mut keys: Vec<RawKeys> = Vec::with_capacity(n);
+    let mut kernels: Vec<Kernel> = Vec::new();
+    let mut keys: Vec<RawKeys> = Vec::new();
+    if kernels.try_reserve_exact(n).is_err() || keys.try_reserve_exact(n).is_err() {
+        kernels = Vec::new();
+        keys = Vec::new();
+    }
     db.for_each(&sql, &mut |r| {
         let u = |i: usize| r.int(i).unwrap_or(0).max(0) as u32;
         let global_pid = r.int(5);
