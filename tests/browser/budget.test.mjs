@@ -4,13 +4,9 @@
 // files (about 0.84 MB) exceed it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, demoFiles } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
-const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
-  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 
 let s;
 before(async () => { s = await startSession(); });

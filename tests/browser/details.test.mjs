@@ -5,9 +5,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, pickCollective, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, pickCollective, DEMO } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
 
 let s;
 before(async () => { s = await startSession(); });

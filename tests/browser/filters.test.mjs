@@ -5,11 +5,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, timelineBox, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, timelineBox, DEMO, demoFiles, download } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
-const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
-  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 
 const sessions = [];
 async function session() {
@@ -38,8 +35,7 @@ function parseCsv(text) {
 }
 
 async function kernelsCsv(page) {
-  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-csv').click()]);
-  return parseCsv(fs.readFileSync(await download.path(), 'utf8'));
+  return parseCsv((await download(page, 'download-csv')).bytes.toString('utf8'));
 }
 
 const status = (page) => page.getByTestId('filter-status').textContent();

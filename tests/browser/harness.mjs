@@ -47,6 +47,21 @@ export async function startSession({ prefix = '/' } = {}) {
   return { page, url, origin: new URL(url).origin, requests, sent, errors, close, profile };
 }
 
+/** The built-in demo run (`scripts/demo` writes it), and its input files as its MANIFEST lists them. */
+export const DEMO = path.join(ROOT, 'target/www-demo/demo');
+export const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
+  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
+
+/** Every rank row's cells, as text. */
+export const rankTable = (page) => page.getByTestId('rank-row')
+  .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+
+/** Clicks the button `testId` and returns the file it saves: its suggested name and its bytes. */
+export async function download(page, testId) {
+  const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);
+  return { name: file.suggestedFilename(), bytes: fs.readFileSync(await file.path()) };
+}
+
 /** Runs `body`; on failure keeps a screenshot named after the test, then rethrows. */
 export async function withScreenshot(page, name, body) {
   try {

@@ -4,17 +4,9 @@
 // rank table as the same files dropped at once.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, demoFiles, rankTable } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
-const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
-  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 
-/** Every rank row's cells, as text. */
-const rankTable = (page) => page.getByTestId('rank-row')
-  .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
 
 /** Waits for the status line of the analysis to match `re`; returns its text. */
 async function status(page, re) {

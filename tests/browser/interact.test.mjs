@@ -6,9 +6,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, timelineBox, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, timelineBox, DEMO } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
 
 let s;
 before(async () => { s = await startSession(); });

@@ -8,11 +8,8 @@ import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, pickCollective, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, pickCollective, DEMO, demoFiles } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
-const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
-  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 const sha256 = (f) => crypto.createHash('sha256').update(fs.readFileSync(f)).digest('hex');
 
 const sessions = [];

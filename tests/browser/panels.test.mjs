@@ -8,11 +8,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSession, withScreenshot, nativeSummary, dropFiles, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, nativeSummary, dropFiles, DEMO, demoFiles, download } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
-const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
-  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
@@ -167,17 +164,16 @@ test('tables sort on a header click and save as CSV; plots save as SVG', async (
     const desc = await matched();
     assert.deepEqual(desc, [...asc].sort((a, b) => b - a), 'descending');
 
-    const [csv] = await Promise.all([page.waitForEvent('download'), page.getByTestId('alignment-table-csv').click()]);
-    assert.equal(csv.suggestedFilename(), 'ncclscope-alignment-table.csv');
-    const lines = fs.readFileSync(await csv.path(), 'utf8').trim().split('\r\n');
+    const csv = await download(page, 'alignment-table-csv');
+    assert.equal(csv.name, 'ncclscope-alignment-table.csv');
+    const lines = csv.bytes.toString('utf8').trim().split('\r\n');
     assert.equal(lines.length, native.ranks.length + 1, 'header and one line per rank');
     assert.match(lines[0], /^rank,process,NCCL kernels,log lines,matched,/);
     const r0 = native.ranks[0];
     const line = lines.find((l) => l.startsWith(`${r0.global_rank},`));
     assert.equal(Number(line.split(',')[4]), r0.matched_ops);
 
-    const [svg] = await Promise.all([page.waitForEvent('download'), page.getByTestId('bw-scatter-svg').click()]);
-    const text = fs.readFileSync(await svg.path(), 'utf8');
+    const text = (await download(page, 'bw-scatter-svg')).bytes.toString('utf8');
     assert.match(text, /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
     const circles = (text.match(/<circle /g) ?? []).length;
     assert.equal(circles, await page.locator('[data-testid=bw-scatter] circle').count());

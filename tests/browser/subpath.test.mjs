@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, dropFiles, fact, nativeSummary, NATIVE_BIN, ROOT, FIXTURES } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, fact, nativeSummary, NATIVE_BIN, FIXTURES, download, demoFiles } from './harness.mjs';
 
 const PREFIX = '/team/ncclscope/';
 const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
@@ -87,16 +87,11 @@ test('the Chrome trace and the CSV download from the page equal the command\'s',
     await s.page.getByTestId('load-demo').click();
     await s.page.getByTestId('comm-table').waitFor({ timeout: 60_000 });
     const before = s.sent.length;
-    const save = async (testId) => {
-      const [download] = await Promise.all([s.page.waitForEvent('download'), s.page.getByTestId(testId).click()]);
-      return fs.readFileSync(await download.path(), 'utf8');
-    };
+    const save = async (testId) => (await download(s.page, testId)).bytes.toString('utf8');
     const trace = JSON.parse(await save('download-trace'));
     const csv = await save('download-csv');
     // The same files from the command, on the demo run's files.
-    const demo = path.join(ROOT, 'target/www-demo/demo');
-    const files = fs.readFileSync(path.join(demo, 'MANIFEST'), 'utf8').split('\n')
-      .filter((l) => l && !l.startsWith('#')).map((f) => path.join(demo, f));
+    const files = demoFiles();
     nativeSummary(files); // builds the command once
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ncclscope-dl-'));
     execFileSync(NATIVE_BIN, ['analyze', '--chrome-trace', path.join(dir, 't.json'), '--csv', path.join(dir, 'k.csv'), ...files]);

@@ -4,8 +4,7 @@
 // table text readable; the keyboard reaches and works every sort header and export button.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import { startSession, withScreenshot } from './harness.mjs';
+import { startSession, withScreenshot, download } from './harness.mjs';
 
 let s;
 before(async () => {
@@ -36,12 +35,6 @@ async function bytesPerRank() {
     out.set(Number(r[0]), byteCols.reduce((a, i) => a + Number(r[i]), 0));
   }
   return out;
-}
-
-/** The CSV a button saves: its lines split into fields (no field of these tables holds a comma in quotes). */
-async function download(testId) {
-  const [file] = await Promise.all([s.page.waitForEvent('download'), s.page.getByTestId(testId).click()]);
-  return { name: file.suggestedFilename(), bytes: fs.readFileSync(await file.path()) };
 }
 
 /** WCAG relative luminance of a computed `rgb(...)` colour. */
@@ -131,7 +124,7 @@ test('the rank table sorts by bytes both ways and saves the table as CSV', async
     const pids = await s.page.locator('[data-testid=rank-row] td:nth-child(3)').allTextContents();
     assert.deepEqual(pids.map(Number), pids.map(Number).sort((a, b) => a - b));
 
-    const { name, bytes: csv } = await download('rank-table-csv');
+    const { name, bytes: csv } = await download(s.page, 'rank-table-csv');
     assert.equal(name, 'ncclscope-rank-table.csv');
     const lines = csv.toString('utf8').trim().split('\r\n');
     assert.equal(lines[0], (await headerTexts('rank-table')).join(','), 'the table\'s header');
@@ -154,7 +147,7 @@ test('the communicator table sorts by size and bandwidth and saves as CSV', asyn
       .filter((t) => t).map((t) => Number.parseFloat(t));
     assert.ok(bw.length > 1, 'communicators with a bandwidth');
     assert.deepEqual(bw, [...bw].sort((a, b) => b - a), 'descending by GB/s');
-    const { name, bytes: csv } = await download('comm-table-csv');
+    const { name, bytes: csv } = await download(s.page, 'comm-table-csv');
     assert.equal(name, 'ncclscope-comm-table.csv');
     const lines = csv.toString('utf8').trim().split('\r\n');
     assert.equal(lines[0], heads.join(','));
@@ -164,7 +157,7 @@ test('the communicator table sorts by size and bandwidth and saves as CSV', asyn
 
 test('a plot saves as PNG', async () => {
   await withScreenshot(s.page, 'tables-png', async () => {
-    const { name, bytes } = await download('bw-scatter-png');
+    const { name, bytes } = await download(s.page, 'bw-scatter-png');
     assert.equal(name, 'ncclscope-bw-scatter.png');
     assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
     // Twice the plot's size on the page.

@@ -7,11 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, nativeSummary, NATIVE_BIN, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, nativeSummary, NATIVE_BIN, ROOT, demoFiles } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
-const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
-  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 
 /** The page's byte formatting (decimal units, two decimals). */
 function humanBytes(n) {

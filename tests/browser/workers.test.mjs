@@ -10,11 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, dropFiles, ROOT, NATIVE_BIN } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, ROOT, NATIVE_BIN, demoFiles, rankTable, download } from './harness.mjs';
 
-const DEMO = path.join(ROOT, 'target/www-demo/demo');
-const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
-  .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 
 const made = [];
 
@@ -27,13 +24,6 @@ function generated(preset) {
   return fs.readdirSync(dir).filter((f) => /\.(log|sqlite)$/.test(f)).sort().map((f) => path.join(dir, f));
 }
 
-const rankTable = (page) => page.getByTestId('rank-row')
-  .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
-
-async function kernelsCsv(page) {
-  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-csv').click()]);
-  return fs.readFileSync(await download.path(), 'utf8');
-}
 
 /** Loads `files` with `?align-workers=n` (and `extra`); returns what the page shows of the analysis. */
 async function analyse(s, files, n, extra = '') {
@@ -41,7 +31,7 @@ async function analyse(s, files, n, extra = '') {
   await dropFiles(s.page, files);
   const line = s.page.getByTestId('analysis-status');
   await line.filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 120_000 });
-  return { status: await line.textContent(), ranks: await rankTable(s.page), csv: await kernelsCsv(s.page) };
+  return { status: await line.textContent(), ranks: await rankTable(s.page), csv: (await download(s.page, 'download-csv')).bytes.toString('utf8') };
 }
 
 let s;
