@@ -77,6 +77,18 @@ impl ProcessSummary {
     }
 }
 
+/// `map[key]`, made with `V::default()` on first sight. Looked up before inserting: the key
+/// (a host string) is copied once per process, not once per record of it.
+fn per_process<'m, V: Default>(
+    map: &'m mut BTreeMap<ProcessKey, V>,
+    key: &ProcessKey,
+) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.clone(), V::default());
+    }
+    map.get_mut(key).expect("inserted above when absent")
+}
+
 /// The view of communicator `ptr` of `process`, made empty on first sight.
 fn comm_view<'a>(
     comms: &'a mut BTreeMap<ProcessKey, BTreeMap<u64, CommView>>,
@@ -84,17 +96,13 @@ fn comm_view<'a>(
     ptr: u64,
     nranks: u32,
 ) -> &'a mut CommView {
-    comms
-        .entry(process.clone())
-        .or_default()
-        .entry(ptr)
-        .or_insert(CommView {
-            ptr,
-            comm_id: None,
-            rank: None,
-            nranks,
-            ops: 0,
-        })
+    per_process(comms, process).entry(ptr).or_insert(CommView {
+        ptr,
+        comm_id: None,
+        rank: None,
+        nranks,
+        ops: 0,
+    })
 }
 
 /// The log process an export's (host, pid) names: the one with that host and pid, or for a
@@ -148,13 +156,14 @@ pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<Proc
             c.rank = Some(init.rank);
         }
         for op in &p.ops {
-            all.insert(op.process.clone());
-            op_dev.entry(op.process.clone()).or_insert(op.cuda_dev);
-            let e = ops
-                .entry(op.process.clone())
-                .or_default()
-                .entry(op.op)
-                .or_default();
+            // Looked up before inserting, as in `per_process`.
+            if !all.contains(&op.process) {
+                all.insert(op.process.clone());
+            }
+            if !op_dev.contains_key(&op.process) {
+                op_dev.insert(op.process.clone(), op.cuda_dev);
+            }
+            let e = per_process(&mut ops, &op.process).entry(op.op).or_default();
             e.0 += 1;
             e.1 += op.msg_bytes();
             let c = comm_view(&mut comms, &op.process, op.comm, op.nranks);
