@@ -35,7 +35,7 @@ const PRESTART_BYTES: u64 = 10_000_000;
 
 /// The key under which a job's bytes travel to a helper, and a result's back.
 const JOB_KEY: &str = "align_job";
-const RESULT_KEY: &str = "result";
+pub const RESULT_KEY: &str = "result";
 
 /// How many helpers to use: the page's `?align-workers=N` (0: none), else the cores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,7 +250,7 @@ async fn run_on_helpers(
                 }
             }
             Event::Done { .. } => {}
-            Event::Failed { message, .. } => {
+            Event::Failed { message } => {
                 web_sys::console::warn_1(&format!("alignment worker {h}: {message}").into());
                 helper.alive = false;
                 helper.worker.terminate();
@@ -389,9 +389,4 @@ pub fn serve_job(data: &JsValue) -> Option<(ToPage, Option<Vec<u8>>)> {
         }
         Err(message) => (ToPage::AlignFailed { job, message }, None),
     })
-}
-
-/// The key [`serve_job`]'s result bytes travel under.
-pub fn result_key() -> &'static str {
-    RESULT_KEY
 }

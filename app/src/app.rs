@@ -27,27 +27,33 @@ use ncclscope_app::panel_data::Panels;
 /// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
 const DEMO_MANIFEST: &str = "demo/MANIFEST";
 
+/// The items of the page URL's query: `?digest&align-workers=2` gives `digest` and
+/// `align-workers=2`.
+fn query_items() -> Vec<String> {
+    let query = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    query
+        .trim_start_matches('?')
+        .split('&')
+        .map(str::to_string)
+        .collect()
+}
+
 /// The worker's memory limit for the files it is given: `?memory-limit-mb=N` in the page's URL
 /// (for tests and for machines with less memory), else [`DEFAULT_LIMIT_BYTES`].
 pub fn memory_limit() -> u64 {
-    web_sys::window()
-        .and_then(|w| w.location().search().ok())
-        .and_then(|q| {
-            q.trim_start_matches('?')
-                .split('&')
-                .find_map(|kv| kv.strip_prefix("memory-limit-mb=")?.parse::<u64>().ok())
-        })
+    query_items()
+        .iter()
+        .find_map(|kv| kv.strip_prefix("memory-limit-mb=")?.parse::<u64>().ok())
         .map_or(DEFAULT_LIMIT_BYTES, |mb| mb * 1_000_000)
 }
 
 /// The options of the page's URL the worker needs: `?digest` (each input's records digest, for
 /// engine comparisons) and `?align-workers=N` (see [`PageOptions`]).
 fn page_options() -> PageOptions {
-    let query = web_sys::window()
-        .and_then(|w| w.location().search().ok())
-        .unwrap_or_default();
     let mut options = PageOptions::default();
-    for kv in query.trim_start_matches('?').split('&') {
+    for kv in query_items() {
         if kv == "digest" {
             options.digests = true;
         } else if kv == "align-fault" {

@@ -81,7 +81,7 @@ pub fn start() {
         // Started by another loading worker as its alignment helper: a job, answered at once.
         if let Some((reply, result)) = align_pool::serve_job(&e.data()) {
             match result {
-                Some(bytes) => post_bytes(&reply, align_pool::result_key(), bytes),
+                Some(bytes) => post_bytes(&reply, align_pool::RESULT_KEY, bytes),
                 None => post(&reply, None),
             }
             return;
