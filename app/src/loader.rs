@@ -226,7 +226,7 @@ fn post_view_status(view: &TimelineView, counts: pipeline::FilterCounts, error: 
 /// The picked kernel's enriched record (the exports' fields), each value as text.
 fn enriched_fields(d: &pipeline::KernelDetails) -> Vec<(String, String)> {
     let process = model::log::ProcessKey {
-        host: d.host.clone(),
+        host: d.host.as_str().into(),
         pid: d.pid,
     };
     let record = SESSION.with(|s| {

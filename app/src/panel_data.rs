@@ -147,7 +147,7 @@ fn alignment_rows(a: &Analysis) -> Vec<AlignRow> {
                 .map_or(u32::MAX, |p| p.global_rank);
             AlignRow {
                 global_rank,
-                host: pm.process.host.clone(),
+                host: pm.process.host.to_string(),
                 pid: pm.process.pid,
                 kernels: r.nccl_kernels,
                 log_ops: r.log_ops,
@@ -316,7 +316,7 @@ fn topology(a: &Analysis) -> Vec<HostTopology> {
             }
         }
         out.push(HostTopology {
-            host: p.process.host.clone(),
+            host: p.process.host.to_string(),
             nodes,
             links,
         });

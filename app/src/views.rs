@@ -115,7 +115,7 @@ impl RankView {
         RankView {
             global_rank: p.global_rank,
             rank_from_init: p.rank_from_init,
-            host: p.process.host.clone(),
+            host: p.process.host.to_string(),
             pid: p.process.pid,
             local_rank: p.local_rank,
             nccl_version: p.nccl_version.clone(),

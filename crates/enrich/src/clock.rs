@@ -560,7 +560,7 @@ mod tests {
                 continue;
             }
             let pk = ProcessKey {
-                host: k.host.clone(),
+                host: k.host.as_str().into(),
                 pid: k.pid,
             };
             let ptr = u64::from_str_radix(lo.comm.trim_start_matches("0x"), 16).unwrap();

@@ -204,7 +204,7 @@ pub fn comm_gpus(
         .iter()
         .filter_map(|(p, ptr, _)| {
             let i = inits.iter().find(|i| &i.process == p && i.comm == *ptr)?;
-            Some((p.host.clone(), normalise_bus_id(i.bus_id.as_deref()?)))
+            Some((p.host.to_string(), normalise_bus_id(i.bus_id.as_deref()?)))
         })
         .collect()
 }

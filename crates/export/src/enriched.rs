@@ -83,7 +83,7 @@ pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
         let Some(&rank) = ranks.get(&pm.process) else {
             continue;
         };
-        out.ranks.insert(rank, pm.process.host.clone());
+        out.ranks.insert(rank, pm.process.host.to_string());
         for (i, k) in pm.kernels.iter().enumerate() {
             let m = pm.alignment.per_kernel.get(i).and_then(|m| m.as_ref());
             let ctx = Ctx {
@@ -102,7 +102,7 @@ pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
         let host = e.export.hosts.first().cloned().unwrap_or_default();
         for k in &e.export.kernels {
             let key = ProcessKey {
-                host: host.clone(),
+                host: host.as_str().into(),
                 pid: k.pid,
             };
             if !kernels_only.contains(&key) {
@@ -111,7 +111,7 @@ pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
             let Some(&rank) = ranks.get(&key) else {
                 continue;
             };
-            out.ranks.insert(rank, key.host.clone());
+            out.ranks.insert(rank, key.host.to_string());
             let ctx = Ctx {
                 process: &key,
                 rank,
@@ -173,7 +173,7 @@ fn next_rank(ranks: &BTreeMap<ProcessKey, u32>) -> u32 {
 /// ranked process with that pid, if only one (as the aligner adopts hostless kernels).
 fn rank_of_export_pid(ranks: &BTreeMap<ProcessKey, u32>, host: &str, pid: u32) -> Option<u32> {
     let key = ProcessKey {
-        host: host.to_string(),
+        host: host.into(),
         pid,
     };
     if let Some(&r) = ranks.get(&key) {

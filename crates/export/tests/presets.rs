@@ -117,7 +117,7 @@ fn check(preset: &str) -> (Session, Value) {
             }
             let op = &pm.log_ops[m.log_ops[0]];
             let key = (
-                pm.process.host.clone(),
+                pm.process.host.to_string(),
                 pm.process.pid as u64,
                 k.correlation_id as u64,
             );

@@ -81,23 +81,13 @@ fn end_value(r: &mut &[u8], n: usize) -> Option<()> {
     Some(())
 }
 
-/// A `scan::hex_u64` value read in the same pass that finds its end.
+/// A `scan::hex_u64` value read in the same pass that finds its end (eight digits at a time).
 #[inline(always)]
 fn hex_value(r: &mut &[u8]) -> Option<u64> {
     if let Some(rest) = r.strip_prefix(b"0x").or_else(|| r.strip_prefix(b"0X")) {
         *r = rest;
     }
-    let mut v: u64 = 0;
-    let mut n = 0;
-    // A 17th digit is read only to refuse the value (its bits are shifted out, unused).
-    for &c in r.iter().take(17) {
-        let d = scan::hex_digit(c);
-        if d > 15 {
-            break;
-        }
-        v = (v << 4) | u64::from(d);
-        n += 1;
-    }
+    let (n, v) = scan::hex_run(r);
     if n == 0 || n > 16 {
         return None;
     }
@@ -121,10 +111,23 @@ fn digits(b: &[u8]) -> usize {
     b.iter().take(21).take_while(|c| c.is_ascii_digit()).count()
 }
 
+/// The decimal number at the front of `b` and its length, as `scan::dec_u64` reads the digit
+/// run: eight digits at a time up to 16 (every count and pointer NCCL prints), else one by one.
+#[inline(always)]
+fn dec_front(b: &[u8]) -> Option<(usize, u64)> {
+    match scan::dec_run16(b) {
+        Some((0, _)) => None,
+        Some(nv) => Some(nv),
+        None => {
+            let n = digits(b);
+            Some((n, scan::dec_u64(b.get(..n)?)?))
+        }
+    }
+}
+
 #[inline(always)]
 fn dec_value(r: &mut &[u8]) -> Option<u64> {
-    let n = digits(r);
-    let v = scan::dec_u64(r.get(..n)?)?;
+    let (n, v) = dec_front(r)?;
     end_value(r, n)?;
     Some(v)
 }
@@ -136,11 +139,12 @@ fn dec_u32_value(r: &mut &[u8]) -> Option<u32> {
 
 #[inline(always)]
 fn dec_i64_value(r: &mut &[u8]) -> Option<i64> {
-    let sign = usize::from(r.first() == Some(&b'-'));
-    let n = sign + digits(r.get(sign..)?);
-    let v = scan::dec_i64(r.get(..n)?)?;
-    end_value(r, n)?;
-    Some(v)
+    let neg = r.first() == Some(&b'-');
+    let sign = usize::from(neg);
+    let (n, v) = dec_front(r.get(sign..)?)?;
+    let v = i64::try_from(v).ok()?;
+    end_value(r, sign + n)?;
+    Some(if neg { -v } else { v })
 }
 
 /// The line exactly as NCCL prints it (fields in order, single spaces, nothing after `stream`):
@@ -167,8 +171,8 @@ fn canonical<'a>(name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
     lit(&mut r, b"comm ")?;
     let comm = ptr_value(&mut r)?;
     lit(&mut r, b"[nranks=")?;
-    let n = digits(r);
-    let nranks = scan::dec_u32(r.get(..n)?)?;
+    let (n, nranks) = dec_front(r)?;
+    let nranks = u32::try_from(nranks).ok()?;
     if r.get(n) != Some(&b']') {
         return None;
     }

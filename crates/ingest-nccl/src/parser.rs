@@ -25,7 +25,7 @@ use crate::records::{
 use crate::rings::RingLine;
 use crate::topo::{self, Builder, Step};
 use crate::{coll, init, scan, tuning};
-use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
+use model::log::{CommInit, Host, LogOp, ProcessKey, SourceLine};
 use model::{DataType, Diagnostic, OpType, RedOp, Severity};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -173,7 +173,7 @@ pub struct LogParser {
     carry_overlong: bool,
     line_no: u64,
     hosts: HashMap<Vec<u8>, u32, FxBuild>,
-    host_names: Vec<String>,
+    host_names: Vec<Host>,
     proc_ids: HashMap<(u32, u32), usize, FxBuild>,
     procs: Vec<ProcState>,
     /// (process, comm, opCount, op, peer): p2p ops of one group share an opCount, so the peer is
@@ -504,7 +504,7 @@ impl LogParser {
             Some(h) => *h,
             None => {
                 let h = self.host_names.len() as u32;
-                self.host_names.push(scan::text(o.host));
+                self.host_names.push(Host::from(scan::text(o.host)));
                 self.hosts.insert(o.host.to_vec(), h);
                 h
             }
@@ -546,7 +546,7 @@ impl LogParser {
             .get(p)
             .map(|p| p.process.clone())
             .unwrap_or(ProcessKey {
-                host: String::new(),
+                host: Host::default(),
                 pid: 0,
             })
     }

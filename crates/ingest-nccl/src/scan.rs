@@ -210,6 +210,125 @@ static HEX: [u8; 256] = {
     t
 };
 
+/// Word-at-a-time (SWAR) number reading: eight ASCII bytes classified and combined in one
+/// 64-bit register instead of one loop turn per digit. Operation lines are a dozen numbers each
+/// (pointers of 12 hex digits, epoch timestamps of 16 digits), so digits are most of a big log.
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `x` whose value is in `lo..=hi` (ASCII, `lo ≥ 1`). The high
+/// bits are cleared before the additions so that no byte carries into the next.
+#[inline(always)]
+fn bytes_in(x: u64, lo: u8, hi: u8) -> u64 {
+    let low7 = x & !HIGHS;
+    let ge = low7.wrapping_add(ONES * u64::from(0x80 - lo));
+    let gt = low7.wrapping_add(ONES * u64::from(0x7f - hi));
+    ge & !gt & !x & HIGHS
+}
+
+/// The first eight bytes of `b` as a little-endian word, zero-padded (a zero byte is no digit,
+/// so a short tail ends a run where the slice ends).
+#[inline(always)]
+fn word(b: &[u8]) -> u64 {
+    match b.first_chunk::<8>() {
+        Some(w) => u64::from_le_bytes(*w),
+        None => {
+            let mut w = [0u8; 8];
+            let n = b.len().min(8);
+            w[..n].copy_from_slice(&b[..n]);
+            u64::from_le_bytes(w)
+        }
+    }
+}
+
+/// How many of the word's first bytes are flagged in `mask` (high bits), counted from byte 0.
+#[inline(always)]
+fn run_len(mask: u64) -> u32 {
+    (!mask & HIGHS).trailing_zeros() / 8
+}
+
+/// The hex digits at the start of a word: (count 0..=8, their value).
+#[inline(always)]
+fn hex_word(x: u64) -> (u32, u64) {
+    let digit = bytes_in(x, b'0', b'9');
+    let letter = bytes_in(x | 0x2020_2020_2020_2020, b'a', b'f');
+    let n = run_len(digit | letter);
+    if n == 0 {
+        return (0, 0);
+    }
+    // Digit values, one per byte: `c & 15`, plus 9 for letters ('a' = 0x61 → 1 + 9).
+    let nib = (x & 0x0f0f_0f0f_0f0f_0f0f) + (letter >> 7) * 9;
+    // The run moved to the top bytes: byte k then has weight 16^(7-k); fold pairs of bytes,
+    // then pairs of pairs, then the two halves.
+    let v = nib << (64 - 8 * n);
+    let v = ((v << 4) | (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = ((v << 8) | (v >> 16)) & 0x0000_ffff_0000_ffff;
+    let v = ((v << 16) | (v >> 32)) & 0xffff_ffff;
+    (n, v)
+}
+
+/// The decimal digits at the start of a word: (count 0..=8, their value).
+#[inline(always)]
+fn dec_word(x: u64) -> (u32, u64) {
+    let n = run_len(bytes_in(x, b'0', b'9'));
+    if n == 0 {
+        return (0, 0);
+    }
+    let v = (x & 0x0f0f_0f0f_0f0f_0f0f) << (64 - 8 * n);
+    let v = (v.wrapping_mul(10) + (v >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    let v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff;
+    (n, v)
+}
+
+/// The run of hex digits at the start of `b`: (its length, capped at 17, and the value of its
+/// first 16 digits). A length of 17 means "more than 16": no `u64` holds it.
+#[inline(always)]
+pub(crate) fn hex_run(b: &[u8]) -> (usize, u64) {
+    let (n1, v1) = hex_word(word(b));
+    if n1 < 8 {
+        return (n1 as usize, v1);
+    }
+    let rest = b.get(8..).unwrap_or_default();
+    let (n2, v2) = hex_word(word(rest));
+    if n2 < 8 {
+        let v = if n2 == 0 { v1 } else { (v1 << (4 * n2)) | v2 };
+        return (8 + n2 as usize, v);
+    }
+    let more = b.get(16).is_some_and(|c| hex_digit(*c) < 16);
+    (16 + usize::from(more), (v1 << 32) | v2)
+}
+
+/// The run of decimal digits at the start of `b`, up to 16 of them: (length, value); `None`
+/// when the run is longer (the caller reads those rare ones digit by digit).
+#[inline(always)]
+pub(crate) fn dec_run16(b: &[u8]) -> Option<(usize, u64)> {
+    let (n1, v1) = dec_word(word(b));
+    if n1 < 8 {
+        return Some((n1 as usize, v1));
+    }
+    let rest = b.get(8..).unwrap_or_default();
+    let (n2, v2) = dec_word(word(rest));
+    if n2 == 8 && b.get(16).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    Some((8 + n2 as usize, v1 * POW10[n2 as usize] + v2))
+}
+
+/// Powers of ten up to 10⁹.
+pub(crate) const POW10: [u64; 10] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
 /// A `%p` pointer: `0x7f..` or glibc's `(nil)` for null.
 pub(crate) fn ptr(b: &[u8]) -> Option<u64> {
     if b == b"(nil)" {
@@ -300,6 +419,45 @@ mod tests {
             " 1",
         ] {
             assert_eq!(dec_u64(t.as_bytes()), t.parse::<u64>().ok(), "{t:?}");
+        }
+    }
+
+    /// The word-at-a-time number readers agree with digit-by-digit reading on every prefix
+    /// length, every digit count, upper- and lower-case hex, and bytes next to the digit ranges.
+    #[test]
+    fn swar_runs_match_scalar() {
+        let alphabet = b"0123456789abcdefABCDEF/:@`gG \x00\x7f\x80\xb0\xe1\xff.x";
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..200_000 {
+            let len = (rnd() % 24) as usize;
+            // Mostly digits, so long runs are common.
+            let b: Vec<u8> = (0..len)
+                .map(|_| match rnd() % 4 {
+                    0 => alphabet[(rnd() % alphabet.len() as u64) as usize],
+                    1 => b"0123456789abcdef"[(rnd() % 16) as usize],
+                    _ => b'0' + (rnd() % 10) as u8,
+                })
+                .collect();
+            let hex_n = b.iter().take(17).take_while(|c| hex_digit(**c) < 16).count();
+            let hex_v = b
+                .iter()
+                .take(hex_n.min(16))
+                .fold(0u64, |v, c| (v << 4) | u64::from(hex_digit(*c)));
+            assert_eq!(hex_run(&b), (hex_n, hex_v), "{:?}", String::from_utf8_lossy(&b));
+            let dec_n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            let want = (dec_n <= 16).then(|| {
+                let v = b[..dec_n]
+                    .iter()
+                    .fold(0u64, |v, c| v * 10 + u64::from(c - b'0'));
+                (dec_n, v)
+            });
+            assert_eq!(dec_run16(&b), want, "{:?}", String::from_utf8_lossy(&b));
         }
     }
 

@@ -6,12 +6,19 @@
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
 
 /// One process as the log names it: `host:pid`.
+///
+/// Every log record carries one, so the host is a [`Host`]: host names up to 23 bytes live
+/// inline, and copying a key (once per parsed operation) never allocates.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ProcessKey {
-    pub host: String,
+    pub host: Host,
     pub pid: u32,
 }
+
+/// A host name as printed in a log or export: an immutable string, inline up to 23 bytes
+/// (longer ones are shared), compared, ordered and hashed as its text.
+pub type Host = smol_str::SmolStr;
 
 /// Where a record came from, for the details panel and for error messages.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

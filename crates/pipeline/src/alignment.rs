@@ -163,7 +163,7 @@ pub(crate) async fn align_session_reusing(
         }
         for (pid, n) in per_pid {
             let key = ProcessKey {
-                host: host.clone(),
+                host: host.as_str().into(),
                 pid,
             };
             kernel_from.entry(key).or_default().push((x as u32, n));

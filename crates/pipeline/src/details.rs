@@ -114,7 +114,7 @@ pub fn kernel_details(
     };
     Some(KernelDetails {
         rank,
-        host: process.host.clone(),
+        host: process.host.to_string(),
         pid: process.pid,
         device,
         kernel_index: i,

@@ -75,7 +75,7 @@ pub fn timeline_incremental(
     let mut tracks: BTreeMap<(String, u32, u32), Track> = BTreeMap::new();
     for track in previous.map(|t| t.tracks).unwrap_or_default() {
         if let Some((process, device)) = &track.source {
-            let gpu = (process.host.clone(), process.pid, *device);
+            let gpu = (process.host.to_string(), process.pid, *device);
             if old.contains_key(&gpu) {
                 tracks.insert(gpu, track);
             }

@@ -43,7 +43,7 @@ pub fn marker_rows(session: &Session, analysis: &Analysis, clocks: &ClockSync) -
             first += run.len();
             let pid = run[0].pid;
             let process = ProcessKey {
-                host: host.clone(),
+                host: host.as_str().into(),
                 pid,
             };
             let rank = track_rank(analysis, &process);

@@ -287,7 +287,13 @@ impl Session {
                 None if host.is_empty() => (u32::MAX, format!("pid {pid} · GPU {device}")),
                 None => (u32::MAX, format!("{host} pid {pid} · GPU {device}")),
             };
-            let source = Some((ProcessKey { host, pid }, device));
+            let source = Some((
+                ProcessKey {
+                    host: host.as_str().into(),
+                    pid,
+                },
+                device,
+            ));
             keyed.push((
                 (order, pid, device),
                 Track {
@@ -328,7 +334,7 @@ fn export_processes(e: &NsysExport) -> BTreeSet<ProcessKey> {
     let pids: BTreeSet<u32> = e.kernels.iter().map(|k| k.pid).collect();
     pids.into_iter()
         .map(|pid| ProcessKey {
-            host: host.clone(),
+            host: host.as_str().into(),
             pid,
         })
         .collect()

@@ -79,7 +79,7 @@ pub fn rank_inputs(run: &Run) -> Result<Vec<RankInput>, String> {
         for k in export.kernels {
             kernels
                 .entry(ProcessKey {
-                    host: host.clone(),
+                    host: host.as_str().into(),
                     pid: k.pid,
                 })
                 .or_default()
@@ -106,7 +106,7 @@ pub fn rank_inputs(run: &Run) -> Result<Vec<RankInput>, String> {
         ks.sort_by_key(|k| (k.start_ns, k.correlation_id));
         let names = ks.iter().map(|k| decode_kernel_name(&k.name)).collect();
         let pairs = truth_pairs(&process, &log_ops, &ks, &truth);
-        let ranges = nvtx.get(&process.host).cloned().unwrap_or_default();
+        let ranges = nvtx.get(process.host.as_str()).cloned().unwrap_or_default();
         out.push(RankInput {
             process,
             log_ops,
@@ -136,7 +136,7 @@ fn truth_pairs(
     }
     let mut out = Vec::new();
     for (k, kern) in kernels.iter().enumerate() {
-        let key = (process.host.clone(), process.pid, kern.correlation_id);
+        let key = (process.host.to_string(), process.pid, kern.correlation_id);
         if let Some(call) = truth.get(&key) {
             for &l in lines.get(call).map(Vec::as_slice).unwrap_or(&[]) {
                 out.push((l, k));
