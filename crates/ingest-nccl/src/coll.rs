@@ -46,6 +46,13 @@ pub(crate) fn parse_if(body: &[u8]) -> Option<Result<Coll<'_>, &'static str>> {
     })
 }
 
+/// The body when it is an operation line exactly as NCCL prints it ([`canonical`]): then the
+/// same as [`parse_if`] gives, from a grammar with no free text in it.
+pub(crate) fn parse_canonical(body: &[u8]) -> Option<Coll<'_>> {
+    let (name, rest) = op_name(body)?;
+    canonical(name, rest)
+}
+
 fn op_name(body: &[u8]) -> Option<(&[u8], &[u8])> {
     // Stop at the first non-alphanumeric byte: most bodies fail here within one word.
     let colon = body.iter().position(|c| !c.is_ascii_alphanumeric())?;

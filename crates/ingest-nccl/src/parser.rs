@@ -16,20 +16,19 @@
 //! NCCL version 2.16.5+cuda11.8                        (bare banner, no header: goes to the last process)
 //! ```
 
-use crate::prefix::{HeadCache, Level, Origin, Split};
-use crate::read::{lines_of, read_body, read_line, windows, Body, Read, MAX_LINE};
+use crate::prefix::{Level, Origin, Split};
+use crate::read::{lines_of, read_body, read_line, windows, Body, LineCache, Read, MAX_LINE};
 use crate::records::{
     CommChannels, CommDestroy, InitTiming, ParsedLog, ProcessInfo, RingNeighbors, RingOrder,
     RunWarning,
 };
 use crate::rings::RingLine;
 use crate::topo::{self, Builder, Step};
-use crate::{coll, init, scan, tuning};
+use crate::{coll, init, scan, shared_read, tuning};
 use model::log::{CommInit, Host, LogOp, ProcessKey, SourceLine};
 use model::{DataType, Diagnostic, OpType, RedOp, Severity};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::mpsc;
 
 /// FxHash (rustc's): the duplicate set is hashed once per op and SipHash showed in profiles.
 /// Keys are numbers from the log, so flooding it only slows a hostile file down.
@@ -190,7 +189,7 @@ pub struct LogParser {
     last_proc: Option<usize>,
     /// (host, pid, process index) of the previous header.
     last_origin: Option<(Vec<u8>, u32, usize)>,
-    head_cache: HeadCache,
+    head_cache: LineCache,
     /// Threads reading big blocks (1: everything on the caller's thread).
     threads: usize,
     window: usize,
@@ -219,14 +218,15 @@ impl LogParser {
             pending_banner: None,
             last_proc: None,
             last_origin: None,
-            head_cache: HeadCache::default(),
+            head_cache: LineCache::default(),
             threads: default_threads(),
             window: WINDOW,
         }
     }
 
-    /// Threads for big chunks (at least 1): with `n > 1`, `n - 1` threads read lines and the
-    /// caller's thread applies them in order. The result does not depend on it.
+    /// Threads for big chunks (at least 1): with `n > 1`, `n - 1` helper threads read lines
+    /// while the caller's thread applies them in order (and reads too, rather than wait). The
+    /// result does not depend on it.
     pub fn with_threads(mut self, n: usize) -> Self {
         self.threads = n.max(1);
         self
@@ -303,57 +303,13 @@ impl LogParser {
         }
     }
 
-    /// Reads `block` on other threads while this one applies: the block is cut at newlines into
-    /// windows, reader `r` of `n` reads windows `r`, `r + n`, ... and hands each window's reads
-    /// back in a buffer; this thread applies the windows in order and returns the buffers for
-    /// reuse. Reading holds no state, so the result is the single-thread one; memory is a few
-    /// windows' reads, whatever the block size.
+    /// Reads `block` on other threads while this one applies it in order (`shared_read.rs`).
+    /// Reading holds no state, so the result is the single-thread one.
     fn lines_parallel(&mut self, block: &[u8]) {
-        let n = self.threads.saturating_sub(1).max(1);
-        let window = self.window;
-        std::thread::scope(|s| {
-            let readers: Vec<_> = (0..n)
-                .map(|r| {
-                    let (tx, rx) = mpsc::sync_channel::<Vec<Read<'_>>>(2);
-                    let (back_tx, back_rx) = mpsc::channel::<Vec<Read<'_>>>();
-                    let spawned = std::thread::Builder::new().spawn_scoped(s, move || {
-                        let mut cache = HeadCache::default();
-                        for w in windows(block, window).skip(r).step_by(n) {
-                            let mut buf = back_rx.try_recv().unwrap_or_default();
-                            buf.extend(lines_of(w).map(|l| read_line(l, &mut cache)));
-                            if tx.send(buf).is_err() {
-                                return;
-                            }
-                        }
-                    });
-                    // No thread (wasm, or the OS refused one): this reader's windows are read here.
-                    spawned.ok().map(|_| (rx, back_tx))
-                })
-                .collect();
-            let mut own = Vec::new();
-            for (i, w) in windows(block, window).enumerate() {
-                let reader = readers.get(i % n).and_then(Option::as_ref);
-                let received = reader.and_then(|(rx, _)| rx.recv().ok());
-                let mut buf = match received {
-                    Some(buf) => buf,
-                    None => {
-                        let mut buf = std::mem::take(&mut own);
-                        buf.extend(lines_of(w).map(|l| read_line(l, &mut self.head_cache)));
-                        buf
-                    }
-                };
-                // By reference: a read is a few hundred bytes, moving it costs more than applying.
-                for r in &mut buf {
-                    self.apply(r);
-                }
-                buf.clear();
-                match reader {
-                    // A reader that has finished no longer listens: the buffer is just dropped.
-                    Some((_, back)) => drop(back.send(buf)),
-                    None => own = buf,
-                }
-            }
-        });
+        let windows: Vec<&[u8]> = windows(block, self.window).collect();
+        let mut cache = std::mem::take(&mut self.head_cache);
+        shared_read::read_and_apply(&windows, self.threads - 1, &mut cache, |r| self.apply(r));
+        self.head_cache = cache;
     }
 
     /// Applies one line, read by [`read_line`], in file order: everything that depends on the
@@ -1084,14 +1040,13 @@ impl LogParser {
     }
 }
 
-/// One reader per core plus the applying thread, which mostly waits for the readers (applying
-/// costs about a third of reading); at most 5, as applying in order then becomes the limit.
+/// One thread per core (at most 8): the calling thread applies and reads, the others read.
 /// 1 where threads are not available (wasm).
 fn default_threads() -> usize {
-    match std::thread::available_parallelism().map_or(1, |n| n.get()) {
-        1 => 1,
-        n => (n + 1).min(5),
+    if cfg!(target_arch = "wasm32") {
+        return 1;
     }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
 }
 
 /// The start of a line as quoted text (lossy UTF-8, control characters escaped), `…` when cut.

@@ -312,18 +312,30 @@ fn epoch_ts(tok: &[u8]) -> Option<i64> {
     i64::try_from(secs * 1_000_000_000 + f * scale).ok()
 }
 
-const POW10: [u64; 10] = [
-    1,
-    10,
-    100,
-    1_000,
-    10_000,
-    100_000,
-    1_000_000,
-    10_000_000,
-    100_000_000,
-    1_000_000_000,
-];
+use scan::POW10;
+
+/// A line that starts with an epoch timestamp and one space (`1712345678.123456 host...`): the
+/// value [`epoch_ts`] reads from that token, and the token's length. Only the shapes NCCL
+/// prints (up to 16 digits before the dot, 1–9 after it), read eight digits at a time; `None`
+/// for anything else, which the general reader then reads.
+pub(crate) fn epoch_lead(line: &[u8]) -> Option<(i64, usize)> {
+    let (n, secs) = scan::dec_run16(line)?;
+    if n == 0 || line.get(n) != Some(&b'.') {
+        return None;
+    }
+    let frac = line.get(n + 1..)?;
+    let (m, f) = scan::dec_run16(frac)?;
+    if m == 0 || m > 9 || frac.get(m) != Some(&b' ') || secs > 9_000_000_000 {
+        return None;
+    }
+    let ns = i64::try_from(secs * 1_000_000_000 + f * POW10.get(9 - m)?).ok()?;
+    Some((ns, n + 1 + m))
+}
+
+/// Whether `text` holds an `NCCL INFO`/`NCCL WARN` marker (at its start or after a space).
+pub(crate) fn has_marker(text: &[u8]) -> bool {
+    marker(text, 0).is_some()
+}
 
 /// `[2026-04-28` `14:14:49]` (optionally `14:14:49.123456]`) → epoch ns. NCCL formats it in local
 /// time and does not say which zone; it is taken as UTC, so it orders lines but is not absolute.
@@ -487,6 +499,56 @@ mod tests {
         ] {
             assert_eq!(epoch_ts(t.as_bytes()), reference(t.as_bytes()), "{t:?}");
         }
+    }
+
+    /// The word-at-a-time timestamp reader reads what `epoch_ts` reads from the first token.
+    #[test]
+    fn epoch_lead_matches_epoch_ts() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut accepted = 0;
+        for _ in 0..100_000 {
+            let len = (rnd() % 24) as usize;
+            let mut t: Vec<u8> = (0..len)
+                .map(|_| match rnd() % 12 {
+                    0 => b'.',
+                    1 => b' ',
+                    2 => b"x-/:"[(rnd() % 4) as usize],
+                    _ => b'0' + (rnd() % 10) as u8,
+                })
+                .collect();
+            if rnd() % 2 == 0 {
+                // The common shape: 10 digits, a dot, 1-9 digits, a space.
+                t = format!("{}.{} h", 1_700_000_000 + rnd() % 1_000_000_000, rnd() % 1_000_000)
+                    .into_bytes();
+            }
+            if let Some((ns, n)) = epoch_lead(&t) {
+                accepted += 1;
+                assert_eq!(t.get(n), Some(&b' '));
+                assert_eq!(epoch_ts(&t[..n]), Some(ns), "{}", String::from_utf8_lossy(&t));
+            } else {
+                // Refused only where the token is not of NCCL's shape.
+                let tok = t.split(|c| *c == b' ').next().unwrap_or_default();
+                let dot = tok.iter().position(|c| *c == b'.');
+                let shaped = t.contains(&b' ')
+                    && dot.is_some_and(|d| {
+                        d > 0
+                            && d <= 16
+                            && tok.len() - d - 1 >= 1
+                            && tok.len() - d - 1 <= 9
+                            && tok.iter().enumerate().all(|(i, c)| i == d || c.is_ascii_digit())
+                    });
+                if shaped {
+                    assert_eq!(epoch_ts(tok), None, "{}", String::from_utf8_lossy(&t));
+                }
+            }
+        }
+        assert!(accepted > 40_000, "{accepted}");
     }
 
     /// The header cache gives what the uncached read gives, whatever line came before.

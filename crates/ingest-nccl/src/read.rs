@@ -3,6 +3,7 @@
 //! order, in `parser.rs`; keeping this side stateless is what lets big chunks be read on
 //! several threads with the same result as one.
 
+use crate::fast::FastHeads;
 use crate::prefix::{self, HeadCache, Level, Split};
 use crate::rings::{self, RingLine};
 use crate::{coll, init, tuning};
@@ -10,10 +11,19 @@ use crate::{coll, init, tuning};
 /// Longer lines are not NCCL output; refusing them bounds the carry buffer.
 pub(crate) const MAX_LINE: usize = 64 * 1024;
 
+/// What a reader remembers of the lines it read: headers, to read the next lines of the same
+/// writers faster. Only speed depends on it, never the result.
+#[derive(Default)]
+pub(crate) struct LineCache {
+    head: HeadCache,
+    fast: FastHeads,
+}
+
 /// One line read without any parser state, so that lines can be read on several threads and
 /// applied in file order afterwards (`LogParser::apply`). Almost every line is `Nccl`, so
 /// boxing it (as the lint suggests) would only add an allocation per line.
 #[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
 pub(crate) enum Read<'a> {
     Blank,
     Overlong,
@@ -24,6 +34,7 @@ pub(crate) enum Read<'a> {
 }
 
 /// What an INFO body says, parsed (WARN bodies are kept as text: `Other`).
+#[derive(Debug)]
 pub(crate) enum Body<'a> {
     Coll(Result<coll::Coll<'a>, &'static str>),
     Tuning(Result<tuning::Tuning<'a>, &'static str>),
@@ -36,7 +47,10 @@ pub(crate) enum Body<'a> {
     Other,
 }
 
-pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut HeadCache) -> Read<'a> {
+/// Reads one line (without its `\n`). Lines of a writer seen before take the fast path
+/// (`fast.rs`), which gives what the general reader gives; the general reader's results teach
+/// it the writers' headers.
+pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut LineCache) -> Read<'a> {
     if raw.len() > MAX_LINE {
         return Read::Overlong;
     }
@@ -44,15 +58,33 @@ pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut HeadCache) -> Read<'a> {
     if line.is_empty() {
         return Read::Blank;
     }
-    match prefix::split_line_cached(line, Some(cache)) {
+    if let Some(r) = cache.fast.read(line) {
+        return r;
+    }
+    match prefix::split_line_cached(line, Some(&mut cache.head)) {
         None => Read::Headerless(line),
         Some(s) => {
-            let body = match s.level {
-                Level::Info => read_body(s.body),
-                Level::Warn => Body::Other,
-            };
-            Read::Nccl(line, s, body)
+            cache.fast.learn(line, &s);
+            nccl(line, s)
         }
+    }
+}
+
+fn nccl<'a>(line: &'a [u8], s: Split<'a>) -> Read<'a> {
+    let body = match s.level {
+        Level::Info => read_body(s.body),
+        Level::Warn => Body::Other,
+    };
+    Read::Nccl(line, s, body)
+}
+
+/// [`read_line`] of an already trimmed, non-blank line without any cache: the reference the
+/// fast path is tested against.
+#[cfg(test)]
+pub(crate) fn read_line_general(line: &[u8]) -> Read<'_> {
+    match prefix::split_line(line) {
+        None => Read::Headerless(line),
+        Some(s) => nccl(line, s),
     }
 }
 

@@ -232,12 +232,12 @@ fn bytes_in(x: u64, lo: u8, hi: u8) -> u64 {
 fn word(b: &[u8]) -> u64 {
     match b.first_chunk::<8>() {
         Some(w) => u64::from_le_bytes(*w),
-        None => {
-            let mut w = [0u8; 8];
-            let n = b.len().min(8);
-            w[..n].copy_from_slice(&b[..n]);
-            u64::from_le_bytes(w)
-        }
+        // Byte by byte into the register: a copy into a stack buffer then a load would stall
+        // on store forwarding (and call `memcpy`), and this runs at the end of every line.
+        None => b
+            .iter()
+            .enumerate()
+            .fold(0, |w, (i, c)| w | (u64::from(*c) << (8 * i))),
     }
 }
 

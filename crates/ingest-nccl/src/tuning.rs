@@ -175,8 +175,23 @@ pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
     parse_at(body, arrow)
 }
 
+/// The body when it is a tuning line with one of NCCL's own tails ([`common_tail`]): then the
+/// same as [`arrow`] and [`parse_at`] give, from a grammar with no free text in it (the `time`
+/// value is one token, without spaces).
+pub(crate) fn parse_common(body: &[u8]) -> Option<Tuning<'_>> {
+    match parse_parts(body, arrow(body)?) {
+        (Ok(t), true) => Some(t),
+        _ => None,
+    }
+}
+
 /// Parses a tuning line whose ` Bytes -> ` is at `arrow` (from [`arrow`]).
 pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static str> {
+    parse_parts(body, arrow).0
+}
+
+/// [`parse_at`], and whether the tail was one of NCCL's own ([`common_tail`]).
+fn parse_parts(body: &[u8], arrow: usize) -> (Result<Tuning<'_>, &'static str>, bool) {
     let head = body.get(..arrow).unwrap_or_default().trim_ascii_start();
     let tail = body.get(arrow + 10..).unwrap_or_default();
     // head: `N`, `Op: N` or `Op [Symmetric]: N`.
@@ -184,7 +199,9 @@ pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static
         Some(i) => (head.get(..i), head.get(i + 1..).unwrap_or_default()),
         None => (None, head),
     };
-    let bytes = scan::dec_u64(num).ok_or("bad byte count in tuning line")?;
+    let Some(bytes) = scan::dec_u64(num) else {
+        return (Err("bad byte count in tuning line"), false);
+    };
     let mut t = Tuning {
         op_name: None,
         symmetric: false,
@@ -195,15 +212,15 @@ pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static
         kernel: None,
     };
     if let Some(p) = op_part {
-        let p = p
-            .strip_suffix(b":")
-            .ok_or("garbled operation in tuning line")?;
+        let Some(p) = p.strip_suffix(b":") else {
+            return (Err("garbled operation in tuning line"), false);
+        };
         let (name, sym) = match p.strip_suffix(b" [Symmetric]") {
             Some(n) => (n, true),
             None => (p, false),
         };
         if name.is_empty() || !name.iter().all(|c| c.is_ascii_alphanumeric()) {
-            return Err("garbled operation in tuning line");
+            return (Err("garbled operation in tuning line"), false);
         }
         t.op_name = Some(name);
         t.symmetric = sym;
@@ -212,9 +229,9 @@ pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static
         t.algo = Some(algo);
         t.proto = Some(proto);
         t.nchannels = nchannels;
-        return Ok(t);
+        return (Ok(t), true);
     }
-    tokens_tail(t, tail)
+    (tokens_tail(t, tail), false)
 }
 
 /// The text after ` Bytes -> ` as `key value` tokens, in any order.

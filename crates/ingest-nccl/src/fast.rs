@@ -1,0 +1,318 @@
+//! The hot path of reading a line. Almost every line of a big log is an `NCCL INFO` line of a
+//! process and thread that printed before, optionally after an epoch timestamp:
+//! ```text
+//! 1712345678.123456 host:12:34 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f.. ...
+//! └ timestamp ─────┘└ head: seen before, compared as bytes ┘└ body ──────────────────
+//! ```
+//! [`FastHeads`] remembers the heads (origin token through `NCCL INFO `) that the general reader
+//! ([`crate::prefix::split_line_cached`]) has already split, with what it read from them. A line
+//! made of a timestamp, one space and a remembered head then needs no marker search and no
+//! header parse: its [`Split`] is the remembered one with this line's timestamp and body, which
+//! is exactly what the general reader gives, because that reader's result depends only on the
+//! head's bytes and the timestamp token before them (both checked when a head is learned).
+//!
+//! The body is read by the general body reader. One step of the general split remains: a body
+//! that holds a second `NCCL INFO` marker may be two writers' lines merged, which only the
+//! general reader sorts out. The two shapes that make up nearly every line of a big log (an
+//! operation line as NCCL prints it, and a tuning line with NCCL's own tail) are read by a
+//! closed grammar that cannot contain a marker, so they skip that search; any other body is
+//! searched, and a line with a marker in it goes to the general reader.
+
+use crate::prefix::{self, Level, Origin, Split};
+use crate::read::{read_body, Body, Read};
+use crate::{coll, scan, tuning};
+
+/// How many heads are remembered (direct-mapped on the origin token). A process's threads and
+/// the ranks of a combined log each have their own head.
+const SLOTS: usize = 64;
+/// `NCCL INFO ` and the space after it: the end of every remembered head.
+const MARKER: &[u8] = b"NCCL INFO ";
+
+/// Heads the general reader has split, for [`FastHeads::read`].
+#[derive(Default)]
+pub(crate) struct FastHeads {
+    /// [`SLOTS`] entries once the first head is learned; an empty `text` is a free slot.
+    slots: Vec<Head>,
+    /// The slot of the last hit: consecutive lines mostly come from one thread.
+    last: usize,
+}
+
+#[derive(Default)]
+struct Head {
+    /// From the origin token through [`MARKER`].
+    text: Vec<u8>,
+    /// The host within `text`.
+    host_start: usize,
+    host_len: usize,
+    pid: u32,
+    tid: u32,
+    dev: u32,
+}
+
+impl FastHeads {
+    /// The line read as the general reader reads it, when it is an INFO line with a remembered
+    /// head and a body that holds no second marker; `None` otherwise (then read it the general
+    /// way and [`FastHeads::learn`] from the result). `line` has its trailing whitespace trimmed.
+    pub(crate) fn read<'a>(&mut self, line: &'a [u8]) -> Option<Read<'a>> {
+        let (ts, at) = match prefix::epoch_lead(line) {
+            Some((ns, len)) => (Some((ns, &line[..len])), len + 1),
+            None => (None, 0),
+        };
+        let rest = line.get(at..)?;
+        let slot = self.find(rest)?;
+        let head = self.slots.get(slot)?;
+        let body = rest.get(head.text.len()..)?;
+        let host = rest.get(head.host_start..head.host_start + head.host_len)?;
+        let split = Split {
+            level: Level::Info,
+            origin: Some(Origin {
+                host,
+                pid: head.pid,
+                tid: head.tid,
+            }),
+            dev: Some(head.dev),
+            timestamp_ns: ts.map(|(ns, _)| ns),
+            timestamp_text: ts.map(|(_, text)| text),
+            body,
+            merged: false,
+        };
+        if let Some(closed) = read_closed(body) {
+            return Some(Read::Nccl(line, split, closed));
+        }
+        // The general split looks for another writer's marker after this one's.
+        if prefix::has_marker(body) {
+            return None;
+        }
+        Some(Read::Nccl(line, split, read_body(body)))
+    }
+
+    /// The slot whose head starts `rest`.
+    fn find(&mut self, rest: &[u8]) -> Option<usize> {
+        let hit = |h: &Head| {
+            !h.text.is_empty()
+                && rest
+                    .get(..h.text.len())
+                    .is_some_and(|r| scan::same(r, &h.text))
+        };
+        if self.slots.get(self.last).is_some_and(hit) {
+            return Some(self.last);
+        }
+        let slot = slot_of(rest)?;
+        if self.slots.get(slot).is_some_and(hit) {
+            self.last = slot;
+            return Some(slot);
+        }
+        None
+    }
+
+    /// Remembers the head of a line the general reader split as `s`, when a later line with
+    /// the same head bytes is read the same way by [`FastHeads::read`]: an INFO line of one
+    /// writer, its origin token first on the line or right after an epoch timestamp and one
+    /// space, its marker followed by a space and a body.
+    pub(crate) fn learn(&mut self, line: &[u8], s: &Split<'_>) {
+        if s.level != Level::Info || s.merged || s.body.is_empty() {
+            return;
+        }
+        let (Some(o), Some(dev)) = (s.origin, s.dev) else {
+            return;
+        };
+        let (Some(body_at), Some(host_at)) = (offset_in(line, s.body), offset_in(line, o.host))
+        else {
+            return;
+        };
+        let Some(marker_at) = body_at.checked_sub(MARKER.len()) else {
+            return;
+        };
+        if line.get(marker_at..body_at) != Some(MARKER) {
+            return;
+        }
+        let at = match prefix::epoch_lead(line) {
+            Some((ns, len)) if s.timestamp_ns == Some(ns) => len + 1,
+            Some(_) => return,
+            None if s.timestamp_ns.is_none() => 0,
+            None => return,
+        };
+        // The origin token (which may carry a glued prefix before the host) starts at `at`.
+        let token_at = line
+            .get(..host_at)
+            .and_then(|b| b.iter().rposition(|c| *c == b' ' || *c == b'\t'))
+            .map_or(0, |i| i + 1);
+        if token_at != at || host_at < at || marker_at <= host_at {
+            return;
+        }
+        let Some(text) = line.get(at..body_at) else {
+            return;
+        };
+        let Some(slot) = slot_of(text) else { return };
+        if self.slots.is_empty() {
+            self.slots.resize_with(SLOTS, Head::default);
+        }
+        if let Some(h) = self.slots.get_mut(slot) {
+            h.text.clear();
+            h.text.extend_from_slice(text);
+            h.host_start = host_at - at;
+            h.host_len = o.host.len();
+            h.pid = o.pid;
+            h.tid = o.tid;
+            h.dev = dev;
+            self.last = slot;
+        }
+    }
+}
+
+/// The two body shapes read by a grammar that admits no `NCCL INFO` inside: an operation line
+/// exactly as NCCL prints it and a tuning line with NCCL's own tail. What they give is what
+/// [`read_body`] gives for the same body.
+fn read_closed(body: &[u8]) -> Option<Body<'_>> {
+    if let Some(c) = coll::parse_canonical(body) {
+        return Some(Body::Coll(Ok(c)));
+    }
+    tuning::parse_common(body).map(|t| Body::Tuning(Ok(t)))
+}
+
+/// Where `part` (a sub-slice of `whole`) starts in `whole`.
+fn offset_in(whole: &[u8], part: &[u8]) -> Option<usize> {
+    let off = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    (off + part.len() <= whole.len()).then_some(off)
+}
+
+/// The slot of a head: a hash of its origin token (up to the first space).
+fn slot_of(rest: &[u8]) -> Option<usize> {
+    let end = scan::find_byte(rest, b' ')?;
+    let token = rest.get(..end)?;
+    let mut h: u64 = token.len() as u64;
+    for c in token.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    Some((h >> 58) as usize % SLOTS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prefix::split_line;
+    use crate::read::read_line_general;
+
+    /// Lines in every header shape the general reader knows, and bodies of every family.
+    fn corpus() -> Vec<Vec<u8>> {
+        let heads: [&[u8]; 14] = [
+            b"node1:12:34 [0] NCCL INFO ",
+            b"1712345678.123456 node1:12:34 [0] NCCL INFO ",
+            b"1712345678.123456 node1:12:35 [0] NCCL INFO ",
+            b"1712345678.5 node1:12:34 [0] NCCL INFO ",
+            b"1712345678.123456  node1:12:34 [0] NCCL INFO ",
+            b"1712345678.123456\tnode1:12:34 [0] NCCL INFO ",
+            b"[1712345678.5] node1:12:34 [0] NCCL INFO ",
+            b"3: node1:12:34 [0] NCCL INFO ",
+            b"3: 1712345678.123456 node1:12:34 [0] NCCL INFO ",
+            b"[1,0]<stdout>:node1:12:34 [0] NCCL INFO ",
+            b"10.0.0.1:12:34 [1] NCCL INFO ",
+            b"1712345678.1 10.0.0.1:12:34 [1] NCCL INFO ",
+            b"node1:12:34 [0]  NCCL INFO ",
+            b"other:1:2 [2] NCCL INFO node1:12:34 [7] NCCL INFO ",
+        ];
+        let bodies: [&[u8]; 10] = [
+            b"AllReduce: opCount 1a sendbuff 0x7f00ac6f4000 recvbuff 0x7f00ac6f4000 count 2097152 datatype 9 op 0 root 0 comm 0x553898189c70 [nranks=4] stream 0x55ccf4d8bec0",
+            b"AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}",
+            b"262144 Bytes -> Algo 1 proto 2 time 54.707825",
+            b"AllReduce: 4 Bytes -> Algo RING proto LL time NCCL",
+            b"Send: opCount 0 sendbuff (nil) recvbuff 0x7c29 count 7 datatype 9 op 0 root 1 comm 0x5 [nranks=2] stream 0x5 x:1:2 [0] NCCL INFO Recv: opCount 1",
+            b"comm 0x554977c06080 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 18000 commId 0xe3ae05a0af139605 - Init COMPLETE",
+            b"Channel 00/02 :    0   1   2   3",
+            b"NCCL version 2.27.5+cuda12.2",
+            b"Bootstrap : Using eth0:10.0.0.10<0> NCCL INFO x",
+            b"=== System : maxBw 150.0 totalBw 450.0 ===",
+        ];
+        let mut out = Vec::new();
+        for h in heads {
+            for b in bodies {
+                out.push([h, b].concat());
+            }
+        }
+        out
+    }
+
+    /// Every line the fast path accepts, after learning from any other line, is read exactly
+    /// as the general reader reads it; and the common shapes are accepted.
+    #[test]
+    fn fast_reads_what_the_general_reader_reads() {
+        let lines = corpus();
+        let mut accepted = 0;
+        for teacher in &lines {
+            let mut fast = FastHeads::default();
+            if let Some(s) = split_line(teacher) {
+                fast.learn(teacher, &s);
+            }
+            for l in &lines {
+                if let Some(r) = fast.read(l) {
+                    accepted += 1;
+                    assert_eq!(
+                        format!("{r:?}"),
+                        format!("{:?}", read_line_general(l)),
+                        "{} after learning {}",
+                        String::from_utf8_lossy(l),
+                        String::from_utf8_lossy(teacher)
+                    );
+                }
+            }
+        }
+        assert!(accepted > 200, "{accepted}");
+        // The shapes of a big log are read fast once their head is known.
+        let mut fast = FastHeads::default();
+        let first = b"1712345678.123456 node1:12:34 [0] NCCL INFO NCCL version 2.27.5+cuda12.2";
+        fast.learn(first, &split_line(first).unwrap());
+        for l in &lines[10..14] {
+            assert!(fast.read(l).is_some(), "{}", String::from_utf8_lossy(l));
+        }
+    }
+
+    /// Cuts and one-byte changes of real-shaped lines, fast against general.
+    #[test]
+    fn fast_agrees_on_mutations() {
+        let base: [&[u8]; 3] = [
+            b"1712345678.123456 node1:12:34 [0] NCCL INFO AllReduce: opCount 1a sendbuff 0x7f recvbuff 0x7f count 2 datatype 9 op 0 root 0 comm 0x55 [nranks=4] stream 0x55",
+            b"1712345678.123456 node1:12:34 [0] NCCL INFO AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}",
+            b"node1:12:34 [3] NCCL INFO comm 0x5 rank 0 nranks 4 cudaDev 0 busId 18000 - Init COMPLETE",
+        ];
+        let subs = [b' ', b'\t', b'0', b'9', b'.', b':', b'[', b']', b'N', b'x'];
+        let mut accepted = 0;
+        for teacher in base {
+            let mut fast = FastHeads::default();
+            fast.learn(teacher, &split_line(teacher).unwrap());
+            for line in base {
+                let mut variants: Vec<Vec<u8>> =
+                    (1..=line.len()).map(|n| line[..n].to_vec()).collect();
+                for i in 0..line.len() {
+                    for s in subs {
+                        let mut v = line.to_vec();
+                        v[i] = s;
+                        variants.push(v.clone());
+                        v.insert(i, s);
+                        variants.push(v);
+                    }
+                    let mut v = line.to_vec();
+                    v.remove(i);
+                    variants.push(v);
+                }
+                for v in &variants {
+                    let v = v.trim_ascii_end();
+                    if v.is_empty() {
+                        continue;
+                    }
+                    if let Some(r) = fast.read(v) {
+                        accepted += 1;
+                        assert_eq!(
+                            format!("{r:?}"),
+                            format!("{:?}", read_line_general(v)),
+                            "{}",
+                            String::from_utf8_lossy(v)
+                        );
+                    }
+                }
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
+    }
+}
