@@ -14,6 +14,7 @@
 
 use model::log::{CommInit, LogOp, ProcessKey};
 use model::OpType;
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// How the members of a logical communicator were tied together.
@@ -99,7 +100,10 @@ struct Pair {
 
 /// Groups (process, pointer) pairs into logical communicators and assigns global ranks. `ops`
 /// is any walk over the log operations (the caller's logs in place: no copy of them is needed).
-pub fn group<'a>(inits: &[CommInit], ops: impl IntoIterator<Item = &'a LogOp>) -> Communicators {
+pub fn group(
+    inits: &[CommInit],
+    ops: impl IntoIterator<Item = impl Borrow<LogOp>>,
+) -> Communicators {
     let mut pairs: BTreeMap<(ProcessKey, u64), Pair> = BTreeMap::new();
     let mut cuda_dev: BTreeMap<ProcessKey, u32> = BTreeMap::new();
     for i in inits {
@@ -113,6 +117,7 @@ pub fn group<'a>(inits: &[CommInit], ops: impl IntoIterator<Item = &'a LogOp>) -
         }
     }
     for o in ops {
+        let o = o.borrow();
         let p = pairs.entry((o.process.clone(), o.comm)).or_default();
         p.nranks = p.nranks.max(o.nranks);
         // Looked up before inserting: the host string is copied once per process, not per op.

@@ -7,9 +7,8 @@
 //! merged logs) the k-th distinct operation of each member is matched instead.
 
 use crate::communicators::Communicators;
-use model::log::LogOp;
+use model::log::{LogOp, ProcessKey};
 use model::OpType;
-use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 
 /// One collective (or grouped point-to-point) call as seen by all its members.
@@ -41,14 +40,43 @@ pub struct Skew {
     pub ranks: usize,
 }
 
-/// Matches every op line to its instance. Ops of processes or pointers not in `comms` are skipped.
-/// `ops` may be the records or references to them (the caller's logs, not a copy).
-pub fn match_instances<O: Borrow<LogOp>>(comms: &Communicators, ops: &[O]) -> Vec<Instance> {
-    let op = |i: usize| ops[i].borrow();
+/// What instance matching reads of an operation line.
+#[derive(Debug, Clone, Copy)]
+pub struct OpKey<'a> {
+    pub process: &'a ProcessKey,
+    pub comm: u64,
+    pub op_count: u64,
+    pub op: OpType,
+}
+
+impl<'a> OpKey<'a> {
+    pub fn of(op: &'a LogOp) -> Self {
+        OpKey {
+            process: &op.process,
+            comm: op.comm,
+            op_count: op.op_count,
+            op: op.op,
+        }
+    }
+}
+
+/// Matches every op line to its instance; `ops[i]` is [`OpKey::of`] the i-th line.
+pub fn match_instances(comms: &Communicators, ops: &[LogOp]) -> Vec<Instance> {
+    match_instances_by(comms, ops.len(), |i| ops.get(i).map(OpKey::of))
+}
+
+/// [`match_instances`] over `n` op lines read through `key(i)` (the caller's stores in place,
+/// not a copy of every line). Ops of processes or pointers not in `comms` are skipped.
+pub fn match_instances_by<'a>(
+    comms: &Communicators,
+    n: usize,
+    key: impl Fn(usize) -> Option<OpKey<'a>>,
+) -> Vec<Instance> {
     // Ops per (logical comm, process), in input order.
     let mut per_member: BTreeMap<(usize, u32), Vec<usize>> = BTreeMap::new();
-    for (i, o) in ops.iter().map(Borrow::borrow).enumerate() {
-        let (Some(c), Some(r)) = (comms.comm_of(&o.process, o.comm), comms.rank_of(&o.process))
+    for i in 0..n {
+        let Some(o) = key(i) else { continue };
+        let (Some(c), Some(r)) = (comms.comm_of(o.process, o.comm), comms.rank_of(o.process))
         else {
             continue;
         };
@@ -57,7 +85,12 @@ pub fn match_instances<O: Borrow<LogOp>>(comms: &Communicators, ops: &[O]) -> Ve
     // A communicator uses opCounts only when every member's are non-decreasing and not all equal.
     let mut usable: HashMap<usize, bool> = HashMap::new();
     for ((c, _), idx) in &per_member {
-        let oc: Vec<u64> = idx.iter().map(|&i| op(i).op_count).collect();
+        // Only indices with a key are kept, so every one reads back.
+        let oc: Vec<u64> = idx
+            .iter()
+            .filter_map(|&i| key(i))
+            .map(|o| o.op_count)
+            .collect();
         let ok = oc.windows(2).all(|w| w[0] <= w[1]) && (oc.len() < 2 || oc[0] != oc[oc.len() - 1]);
         let e = usable.entry(*c).or_insert(true);
         *e &= ok;
@@ -70,7 +103,7 @@ pub fn match_instances<O: Borrow<LogOp>>(comms: &Communicators, ops: &[O]) -> Ve
         let mut pos = 0u64;
         let mut prev: Option<(u64, OpType)> = None;
         for &i in idx {
-            let o = op(i);
+            let Some(o) = key(i) else { continue };
             let grouped = prev.is_some_and(|(pc, pop)| {
                 pc == o.op_count && (pop == o.op || (pop.is_p2p() && o.op.is_p2p()))
             });
@@ -78,8 +111,8 @@ pub fn match_instances<O: Borrow<LogOp>>(comms: &Communicators, ops: &[O]) -> Ve
                 pos += 1;
             }
             prev = Some((o.op_count, o.op));
-            let key = if by_count { o.op_count } else { pos };
-            let inst = out.entry((*c, key)).or_insert_with(|| Instance {
+            let at = if by_count { o.op_count } else { pos };
+            let inst = out.entry((*c, at)).or_insert_with(|| Instance {
                 comm: *c,
                 op_count: by_count.then_some(o.op_count),
                 seq: 0,

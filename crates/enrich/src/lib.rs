@@ -21,6 +21,6 @@ pub use bandwidth::{
 };
 pub use clock::{median, synchronise, ClockSync, RankClock};
 pub use communicators::{group, Communicators, GroupedBy, LogicalComm};
-pub use instances::{match_instances, skew, timed, Instance, Skew};
+pub use instances::{match_instances, match_instances_by, skew, timed, Instance, OpKey, Skew};
 pub use parallelism::{infer, CommParallelism, Hints, LayoutInference, Parallelism, Sizes};
 pub use topology::{comm_gpus, Bottleneck, TopoIndex};

@@ -22,6 +22,7 @@
 use crate::communicators::Communicators;
 use model::log::{LogOp, ProcessKey};
 use model::{DataType, OpType};
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// What a communicator is for.
@@ -289,13 +290,14 @@ struct MemberStats {
     groups: BTreeMap<u64, BTreeSet<i64>>,
 }
 
-fn signatures<'a>(
+fn signatures(
     comms: &Communicators,
-    ops: impl IntoIterator<Item = &'a LogOp>,
+    ops: impl IntoIterator<Item = impl Borrow<LogOp>>,
 ) -> Vec<Signature> {
     let mut per: Vec<BTreeMap<ProcessKey, MemberStats>> =
         (0..comms.comms.len()).map(|_| BTreeMap::new()).collect();
     for o in ops {
+        let o = o.borrow();
         let Some(c) = comms.comm_of(&o.process, o.comm) else {
             continue;
         };
@@ -452,9 +454,9 @@ fn shape(set: &[u32]) -> String {
 }
 
 /// Labels every communicator. Output `comms` is in the order of `comms.comms`.
-pub fn infer<'a>(
+pub fn infer(
     comms: &Communicators,
-    ops: impl IntoIterator<Item = &'a LogOp>,
+    ops: impl IntoIterator<Item = impl Borrow<LogOp>>,
     hints: &Hints,
 ) -> LayoutInference {
     let sigs = signatures(comms, ops);

@@ -315,7 +315,7 @@ node01:1:1 [0] NCCL INFO ==========================================
             .collect();
         let idx = TopoIndex::from_logs(&logs);
         let inits: Vec<_> = logs.iter().flat_map(|l| l.inits.clone()).collect();
-        let ops: Vec<_> = logs.iter().flat_map(|l| l.ops.clone()).collect();
+        let ops: Vec<_> = logs.iter().flat_map(|l| l.ops.iter()).collect();
         let comms = crate::communicators::group(&inits, &ops);
         let world = &comms.comms[0];
         assert_eq!(world.size, 8);

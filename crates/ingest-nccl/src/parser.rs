@@ -161,6 +161,8 @@ enum TopoState {
 
 struct ProcState {
     recent_ops: VecDeque<usize>,
+    /// This process's index in the log's [`model::log::LogOps`], once it printed an operation.
+    ops_process: Option<u32>,
     topo: TopoState,
     last_dev: u32,
 }
@@ -472,6 +474,7 @@ impl LogParser {
                 self.proc_ids.insert((host, o.pid), i);
                 self.procs.push(ProcState {
                     recent_ops: VecDeque::new(),
+                    ops_process: None,
                     topo: TopoState::Waiting,
                     last_dev: dev.unwrap_or(0),
                 });
@@ -741,12 +744,17 @@ impl LogParser {
             );
         }
         self.out.counters.op_lines += 1;
+        let cuda_dev = dev
+            .or_else(|| self.procs.get(p).map(|s| s.last_dev))
+            .unwrap_or(0);
         let rec = LogOp {
-            process: self.key(p),
+            // `push_for` takes the process as an index, interned once per process.
+            process: ProcessKey {
+                host: Host::default(),
+                pid: 0,
+            },
             tid,
-            cuda_dev: dev
-                .or_else(|| self.procs.get(p).map(|s| s.last_dev))
-                .unwrap_or(0),
+            cuda_dev,
             op,
             op_count: c.op_count,
             sendbuff: c.sendbuff,
@@ -767,8 +775,18 @@ impl LogParser {
             rccl_global_rank: c.rccl_global_rank,
             source: self.src(),
         };
+        let ops_process = match self.procs.get(p).and_then(|st| st.ops_process) {
+            Some(id) => id,
+            None => {
+                let id = self.out.ops.intern_process(&self.key(p));
+                if let Some(st) = self.procs.get_mut(p) {
+                    st.ops_process = Some(id);
+                }
+                id
+            }
+        };
         let idx = self.out.ops.len();
-        self.out.ops.push(rec);
+        self.out.ops.push_for(ops_process, &rec);
         if let Some(st) = self.procs.get_mut(p) {
             if st.recent_ops.len() == RECENT_OPS {
                 st.recent_ops.pop_front();
@@ -796,17 +814,20 @@ impl LogParser {
         let Some(st) = self.procs.get(p) else { return };
         let ops = &self.out.ops;
         let free = |i: &usize| {
-            ops.get(*i).is_some_and(|o| {
-                o.algo.is_none() && o.nchannels.is_none() && want_op.is_none_or(|w| w == o.op)
-            })
+            !ops.is_tuned(*i)
+                && ops
+                    .op_type(*i)
+                    .is_some_and(|o| want_op.is_none_or(|w| w == o))
         };
         let bytes_match = |i: &usize| {
-            ops.get(*i).is_some_and(|o| {
-                let b = o.msg_bytes();
-                b == t.bytes || b.saturating_mul(u64::from(o.nranks)) == t.bytes
+            ops.msg_bytes(*i).is_some_and(|b| {
+                b == t.bytes
+                    || ops
+                        .nranks(*i)
+                        .is_some_and(|n| b.saturating_mul(u64::from(n)) == t.bytes)
             })
         };
-        let same_tid = |i: &usize| ops.get(*i).is_some_and(|o| o.tid == tid);
+        let same_tid = |i: &usize| ops.tid(*i) == Some(tid);
         let recent = &st.recent_ops;
         let target = recent
             .iter()
@@ -821,10 +842,8 @@ impl LogParser {
                     .find(|i| free(i) && bytes_match(i))
             })
             .or_else(|| recent.back().copied().filter(free));
-        if let Some(op) = target.and_then(|i| self.out.ops.get_mut(i)) {
-            op.algo = t.algo;
-            op.proto = t.proto;
-            op.nchannels = t.nchannels;
+        if let Some(i) = target {
+            self.out.ops.set_tuning(i, t.algo, t.proto, t.nchannels);
             self.out.counters.tuning_attached += 1;
         }
     }

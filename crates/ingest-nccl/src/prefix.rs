@@ -524,13 +524,22 @@ mod tests {
                 .collect();
             if rnd() % 2 == 0 {
                 // The common shape: 10 digits, a dot, 1-9 digits, a space.
-                t = format!("{}.{} h", 1_700_000_000 + rnd() % 1_000_000_000, rnd() % 1_000_000)
-                    .into_bytes();
+                t = format!(
+                    "{}.{} h",
+                    1_700_000_000 + rnd() % 1_000_000_000,
+                    rnd() % 1_000_000
+                )
+                .into_bytes();
             }
             if let Some((ns, n)) = epoch_lead(&t) {
                 accepted += 1;
                 assert_eq!(t.get(n), Some(&b' '));
-                assert_eq!(epoch_ts(&t[..n]), Some(ns), "{}", String::from_utf8_lossy(&t));
+                assert_eq!(
+                    epoch_ts(&t[..n]),
+                    Some(ns),
+                    "{}",
+                    String::from_utf8_lossy(&t)
+                );
             } else {
                 // Refused only where the token is not of NCCL's shape.
                 let tok = t.split(|c| *c == b' ').next().unwrap_or_default();
@@ -539,9 +548,11 @@ mod tests {
                     && dot.is_some_and(|d| {
                         d > 0
                             && d <= 16
-                            && tok.len() - d - 1 >= 1
-                            && tok.len() - d - 1 <= 9
-                            && tok.iter().enumerate().all(|(i, c)| i == d || c.is_ascii_digit())
+                            && (1..=9).contains(&(tok.len() - d - 1))
+                            && tok
+                                .iter()
+                                .enumerate()
+                                .all(|(i, c)| i == d || c.is_ascii_digit())
                     });
                 if shaped {
                     assert_eq!(epoch_ts(tok), None, "{}", String::from_utf8_lossy(&t));

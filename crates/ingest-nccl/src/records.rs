@@ -1,7 +1,7 @@
 //! What a parsed log holds besides the shared [`model::log`] records.
 
 use crate::topo::Topology;
-use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
+use model::log::{CommInit, LogOps, ProcessKey, SourceLine};
 use model::{Diagnostic, OpType};
 use std::collections::BTreeMap;
 
@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 pub struct ParsedLog {
     pub path: String,
     pub file_index: u32,
-    /// One per per-collective line, in file order (duplicates kept: they count).
-    pub ops: Vec<LogOp>,
+    /// One per per-collective line, in file order (duplicates kept: they count), stored
+    /// compactly; reading them gives whole [`model::log::LogOp`] values.
+    pub ops: LogOps,
     /// One per `Init COMPLETE` line, in file order.
     pub inits: Vec<CommInit>,
     /// Every process that printed a line, in order of first appearance.
@@ -33,8 +34,8 @@ impl ParsedLog {
     /// Per-collective lines per operation, duplicates included (the contract's `ops_by_type`).
     pub fn ops_by_type(&self) -> BTreeMap<OpType, u64> {
         let mut m = BTreeMap::new();
-        for op in &self.ops {
-            *m.entry(op.op).or_insert(0) += 1;
+        for op in (0..self.ops.len()).filter_map(|i| self.ops.op_type(i)) {
+            *m.entry(op).or_insert(0) += 1;
         }
         m
     }

@@ -444,12 +444,21 @@ mod tests {
                     _ => b'0' + (rnd() % 10) as u8,
                 })
                 .collect();
-            let hex_n = b.iter().take(17).take_while(|c| hex_digit(**c) < 16).count();
+            let hex_n = b
+                .iter()
+                .take(17)
+                .take_while(|c| hex_digit(**c) < 16)
+                .count();
             let hex_v = b
                 .iter()
                 .take(hex_n.min(16))
                 .fold(0u64, |v, c| (v << 4) | u64::from(hex_digit(*c)));
-            assert_eq!(hex_run(&b), (hex_n, hex_v), "{:?}", String::from_utf8_lossy(&b));
+            assert_eq!(
+                hex_run(&b),
+                (hex_n, hex_v),
+                "{:?}",
+                String::from_utf8_lossy(&b)
+            );
             let dec_n = b.iter().take_while(|c| c.is_ascii_digit()).count();
             let want = (dec_n <= 16).then(|| {
                 let v = b[..dec_n]

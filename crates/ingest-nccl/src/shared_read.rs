@@ -123,6 +123,7 @@ pub(crate) fn read_and_apply<'a>(
 }
 
 /// A helper: claims windows in order, reads them, and hands the reads over.
+#[cfg(not(target_arch = "wasm32"))]
 fn helper<'a>(shared: &Shared<'a>, windows: &[&'a [u8]]) {
     let mut cache = LineCache::default();
     while let Some(j) = shared.claim(windows.len()) {

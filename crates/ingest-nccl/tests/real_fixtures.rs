@@ -145,8 +145,8 @@ fn rccl_acc_task_globalrank() {
         .map(|o| o.rccl_global_rank.unwrap())
         .collect();
     assert_eq!(ranks, [0, 1, 1, 0, 0, 1]);
-    assert_eq!(log.ops[0].sendbuff, 0x7973d6e00400);
-    assert_eq!(log.ops[0].msg_bytes(), 4);
+    assert_eq!(log.ops.get(0).unwrap().sendbuff, 0x7973d6e00400);
+    assert_eq!(log.ops.get(0).unwrap().msg_bytes(), 4);
     assert_eq!(log.inits.len(), 2);
     assert_eq!(log.inits[0].comm, 0x2bc1f840);
     assert_eq!(log.inits[0].comm_id, Some(0xcde2ea451c75c2ba));
@@ -175,15 +175,15 @@ fn send_with_nil_sendbuff() {
     };
     assert_eq!(log.nccl_version.as_deref(), Some("2.21.5+cuda12.4"));
     assert_eq!(log.ops.len(), 4);
-    let s = &log.ops[0];
+    let s = &log.ops.get(0).unwrap();
     assert_eq!(
         (s.op, s.sendbuff, s.recvbuff, s.root),
         (OpType::Send, 0, 0x7c29d4000000, 0)
     );
     assert_eq!(s.datatype, Some(DataType::Bfloat16));
     assert_eq!(s.msg_bytes(), 7077888 * 2);
-    assert_eq!(log.ops[3].count, 0);
-    assert_eq!(log.ops[3].root, 1);
+    assert_eq!(log.ops.get(3).unwrap().count, 0);
+    assert_eq!(log.ops.get(3).unwrap().root, 1);
     // Same comm and opCount but another peer: a grouped p2p, not a duplicate.
     assert_eq!(log.counters.duplicate_ops, 0);
     assert_eq!(
@@ -198,7 +198,7 @@ fn garbled_merged_lines() {
         return;
     };
     assert_eq!(log.ops.len(), 5);
-    let first = &log.ops[0];
+    let first = &log.ops.get(0).unwrap();
     assert_eq!(
         (first.process.pid, first.tid, first.cuda_dev),
         (32629, 32629, 7)
@@ -231,8 +231,8 @@ fn markdown_quote_prefix_and_duplicates() {
         .ops
         .iter()
         .all(|o| o.process.host == "ip-172-31-54-74" && o.op_count == 0));
-    assert_eq!(log.ops[0].stream, 0x5631f0021140);
-    assert_eq!(log.ops[0].datatype, Some(DataType::Float32));
+    assert_eq!(log.ops.get(0).unwrap().stream, 0x5631f0021140);
+    assert_eq!(log.ops.get(0).unwrap().datatype, Some(DataType::Float32));
     assert_eq!(log.counters.duplicate_ops, 3);
     let dups: Vec<_> = log
         .diagnostics
@@ -250,7 +250,7 @@ fn srun_prefix_and_hex_opcount() {
         return;
     };
     assert_eq!(log.ops.len(), 9);
-    let o = &log.ops[0];
+    let o = &log.ops.get(0).unwrap();
     assert_eq!(
         (o.process.host.as_str(), o.process.pid, o.op_count),
         ("node-3", 278, 0x1606)

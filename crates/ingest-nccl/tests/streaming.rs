@@ -214,7 +214,7 @@ n1:10:11 [0] NCCL INFO comm 0x99 rank 1 nranks 2 cudaDev 0 busId 1b000 - Destroy
 ";
     let log = parse_bytes("synthetic.log", 0, text.as_bytes());
     assert_eq!(log.ops.len(), 3);
-    let ar = &log.ops[0];
+    let ar = &log.ops.get(0).unwrap();
     assert_eq!(ar.timestamp_ns, Some(1_712_345_678_123_456_000));
     assert_eq!(
         (ar.op_count, ar.algo, ar.proto, ar.nchannels),
@@ -225,13 +225,13 @@ n1:10:11 [0] NCCL INFO comm 0x99 rank 1 nranks 2 cudaDev 0 busId 1b000 - Destroy
             Some(4)
         )
     );
-    let a2a = &log.ops[1];
+    let a2a = &log.ops.get(1).unwrap();
     assert_eq!(
         (a2a.op, a2a.nchannels, a2a.algo, a2a.cuda_dev),
         (model::OpType::AllToAll, Some(3), None, 1)
     );
     assert_eq!(a2a.msg_bytes(), 8);
-    let g = &log.ops[2];
+    let g = &log.ops.get(2).unwrap();
     assert_eq!(
         (g.datatype, g.datatype_code, g.red_op, g.msg_bytes()),
         (None, 99, model::RedOp::Custom(7), 0)
@@ -312,7 +312,7 @@ h:5:6 [0] NCCL INFO === System : maxWidth 99.0 totalWidth 99.0 ===
     );
     // Header-less line in a one-process log: attributed, with an Info diagnostic.
     assert_eq!(log.ops.len(), 1);
-    assert_eq!(log.ops[0].process.pid, 5);
+    assert_eq!(log.ops.get(0).unwrap().process.pid, 5);
     assert!(log
         .diagnostics
         .iter()
@@ -489,7 +489,7 @@ fn overlong_lines_are_skipped_in_any_chunking() {
     data.extend_from_slice(b"\nn:1:2 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0x1 [nranks=1] stream 0x1\n");
     let whole = parse_bytes("long", 0, &data);
     assert_eq!(whole.ops.len(), 1);
-    assert_eq!(whole.ops[0].source.line, 3);
+    assert_eq!(whole.ops.get(0).unwrap().source.line, 3);
     assert_eq!(whole.counters.total_lines, 3);
     assert!(whole
         .diagnostics

@@ -9,6 +9,7 @@
 
 pub mod diag;
 pub mod log;
+pub mod log_ops;
 pub mod nccl;
 pub mod nsys;
 

@@ -5,6 +5,8 @@
 
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
 
+pub use crate::log_ops::LogOps;
+
 /// One process as the log names it: `host:pid`.
 ///
 /// Every log record carries one, so the host is a [`Host`]: host names up to 23 bytes live

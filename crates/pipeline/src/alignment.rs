@@ -149,8 +149,9 @@ pub(crate) async fn align_session_reusing(
     // Where each process's records are, counted without copying one.
     let mut op_from: BTreeMap<&ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
     for (i, log) in session.logs().iter().enumerate() {
-        for op in &log.parsed.ops {
-            count_from(op_from.entry(&op.process).or_default(), i as u32);
+        let ops = &log.parsed.ops;
+        for process in (0..ops.len()).filter_map(|j| ops.process_of(j)) {
+            count_from(op_from.entry(process).or_default(), i as u32);
         }
     }
     let mut kernel_from: BTreeMap<ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
@@ -211,9 +212,11 @@ pub(crate) async fn align_session_reusing(
     }
     if !want_ops.is_empty() {
         for log in session.logs() {
-            for op in &log.parsed.ops {
-                if let Some(&i) = want_ops.get(&op.process) {
-                    gathered[i].0.push(op.clone());
+            let ops = &log.parsed.ops;
+            for j in 0..ops.len() {
+                let want = ops.process_of(j).and_then(|p| want_ops.get(p));
+                if let (Some(&i), Some(op)) = (want, ops.get(j)) {
+                    gathered[i].0.push(op);
                 }
             }
         }

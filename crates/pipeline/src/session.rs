@@ -341,8 +341,7 @@ fn export_processes(e: &NsysExport) -> BTreeSet<ProcessKey> {
 }
 
 fn log_processes(p: &ParsedLog) -> BTreeSet<ProcessKey> {
-    let mine: BTreeSet<&ProcessKey> = p.ops.iter().map(|o| &o.process).collect();
-    mine.into_iter().cloned().collect()
+    p.ops.processes().iter().cloned().collect()
 }
 
 /// One warning per process of `mine` that an earlier file of the same kind already claimed: the
@@ -372,8 +371,10 @@ fn claimed_twice<'a>(
 
 fn log_report(log: &LoadedLog) -> FileReport {
     let p = &log.parsed;
-    let processes: BTreeSet<_> = p.ops.iter().map(|o| &o.process).collect();
-    let comms: BTreeSet<_> = p.ops.iter().map(|o| (&o.process, o.comm)).collect();
+    let processes = p.ops.processes();
+    let comms: BTreeSet<_> = (0..p.ops.len())
+        .filter_map(|i| Some((p.ops.process_of(i)?, p.ops.comm(i)?)))
+        .collect();
     let by_type = p.ops_by_type();
     let mut facts = vec![
         ("NCCL operations".to_string(), p.ops.len().to_string()),

@@ -8,8 +8,8 @@
 
 use crate::analysis::Analysis;
 use crate::session::Session;
-use enrich::{match_instances, skew, ClockSync};
-use model::log::{LogOp, ProcessKey};
+use enrich::{match_instances_by, skew, ClockSync, OpKey};
+use model::log::{LogOps, ProcessKey};
 use std::collections::{BTreeMap, HashMap};
 
 /// Arrival skew over one communicator's instances.
@@ -31,11 +31,11 @@ pub fn arrival_skew(session: &Session, analysis: &Analysis) -> Vec<CommSkew> {
     if analysis.alignments.processes.is_empty() {
         return Vec::new();
     }
-    // References, not copies: a copy of every log operation was gigabytes for 1 GB of logs.
-    let ops: Vec<&LogOp> = session.logs().iter().flat_map(|l| &l.parsed.ops).collect();
+    // Read in place: a copy of every log operation was gigabytes for 1 GB of logs.
+    let ops = AllOps::of(session);
     let starts = kernel_starts(&ops, analysis, &analysis.clocks);
     let mut per_comm: BTreeMap<usize, CommSkew> = BTreeMap::new();
-    for inst in match_instances(&analysis.communicators, &ops) {
+    for inst in match_instances_by(&analysis.communicators, ops.len(), |i| ops.key(i)) {
         let Some(s) = skew(&inst, &starts) else {
             continue;
         };
@@ -60,10 +60,57 @@ pub fn arrival_skew(session: &Session, analysis: &Analysis) -> Vec<CommSkew> {
         .collect()
 }
 
+/// Every log's operations as one sequence (session order), read in place.
+struct AllOps<'a> {
+    logs: Vec<&'a LogOps>,
+    /// Where each log's operations start in the sequence.
+    starts: Vec<usize>,
+}
+
+impl<'a> AllOps<'a> {
+    fn of(session: &'a Session) -> Self {
+        let logs: Vec<&LogOps> = session.logs().iter().map(|l| &l.parsed.ops).collect();
+        let starts = logs
+            .iter()
+            .scan(0, |n, l| {
+                let s = *n;
+                *n += l.len();
+                Some(s)
+            })
+            .collect();
+        AllOps { logs, starts }
+    }
+
+    fn len(&self) -> usize {
+        self.logs.iter().map(|l| l.len()).sum()
+    }
+
+    /// (log, index in it) of the i-th operation.
+    fn locate(&self, i: usize) -> (&'a LogOps, usize) {
+        let l = self.starts.partition_point(|&s| s <= i).saturating_sub(1);
+        (self.logs[l], i - self.starts[l])
+    }
+
+    fn process(&self, i: usize) -> Option<&'a ProcessKey> {
+        let (ops, j) = self.locate(i);
+        ops.process_of(j)
+    }
+
+    fn key(&self, i: usize) -> Option<OpKey<'a>> {
+        let (ops, j) = self.locate(i);
+        Some(OpKey {
+            process: ops.process_of(j)?,
+            comm: ops.comm(j)?,
+            op_count: ops.op_count(j)?,
+            op: ops.op_type(j)?,
+        })
+    }
+}
+
 /// For every op of `ops` (all logs, in session order), the synchronised start of the kernel the
 /// aligner matched to it. The aligner saw each process's ops in this same order, so the j-th op
 /// of a process here is its j-th op there.
-fn kernel_starts(ops: &[&LogOp], analysis: &Analysis, clocks: &ClockSync) -> Vec<Option<i64>> {
+fn kernel_starts(ops: &AllOps<'_>, analysis: &Analysis, clocks: &ClockSync) -> Vec<Option<i64>> {
     let mut per_process: HashMap<&ProcessKey, Vec<Option<i64>>> = HashMap::new();
     for pm in &analysis.alignments.processes {
         let rank = analysis.communicators.rank_of(&pm.process);
@@ -79,11 +126,12 @@ fn kernel_starts(ops: &[&LogOp], analysis: &Analysis, clocks: &ClockSync) -> Vec
         per_process.insert(&pm.process, starts);
     }
     let mut seen: HashMap<&ProcessKey, usize> = HashMap::new();
-    ops.iter()
-        .map(|op| {
-            let j = seen.entry(&op.process).or_default();
+    (0..ops.len())
+        .map(|i| {
+            let p = ops.process(i)?;
+            let j = seen.entry(p).or_default();
             let t = per_process
-                .get(&op.process)
+                .get(p)
                 .and_then(|s| s.get(*j).copied().flatten());
             *j += 1;
             t

@@ -51,11 +51,11 @@ pub fn traffic_bytes(op: &LogOp) -> u64 {
 
 /// What makes a logged operation itself: process, communicator, opCount, operation, root or
 /// peer, count, send and receive buffers.
-type LineKey<'a> = (&'a ProcessKey, u64, u64, OpType, i64, u64, u64, u64);
+type LineKey = (ProcessKey, u64, u64, OpType, i64, u64, u64, u64);
 
-fn line_key(op: &LogOp) -> LineKey<'_> {
+fn line_key(op: &LogOp) -> LineKey {
     (
-        &op.process,
+        op.process.clone(),
         op.comm,
         op.op_count,
         op.op,
@@ -66,27 +66,30 @@ fn line_key(op: &LogOp) -> LineKey<'_> {
     )
 }
 
-/// The lines seen so far, by [`LineKey`]: each line is kept as a 64-bit hash of its key and a
-/// reference to the line (a set of the keys themselves took several times the memory of the
+/// Where a line is: (log, operation) in the session.
+type LineAt = (u32, u32);
+
+/// The lines seen so far, by [`LineKey`]: each line is kept as a 64-bit hash of its key and
+/// where the line is (a set of the keys themselves took several times the memory of the
 /// records at millions of lines); lines whose hash an earlier, different line already holds go
 /// to a set of whole keys, so the answer is exact.
 #[derive(Default)]
-struct LineSet<'a, S = BuildHasherDefault<DefaultHasher>> {
+struct LineSet<S = BuildHasherDefault<DefaultHasher>> {
     hasher: S,
-    by_hash: HashMap<u64, &'a LogOp>,
-    collided: HashSet<LineKey<'a>>,
+    by_hash: HashMap<u64, LineAt>,
+    collided: HashSet<LineKey>,
 }
 
-impl<'a, S: BuildHasher> LineSet<'a, S> {
-    /// Whether `op`'s line is new (and now seen).
-    fn insert(&mut self, op: &'a LogOp) -> bool {
+impl<S: BuildHasher> LineSet<S> {
+    /// Whether `op`, the line at `at`, is new (and now seen); `line` reads an earlier line back.
+    fn insert(&mut self, at: LineAt, op: &LogOp, line: impl Fn(LineAt) -> Option<LogOp>) -> bool {
         let key = line_key(op);
-        match self.by_hash.entry(self.hasher.hash_one(key)) {
+        match self.by_hash.entry(self.hasher.hash_one(&key)) {
             Entry::Vacant(e) => {
-                e.insert(op);
+                e.insert(at);
                 true
             }
-            Entry::Occupied(e) if line_key(e.get()) == key => false,
+            Entry::Occupied(e) if line(*e.get()).is_some_and(|o| line_key(&o) == key) => false,
             Entry::Occupied(_) => self.collided.insert(key),
         }
     }
@@ -107,11 +110,22 @@ pub fn observed_volumes(
     };
     let mut seen: LineSet = LineSet::default();
     let mut out: BTreeMap<u32, RankVolume> = BTreeMap::new();
-    for op in session.logs().iter().flat_map(|l| &l.parsed.ops) {
+    let logs = session.logs();
+    let line = |(l, j): LineAt| logs.get(l as usize)?.parsed.ops.get(j as usize);
+    let ops = logs.iter().enumerate().flat_map(|(l, log)| {
+        log.parsed
+            .ops
+            .iter()
+            .enumerate()
+            .map(move |(j, op)| (l, j, op))
+    });
+    for (l, j, op) in ops {
         let Some(rank) = communicators.rank_of(&op.process) else {
             continue;
         };
-        if !seen.insert(op) {
+        // Past u32 a line is not found again and its key is kept whole: still exact.
+        let at = (l as u32, u32::try_from(j).unwrap_or(u32::MAX));
+        if !seen.insert(at, &op, line) {
             continue;
         }
         let parallelism = communicators
@@ -124,7 +138,7 @@ pub fn observed_volumes(
             by_parallelism_op: BTreeMap::new(),
             message_sizes: BTreeMap::new(),
         });
-        let traffic = traffic_bytes(op);
+        let traffic = traffic_bytes(&op);
         *v.by_parallelism.entry(parallelism).or_default() += traffic;
         *v.by_parallelism_op.entry((parallelism, op.op)).or_default() += traffic;
         *v.message_sizes
@@ -140,7 +154,7 @@ pub fn observed_volumes(
 /// β (2 for bf16/fp16 training) as the logs show it. `None` without operations.
 pub fn dominant_element_bytes(session: &Session) -> Option<u64> {
     let mut by_size: BTreeMap<u64, u64> = BTreeMap::new();
-    for op in session.logs().iter().flat_map(|l| &l.parsed.ops) {
+    for op in session.logs().iter().flat_map(|l| l.parsed.ops.iter()) {
         if let Some(d) = op.datatype {
             *by_size.entry(d.size_bytes()).or_default() += op.msg_bytes();
         }
@@ -155,9 +169,10 @@ pub fn dominant_element_bytes(session: &Session) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use model::log::LogOps;
 
     /// The operations of log lines `(pid, opCount, count)`, through the real parser.
-    fn lines(specs: &[(u32, u64, u64)]) -> Vec<LogOp> {
+    fn lines(specs: &[(u32, u64, u64)]) -> LogOps {
         let text: String = specs
             .iter()
             .map(|(pid, op_count, count)| {
@@ -192,9 +207,13 @@ mod tests {
         fn write(&mut self, _: &[u8]) {}
     }
 
-    fn new_lines<S: BuildHasher + Default>(lines: &[LogOp]) -> Vec<bool> {
+    fn new_lines<S: BuildHasher + Default>(lines: &LogOps) -> Vec<bool> {
         let mut seen = LineSet::<S>::default();
-        lines.iter().map(|l| seen.insert(l)).collect()
+        let line = |(_, j): LineAt| lines.get(j as usize);
+        (0..)
+            .zip(lines)
+            .map(|(j, l)| seen.insert((0, j), &l, line))
+            .collect()
     }
 
     #[test]

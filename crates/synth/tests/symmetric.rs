@@ -131,11 +131,11 @@ fn symmetric_tuning_lines_parse_and_attach_to_their_operations() {
                 // A symmetric line gives the channel count and no algorithm/protocol; a
                 // regular one both.
                 if op.algo.is_none() {
-                    assert!(runs_symmetric(op), "{v}: {:?} {:?}", op.op, op.datatype);
+                    assert!(runs_symmetric(&op), "{v}: {:?} {:?}", op.op, op.datatype);
                     attached_sym += 1;
                 } else {
                     assert!(
-                        !runs_symmetric(op) || op.op == OpType::Broadcast,
+                        !runs_symmetric(&op) || op.op == OpType::Broadcast,
                         "{v}: {:?}",
                         op.op
                     );

@@ -1,0 +1,555 @@
+//! [`LogOps`]: a log's per-collective lines, stored compactly.
+//!
+//! A big log has millions of operation lines and few distinct *call sites*: one process, thread,
+//! device, communicator, stream, operation, datatype, reduction and root (or peer) repeat for
+//! every call of a training step. So each distinct combination is stored once ([`Site`]) and
+//! each operation as one fixed-size row of what changes from call to call (opCount, buffers,
+//! count, timestamp, line, tuning): 64 bytes an operation instead of the 184 of a [`LogOp`].
+//! That is what the parser writes (fresh memory costs about half a nanosecond a byte to fill)
+//! and what a session keeps.
+//!
+//! Reading gives whole [`LogOp`] values (`get`, `iter`, `&LogOps` in a `for` loop), so code
+//! that reads operations sees the same record as before; `Debug` and equality are those of the
+//! list of [`LogOp`]s, whatever the interning.
+
+use crate::log::{LogOp, ProcessKey, SourceLine};
+use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
+use std::collections::HashMap;
+
+/// Everything an operation line says that repeats from call to call.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Site {
+    /// Index into [`LogOps::processes`].
+    process: u32,
+    tid: u32,
+    cuda_dev: u32,
+    op: OpType,
+    datatype: Option<DataType>,
+    datatype_code: u32,
+    red_op: RedOp,
+    root: i64,
+    comm: u64,
+    nranks: u32,
+    stream: u64,
+    file: u32,
+}
+
+/// What changes from call to call. Optional fields are a value and a flag bit.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Row {
+    op_count: u64,
+    sendbuff: u64,
+    recvbuff: u64,
+    count: u64,
+    timestamp_ns: i64,
+    line: u64,
+    site: u32,
+    nchannels: u32,
+    algo: Option<Algo>,
+    proto: Option<Proto>,
+    flags: u8,
+}
+
+const HAS_TIMESTAMP: u8 = 1;
+const HAS_NCHANNELS: u8 = 2;
+/// The row has RCCL's extra fields, in [`LogOps::rccl`].
+const HAS_RCCL: u8 = 4;
+
+/// How many recently used sites are remembered for interning without hashing.
+const RECENT_SITES: usize = 16;
+
+/// Per-collective lines in file order, stored compactly (see the module comment).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Default)]
+pub struct LogOps {
+    processes: Vec<ProcessKey>,
+    sites: Vec<Site>,
+    rows: Vec<Row>,
+    /// RCCL's `task` and `globalrank` of the rows that have them, by row index (ascending).
+    rccl: Vec<(u32, Option<u64>, Option<u32>)>,
+    /// Interning tables: derived from the above, rebuilt when missing.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    process_ids: HashMap<ProcessKey, u32>,
+    #[cfg_attr(feature = "serde", serde(skip))]
+    site_ids: HashMap<Site, u32>,
+    #[cfg_attr(feature = "serde", serde(skip))]
+    recent: [u32; RECENT_SITES],
+}
+
+impl LogOps {
+    pub fn new() -> Self {
+        LogOps::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Room for `n` more operations without growing.
+    pub fn reserve(&mut self, n: usize) {
+        self.rows.reserve(n);
+    }
+
+    /// The `i`-th operation, whole.
+    pub fn get(&self, i: usize) -> Option<LogOp> {
+        let r = self.rows.get(i)?;
+        let s = self.sites.get(r.site as usize)?;
+        let (rccl_task, rccl_global_rank) = if r.flags & HAS_RCCL != 0 {
+            self.rccl_of(i)
+        } else {
+            (None, None)
+        };
+        Some(LogOp {
+            process: self.processes.get(s.process as usize)?.clone(),
+            tid: s.tid,
+            cuda_dev: s.cuda_dev,
+            op: s.op,
+            op_count: r.op_count,
+            sendbuff: r.sendbuff,
+            recvbuff: r.recvbuff,
+            count: r.count,
+            datatype: s.datatype,
+            datatype_code: s.datatype_code,
+            red_op: s.red_op,
+            root: s.root,
+            comm: s.comm,
+            nranks: s.nranks,
+            stream: s.stream,
+            timestamp_ns: (r.flags & HAS_TIMESTAMP != 0).then_some(r.timestamp_ns),
+            algo: r.algo,
+            proto: r.proto,
+            nchannels: (r.flags & HAS_NCHANNELS != 0).then_some(r.nchannels),
+            rccl_task,
+            rccl_global_rank,
+            source: SourceLine {
+                file: s.file,
+                line: r.line,
+            },
+        })
+    }
+
+    /// The last operation, whole.
+    pub fn last(&self) -> Option<LogOp> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
+    }
+
+    /// Every operation in order, as whole values.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            ops: self,
+            next: 0,
+            end: self.len(),
+        }
+    }
+
+    /// The processes that printed operations, in order of their first one.
+    pub fn processes(&self) -> &[ProcessKey] {
+        &self.processes
+    }
+
+    /// Appends one operation.
+    pub fn push(&mut self, op: &LogOp) {
+        let process = self.intern_process(&op.process);
+        self.push_for(process, op);
+    }
+
+    /// The index [`LogOps::push_for`] takes for a process (the same key, the same index).
+    pub fn intern_process(&mut self, key: &ProcessKey) -> u32 {
+        if self.process_ids.len() != self.processes.len() {
+            self.rebuild_process_ids();
+        }
+        if let Some(&i) = self.process_ids.get(key) {
+            return i;
+        }
+        let i = self.processes.len() as u32;
+        self.processes.push(key.clone());
+        self.process_ids.insert(key.clone(), i);
+        i
+    }
+
+    /// Appends one operation of the process `process` (from [`LogOps::intern_process`]);
+    /// `op.process` is not read. For callers that append many operations of few processes.
+    pub fn push_for(&mut self, process: u32, op: &LogOp) {
+        let site = self.intern_site(Site {
+            process,
+            tid: op.tid,
+            cuda_dev: op.cuda_dev,
+            op: op.op,
+            datatype: op.datatype,
+            datatype_code: op.datatype_code,
+            red_op: op.red_op,
+            root: op.root,
+            comm: op.comm,
+            nranks: op.nranks,
+            stream: op.stream,
+            file: op.source.file,
+        });
+        let mut flags = 0;
+        if op.timestamp_ns.is_some() {
+            flags |= HAS_TIMESTAMP;
+        }
+        if op.nchannels.is_some() {
+            flags |= HAS_NCHANNELS;
+        }
+        if op.rccl_task.is_some() || op.rccl_global_rank.is_some() {
+            flags |= HAS_RCCL;
+            self.rccl
+                .push((self.rows.len() as u32, op.rccl_task, op.rccl_global_rank));
+        }
+        self.rows.push(Row {
+            op_count: op.op_count,
+            sendbuff: op.sendbuff,
+            recvbuff: op.recvbuff,
+            count: op.count,
+            timestamp_ns: op.timestamp_ns.unwrap_or(0),
+            line: op.source.line,
+            site,
+            nchannels: op.nchannels.unwrap_or(0),
+            algo: op.algo,
+            proto: op.proto,
+            flags,
+        });
+    }
+
+    fn intern_site(&mut self, site: Site) -> u32 {
+        // A run cycles through a few sites (one per communicator and operation): remember the
+        // recent ones by a cheap hash of the fields that differ most, and hash fully on a miss.
+        let slot = ((site.comm ^ site.stream ^ (site.op as u64) << 7 ^ site.count_key())
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            >> 60) as usize
+            % RECENT_SITES;
+        let cached = self.recent[slot] as usize;
+        if self.sites.get(cached) == Some(&site) {
+            return cached as u32;
+        }
+        if self.site_ids.len() != self.sites.len() {
+            self.site_ids = (0..).zip(&self.sites).map(|(i, s)| (*s, i)).collect();
+        }
+        let id = match self.site_ids.get(&site) {
+            Some(&id) => id,
+            None => {
+                let id = self.sites.len() as u32;
+                self.sites.push(site);
+                self.site_ids.insert(site, id);
+                id
+            }
+        };
+        self.recent[slot] = id;
+        id
+    }
+
+    fn rebuild_process_ids(&mut self) {
+        self.process_ids = (0..)
+            .zip(&self.processes)
+            .map(|(i, p)| (p.clone(), i))
+            .collect();
+    }
+
+    fn rccl_of(&self, i: usize) -> (Option<u64>, Option<u32>) {
+        match self.rccl.binary_search_by_key(&(i as u32), |r| r.0) {
+            Ok(k) => self.rccl.get(k).map_or((None, None), |r| (r.1, r.2)),
+            Err(_) => (None, None),
+        }
+    }
+
+    fn site(&self, i: usize) -> Option<&Site> {
+        self.sites.get(self.rows.get(i)?.site as usize)
+    }
+
+    // Single fields of one operation, without building the whole record (the parser reads
+    // these for every tuning line it attaches).
+
+    /// The process that printed the `i`-th operation (a reference into the process table).
+    pub fn process_of(&self, i: usize) -> Option<&ProcessKey> {
+        self.processes.get(self.site(i)?.process as usize)
+    }
+
+    pub fn op_type(&self, i: usize) -> Option<OpType> {
+        self.site(i).map(|s| s.op)
+    }
+
+    pub fn comm(&self, i: usize) -> Option<u64> {
+        self.site(i).map(|s| s.comm)
+    }
+
+    pub fn op_count(&self, i: usize) -> Option<u64> {
+        self.rows.get(i).map(|r| r.op_count)
+    }
+
+    pub fn tid(&self, i: usize) -> Option<u32> {
+        self.site(i).map(|s| s.tid)
+    }
+
+    /// [`LogOp::msg_bytes`] of the `i`-th operation.
+    pub fn msg_bytes(&self, i: usize) -> Option<u64> {
+        let r = self.rows.get(i)?;
+        let s = self.sites.get(r.site as usize)?;
+        Some(
+            s.datatype
+                .map_or(0, |d| r.count.saturating_mul(d.size_bytes())),
+        )
+    }
+
+    pub fn nranks(&self, i: usize) -> Option<u32> {
+        self.site(i).map(|s| s.nranks)
+    }
+
+    /// Whether the `i`-th operation has an algorithm or a channel count (from a tuning line).
+    pub fn is_tuned(&self, i: usize) -> bool {
+        self.rows
+            .get(i)
+            .is_some_and(|r| r.algo.is_some() || r.flags & HAS_NCHANNELS != 0)
+    }
+
+    /// Sets what a tuning line says about the `i`-th operation.
+    pub fn set_tuning(
+        &mut self,
+        i: usize,
+        algo: Option<Algo>,
+        proto: Option<Proto>,
+        nchannels: Option<u32>,
+    ) {
+        if let Some(r) = self.rows.get_mut(i) {
+            r.algo = algo;
+            r.proto = proto;
+            r.nchannels = nchannels.unwrap_or(0);
+            r.flags = (r.flags & !HAS_NCHANNELS)
+                | if nchannels.is_some() {
+                    HAS_NCHANNELS
+                } else {
+                    0
+                };
+        }
+    }
+
+    /// Bytes held per operation (rows, sites and tables shared out), for the memory figures.
+    pub fn bytes_per_op(&self) -> f64 {
+        let fixed = self.sites.len() * std::mem::size_of::<Site>()
+            + self.processes.len() * std::mem::size_of::<ProcessKey>()
+            + self.rccl.len() * std::mem::size_of::<(u32, Option<u64>, Option<u32>)>();
+        let total = self.rows.capacity() * std::mem::size_of::<Row>() + fixed;
+        total as f64 / self.len().max(1) as f64
+    }
+}
+
+impl Site {
+    /// Fields that tell apart the sites of one thread, folded for [`LogOps::intern_site`].
+    fn count_key(&self) -> u64 {
+        (self.root as u64) << 32 ^ u64::from(self.datatype_code) << 16 ^ u64::from(self.tid)
+    }
+}
+
+impl std::fmt::Debug for LogOps {
+    /// As the list of operations it holds (what a `Vec<LogOp>` prints).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for LogOps {
+    /// The same operations in the same order, however they are interned.
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl FromIterator<LogOp> for LogOps {
+    fn from_iter<I: IntoIterator<Item = LogOp>>(iter: I) -> Self {
+        let mut ops = LogOps::new();
+        ops.extend(iter);
+        ops
+    }
+}
+
+impl Extend<LogOp> for LogOps {
+    fn extend<I: IntoIterator<Item = LogOp>>(&mut self, iter: I) {
+        for op in iter {
+            self.push(&op);
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a LogOps {
+    type Item = LogOp;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl IntoIterator for LogOps {
+    type Item = LogOp;
+    type IntoIter = IntoIter;
+
+    fn into_iter(self) -> IntoIter {
+        IntoIter { ops: self, next: 0 }
+    }
+}
+
+/// The operations of a [`LogOps`] given up, built one at a time.
+pub struct IntoIter {
+    ops: LogOps,
+    next: usize,
+}
+
+impl Iterator for IntoIter {
+    type Item = LogOp;
+
+    fn next(&mut self) -> Option<LogOp> {
+        let op = self.ops.get(self.next)?;
+        self.next += 1;
+        Some(op)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.ops.len().saturating_sub(self.next);
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for IntoIter {}
+
+/// The operations of a [`LogOps`], built one at a time.
+#[derive(Clone)]
+pub struct Iter<'a> {
+    ops: &'a LogOps,
+    next: usize,
+    end: usize,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = LogOp;
+
+    fn next(&mut self) -> Option<LogOp> {
+        if self.next >= self.end {
+            return None;
+        }
+        self.next += 1;
+        self.ops.get(self.next - 1)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
+
+    fn nth(&mut self, n: usize) -> Option<LogOp> {
+        self.next = self.next.saturating_add(n).min(self.end);
+        self.next()
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<LogOp> {
+        if self.next >= self.end {
+            return None;
+        }
+        self.end -= 1;
+        self.ops.get(self.end)
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(i: u64) -> LogOp {
+        LogOp {
+            process: ProcessKey {
+                host: if i.is_multiple_of(3) {
+                    "node-with-a-very-long-host-name-01"
+                } else {
+                    "n1"
+                }
+                .into(),
+                pid: 10 + (i % 2) as u32,
+            },
+            tid: 7,
+            cuda_dev: (i % 4) as u32,
+            op: if i.is_multiple_of(5) {
+                OpType::Send
+            } else {
+                OpType::AllReduce
+            },
+            op_count: i,
+            sendbuff: 0x7f00_0000 + i,
+            recvbuff: 0x7f10_0000 + i,
+            count: 1 << (i % 20),
+            datatype: DataType::from_code((i % 12) as u32),
+            datatype_code: (i % 12) as u32 + if i.is_multiple_of(97) { 1000 } else { 0 },
+            red_op: RedOp::from_code((i % 7) as u32),
+            root: (i % 3) as i64 - 1,
+            comm: 0x5500 + (i % 3),
+            nranks: 4,
+            stream: 0x6600,
+            timestamp_ns: (!i.is_multiple_of(4)).then_some(i as i64 * 1000 - 5),
+            algo: i.is_multiple_of(2).then_some(Algo::Ring),
+            proto: i.is_multiple_of(3).then_some(Proto::LL128),
+            nchannels: (!i.is_multiple_of(5)).then_some((i % 9) as u32),
+            rccl_task: i.is_multiple_of(11).then_some(i * 3),
+            rccl_global_rank: i.is_multiple_of(13).then_some(i as u32),
+            source: SourceLine {
+                file: (i % 2) as u32,
+                line: 1 + i * 2,
+            },
+        }
+    }
+
+    /// Every field of every operation comes back as pushed, in order, with every optional field
+    /// present and absent, and equality and `Debug` are those of the list.
+    #[test]
+    fn round_trip() {
+        let all: Vec<LogOp> = (0..2000).map(op).collect();
+        let ops: LogOps = all.iter().cloned().collect();
+        assert_eq!(ops.len(), all.len());
+        assert!(ops.iter().eq(all.iter().cloned()));
+        assert!(ops.iter().rev().eq(all.iter().rev().cloned()));
+        for (i, o) in all.iter().enumerate() {
+            assert_eq!(ops.get(i).as_ref(), Some(o));
+            assert_eq!(ops.op_type(i), Some(o.op));
+            assert_eq!(ops.msg_bytes(i), Some(o.msg_bytes()));
+            assert_eq!(ops.is_tuned(i), o.algo.is_some() || o.nchannels.is_some());
+        }
+        assert_eq!(format!("{ops:?}"), format!("{all:?}"));
+        assert_eq!(ops.get(all.len()), None);
+        // Fewer sites than operations: that is the point.
+        assert!(ops.sites.len() < all.len() / 2, "{}", ops.sites.len());
+        assert_eq!(ops.processes().len(), 4);
+        // Interned differently (another push order of the same processes), still equal.
+        let mut other = LogOps::new();
+        other.intern_process(&all[1].process);
+        other.extend(all.iter().cloned());
+        assert_eq!(other, ops);
+        let mut shorter = ops.clone();
+        shorter.rows.pop();
+        assert_ne!(shorter, ops);
+    }
+
+    #[test]
+    fn tuning_is_set_in_place() {
+        let mut ops: LogOps = (0..10).map(op).collect();
+        ops.set_tuning(5, Some(Algo::Tree), None, Some(3));
+        let o = ops.get(5).unwrap();
+        assert_eq!(
+            (o.algo, o.proto, o.nchannels),
+            (Some(Algo::Tree), None, Some(3))
+        );
+        ops.set_tuning(5, None, Some(Proto::Simple), None);
+        let o = ops.get(5).unwrap();
+        assert_eq!(
+            (o.algo, o.proto, o.nchannels),
+            (None, Some(Proto::Simple), None)
+        );
+        assert!(!ops.is_tuned(5));
+        assert_eq!(ops.get(4), Some(op(4)));
+    }
+}
