@@ -46,10 +46,9 @@ pub(crate) fn parse_if(body: &[u8]) -> Option<Result<Coll<'_>, &'static str>> {
     })
 }
 
-/// The body when it is an operation line exactly as NCCL prints it ([`canonical`]): then the
-/// same as [`parse_if`] gives, from a grammar with no free text in it.
-pub(crate) fn parse_canonical(body: &[u8]) -> Option<Coll<'_>> {
-    let (name, rest) = op_name(body)?;
+/// An operation line exactly as NCCL prints it ([`canonical`]), from `opCount` on: what
+/// [`parse_if`] gives for `Name: rest`, from a grammar with no free text in it.
+pub(crate) fn parse_canonical<'a>(name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
     canonical(name, rest)
 }
 

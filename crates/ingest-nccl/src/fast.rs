@@ -50,10 +50,11 @@ struct Head {
 }
 
 impl FastHeads {
-    /// The line read as the general reader reads it, when it is an INFO line with a remembered
-    /// head and a body that holds no second marker; `None` otherwise (then read it the general
-    /// way and [`FastHeads::learn`] from the result). `line` has its trailing whitespace trimmed.
-    pub(crate) fn read<'a>(&mut self, line: &'a [u8]) -> Option<Read<'a>> {
+    /// The line split as the general reader splits it, when it is an INFO line with a
+    /// remembered head; `None` otherwise (then read it the general way and
+    /// [`FastHeads::learn`] from the result). `line` has its trailing whitespace trimmed. The
+    /// body still has to be read: [`read_after`].
+    pub(crate) fn split<'a>(&mut self, line: &'a [u8]) -> Option<Split<'a>> {
         let (ts, at) = match prefix::epoch_lead(line) {
             Some((ns, len)) => (Some((ns, &line[..len])), len + 1),
             None => (None, 0),
@@ -61,29 +62,19 @@ impl FastHeads {
         let rest = line.get(at..)?;
         let slot = self.find(rest)?;
         let head = self.slots.get(slot)?;
-        let body = rest.get(head.text.len()..)?;
-        let host = rest.get(head.host_start..head.host_start + head.host_len)?;
-        let split = Split {
+        Some(Split {
             level: Level::Info,
             origin: Some(Origin {
-                host,
+                host: rest.get(head.host_start..head.host_start + head.host_len)?,
                 pid: head.pid,
                 tid: head.tid,
             }),
             dev: Some(head.dev),
             timestamp_ns: ts.map(|(ns, _)| ns),
             timestamp_text: ts.map(|(_, text)| text),
-            body,
+            body: rest.get(head.text.len()..)?,
             merged: false,
-        };
-        if let Some(closed) = read_closed(body) {
-            return Some(Read::Nccl(line, split, closed));
-        }
-        // The general split looks for another writer's marker after this one's.
-        if prefix::has_marker(body) {
-            return None;
-        }
-        Some(Read::Nccl(line, split, read_body(body)))
+        })
     }
 
     /// The slot whose head starts `rest`.
@@ -160,14 +151,41 @@ impl FastHeads {
     }
 }
 
+/// The line of a [`FastHeads::split`] read whole, as the general reader reads it; `None` when
+/// its body holds a second marker (two writers' lines merged, which only the general split
+/// sorts out).
+pub(crate) fn read_after<'a>(line: &'a [u8], split: Split<'a>) -> Option<Read<'a>> {
+    if let Some(closed) = read_closed(split.body) {
+        return Some(Read::Nccl(line, split, closed));
+    }
+    if prefix::has_marker(split.body) {
+        return None;
+    }
+    let body = read_body(split.body);
+    Some(Read::Nccl(line, split, body))
+}
+
 /// The two body shapes read by a grammar that admits no `NCCL INFO` inside: an operation line
 /// exactly as NCCL prints it and a tuning line with NCCL's own tail. What they give is what
 /// [`read_body`] gives for the same body.
 fn read_closed(body: &[u8]) -> Option<Body<'_>> {
-    if let Some(c) = coll::parse_canonical(body) {
-        return Some(Body::Coll(Ok(c)));
+    // `Name: ` first (both shapes but the oldest tuning lines), read once for both. Longer
+    // names (none that NCCL prints) go the general way.
+    let w = scan::alnum_run16(body);
+    if w == 0 || w == 16 {
+        return None;
     }
-    tuning::parse_common(body).map(|t| Body::Tuning(Ok(t)))
+    match (body.get(w..w + 2), body.get(w + 2..)) {
+        (Some(b": "), Some(rest)) => {
+            let name = &body[..w];
+            if rest.starts_with(b"opCount ") {
+                coll::parse_canonical(name, rest).map(|c| Body::Coll(Ok(c)))
+            } else {
+                tuning::parse_shaped(Some(name), rest).map(|t| Body::Tuning(Ok(t)))
+            }
+        }
+        _ => tuning::parse_shaped(None, body).map(|t| Body::Tuning(Ok(t))),
+    }
 }
 
 /// Where `part` (a sub-slice of `whole`) starts in `whole`.
@@ -246,7 +264,7 @@ mod tests {
                 fast.learn(teacher, &s);
             }
             for l in &lines {
-                if let Some(r) = fast.read(l) {
+                if let Some(r) = fast.split(l).and_then(|s| read_after(l, s)) {
                     accepted += 1;
                     assert_eq!(
                         format!("{r:?}"),
@@ -264,7 +282,11 @@ mod tests {
         let first = b"1712345678.123456 node1:12:34 [0] NCCL INFO NCCL version 2.27.5+cuda12.2";
         fast.learn(first, &split_line(first).unwrap());
         for l in &lines[10..14] {
-            assert!(fast.read(l).is_some(), "{}", String::from_utf8_lossy(l));
+            assert!(
+                fast.split(l).and_then(|s| read_after(l, s)).is_some(),
+                "{}",
+                String::from_utf8_lossy(l)
+            );
         }
     }
 
@@ -301,7 +323,7 @@ mod tests {
                     if v.is_empty() {
                         continue;
                     }
-                    if let Some(r) = fast.read(v) {
+                    if let Some(r) = fast.split(v).and_then(|s| read_after(v, s)) {
                         accepted += 1;
                         assert_eq!(
                             format!("{r:?}"),

@@ -436,7 +436,7 @@ impl LogParser {
     fn intern(&mut self, o: Origin<'_>, dev: Option<u32>) -> usize {
         // Consecutive lines mostly come from the same process: skip both hash lookups then.
         if let Some((host, pid, idx)) = &self.last_origin {
-            if *pid == o.pid && host.as_slice() == o.host {
+            if *pid == o.pid && scan::same(host, o.host) {
                 let idx = *idx;
                 if let (Some(d), Some(st)) = (dev, self.procs.get_mut(idx)) {
                     st.last_dev = d;

@@ -319,6 +319,20 @@ use scan::POW10;
 /// prints (up to 16 digits before the dot, 1–9 after it), read eight digits at a time; `None`
 /// for anything else, which the general reader then reads.
 pub(crate) fn epoch_lead(line: &[u8]) -> Option<(i64, usize)> {
+    // NCCL's own `%s.%6f` for the next three centuries: 10 digits, a dot, 6 digits, a space.
+    if line.get(10) == Some(&b'.') && line.get(17) == Some(&b' ') {
+        if let (Some(secs), Some(micros)) = (
+            line.get(..10).and_then(scan::dec_exact),
+            line.get(11..17).and_then(scan::dec_exact),
+        ) {
+            // Ten digits are at most 9 999 999 999: over the bound only past 2255.
+            if secs <= 9_000_000_000 {
+                let ns = i64::try_from(secs * 1_000_000_000 + micros * 1_000).ok()?;
+                return Some((ns, 17));
+            }
+            return None;
+        }
+    }
     let (n, secs) = scan::dec_run16(line)?;
     if n == 0 || line.get(n) != Some(&b'.') {
         return None;

@@ -3,7 +3,7 @@
 //! order, in `parser.rs`; keeping this side stateless is what lets big chunks be read on
 //! several threads with the same result as one.
 
-use crate::fast::FastHeads;
+use crate::fast::{self, FastHeads};
 use crate::prefix::{self, HeadCache, Level, Split};
 use crate::rings::{self, RingLine};
 use crate::{coll, init, tuning};
@@ -58,7 +58,11 @@ pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut LineCache) -> Read<'a> {
     if line.is_empty() {
         return Read::Blank;
     }
-    if let Some(r) = cache.fast.read(line) {
+    if let Some(r) = cache
+        .fast
+        .split(line)
+        .and_then(|s| fast::read_after(line, s))
+    {
         return r;
     }
     match prefix::split_line_cached(line, Some(&mut cache.head)) {

@@ -303,6 +303,12 @@ pub(crate) fn hex_run(b: &[u8]) -> (usize, u64) {
 /// when the run is longer (the caller reads those rare ones digit by digit).
 #[inline(always)]
 pub(crate) fn dec_run16(b: &[u8]) -> Option<(usize, u64)> {
+    // One digit before a non-digit (most fields of an operation line): no word needed.
+    if let (Some(&d), Some(&next)) = (b.first(), b.get(1)) {
+        if d.is_ascii_digit() && !next.is_ascii_digit() {
+            return Some((1, u64::from(d - b'0')));
+        }
+    }
     let (n1, v1) = dec_word(word(b));
     if n1 < 8 {
         return Some((n1 as usize, v1));
@@ -313,6 +319,26 @@ pub(crate) fn dec_run16(b: &[u8]) -> Option<(usize, u64)> {
         return None;
     }
     Some((8 + n2 as usize, v1 * POW10[n2 as usize] + v2))
+}
+
+/// The value of `b` when it is 1–16 decimal digits and nothing else.
+#[inline(always)]
+pub(crate) fn dec_exact(b: &[u8]) -> Option<u64> {
+    match dec_run16(b)? {
+        (n, v) if n == b.len() && n > 0 => Some(v),
+        _ => None,
+    }
+}
+
+/// The run of ASCII letters and digits at the start of `b`, up to 16 bytes: its length.
+#[inline(always)]
+pub(crate) fn alnum_run16(b: &[u8]) -> usize {
+    let class = |x: u64| bytes_in(x, b'0', b'9') | bytes_in(x | 0x2020_2020_2020_2020, b'a', b'z');
+    let n1 = run_len(class(word(b)));
+    if n1 < 8 {
+        return n1 as usize;
+    }
+    8 + run_len(class(word(b.get(8..).unwrap_or_default()))) as usize
 }
 
 /// Powers of ten up to 10⁹.
@@ -426,7 +452,7 @@ mod tests {
     /// length, every digit count, upper- and lower-case hex, and bytes next to the digit ranges.
     #[test]
     fn swar_runs_match_scalar() {
-        let alphabet = b"0123456789abcdefABCDEF/:@`gG \x00\x7f\x80\xb0\xe1\xff.x";
+        let alphabet = b"0123456789abcdefABCDEF/:@`gG[{zZ \x00\x7f\x80\xb0\xe1\xff.x";
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut rnd = move || {
             x ^= x << 13;
@@ -467,6 +493,17 @@ mod tests {
                 (dec_n, v)
             });
             assert_eq!(dec_run16(&b), want, "{:?}", String::from_utf8_lossy(&b));
+            let alnum = b
+                .iter()
+                .take(16)
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .count();
+            assert_eq!(alnum_run16(&b), alnum, "{:?}", String::from_utf8_lossy(&b));
+            let exact = (1..=16)
+                .contains(&b.len())
+                .then(|| want.filter(|(n, _)| *n == b.len()).map(|(_, v)| v))
+                .flatten();
+            assert_eq!(dec_exact(&b), exact, "{:?}", String::from_utf8_lossy(&b));
         }
     }
 

@@ -175,23 +175,30 @@ pub(crate) fn parse(body: &[u8]) -> Result<Tuning<'_>, &'static str> {
     parse_at(body, arrow)
 }
 
-/// The body when it is a tuning line with one of NCCL's own tails ([`common_tail`]): then the
-/// same as [`arrow`] and [`parse_at`] give, from a grammar with no free text in it (the `time`
-/// value is one token, without spaces).
-pub(crate) fn parse_common(body: &[u8]) -> Option<Tuning<'_>> {
-    match parse_parts(body, arrow(body)?) {
-        (Ok(t), true) => Some(t),
-        _ => None,
+/// A tuning line in the shape NCCL prints, from its number on: `rest` is the body after the
+/// operation's `Name: ` (`name` given) or the whole body (`name` `None`, 2.20–2.22). The result
+/// is what [`arrow`] and [`parse_at`] give for the same body, read front to back without the
+/// searches; `None` for any other shape (read it the general way then).
+pub(crate) fn parse_shaped<'a>(name: Option<&'a [u8]>, rest: &'a [u8]) -> Option<Tuning<'a>> {
+    let (n, bytes) = scan::dec_run16(rest)?;
+    let tail = rest.get(n..)?.strip_prefix(b" Bytes -> ")?;
+    if n == 0 {
+        return None;
     }
+    let (algo, proto, nchannels) = common_tail(tail)?;
+    Some(Tuning {
+        op_name: name,
+        symmetric: false,
+        bytes,
+        algo: Some(algo),
+        proto: Some(proto),
+        nchannels,
+        kernel: None,
+    })
 }
 
 /// Parses a tuning line whose ` Bytes -> ` is at `arrow` (from [`arrow`]).
 pub(crate) fn parse_at(body: &[u8], arrow: usize) -> Result<Tuning<'_>, &'static str> {
-    parse_parts(body, arrow).0
-}
-
-/// [`parse_at`], and whether the tail was one of NCCL's own ([`common_tail`]).
-fn parse_parts(body: &[u8], arrow: usize) -> (Result<Tuning<'_>, &'static str>, bool) {
     let head = body.get(..arrow).unwrap_or_default().trim_ascii_start();
     let tail = body.get(arrow + 10..).unwrap_or_default();
     // head: `N`, `Op: N` or `Op [Symmetric]: N`.
@@ -199,9 +206,7 @@ fn parse_parts(body: &[u8], arrow: usize) -> (Result<Tuning<'_>, &'static str>, 
         Some(i) => (head.get(..i), head.get(i + 1..).unwrap_or_default()),
         None => (None, head),
     };
-    let Some(bytes) = scan::dec_u64(num) else {
-        return (Err("bad byte count in tuning line"), false);
-    };
+    let bytes = scan::dec_u64(num).ok_or("bad byte count in tuning line")?;
     let mut t = Tuning {
         op_name: None,
         symmetric: false,
@@ -212,15 +217,15 @@ fn parse_parts(body: &[u8], arrow: usize) -> (Result<Tuning<'_>, &'static str>, 
         kernel: None,
     };
     if let Some(p) = op_part {
-        let Some(p) = p.strip_suffix(b":") else {
-            return (Err("garbled operation in tuning line"), false);
-        };
+        let p = p
+            .strip_suffix(b":")
+            .ok_or("garbled operation in tuning line")?;
         let (name, sym) = match p.strip_suffix(b" [Symmetric]") {
             Some(n) => (n, true),
             None => (p, false),
         };
         if name.is_empty() || !name.iter().all(|c| c.is_ascii_alphanumeric()) {
-            return (Err("garbled operation in tuning line"), false);
+            return Err("garbled operation in tuning line");
         }
         t.op_name = Some(name);
         t.symmetric = sym;
@@ -229,9 +234,9 @@ fn parse_parts(body: &[u8], arrow: usize) -> (Result<Tuning<'_>, &'static str>, 
         t.algo = Some(algo);
         t.proto = Some(proto);
         t.nchannels = nchannels;
-        return (Ok(t), true);
+        return Ok(t);
     }
-    (tokens_tail(t, tail), false)
+    tokens_tail(t, tail)
 }
 
 /// The text after ` Bytes -> ` as `key value` tokens, in any order.
@@ -313,6 +318,49 @@ mod tests {
         assert_eq!((t.symmetric, t.nchannels, t.algo), (true, Some(2), None));
         assert!(t.kernel.is_some());
         assert!(parse(b"12 Bytes -> Algo").is_err());
+    }
+
+    /// The front-to-back reader of NCCL's own shapes accepts only what the general one reads the
+    /// same way, on every cut and one-byte change of typical bodies.
+    #[test]
+    fn shaped_agrees_with_general() {
+        let bodies: [&[u8]; 4] = [
+            b"AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}",
+            b"AllGather: 37756928 Bytes -> Algo 1 proto 2 time 2860.208008",
+            b"262144 Bytes -> Algo 1 proto 2 time 54.707825",
+            b"Broadcast: 18446744073709551615 Bytes -> Algo TREE proto LL channel{Lo..Hi}={3..3}",
+        ];
+        let subs = [b' ', b'\t', b'0', b'9', b':', b'.', b'x', b'B', b'[', b'>'];
+        let mut accepted = 0;
+        for body in bodies {
+            let mut variants: Vec<Vec<u8>> = (0..=body.len()).map(|n| body[..n].to_vec()).collect();
+            for i in 0..body.len() {
+                for s in subs {
+                    let mut v = body.to_vec();
+                    v[i] = s;
+                    variants.push(v.clone());
+                    v.insert(i, s);
+                    variants.push(v);
+                }
+                let mut v = body.to_vec();
+                v.remove(i);
+                variants.push(v);
+            }
+            for v in &variants {
+                let shaped = match v.iter().position(|c| !c.is_ascii_alphanumeric()) {
+                    Some(w) if w > 0 && v.get(w..w + 2) == Some(b": ") => {
+                        parse_shaped(Some(&v[..w]), &v[w + 2..])
+                    }
+                    _ => parse_shaped(None, v),
+                };
+                if let Some(t) = shaped {
+                    accepted += 1;
+                    let general = arrow(v).map(|a| parse_at(v, a));
+                    assert_eq!(Some(Ok(t)), general, "{}", String::from_utf8_lossy(v));
+                }
+            }
+        }
+        assert!(accepted > 300, "{accepted}");
     }
 
     /// The fixed-shape tail reader accepts only what the token loop reads the same way.
