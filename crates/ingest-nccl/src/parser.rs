@@ -17,7 +17,9 @@
 //! ```
 
 use crate::prefix::{Level, Origin, Split};
-use crate::read::{lines_of, read_body, read_line, windows, Body, LineCache, Read, MAX_LINE};
+use crate::read::{
+    lines_of, read_body, read_line, windows, Body, FastBody, FastLine, LineCache, Read, MAX_LINE,
+};
 use crate::records::{
     CommChannels, CommDestroy, InitTiming, ParsedLog, ProcessInfo, RingNeighbors, RingOrder,
     RunWarning,
@@ -194,6 +196,8 @@ pub struct LogParser {
     head_cache: LineCache,
     /// Threads reading big blocks (1: everything on the caller's thread).
     threads: usize,
+    /// Lines applied through the lean lane (the fast path's reads), for tests.
+    fast_lines: u64,
     window: usize,
 }
 
@@ -222,6 +226,7 @@ impl LogParser {
             last_origin: None,
             head_cache: LineCache::default(),
             threads: default_threads(),
+            fast_lines: 0,
             window: WINDOW,
         }
     }
@@ -234,10 +239,24 @@ impl LogParser {
         self
     }
 
+    /// Whether lines of writers seen before are read and applied by the fast path (default:
+    /// yes). Off, every line goes the general way: the same result, slower (for tests).
+    pub fn with_fast_path(mut self, on: bool) -> Self {
+        self.head_cache = LineCache::new(on);
+        self
+    }
+
     /// Bytes read per parallel round (default 128 KiB); small values exist to test block splits.
     pub fn with_window(mut self, bytes: usize) -> Self {
         self.window = bytes.max(1);
         self
+    }
+
+    /// How many lines so far went through the fast path (read and applied): for tests that
+    /// check it is taken.
+    #[doc(hidden)]
+    pub fn fast_lines(&self) -> u64 {
+        self.fast_lines
     }
 
     /// How many threads read big chunks.
@@ -336,6 +355,40 @@ impl LogParser {
                 self.nccl_line(s, body);
                 self.add_excerpts(before, line);
             }
+            Read::Fast(f) => {
+                let before = self.out.diagnostics.len();
+                self.fast_line(f);
+                self.add_excerpts(before, f.line);
+            }
+        }
+    }
+
+    /// The lean lane for a line the fast path read (an operation or tuning line of a known
+    /// writer, `fast.rs`): what [`LogParser::nccl_line`] does for such a line, without its
+    /// generic dispatch. `tests/streaming.rs` checks that turning the lane off changes nothing.
+    fn fast_line(&mut self, f: &FastLine<'_>) {
+        self.fast_lines += 1;
+        self.out.counters.nccl_lines += 1;
+        let origin = Origin {
+            host: f.host,
+            pid: f.pid,
+            tid: f.tid,
+        };
+        let p = self.intern(origin, Some(f.dev));
+        self.last_proc = Some(p);
+        if matches!(
+            self.procs.get(p).map(|st| &st.topo),
+            Some(TopoState::Building(_))
+        ) {
+            // A topology block in progress reads its process's lines first: the general way.
+            let mut body = read_body(f.body);
+            let ts = f.timestamp_ns;
+            self.body(Some(p), f.tid, Some(f.dev), ts, f.body, &mut body);
+            return;
+        }
+        match &f.what {
+            FastBody::Op(op, c) => self.coll_of(p, *op, f.tid, Some(f.dev), f.timestamp_ns, c),
+            FastBody::Tuning(t) => self.tuning(Some(p), f.tid, Ok(*t)),
         }
     }
 
@@ -727,6 +780,20 @@ impl LogParser {
             );
             return;
         };
+        self.coll_of(p, op, tid, dev, ts, &c);
+    }
+
+    /// A per-collective line of process `p` and a known operation: counted, checked for a
+    /// repeat, kept.
+    fn coll_of(
+        &mut self,
+        p: usize,
+        op: OpType,
+        tid: u32,
+        dev: Option<u32>,
+        ts: Option<i64>,
+        c: &coll::Coll<'_>,
+    ) {
         let peer = if op.is_p2p() { c.root } else { 0 };
         if !self.seen_ops.insert((p, c.comm, op, peer), c.op_count) {
             self.out.counters.duplicate_ops += 1;

@@ -319,18 +319,20 @@ use scan::POW10;
 /// prints (up to 16 digits before the dot, 1–9 after it), read eight digits at a time; `None`
 /// for anything else, which the general reader then reads.
 pub(crate) fn epoch_lead(line: &[u8]) -> Option<(i64, usize)> {
-    // NCCL's own `%s.%6f` for the next three centuries: 10 digits, a dot, 6 digits, a space.
+    // NCCL's own `%s.%6f` for the next three centuries: 10 digits, a dot, 6 digits, a space
+    // (then at least a host): three loads from the line, no search.
     if line.get(10) == Some(&b'.') && line.get(17) == Some(&b' ') {
-        if let (Some(secs), Some(micros)) = (
-            line.get(..10).and_then(scan::dec_exact),
-            line.get(11..17).and_then(scan::dec_exact),
-        ) {
+        let (n0, head) = scan::dec_word(scan::word_at(line, 0));
+        let (n1, tail) = scan::dec_word(scan::word_at(line, 8));
+        let (n2, micros) = scan::dec_word(scan::word_at(line, 11));
+        if n0 == 8 && n1 == 2 && n2 == 6 {
+            let secs = head * 100 + tail;
             // Ten digits are at most 9 999 999 999: over the bound only past 2255.
-            if secs <= 9_000_000_000 {
-                let ns = i64::try_from(secs * 1_000_000_000 + micros * 1_000).ok()?;
-                return Some((ns, 17));
+            if secs > 9_000_000_000 {
+                return None;
             }
-            return None;
+            let ns = i64::try_from(secs * 1_000_000_000 + micros * 1_000).ok()?;
+            return Some((ns, 17));
         }
     }
     let (n, secs) = scan::dec_run16(line)?;

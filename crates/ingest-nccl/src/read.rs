@@ -13,10 +13,33 @@ pub(crate) const MAX_LINE: usize = 64 * 1024;
 
 /// What a reader remembers of the lines it read: headers, to read the next lines of the same
 /// writers faster. Only speed depends on it, never the result.
-#[derive(Default)]
 pub(crate) struct LineCache {
     head: HeadCache,
     fast: FastHeads,
+    /// Whether lines of known writers take the fast path (off only to test that it changes
+    /// nothing).
+    fast_path: bool,
+}
+
+impl Default for LineCache {
+    fn default() -> Self {
+        LineCache::new(true)
+    }
+}
+
+impl LineCache {
+    pub(crate) fn new(fast_path: bool) -> Self {
+        LineCache {
+            head: HeadCache::default(),
+            fast: FastHeads::default(),
+            fast_path,
+        }
+    }
+
+    /// An empty cache with the same settings (for another reading thread).
+    pub(crate) fn like(&self) -> Self {
+        LineCache::new(self.fast_path)
+    }
 }
 
 /// One line read without any parser state, so that lines can be read on several threads and
@@ -31,6 +54,30 @@ pub(crate) enum Read<'a> {
     Headerless(&'a [u8]),
     /// The whole line (for findings), its parts, and its body parsed.
     Nccl(&'a [u8], Split<'a>, Body<'a>),
+    /// An operation or tuning line of a known writer in NCCL's own shape, read by the fast path
+    /// (`fast.rs`): what `Nccl` would hold, already digested for [`crate::LogParser`]'s lean lane.
+    Fast(FastLine<'a>),
+}
+
+/// A line read by the fast path: an INFO line of one writer (`host:pid:tid [dev]`), with the
+/// timestamp and the body read in NCCL's own shape.
+#[derive(Debug)]
+pub(crate) struct FastLine<'a> {
+    pub line: &'a [u8],
+    pub host: &'a [u8],
+    pub pid: u32,
+    pub tid: u32,
+    pub dev: u32,
+    pub timestamp_ns: Option<i64>,
+    pub body: &'a [u8],
+    pub what: FastBody<'a>,
+}
+
+#[derive(Debug)]
+pub(crate) enum FastBody<'a> {
+    /// A per-collective line of an operation this build knows.
+    Op(model::OpType, coll::Coll<'a>),
+    Tuning(tuning::Tuning<'a>),
 }
 
 /// What an INFO body says, parsed (WARN bodies are kept as text: `Other`).
@@ -58,17 +105,17 @@ pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut LineCache) -> Read<'a> {
     if line.is_empty() {
         return Read::Blank;
     }
-    if let Some(r) = cache
-        .fast
-        .split(line)
-        .and_then(|s| fast::read_after(line, s))
-    {
-        return r;
+    if cache.fast_path {
+        if let Some(r) = cache.fast.split(line).and_then(|s| fast::read_after(line, s)) {
+            return r;
+        }
     }
     match prefix::split_line_cached(line, Some(&mut cache.head)) {
         None => Read::Headerless(line),
         Some(s) => {
-            cache.fast.learn(line, &s);
+            if cache.fast_path {
+                cache.fast.learn(line, &s);
+            }
             nccl(line, s)
         }
     }

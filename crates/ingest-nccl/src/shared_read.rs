@@ -124,8 +124,7 @@ pub(crate) fn read_and_apply<'a>(
 
 /// A helper: claims windows in order, reads them, and hands the reads over.
 #[cfg(not(target_arch = "wasm32"))]
-fn helper<'a>(shared: &Shared<'a>, windows: &[&'a [u8]]) {
-    let mut cache = LineCache::default();
+fn helper<'a>(shared: &Shared<'a>, windows: &[&'a [u8]], mut cache: LineCache) {
     while let Some(j) = shared.claim(windows.len()) {
         {
             let mut st = shared.lock();
@@ -154,7 +153,8 @@ fn run<'a>(
 ) {
     rayon::in_place_scope(|s| {
         for _ in 0..helpers {
-            s.spawn(|_| helper(shared, windows));
+            let own = cache.like();
+            s.spawn(move |_| helper(shared, windows, own));
         }
         applier(cache);
     });

@@ -114,6 +114,53 @@ fn block_split_invariance_on_generator_logs() {
     }
 }
 
+/// The fast path (headers remembered, NCCL's own line shapes read in one pass and applied by a
+/// lean lane) changes nothing: every real fixture and generator logs in every shape (NCCL
+/// versions, timestamps, launcher prefixes, combined logs, duplicates, drops, symmetric kernels)
+/// parse to the same result with it off, in 1-byte to whole-file chunks and on threads; and it
+/// does take most lines of the generator's logs.
+#[test]
+fn fast_path_changes_nothing() {
+    let parse = |name: &str, bytes: &[u8], fast: bool, threads: usize, step: usize| {
+        let mut p = LogParser::new(name, 1)
+            .with_fast_path(fast)
+            .with_threads(threads)
+            .with_window(4096);
+        for c in bytes.chunks(step) {
+            p.feed(c);
+        }
+        let n = p.fast_lines();
+        (p.finish(), n)
+    };
+    for (name, bytes) in common::fixtures() {
+        let (slow, none) = parse(&name, &bytes, false, 1, bytes.len().max(1));
+        assert_eq!(none, 0);
+        for (threads, step) in [(1, bytes.len().max(1)), (1, 1), (3, 4096)] {
+            assert_eq!(parse(&name, &bytes, true, threads, step).0, slow, "{name}");
+        }
+    }
+    let (mut lines, mut fast) = (0, 0);
+    for preset in ["tp4", "demo", "tp4-sym", "ep4-alltoall", "pp4", "dp4-distopt"] {
+        for (k, launcher) in synth::Launcher::ALL.iter().enumerate() {
+            let mut c = synth::preset(preset).expect("preset").config;
+            c.launcher = *launcher;
+            c.timestamps = k % 2 == 0;
+            c.combined_log = k % 3 == 1;
+            let run = synth::generate(&c);
+            for (name, bytes) in &run.files {
+                let (slow, _) = parse(name, bytes, false, 1, bytes.len().max(1));
+                let (quick, n) = parse(name, bytes, true, 1, 1 << 20);
+                assert_eq!(quick, slow, "{preset} {launcher:?} {name}");
+                assert_eq!(parse(name, bytes, true, 3, 65_536).0, slow, "{name}");
+                lines += slow.counters.total_lines;
+                fast += n;
+            }
+        }
+    }
+    // NCCL's own shapes of operation and tuning lines, after a bare host or a timestamp.
+    assert!(fast * 3 > lines, "{fast} of {lines} lines took the fast path");
+}
+
 /// The default window (128 KiB) on a file big enough to be read in parallel (all fixtures,
 /// repeated).
 #[test]
