@@ -46,12 +46,6 @@ pub(crate) fn parse_if(body: &[u8]) -> Option<Result<Coll<'_>, &'static str>> {
     })
 }
 
-/// An operation line exactly as NCCL prints it ([`canonical`]), from `opCount` on: what
-/// [`parse_if`] gives for `Name: rest`, from a grammar with no free text in it.
-pub(crate) fn parse_canonical<'a>(name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
-    canonical(name, rest)
-}
-
 fn op_name(body: &[u8]) -> Option<(&[u8], &[u8])> {
     // Stop at the first non-alphanumeric byte: most bodies fail here within one word.
     let colon = body.iter().position(|c| !c.is_ascii_alphanumeric())?;
@@ -159,15 +153,85 @@ fn dec_i64_value(r: &mut &[u8]) -> Option<i64> {
 /// error otherwise). Each value is read as the general parser reads the text up to the next
 /// space; a value followed by anything else is refused.
 fn canonical<'a>(name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
+    let (head, at) = canonical_head(rest)?;
+    let tail = canonical_tail(rest.get(at..)?)?;
+    Some(head.with(name, &tail))
+}
+
+/// What changes from call to call: `opCount … sendbuff … recvbuff … count … `.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Head {
+    op_count: u64,
+    sendbuff: u64,
+    recvbuff: u64,
+    count: u64,
+}
+
+/// What repeats from call to call of one site: `datatype … op … root … comm … [nranks=…]
+/// stream …` to the end of the body.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Tail {
+    datatype: u32,
+    red_op: u32,
+    root: i64,
+    comm: u64,
+    nranks: u32,
+    stream: u64,
+}
+
+impl Head {
+    fn with<'a>(&self, name: &'a [u8], t: &Tail) -> Coll<'a> {
+        Coll {
+            name,
+            op_count: self.op_count,
+            sendbuff: self.sendbuff,
+            recvbuff: self.recvbuff,
+            count: self.count,
+            datatype: t.datatype,
+            red_op: t.red_op,
+            root: t.root,
+            comm: t.comm,
+            nranks: t.nranks,
+            stream: t.stream,
+            rccl_task: None,
+            rccl_global_rank: None,
+        }
+    }
+}
+
+/// The first part of a [`canonical`] line and where the rest starts (after `count`'s value
+/// and its space).
+pub(crate) fn canonical_head(rest: &[u8]) -> Option<(Head, usize)> {
     let mut r = rest;
     lit(&mut r, b"opCount ")?;
     let op_count = hex_value(&mut r)?;
     lit(&mut r, b"sendbuff ")?;
+    let send_at = r;
     let sendbuff = ptr_value(&mut r)?;
     lit(&mut r, b"recvbuff ")?;
-    let recvbuff = ptr_value(&mut r)?;
+    // In place (the usual AllReduce): the same text as `sendbuff`'s, the same value.
+    let send_text = send_at.get(..(send_at.len() - r.len()).checked_sub(10)?)?;
+    let recvbuff = match r.get(..send_text.len() + 1) {
+        Some(t) if t.last() == Some(&b' ') && scan::same(&t[..send_text.len()], send_text) => {
+            r = &r[send_text.len() + 1..];
+            sendbuff
+        }
+        _ => ptr_value(&mut r)?,
+    };
     lit(&mut r, b"count ")?;
     let count = dec_value(&mut r)?;
+    let head = Head {
+        op_count,
+        sendbuff,
+        recvbuff,
+        count,
+    };
+    Some((head, rest.len() - r.len()))
+}
+
+/// The rest of a [`canonical`] line, from `datatype` to the end of the body.
+pub(crate) fn canonical_tail(tail: &[u8]) -> Option<Tail> {
+    let mut r = tail;
     lit(&mut r, b"datatype ")?;
     let datatype = dec_u32_value(&mut r)?;
     lit(&mut r, b"op ")?;
@@ -189,21 +253,19 @@ fn canonical<'a>(name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
     if !r.is_empty() {
         return None;
     }
-    Some(Coll {
-        name,
-        op_count,
-        sendbuff,
-        recvbuff,
-        count,
+    Some(Tail {
         datatype,
         red_op,
         root,
         comm,
         nranks,
         stream,
-        rccl_task: None,
-        rccl_global_rank: None,
     })
+}
+
+/// A [`canonical`] line from its two parts.
+pub(crate) fn assemble<'a>(name: &'a [u8], head: &Head, tail: &Tail) -> Coll<'a> {
+    head.with(name, tail)
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@
 
 use crate::prefix::{self, Level, Origin, Split};
 use crate::read::{read_body, Body, FastBody, FastLine, Read};
-use crate::{coll, scan, tuning};
+use crate::repeats::Repeats;
+use crate::scan;
 
 /// How many heads are remembered (direct-mapped on the origin token). A process's threads and
 /// the ranks of a combined log each have their own head.
@@ -154,8 +155,12 @@ impl FastHeads {
 /// The line of a [`FastHeads::split`] read whole, as the general reader reads it; `None` when
 /// its body holds a second marker (two writers' lines merged, which only the general split
 /// sorts out).
-pub(crate) fn read_after<'a>(line: &'a [u8], split: Split<'a>) -> Option<Read<'a>> {
-    if let Some(closed) = read_closed(split.body) {
+pub(crate) fn read_after<'a>(
+    line: &'a [u8],
+    split: Split<'a>,
+    seen: &mut Repeats,
+) -> Option<Read<'a>> {
+    if let Some(closed) = read_closed(split.body, seen) {
         // What the lean lane needs; a known writer always has an origin and a device.
         if let (Some(o), Some(dev)) = (split.origin, split.dev) {
             let what = match closed {
@@ -188,7 +193,7 @@ pub(crate) fn read_after<'a>(line: &'a [u8], split: Split<'a>) -> Option<Read<'a
 /// The two body shapes read by a grammar that admits no `NCCL INFO` inside: an operation line
 /// exactly as NCCL prints it and a tuning line with NCCL's own tail. What they give is what
 /// [`read_body`] gives for the same body.
-fn read_closed(body: &[u8]) -> Option<Body<'_>> {
+fn read_closed<'a>(body: &'a [u8], seen: &mut Repeats) -> Option<Body<'a>> {
     // `Name: ` first (both shapes but the oldest tuning lines), read once for both. Longer
     // names (none that NCCL prints) go the general way.
     let w = scan::alnum_run16(body);
@@ -199,12 +204,13 @@ fn read_closed(body: &[u8]) -> Option<Body<'_>> {
         (Some(b": "), Some(rest)) => {
             let name = &body[..w];
             if rest.starts_with(b"opCount ") {
-                coll::parse_canonical(name, rest).map(|c| Body::Coll(Ok(c)))
+                seen.op(name, rest).map(|c| Body::Coll(Ok(c)))
             } else {
-                tuning::parse_shaped(Some(name), rest).map(|t| Body::Tuning(Ok(t)))
+                seen.tuning(body, Some(name), rest)
+                    .map(|t| Body::Tuning(Ok(t)))
             }
         }
-        _ => tuning::parse_shaped(None, body).map(|t| Body::Tuning(Ok(t))),
+        _ => seen.tuning(body, None, body).map(|t| Body::Tuning(Ok(t))),
     }
 }
 
@@ -320,7 +326,10 @@ mod tests {
                 fast.learn(teacher, &s);
             }
             for l in &lines {
-                if let Some(r) = fast.split(l).and_then(|s| read_after(l, s)) {
+                if let Some(r) = fast
+                    .split(l)
+                    .and_then(|s| read_after(l, s, &mut Repeats::default()))
+                {
                     accepted += 1;
                     assert_eq!(
                         general_form(r),
@@ -339,7 +348,9 @@ mod tests {
         fast.learn(first, &split_line(first).unwrap());
         for l in &lines[10..14] {
             assert!(
-                fast.split(l).and_then(|s| read_after(l, s)).is_some(),
+                fast.split(l)
+                    .and_then(|s| read_after(l, s, &mut Repeats::default()))
+                    .is_some(),
                 "{}",
                 String::from_utf8_lossy(l)
             );
@@ -379,7 +390,10 @@ mod tests {
                     if v.is_empty() {
                         continue;
                     }
-                    if let Some(r) = fast.split(v).and_then(|s| read_after(v, s)) {
+                    if let Some(r) = fast
+                        .split(v)
+                        .and_then(|s| read_after(v, s, &mut Repeats::default()))
+                    {
                         accepted += 1;
                         assert_eq!(
                             general_form(r),

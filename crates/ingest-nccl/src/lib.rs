@@ -26,6 +26,7 @@ mod parser;
 mod prefix;
 mod read;
 mod records;
+mod repeats;
 mod rings;
 mod scan;
 mod shared_read;

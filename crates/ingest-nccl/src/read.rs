@@ -5,6 +5,7 @@
 
 use crate::fast::{self, FastHeads};
 use crate::prefix::{self, HeadCache, Level, Split};
+use crate::repeats::Repeats;
 use crate::rings::{self, RingLine};
 use crate::{coll, init, tuning};
 
@@ -16,6 +17,7 @@ pub(crate) const MAX_LINE: usize = 64 * 1024;
 pub(crate) struct LineCache {
     head: HeadCache,
     fast: FastHeads,
+    seen: Repeats,
     /// Whether lines of known writers take the fast path (off only to test that it changes
     /// nothing).
     fast_path: bool,
@@ -32,6 +34,7 @@ impl LineCache {
         LineCache {
             head: HeadCache::default(),
             fast: FastHeads::default(),
+            seen: Repeats::default(),
             fast_path,
         }
     }
@@ -106,7 +109,11 @@ pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut LineCache) -> Read<'a> {
         return Read::Blank;
     }
     if cache.fast_path {
-        if let Some(r) = cache.fast.split(line).and_then(|s| fast::read_after(line, s)) {
+        if let Some(r) = cache
+            .fast
+            .split(line)
+            .and_then(|s| fast::read_after(line, s, &mut cache.seen))
+        {
             return r;
         }
     }

@@ -140,7 +140,14 @@ fn fast_path_changes_nothing() {
         }
     }
     let (mut lines, mut fast) = (0, 0);
-    for preset in ["tp4", "demo", "tp4-sym", "ep4-alltoall", "pp4", "dp4-distopt"] {
+    for preset in [
+        "tp4",
+        "demo",
+        "tp4-sym",
+        "ep4-alltoall",
+        "pp4",
+        "dp4-distopt",
+    ] {
         for (k, launcher) in synth::Launcher::ALL.iter().enumerate() {
             let mut c = synth::preset(preset).expect("preset").config;
             c.launcher = *launcher;
@@ -158,7 +165,10 @@ fn fast_path_changes_nothing() {
         }
     }
     // NCCL's own shapes of operation and tuning lines, after a bare host or a timestamp.
-    assert!(fast * 3 > lines, "{fast} of {lines} lines took the fast path");
+    assert!(
+        fast * 3 > lines,
+        "{fast} of {lines} lines took the fast path"
+    );
 }
 
 /// The default window (128 KiB) on a file big enough to be read in parallel (all fixtures,

@@ -1,0 +1,177 @@
+//! Bodies a reader has seen before. A training run prints the same few tuning lines over and
+//! over (`AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}` once per
+//! call), and operation lines whose second half repeats for every call of one site
+//! (`datatype 9 op 0 root 0 comm 0x5538… [nranks=4] stream 0x55cc…`); only the opCount, the
+//! buffers and the count change. So a reader remembers recent tuning bodies and operation-line
+//! tails with what it read from them, and a byte-identical text is not read again.
+//!
+//! Only speed depends on this, never the result: the readers are pure functions of the text,
+//! so the same text reads the same.
+
+use crate::coll::{self, Coll, Tail};
+use crate::scan;
+use crate::tuning::{self, Tuning};
+use model::{Algo, Proto};
+
+/// Remembered texts of each kind (direct-mapped on a hash of the length and last bytes).
+const SLOTS: usize = 32;
+
+/// Recent operation-line tails and tuning bodies, and what they said.
+#[derive(Default)]
+pub(crate) struct Repeats {
+    tails: Vec<Option<(Vec<u8>, Tail)>>,
+    tunings: Vec<Option<SeenTuning>>,
+}
+
+/// A tuning line's whole body and its fields (without the borrowed name).
+struct SeenTuning {
+    body: Vec<u8>,
+    /// The operation name's length at the start of `body` (the oldest shape has none).
+    name_len: Option<usize>,
+    bytes: u64,
+    algo: Option<Algo>,
+    proto: Option<Proto>,
+    nchannels: Option<u32>,
+}
+
+/// A text's slot: its length and last eight bytes (pointers differ there).
+fn slot(text: &[u8]) -> usize {
+    let last = scan::word_at(text, text.len().saturating_sub(8));
+    let h = (last ^ text.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 58) as usize % SLOTS
+}
+
+impl Repeats {
+    /// The canonical operation line `Name: rest` (what `coll::canonical` reads), its tail from
+    /// a remembered one when the text repeats.
+    pub(crate) fn op<'a>(&mut self, name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
+        let (head, at) = coll::canonical_head(rest)?;
+        let text = rest.get(at..)?;
+        if self.tails.is_empty() {
+            self.tails.resize_with(SLOTS, || None);
+        }
+        let i = slot(text);
+        if let Some(Some((seen, tail))) = self.tails.get(i) {
+            if scan::same(seen, text) {
+                return Some(coll::assemble(name, &head, tail));
+            }
+        }
+        let tail = coll::canonical_tail(text)?;
+        if let Some(entry) = self.tails.get_mut(i) {
+            *entry = Some((text.to_vec(), tail));
+        }
+        Some(coll::assemble(name, &head, &tail))
+    }
+
+    /// [`tuning::parse_shaped`] of a tuning body (`rest` is the part after `name`), from a
+    /// remembered identical body when there is one.
+    pub(crate) fn tuning<'a>(
+        &mut self,
+        body: &'a [u8],
+        name: Option<&'a [u8]>,
+        rest: &'a [u8],
+    ) -> Option<Tuning<'a>> {
+        if self.tunings.is_empty() {
+            self.tunings.resize_with(SLOTS, || None);
+        }
+        let i = slot(body);
+        if let Some(Some(t)) = self.tunings.get(i) {
+            if scan::same(&t.body, body) {
+                return Some(Tuning {
+                    op_name: t.name_len.and_then(|n| body.get(..n)),
+                    symmetric: false,
+                    bytes: t.bytes,
+                    algo: t.algo,
+                    proto: t.proto,
+                    nchannels: t.nchannels,
+                    kernel: None,
+                });
+            }
+        }
+        let t = tuning::parse_shaped(name, rest)?;
+        if let Some(entry) = self.tunings.get_mut(i) {
+            *entry = Some(SeenTuning {
+                body: body.to_vec(),
+                name_len: name.map(<[u8]>::len),
+                bytes: t.bytes,
+                algo: t.algo,
+                proto: t.proto,
+                nchannels: t.nchannels,
+            });
+        }
+        Some(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Operation lines read with a remembered tail give what the full reader gives: every cut
+    /// and one-byte change of a line, after any other line of the set was remembered.
+    #[test]
+    fn reread_ops_agree_with_canonical() {
+        let lines: [&[u8]; 4] = [
+            b"opCount 1a sendbuff 0x7fd9f7780000 recvbuff 0x7fd9f7780000 count 131072 datatype 6 op 0 root 0 comm 0x447b8890 [nranks=4] stream 0x32dc6760",
+            b"opCount 1b sendbuff 0x7fd9f7790000 recvbuff 0x7fd9f7780000 count 131073 datatype 7 op 0 root 0 comm 0x447b8890 [nranks=4] stream 0x32dc6760",
+            b"opCount 0 sendbuff (nil) recvbuff 0X7c29d4000000 count 18446744073709551615 datatype 9 op 0 root -1 comm 0x566f01ecaf80 [nranks=2] stream (nil)",
+            b"opCount ffffffffffffffff sendbuff 0x1 recvbuff 0x2 count 00 datatype 4294967295 op 4 root -9223372036854775807 comm 0x3 [nranks=1] stream 0x4",
+        ];
+        let subs = [b' ', b'0', b'9', b'a', b'f', b'g', b'x', b'-', b']', b'('];
+        let mut variants: Vec<Vec<u8>> = Vec::new();
+        for line in lines {
+            variants.extend((0..=line.len()).map(|n| line[..n].to_vec()));
+            for i in 0..line.len() {
+                for s in subs {
+                    let mut v = line.to_vec();
+                    v[i] = s;
+                    variants.push(v);
+                }
+            }
+        }
+        let mut reread = 0;
+        for teacher in lines {
+            for v in &variants {
+                let mut r = Repeats::default();
+                r.op(b"AllReduce", teacher);
+                let repeated = r.op(b"AllReduce", v);
+                let full = coll::canonical_head(v).and_then(|(h, at)| {
+                    Some(coll::assemble(
+                        b"AllReduce",
+                        &h,
+                        &coll::canonical_tail(&v[at..])?,
+                    ))
+                });
+                assert_eq!(repeated, full, "{}", String::from_utf8_lossy(v));
+                if repeated.is_some() {
+                    reread += 1;
+                }
+            }
+        }
+        assert!(reread > 500, "{reread}");
+    }
+
+    #[test]
+    fn repeated_tunings_agree_with_the_reader() {
+        let bodies: [(&[u8], usize); 3] = [
+            (
+                b"AllReduce: 4194304 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..15}",
+                11,
+            ),
+            (
+                b"AllGather: 3775 Bytes -> Algo 1 proto 2 time 2860.208008",
+                11,
+            ),
+            (b"262144 Bytes -> Algo 1 proto 2 time 54.707825", 0),
+        ];
+        let mut r = Repeats::default();
+        for round in 0..3 {
+            for (body, at) in bodies {
+                let name = (at > 0).then(|| &body[..at - 2]);
+                let want = tuning::parse_shaped(name, &body[at..]);
+                assert!(want.is_some());
+                assert_eq!(r.tuning(body, name, &body[at..]), want, "round {round}");
+            }
+        }
+    }
+}
