@@ -27,7 +27,7 @@ use crate::records::{
 use crate::rings::RingLine;
 use crate::topo::{self, Builder, Step};
 use crate::{coll, init, scan, shared_read, tuning};
-use model::log::{CommInit, Host, LogOp, ProcessKey, SourceLine};
+use model::log::{Call, CallSite, CommInit, Host, LogOp, ProcessKey, SourceLine};
 use model::{DataType, Diagnostic, OpType, RedOp, Severity};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -395,7 +395,16 @@ impl LogParser {
     /// Appends the line's text (its first [`EXCERPT`] bytes) to the findings about it, so the
     /// user sees what was skipped; after [`EXCERPT_LINES`] findings only reasons and line numbers
     /// are kept, which bounds the text stored for a file of garbage.
+    #[inline]
     fn add_excerpts(&mut self, from: usize, line: &[u8]) {
+        // Almost every line adds no finding: settled inline.
+        if self.out.diagnostics.len() == from {
+            return;
+        }
+        self.quote_findings(from, line);
+    }
+
+    fn quote_findings(&mut self, from: usize, line: &[u8]) {
         let Some(new) = self.out.diagnostics.get_mut(from..) else {
             return;
         };
@@ -814,34 +823,6 @@ impl LogParser {
         let cuda_dev = dev
             .or_else(|| self.procs.get(p).map(|s| s.last_dev))
             .unwrap_or(0);
-        let rec = LogOp {
-            // `push_for` takes the process as an index, interned once per process.
-            process: ProcessKey {
-                host: Host::default(),
-                pid: 0,
-            },
-            tid,
-            cuda_dev,
-            op,
-            op_count: c.op_count,
-            sendbuff: c.sendbuff,
-            recvbuff: c.recvbuff,
-            count: c.count,
-            datatype: DataType::from_code(c.datatype),
-            datatype_code: c.datatype,
-            red_op: RedOp::from_code(c.red_op),
-            root: c.root,
-            comm: c.comm,
-            nranks: c.nranks,
-            stream: c.stream,
-            timestamp_ns: ts,
-            algo: None,
-            proto: None,
-            nchannels: None,
-            rccl_task: c.rccl_task,
-            rccl_global_rank: c.rccl_global_rank,
-            source: self.src(),
-        };
         let ops_process = match self.procs.get(p).and_then(|st| st.ops_process) {
             Some(id) => id,
             None => {
@@ -852,14 +833,73 @@ impl LogParser {
                 id
             }
         };
-        let idx = self.out.ops.len();
-        self.out.ops.push_for(ops_process, &rec);
+        let site = CallSite {
+            process: ops_process,
+            tid,
+            cuda_dev,
+            op,
+            datatype: DataType::from_code(c.datatype),
+            datatype_code: c.datatype,
+            red_op: RedOp::from_code(c.red_op),
+            root: c.root,
+            comm: c.comm,
+            nranks: c.nranks,
+            stream: c.stream,
+            file: self.out.file_index,
+        };
+        let call = Call {
+            op_count: c.op_count,
+            sendbuff: c.sendbuff,
+            recvbuff: c.recvbuff,
+            count: c.count,
+            timestamp_ns: ts,
+            line: self.line_no,
+        };
+        let idx = if c.rccl_task.is_none() && c.rccl_global_rank.is_none() {
+            self.out.ops.push_call(site, &call)
+        } else {
+            self.push_rccl(site, &call, c)
+        };
         if let Some(st) = self.procs.get_mut(p) {
             if st.recent_ops.len() == RECENT_OPS {
                 st.recent_ops.pop_front();
             }
             st.recent_ops.push_back(idx);
         }
+    }
+
+    /// An RCCL operation line (with `task`/`globalrank`): kept whole.
+    fn push_rccl(&mut self, site: CallSite, call: &Call, c: &coll::Coll<'_>) -> usize {
+        let op = LogOp {
+            // `push_for` takes the process from `site`.
+            process: ProcessKey {
+                host: Host::default(),
+                pid: 0,
+            },
+            tid: site.tid,
+            cuda_dev: site.cuda_dev,
+            op: site.op,
+            op_count: call.op_count,
+            sendbuff: call.sendbuff,
+            recvbuff: call.recvbuff,
+            count: call.count,
+            datatype: site.datatype,
+            datatype_code: site.datatype_code,
+            red_op: site.red_op,
+            root: site.root,
+            comm: site.comm,
+            nranks: site.nranks,
+            stream: site.stream,
+            timestamp_ns: call.timestamp_ns,
+            algo: None,
+            proto: None,
+            nchannels: None,
+            rccl_task: c.rccl_task,
+            rccl_global_rank: c.rccl_global_rank,
+            source: self.src(),
+        };
+        self.out.ops.push_for(site.process, &op);
+        self.out.ops.len() - 1
     }
 
     fn tuning(
@@ -880,35 +920,34 @@ impl LogParser {
         let want_op = t.op();
         let Some(st) = self.procs.get(p) else { return };
         let ops = &self.out.ops;
-        let free = |i: &usize| {
-            !ops.is_tuned(*i)
-                && ops
-                    .op_type(*i)
-                    .is_some_and(|o| want_op.is_none_or(|w| w == o))
+        // What each recent op offers: free for this line's operation, the right size, the
+        // same thread. Read once per op looked at.
+        let fits = |i: usize| {
+            let f = ops.tuning_facts(i)?;
+            let free = !f.tuned && want_op.is_none_or(|w| w == f.op);
+            let bytes = f.msg_bytes == t.bytes
+                || f.msg_bytes.saturating_mul(u64::from(f.nranks)) == t.bytes;
+            Some((free, bytes, f.tid == tid))
         };
-        let bytes_match = |i: &usize| {
-            ops.msg_bytes(*i).is_some_and(|b| {
-                b == t.bytes
-                    || ops
-                        .nranks(*i)
-                        .is_some_and(|n| b.saturating_mul(u64::from(n)) == t.bytes)
-            })
-        };
-        let same_tid = |i: &usize| ops.tid(*i) == Some(tid);
         let recent = &st.recent_ops;
         let target = recent
             .iter()
             .rev()
             .copied()
-            .find(|i| free(i) && bytes_match(i) && same_tid(i))
+            .find(|&i| fits(i) == Some((true, true, true)))
             .or_else(|| {
                 recent
                     .iter()
                     .rev()
                     .copied()
-                    .find(|i| free(i) && bytes_match(i))
+                    .find(|&i| fits(i).is_some_and(|(free, bytes, _)| free && bytes))
             })
-            .or_else(|| recent.back().copied().filter(free));
+            .or_else(|| {
+                recent
+                    .back()
+                    .copied()
+                    .filter(|&i| fits(i).is_some_and(|(free, _, _)| free))
+            });
         if let Some(i) = target {
             self.out.ops.set_tuning(i, t.algo, t.proto, t.nchannels);
             self.out.counters.tuning_attached += 1;

@@ -98,24 +98,30 @@ pub(crate) fn find_byte(hay: &[u8], b: u8) -> Option<usize> {
         .map(|i| at + i)
 }
 
-/// Byte equality of short slices, compared a word at a time inline (no `memcmp` call).
+/// Byte equality of short slices, compared a word at a time inline (no `memcmp` call); a
+/// length that is no multiple of 8 ends with one overlapping word, not a byte loop.
 #[inline]
 pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    let mut ca = a.chunks_exact(8);
-    let mut cb = b.chunks_exact(8);
-    let word = |c: &[u8]| <[u8; 8]>::try_from(c).map(u64::from_ne_bytes).unwrap_or(0);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        if word(x) != word(y) {
-            return false;
+    let n = a.len();
+    let w8 = |s: &[u8], i: usize| s.get(i..i + 8).and_then(|c| c.first_chunk::<8>()).copied();
+    let w4 = |s: &[u8], i: usize| s.get(i..i + 4).and_then(|c| c.first_chunk::<4>()).copied();
+    if n >= 8 {
+        let mut i = 0;
+        while i + 8 <= n {
+            if w8(a, i) != w8(b, i) {
+                return false;
+            }
+            i += 8;
         }
+        i == n || w8(a, n - 8) == w8(b, n - 8)
+    } else if n >= 4 {
+        w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4)
+    } else {
+        a == b
     }
-    ca.remainder()
-        .iter()
-        .zip(cb.remainder())
-        .all(|(x, y)| x == y)
 }
 
 pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -5,7 +5,7 @@
 
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
 
-pub use crate::log_ops::LogOps;
+pub use crate::log_ops::{Call, CallSite, LogOps, TuningFacts};
 
 /// One process as the log names it: `host:pid`.
 ///

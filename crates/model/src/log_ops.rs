@@ -2,7 +2,7 @@
 //!
 //! A big log has millions of operation lines and few distinct *call sites*: one process, thread,
 //! device, communicator, stream, operation, datatype, reduction and root (or peer) repeat for
-//! every call of a training step. So each distinct combination is stored once ([`Site`]) and
+//! every call of a training step. So each distinct combination is stored once ([`CallSite`]) and
 //! each operation as one fixed-size row of what changes from call to call (opCount, buffers,
 //! count, timestamp, line, tuning): 64 bytes an operation instead of the 184 of a [`LogOp`].
 //! That is what the parser writes (fresh memory costs about half a nanosecond a byte to fill)
@@ -16,23 +16,49 @@ use crate::log::{LogOp, ProcessKey, SourceLine};
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
 use std::collections::HashMap;
 
-/// Everything an operation line says that repeats from call to call.
+/// Everything an operation line says that repeats from call to call: where it was called
+/// from. [`LogOps`] stores each distinct one once.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Site {
-    /// Index into [`LogOps::processes`].
-    process: u32,
-    tid: u32,
-    cuda_dev: u32,
-    op: OpType,
-    datatype: Option<DataType>,
-    datatype_code: u32,
-    red_op: RedOp,
-    root: i64,
-    comm: u64,
-    nranks: u32,
-    stream: u64,
-    file: u32,
+pub struct CallSite {
+    /// The process, as [`LogOps::intern_process`] numbers it.
+    pub process: u32,
+    pub tid: u32,
+    pub cuda_dev: u32,
+    pub op: OpType,
+    pub datatype: Option<DataType>,
+    pub datatype_code: u32,
+    pub red_op: RedOp,
+    pub root: i64,
+    pub comm: u64,
+    pub nranks: u32,
+    pub stream: u64,
+    /// [`SourceLine::file`].
+    pub file: u32,
+}
+
+/// What one call says beyond its [`CallSite`] (before any tuning line is attached).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Call {
+    pub op_count: u64,
+    pub sendbuff: u64,
+    pub recvbuff: u64,
+    pub count: u64,
+    pub timestamp_ns: Option<i64>,
+    /// [`SourceLine::line`].
+    pub line: u64,
+}
+
+/// What a tuning line is matched against ([`LogOps::tuning_facts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TuningFacts {
+    pub op: OpType,
+    pub tid: u32,
+    pub nranks: u32,
+    /// [`LogOp::msg_bytes`].
+    pub msg_bytes: u64,
+    /// Already has an algorithm or a channel count.
+    pub tuned: bool,
 }
 
 /// What changes from call to call. Optional fields are a value and a flag bit.
@@ -65,7 +91,7 @@ const RECENT_SITES: usize = 16;
 #[derive(Clone, Default)]
 pub struct LogOps {
     processes: Vec<ProcessKey>,
-    sites: Vec<Site>,
+    sites: Vec<CallSite>,
     rows: Vec<Row>,
     /// RCCL's `task` and `globalrank` of the rows that have them, by row index (ascending).
     rccl: Vec<(u32, Option<u64>, Option<u32>)>,
@@ -73,7 +99,7 @@ pub struct LogOps {
     #[cfg_attr(feature = "serde", serde(skip))]
     process_ids: HashMap<ProcessKey, u32>,
     #[cfg_attr(feature = "serde", serde(skip))]
-    site_ids: HashMap<Site, u32>,
+    site_ids: HashMap<CallSite, u32>,
     #[cfg_attr(feature = "serde", serde(skip))]
     recent: [u32; RECENT_SITES],
 }
@@ -176,7 +202,7 @@ impl LogOps {
     /// Appends one operation of the process `process` (from [`LogOps::intern_process`]);
     /// `op.process` is not read. For callers that append many operations of few processes.
     pub fn push_for(&mut self, process: u32, op: &LogOp) {
-        let site = self.intern_site(Site {
+        let site = CallSite {
             process,
             tid: op.tid,
             cuda_dev: op.cuda_dev,
@@ -189,35 +215,52 @@ impl LogOps {
             nranks: op.nranks,
             stream: op.stream,
             file: op.source.file,
-        });
-        let mut flags = 0;
-        if op.timestamp_ns.is_some() {
-            flags |= HAS_TIMESTAMP;
-        }
-        if op.nchannels.is_some() {
-            flags |= HAS_NCHANNELS;
-        }
-        if op.rccl_task.is_some() || op.rccl_global_rank.is_some() {
-            flags |= HAS_RCCL;
-            self.rccl
-                .push((self.rows.len() as u32, op.rccl_task, op.rccl_global_rank));
-        }
-        self.rows.push(Row {
+        };
+        let call = Call {
             op_count: op.op_count,
             sendbuff: op.sendbuff,
             recvbuff: op.recvbuff,
             count: op.count,
-            timestamp_ns: op.timestamp_ns.unwrap_or(0),
+            timestamp_ns: op.timestamp_ns,
             line: op.source.line,
-            site,
-            nchannels: op.nchannels.unwrap_or(0),
-            algo: op.algo,
-            proto: op.proto,
-            flags,
-        });
+        };
+        let i = self.push_call(site, &call);
+        if op.algo.is_some() || op.proto.is_some() || op.nchannels.is_some() {
+            self.set_tuning(i, op.algo, op.proto, op.nchannels);
+        }
+        if op.rccl_task.is_some() || op.rccl_global_rank.is_some() {
+            if let Some(r) = self.rows.last_mut() {
+                r.flags |= HAS_RCCL;
+            }
+            self.rccl.push((i as u32, op.rccl_task, op.rccl_global_rank));
+        }
     }
 
-    fn intern_site(&mut self, site: Site) -> u32 {
+    /// Appends one call at `site`, untuned and without RCCL's fields (what a parser has when
+    /// it reads an operation line); returns its index.
+    pub fn push_call(&mut self, site: CallSite, call: &Call) -> usize {
+        let site = self.intern_site(site);
+        self.rows.push(Row {
+            op_count: call.op_count,
+            sendbuff: call.sendbuff,
+            recvbuff: call.recvbuff,
+            count: call.count,
+            timestamp_ns: call.timestamp_ns.unwrap_or(0),
+            line: call.line,
+            site,
+            nchannels: 0,
+            algo: None,
+            proto: None,
+            flags: if call.timestamp_ns.is_some() {
+                HAS_TIMESTAMP
+            } else {
+                0
+            },
+        });
+        self.rows.len() - 1
+    }
+
+    fn intern_site(&mut self, site: CallSite) -> u32 {
         // A run cycles through a few sites (one per communicator and operation): remember the
         // recent ones by a cheap hash of the fields that differ most, and hash fully on a miss.
         let slot = ((site.comm ^ site.stream ^ (site.op as u64) << 7 ^ site.count_key())
@@ -258,7 +301,7 @@ impl LogOps {
         }
     }
 
-    fn site(&self, i: usize) -> Option<&Site> {
+    fn site(&self, i: usize) -> Option<&CallSite> {
         self.sites.get(self.rows.get(i)?.site as usize)
     }
 
@@ -300,6 +343,21 @@ impl LogOps {
         self.site(i).map(|s| s.nranks)
     }
 
+    /// What a tuning line is matched against, of the `i`-th operation, in one lookup.
+    pub fn tuning_facts(&self, i: usize) -> Option<TuningFacts> {
+        let r = self.rows.get(i)?;
+        let s = self.sites.get(r.site as usize)?;
+        Some(TuningFacts {
+            op: s.op,
+            tid: s.tid,
+            nranks: s.nranks,
+            msg_bytes: s
+                .datatype
+                .map_or(0, |d| r.count.saturating_mul(d.size_bytes())),
+            tuned: r.algo.is_some() || r.flags & HAS_NCHANNELS != 0,
+        })
+    }
+
     /// Whether the `i`-th operation has an algorithm or a channel count (from a tuning line).
     pub fn is_tuned(&self, i: usize) -> bool {
         self.rows
@@ -330,7 +388,7 @@ impl LogOps {
 
     /// Bytes held per operation (rows, sites and tables shared out), for the memory figures.
     pub fn bytes_per_op(&self) -> f64 {
-        let fixed = self.sites.len() * std::mem::size_of::<Site>()
+        let fixed = self.sites.len() * std::mem::size_of::<CallSite>()
             + self.processes.len() * std::mem::size_of::<ProcessKey>()
             + self.rccl.len() * std::mem::size_of::<(u32, Option<u64>, Option<u32>)>();
         let total = self.rows.capacity() * std::mem::size_of::<Row>() + fixed;
@@ -338,7 +396,7 @@ impl LogOps {
     }
 }
 
-impl Site {
+impl CallSite {
     /// Fields that tell apart the sites of one thread, folded for [`LogOps::intern_site`].
     fn count_key(&self) -> u64 {
         (self.root as u64) << 32 ^ u64::from(self.datatype_code) << 16 ^ u64::from(self.tid)
