@@ -51,31 +51,55 @@ struct Head {
 }
 
 impl FastHeads {
-    /// The line split as the general reader splits it, when it is an INFO line with a
-    /// remembered head; `None` otherwise (then read it the general way and
-    /// [`FastHeads::learn`] from the result). `line` has its trailing whitespace trimmed. The
-    /// body still has to be read: [`read_after`].
-    pub(crate) fn split<'a>(&mut self, line: &'a [u8]) -> Option<Split<'a>> {
-        let (ts, at) = match prefix::epoch_lead(line) {
-            Some((ns, len)) => (Some((ns, &line[..len])), len + 1),
+    /// The line read as the general reader reads it, when it is an INFO line with a remembered
+    /// head and a body that holds no second marker; `None` otherwise (then read it the general
+    /// way and [`FastHeads::learn`] from the result). `line` has its trailing whitespace
+    /// trimmed; `seen` remembers bodies for this reader.
+    pub(crate) fn read<'a>(&mut self, line: &'a [u8], seen: &mut Repeats) -> Option<Read<'a>> {
+        let (timestamp_ns, at) = match prefix::epoch_lead(line) {
+            Some((ns, len)) => (Some(ns), len + 1),
             None => (None, 0),
         };
         let rest = line.get(at..)?;
         let slot = self.find(rest)?;
         let head = self.slots.get(slot)?;
-        Some(Split {
+        let host = rest.get(head.host_start..head.host_start + head.host_len)?;
+        let body = rest.get(head.text.len()..)?;
+        let what = match read_closed(body, seen) {
+            Some(Body::Coll(Ok(c))) => scan::op_type(c.name).map(|op| FastBody::Op(op, c)),
+            Some(Body::Tuning(Ok(t))) => Some(FastBody::Tuning(t)),
+            _ => None,
+        };
+        if let Some(what) = what {
+            return Some(Read::Fast(FastLine {
+                line,
+                host,
+                pid: head.pid,
+                tid: head.tid,
+                dev: head.dev,
+                timestamp_ns,
+                body,
+                what,
+            }));
+        }
+        // Any other body: the general split looks for another writer's marker after this one's.
+        if prefix::has_marker(body) {
+            return None;
+        }
+        let split = Split {
             level: Level::Info,
             origin: Some(Origin {
-                host: rest.get(head.host_start..head.host_start + head.host_len)?,
+                host,
                 pid: head.pid,
                 tid: head.tid,
             }),
             dev: Some(head.dev),
-            timestamp_ns: ts.map(|(ns, _)| ns),
-            timestamp_text: ts.map(|(_, text)| text),
-            body: rest.get(head.text.len()..)?,
+            timestamp_ns,
+            timestamp_text: timestamp_ns.and_then(|_| line.get(..at - 1)),
+            body,
             merged: false,
-        })
+        };
+        Some(Read::Nccl(line, split, read_body(body)))
     }
 
     /// The slot whose head starts `rest`.
@@ -150,44 +174,6 @@ impl FastHeads {
             self.last = slot;
         }
     }
-}
-
-/// The line of a [`FastHeads::split`] read whole, as the general reader reads it; `None` when
-/// its body holds a second marker (two writers' lines merged, which only the general split
-/// sorts out).
-pub(crate) fn read_after<'a>(
-    line: &'a [u8],
-    split: Split<'a>,
-    seen: &mut Repeats,
-) -> Option<Read<'a>> {
-    if let Some(closed) = read_closed(split.body, seen) {
-        // What the lean lane needs; a known writer always has an origin and a device.
-        if let (Some(o), Some(dev)) = (split.origin, split.dev) {
-            let what = match closed {
-                Body::Coll(Ok(c)) => scan::op_type(c.name).map(|op| FastBody::Op(op, c)),
-                Body::Tuning(Ok(t)) => Some(FastBody::Tuning(t)),
-                _ => None,
-            };
-            if let Some(what) = what {
-                return Some(Read::Fast(FastLine {
-                    line,
-                    host: o.host,
-                    pid: o.pid,
-                    tid: o.tid,
-                    dev,
-                    timestamp_ns: split.timestamp_ns,
-                    body: split.body,
-                    what,
-                }));
-            }
-        }
-        return Some(Read::Nccl(line, split, closed));
-    }
-    if prefix::has_marker(split.body) {
-        return None;
-    }
-    let body = read_body(split.body);
-    Some(Read::Nccl(line, split, body))
 }
 
 /// The two body shapes read by a grammar that admits no `NCCL INFO` inside: an operation line
@@ -326,9 +312,7 @@ mod tests {
                 fast.learn(teacher, &s);
             }
             for l in &lines {
-                if let Some(r) = fast
-                    .split(l)
-                    .and_then(|s| read_after(l, s, &mut Repeats::default()))
+                if let Some(r) = fast.read(l, &mut Repeats::default())
                 {
                     accepted += 1;
                     assert_eq!(
@@ -348,8 +332,7 @@ mod tests {
         fast.learn(first, &split_line(first).unwrap());
         for l in &lines[10..14] {
             assert!(
-                fast.split(l)
-                    .and_then(|s| read_after(l, s, &mut Repeats::default()))
+                fast.read(l, &mut Repeats::default())
                     .is_some(),
                 "{}",
                 String::from_utf8_lossy(l)
@@ -390,9 +373,7 @@ mod tests {
                     if v.is_empty() {
                         continue;
                     }
-                    if let Some(r) = fast
-                        .split(v)
-                        .and_then(|s| read_after(v, s, &mut Repeats::default()))
+                    if let Some(r) = fast.read(v, &mut Repeats::default())
                     {
                         accepted += 1;
                         assert_eq!(

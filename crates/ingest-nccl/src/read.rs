@@ -3,7 +3,7 @@
 //! order, in `parser.rs`; keeping this side stateless is what lets big chunks be read on
 //! several threads with the same result as one.
 
-use crate::fast::{self, FastHeads};
+use crate::fast::FastHeads;
 use crate::prefix::{self, HeadCache, Level, Split};
 use crate::repeats::Repeats;
 use crate::rings::{self, RingLine};
@@ -109,11 +109,7 @@ pub(crate) fn read_line<'a>(raw: &'a [u8], cache: &mut LineCache) -> Read<'a> {
         return Read::Blank;
     }
     if cache.fast_path {
-        if let Some(r) = cache
-            .fast
-            .split(line)
-            .and_then(|s| fast::read_after(line, s, &mut cache.seen))
-        {
+        if let Some(r) = cache.fast.read(line, &mut cache.seen) {
             return r;
         }
     }
