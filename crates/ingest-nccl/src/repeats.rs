@@ -34,10 +34,14 @@ struct SeenTuning {
     nchannels: Option<u32>,
 }
 
-/// A text's slot: its length and last eight bytes (pointers differ there).
+/// A text's slot: a hash of its length and three words (start, middle and end: tails differ
+/// in their datatype and pointers, tuning bodies in their operation and byte count).
 fn slot(text: &[u8]) -> usize {
-    let last = scan::word_at(text, text.len().saturating_sub(8));
-    let h = (last ^ text.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let n = text.len();
+    let mix = |h: u64, w: u64| (h.rotate_left(23) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let h = mix(n as u64, scan::word_at(text, 0));
+    let h = mix(h, scan::word_at(text, n / 2));
+    let h = mix(h, scan::word_at(text, n.saturating_sub(8)));
     (h >> 58) as usize % SLOTS
 }
 
