@@ -312,8 +312,7 @@ mod tests {
                 fast.learn(teacher, &s);
             }
             for l in &lines {
-                if let Some(r) = fast.read(l, &mut Repeats::default())
-                {
+                if let Some(r) = fast.read(l, &mut Repeats::default()) {
                     accepted += 1;
                     assert_eq!(
                         general_form(r),
@@ -332,8 +331,7 @@ mod tests {
         fast.learn(first, &split_line(first).unwrap());
         for l in &lines[10..14] {
             assert!(
-                fast.read(l, &mut Repeats::default())
-                    .is_some(),
+                fast.read(l, &mut Repeats::default()).is_some(),
                 "{}",
                 String::from_utf8_lossy(l)
             );
@@ -373,8 +371,7 @@ mod tests {
                     if v.is_empty() {
                         continue;
                     }
-                    if let Some(r) = fast.read(v, &mut Repeats::default())
-                    {
+                    if let Some(r) = fast.read(v, &mut Repeats::default()) {
                         accepted += 1;
                         assert_eq!(
                             general_form(r),

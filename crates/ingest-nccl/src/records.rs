@@ -6,6 +6,7 @@ use model::{Diagnostic, OpType};
 use std::collections::BTreeMap;
 
 /// Everything taken from one NCCL debug log.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ParsedLog {
     pub path: String,
@@ -31,6 +32,28 @@ pub struct ParsedLog {
 }
 
 impl ParsedLog {
+    /// Renumbers the log as input file `index` of its session: every record's source line
+    /// names the file by this index (a log parsed ahead, on another worker, gets its index
+    /// when it joins the session).
+    pub fn set_file_index(&mut self, index: u32) {
+        self.file_index = index;
+        self.ops.set_file(index);
+        let sources = self
+            .inits
+            .iter_mut()
+            .map(|r| &mut r.source)
+            .chain(self.processes.iter_mut().flat_map(|p| {
+                std::iter::once(&mut p.first_line).chain(p.topology.as_mut().map(|t| &mut t.source))
+            }))
+            .chain(self.channels.iter_mut().map(|r| &mut r.source))
+            .chain(self.init_timings.iter_mut().map(|r| &mut r.source))
+            .chain(self.destroys.iter_mut().map(|r| &mut r.source))
+            .chain(self.warnings.iter_mut().map(|r| &mut r.source));
+        for s in sources {
+            s.file = index;
+        }
+    }
+
     /// Per-collective lines per operation, duplicates included (the contract's `ops_by_type`).
     pub fn ops_by_type(&self) -> BTreeMap<OpType, u64> {
         let mut m = BTreeMap::new();
@@ -46,6 +69,7 @@ impl ParsedLog {
 }
 
 /// One `host:pid`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessInfo {
     pub process: ProcessKey,
@@ -57,6 +81,7 @@ pub struct ProcessInfo {
 }
 
 /// Channel lines of one communicator set-up, tied to the communicator by the printing thread.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommChannels {
     pub process: ProcessKey,
@@ -78,12 +103,14 @@ pub struct CommChannels {
     pub source: SourceLine,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RingOrder {
     pub channel: u32,
     pub order: Vec<u32>,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RingNeighbors {
     pub channel: u32,
@@ -93,6 +120,7 @@ pub struct RingNeighbors {
 }
 
 /// `Init timings` (2.22+), seconds.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct InitTiming {
     pub process: ProcessKey,
@@ -108,6 +136,7 @@ pub struct InitTiming {
 }
 
 /// `- Destroy COMPLETE` / `- Abort COMPLETE`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommDestroy {
     pub process: ProcessKey,
@@ -118,6 +147,7 @@ pub struct CommDestroy {
 }
 
 /// One `NCCL WARN` line.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunWarning {
     pub process: Option<ProcessKey>,
@@ -131,6 +161,7 @@ pub struct RunWarning {
 }
 
 /// Line accounting, for the input summary.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counters {
     pub bytes: u64,

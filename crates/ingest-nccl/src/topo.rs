@@ -15,6 +15,7 @@
 use crate::scan;
 use model::log::SourceLine;
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NodeKind {
     Gpu,
@@ -40,6 +41,7 @@ impl NodeKind {
     }
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LinkKind {
     Loc,
@@ -68,6 +70,7 @@ impl LinkKind {
 }
 
 /// One node (`GPU/0-1000`), listed once however often the dump mentions it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopoNode {
     pub kind: NodeKind,
@@ -85,6 +88,7 @@ pub struct TopoNode {
     pub attrs: Option<String>,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopoLink {
     /// Indices into [`Topology::nodes`].
@@ -96,6 +100,7 @@ pub struct TopoLink {
     pub bw_gbps: f64,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopoHeader {
     /// `maxBw X totalBw Y` (2.14+).
@@ -105,6 +110,7 @@ pub enum TopoHeader {
 }
 
 /// The first topology block a process printed.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Topology {
     pub header: TopoHeader,

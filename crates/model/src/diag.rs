@@ -1,6 +1,7 @@
 //! Data-quality findings shown to the user. A bad line is a diagnostic, never a panic.
 
 /// How much a finding matters to the user.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     /// Worth knowing (an unrecognised but harmless line).
@@ -12,6 +13,7 @@ pub enum Severity {
 }
 
 /// One finding about one input, with the line (1-based) when it is about a text line.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     pub path: String,

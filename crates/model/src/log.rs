@@ -77,6 +77,7 @@ impl LogOp {
 }
 
 /// A communicator's `Init COMPLETE` line (all shapes since NCCL 2.4).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommInit {
     pub process: ProcessKey,

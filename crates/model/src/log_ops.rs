@@ -232,7 +232,8 @@ impl LogOps {
             if let Some(r) = self.rows.last_mut() {
                 r.flags |= HAS_RCCL;
             }
-            self.rccl.push((i as u32, op.rccl_task, op.rccl_global_rank));
+            self.rccl
+                .push((i as u32, op.rccl_task, op.rccl_global_rank));
         }
     }
 
@@ -285,6 +286,35 @@ impl LogOps {
         };
         self.recent[slot] = id;
         id
+    }
+
+    /// Names every operation's input file `file` ([`SourceLine::file`]).
+    pub fn set_file(&mut self, file: u32) {
+        for s in &mut self.sites {
+            s.file = file;
+        }
+        // Sites that differed only in their file are now equal: merge them, so that interning
+        // stays one index per site.
+        let mut ids: HashMap<CallSite, u32> = HashMap::new();
+        let mut unique: Vec<CallSite> = Vec::new();
+        let remap: Vec<u32> = self
+            .sites
+            .iter()
+            .map(|s| {
+                *ids.entry(*s).or_insert_with(|| {
+                    unique.push(*s);
+                    (unique.len() - 1) as u32
+                })
+            })
+            .collect();
+        if unique.len() != self.sites.len() {
+            for r in &mut self.rows {
+                r.site = remap.get(r.site as usize).copied().unwrap_or(r.site);
+            }
+        }
+        self.sites = unique;
+        self.site_ids = ids;
+        self.recent = [0; RECENT_SITES];
     }
 
     fn rebuild_process_ids(&mut self) {
@@ -556,7 +586,7 @@ mod tests {
             rccl_task: i.is_multiple_of(11).then_some(i * 3),
             rccl_global_rank: i.is_multiple_of(13).then_some(i as u32),
             source: SourceLine {
-                file: (i % 2) as u32,
+                file: ((i / 7) % 2) as u32,
                 line: 1 + i * 2,
             },
         }
@@ -590,6 +620,30 @@ mod tests {
         let mut shorter = ops.clone();
         shorter.rows.pop();
         assert_ne!(shorter, ops);
+    }
+
+    /// Renumbering the file changes every operation's file and nothing else; sites that then
+    /// coincide are merged, and interning goes on as before.
+    #[test]
+    fn set_file_renumbers_and_merges() {
+        // The same calls from two files: twice the sites.
+        let in_file = |f: u32| {
+            (0..100).map(move |i| {
+                let mut o = op(i);
+                o.source.file = f;
+                o
+            })
+        };
+        let mut ops: LogOps = in_file(0).chain(in_file(1)).collect();
+        let before = ops.sites.len();
+        ops.set_file(7);
+        assert_eq!(ops.sites.len() * 2, before, "the two files' sites merged");
+        assert!(ops.iter().eq(in_file(7).chain(in_file(7))));
+        let sites = ops.sites.len();
+        let again = in_file(7).nth(3).unwrap();
+        ops.push(&again);
+        assert_eq!(ops.sites.len(), sites, "an existing site is found again");
+        assert_eq!(ops.last(), Some(again));
     }
 
     #[test]
