@@ -40,6 +40,7 @@ impl LineCache {
     }
 
     /// An empty cache with the same settings (for another reading thread).
+    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn like(&self) -> Self {
         LineCache::new(self.fast_path)
     }
