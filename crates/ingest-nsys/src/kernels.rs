@@ -17,7 +17,7 @@
 
 use crate::probe::{ident, int, pid_of, query, tid_of, Schema};
 use model::nsys::{Kernel, OtherKernels};
-use sqlsource::{SqlError, SqlSource};
+use sqlsource::{SqlError, SqlSource, TableScan};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -179,27 +179,32 @@ fn read_nccl_kernels(
 ) -> Result<Vec<Kernel>, SqlError> {
     let names = nccl_names(db)?;
     let c = |col: &str| schema.col_or_null(KERNEL, "k", col);
-    let sql = format!(
-        "SELECT k.start, k.\"end\", {dev}, {stream}, {corr}, {gpid}, k.{name}, \
-         {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {ssm}, {dsm}, {regs}, {lmt} \
-         FROM {KERNEL} AS k WHERE {nccl}",
-        dev = c("deviceId"),
-        stream = c("streamId"),
-        corr = c("correlationId"),
-        gpid = c("globalPid"),
-        name = ident(name_col),
-        gx = c("gridX"),
-        gy = c("gridY"),
-        gz = c("gridZ"),
-        bx = c("blockX"),
-        by = c("blockY"),
-        bz = c("blockZ"),
-        ssm = c("staticSharedMemory"),
-        dsm = c("dynamicSharedMemory"),
-        regs = c("registersPerThread"),
-        lmt = c("localMemoryTotal"),
-        nccl = is_nccl(name_col),
-    );
+    let columns = [
+        "k.start".to_string(),
+        "k.\"end\"".to_string(),
+        c("deviceId"),
+        c("streamId"),
+        c("correlationId"),
+        c("globalPid"),
+        format!("k.{}", ident(name_col)),
+        c("gridX"),
+        c("gridY"),
+        c("gridZ"),
+        c("blockX"),
+        c("blockY"),
+        c("blockZ"),
+        c("staticSharedMemory"),
+        c("dynamicSharedMemory"),
+        c("registersPerThread"),
+        c("localMemoryTotal"),
+    ];
+    let filter = is_nccl(name_col);
+    let scan = TableScan {
+        table: KERNEL,
+        alias: "k",
+        columns: &columns,
+        filter: &filter,
+    };
     let empty: Arc<str> = Arc::from("");
     // In table order until sorted in place at the end (no second vector of records: they are
     // most of the page's memory). Counted first so that each vector is allocated once at its
@@ -214,7 +219,7 @@ fn read_nccl_kernels(
         kernels = Vec::new();
         keys = Vec::new();
     }
-    db.for_each(&sql, &mut |r| {
+    db.scan(&scan, &mut |r| {
         let u = |i: usize| r.int(i).unwrap_or(0).max(0) as u32;
         let global_pid = r.int(5);
         if let Some(g) = global_pid {
@@ -406,11 +411,19 @@ fn set_launches(
         return Ok(());
     };
     let hi = cids.values().map(|c| c.1).max().unwrap_or(lo);
-    let sql = format!(
-        "SELECT correlationId, globalTid, start FROM {RUNTIME} \
-         WHERE correlationId BETWEEN {lo} AND {hi}"
-    );
-    db.for_each(&sql, &mut |r| {
+    let columns = [
+        "r.correlationId".to_string(),
+        "r.globalTid".to_string(),
+        "r.start".to_string(),
+    ];
+    let filter = format!("r.correlationId BETWEEN {lo} AND {hi}");
+    let scan = TableScan {
+        table: RUNTIME,
+        alias: "r",
+        columns: &columns,
+        filter: &filter,
+    };
+    db.scan(&scan, &mut |r| {
         let (Some(cid), Some(tid)) = (r.int(0), r.int(1)) else {
             return Ok(());
         };

@@ -7,7 +7,7 @@
 //! `globalPid` would otherwise round through a JS number without any error.
 
 use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
-use sqlsource::{Row, SqlError, SqlSource, Value};
+use sqlsource::{packed, Row, SqlError, SqlSource, TableScan, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -175,7 +175,21 @@ impl SqlSource for SqlJsDb {
         }
         Ok(())
     }
+
+    /// A table scan in packed batches (`sqlsource::packed`): SQLite writes each batch of rows
+    /// into one string, so one JS value crosses per batch instead of one per cell (a BigInt
+    /// each), which was nearly all of an export's read in the page.
+    fn scan(
+        &self,
+        scan: &TableScan<'_>,
+        row_fn: &mut dyn FnMut(&dyn Row) -> Result<(), SqlError>,
+    ) -> Result<(), SqlError> {
+        packed::scan_packed(self, scan, SCAN_BATCH, row_fn)
+    }
 }
+
+/// Rows per packed batch of a table scan: a few megabytes of text, one string across.
+const SCAN_BATCH: usize = 16_384;
 
 /// A JS exception as a [`SqlError`], keeping sql.js's own message.
 fn js_err(e: JsValue) -> SqlError {

@@ -81,6 +81,34 @@ pub trait Row {
     }
 }
 
+pub mod packed;
+
+/// A scan of one table's rows that pass a filter, in rowid order: `SELECT columns FROM table AS
+/// alias WHERE filter ORDER BY alias.rowid`. A back end may fetch it in batches instead of row
+/// by row ([`packed`]); the rows are the same either way.
+#[derive(Debug, Clone, Copy)]
+pub struct TableScan<'a> {
+    pub table: &'a str,
+    pub alias: &'a str,
+    /// Column expressions over `alias`.
+    pub columns: &'a [String],
+    /// A condition over `alias` (`1` for every row).
+    pub filter: &'a str,
+}
+
+impl TableScan<'_> {
+    /// The scan as one query.
+    pub fn sql(&self) -> String {
+        format!(
+            "SELECT {} FROM {} AS {a} WHERE ({}) ORDER BY {a}.rowid",
+            self.columns.join(", "),
+            self.table,
+            self.filter,
+            a = self.alias
+        )
+    }
+}
+
 /// A read-only SQLite database.
 pub trait SqlSource {
     /// Runs `sql` and calls `row` once per result row, in order, with the row in place. The
@@ -90,6 +118,16 @@ pub trait SqlSource {
         sql: &str,
         row: &mut dyn FnMut(&dyn Row) -> Result<(), SqlError>,
     ) -> Result<(), SqlError>;
+
+    /// The rows of `scan`, in order, as [`SqlSource::for_each`] over [`TableScan::sql`] gives
+    /// them. Back ends for which a row-by-row read is costly fetch it in batches instead.
+    fn scan(
+        &self,
+        scan: &TableScan<'_>,
+        row: &mut dyn FnMut(&dyn Row) -> Result<(), SqlError>,
+    ) -> Result<(), SqlError> {
+        self.for_each(&scan.sql(), row)
+    }
 
     /// As [`SqlSource::for_each`], with each row copied into a slice of values: convenient for
     /// small results (schema probes, metadata); hot loops read through [`Row`] instead.
