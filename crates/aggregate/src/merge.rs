@@ -54,6 +54,26 @@ impl Merge {
         if inputs.is_empty() {
             return Err(Error::new("merge", "no aggregate to merge"));
         }
+        // The readers check what they decode; inputs built by other means are checked here, so
+        // nothing below indexes out of range.
+        for input in &inputs {
+            let sections_end = input
+                .header
+                .overview
+                .offset
+                .min(input.header.anchors.offset);
+            input.overview.check(&input.file, sections_end)?;
+            if input
+                .anchors
+                .iter()
+                .any(|a| a.comm as usize >= input.overview.comms.len())
+            {
+                return Err(Error::new(
+                    &input.file,
+                    "a clock anchor names no communicator",
+                ));
+            }
+        }
         let mut notes: Vec<String> = inputs
             .iter()
             .flat_map(|i| i.overview.notes.iter().cloned())
@@ -425,10 +445,16 @@ fn input_clocks(
     let mut alone = Vec::new();
     for (id, &i) in order.iter().enumerate() {
         let id = id as u32;
-        if observed.is_empty() || (id != sync.reference_rank && !sync.ranks.contains_key(&id)) {
+        let clock = Clock::of_sync(&sync, id);
+        // A fit that makes a clock run 1 % off (anchors of another run, or garbage) is no fit.
+        let tied = !observed.is_empty()
+            && (id == sync.reference_rank || sync.ranks.contains_key(&id))
+            && clock.plausible();
+        if tied {
+            out[i] = clock;
+        } else {
             alone.push(inputs[i].file.as_str());
         }
-        out[i] = Clock::of_sync(&sync, id);
     }
     if !alone.is_empty() {
         notes.push(format!(

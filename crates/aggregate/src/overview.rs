@@ -132,7 +132,7 @@ impl Clock {
     }
 
     /// A believable clock: finite, running within 1 % of true time.
-    fn plausible(&self) -> bool {
+    pub fn plausible(&self) -> bool {
         self.shift_ns.is_finite() && (0.99..=1.01).contains(&self.scale)
     }
 }
