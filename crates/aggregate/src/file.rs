@@ -154,3 +154,151 @@ pub fn assemble(overview: &Overview, anchors: &[Anchor], sections: &[Vec<u8>]) -
     out.extend_from_slice(&tail);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::deflate;
+    use crate::overview::{Heat, Source};
+    use crate::section::{encode, RankDetail};
+
+    /// A well-formed file of one rank with `kernels` kernels.
+    fn one_rank(kernels: usize) -> (Overview, Vec<Vec<u8>>) {
+        let mut d = RankDetail::default();
+        let op = d.intern("AllReduce");
+        for i in 0..kernels as i64 {
+            d.kernels.push(crate::Kernel {
+                start_ns: i * 10,
+                end_ns: i * 10 + 5,
+                op,
+                kernel: op,
+                ..crate::Kernel::default()
+            });
+        }
+        let (bytes, raw_len) = encode(&d);
+        let o = Overview {
+            sources: vec![Source::default()],
+            ranks: vec![RankRow {
+                kernels: kernels as u64,
+                section: Block {
+                    offset: HEADER_LEN as u64,
+                    len: bytes.len() as u64,
+                    raw_len,
+                },
+                ..RankRow::default()
+            }],
+            heat: Heat {
+                bins: 4,
+                busy: vec![0; 4],
+                ..Heat::default()
+            },
+            ..Overview::default()
+        };
+        (o, vec![bytes])
+    }
+
+    fn read_all(bytes: &[u8]) -> Result<(), Error> {
+        let a = Aggregate::open("hostile.agg", bytes)?;
+        a.anchors()?;
+        a.rank(0)?;
+        Ok(())
+    }
+
+    #[test]
+    fn a_well_formed_file_reads() {
+        let (o, s) = one_rank(10);
+        let file = assemble(&o, &[], &s);
+        let a = Aggregate::open("ok.agg", &file).unwrap();
+        assert_eq!(a.rank(0).unwrap().kernels.len(), 10);
+        assert!(a.rank(1).is_err());
+    }
+
+    /// Overviews that decode but lie: each is refused with the file's name, before any
+    /// allocation the lie would ask for.
+    #[test]
+    fn hostile_overviews_are_refused() {
+        type Lie = Box<dyn Fn(&mut Overview)>;
+        let lies: Vec<(&str, Lie)> = vec![
+            (
+                "a section past the sections",
+                Box::new(|o| o.ranks[0].section.offset = 1 << 40),
+            ),
+            (
+                "a section that inflates to 1 TB",
+                Box::new(|o| o.ranks[0].section.raw_len = 1 << 40),
+            ),
+            (
+                "a trillion kernels",
+                Box::new(|o| o.ranks[0].kernels = 1 << 40),
+            ),
+            ("no such source", Box::new(|o| o.ranks[0].source = 7)),
+            ("a strip of the wrong size", Box::new(|o| o.heat.bins = 5)),
+            (
+                "a strip of a billion bins",
+                Box::new(|o| {
+                    o.heat.bins = 1 << 30;
+                    o.heat.busy = Vec::new();
+                }),
+            ),
+            (
+                "a clock 50 % fast",
+                Box::new(|o| o.ranks[0].clock.scale = 1.5),
+            ),
+            (
+                "a NaN clock",
+                Box::new(|o| o.ranks[0].clock.shift_ns = f64::NAN),
+            ),
+            (
+                "more matched than kernels",
+                Box::new(|o| o.ranks[0].matched = 11),
+            ),
+            (
+                "ranks out of order",
+                Box::new(|o| {
+                    let mut r = o.ranks[0].clone();
+                    r.global_rank = 0;
+                    o.ranks[0].global_rank = 5;
+                    o.ranks.push(r);
+                    o.heat.busy = vec![0; 8];
+                }),
+            ),
+        ];
+        for (what, lie) in lies {
+            let (mut o, s) = one_rank(10);
+            lie(&mut o);
+            let file = assemble(&o, &[], &s);
+            let e = read_all(&file).expect_err(what);
+            assert_eq!(e.file, "hostile.agg", "{what}: {e}");
+        }
+        // An anchor naming no communicator.
+        let (o, s) = one_rank(10);
+        let anchor = Anchor {
+            comm: 3,
+            op_count: 0,
+            end_ns: 0,
+        };
+        assert!(read_all(&assemble(&o, &[anchor], &s)).is_err());
+        // A block that claims a sequence of 2⁶⁰ strings in a few bytes.
+        let (o, s) = one_rank(10);
+        let mut file = assemble(&o, &[], &s);
+        let (huge, raw) = deflate(&(u64::MAX >> 4, 0u8));
+        let header = Header::decode("f", &file, file.len() as u64).unwrap();
+        file.truncate(header.overview.offset as usize);
+        let at = file.len() as u64;
+        file.extend_from_slice(&huge);
+        let h = Header {
+            overview: Block {
+                offset: at,
+                len: huge.len() as u64,
+                raw_len: raw,
+            },
+            anchors: Block {
+                offset: at,
+                len: huge.len() as u64,
+                raw_len: raw,
+            },
+        };
+        file[..HEADER_LEN].copy_from_slice(&h.encode());
+        assert!(read_all(&file).is_err());
+    }
+}
