@@ -14,7 +14,7 @@ use export::fields::*;
 use export::{KernelRecord, Records};
 use pipeline::{Analysis, Session};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Instances per communicator kept as clock anchors: enough for the merge's offset and drift
 /// fit (the thesis asks for more than 10), few enough that anchors stay a small part of a file.
@@ -169,24 +169,29 @@ fn float(v: Option<&Value>) -> Option<f64> {
 
 /// A rank's kernel records as a section.
 fn detail_of(kernels: &[&KernelRecord]) -> RankDetail {
-    let mut d = RankDetail::default();
+    let mut texts = Texts::default();
+    let mut out = Vec::with_capacity(kernels.len());
     for r in kernels {
         let a = &r.args;
-        let mut opt_text = |key: &str| text(a.get(key)).map(|s| d.intern(&s));
+        let mut opt_text = |key: &str| match a.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(texts.index(s)),
+            Some(other) => Some(texts.index(&other.to_string())),
+        };
         let comm = opt_text(COMMUNICATOR_ID);
         let datatype = opt_text(DATA_TYPE);
         let algorithm = opt_text(NCCL_ALGORITHM);
         let protocol = opt_text(PROTOCOL);
-        let kernel = text(a.get(CUDA_KERNEL)).unwrap_or_default();
-        let k = Kernel {
+        let kernel = opt_text(CUDA_KERNEL).unwrap_or_else(|| texts.index(""));
+        out.push(Kernel {
             start_ns: r.start_ns,
             end_ns: r.end_ns,
             own_start_ns: a
                 .get(OWN_CLOCK_START_NS)
                 .and_then(Value::as_i64)
                 .unwrap_or(r.start_ns),
-            op: d.intern(&r.name),
-            kernel: d.intern(&kernel),
+            op: texts.index(&r.name),
+            kernel,
             stream: number(a.get(CUDA_STREAM_ID)).unwrap_or(0),
             correlation_id: number(a.get(CUDA_CORRELATION_ID)).unwrap_or(0),
             matched: r.matched,
@@ -205,10 +210,32 @@ fn detail_of(kernels: &[&KernelRecord]) -> RankDetail {
             algo_bw_gbps: float(a.get(ALGO_BW)).map(|b| b as f32),
             bus_bw_gbps: float(a.get(BUS_BW)).map(|b| b as f32),
             bus_efficiency: float(a.get(BUS_EFFICIENCY)).map(|b| b as f32),
-        };
-        d.kernels.push(k);
+        });
     }
-    d
+    RankDetail {
+        strings: texts.strings,
+        kernels: out,
+    }
+}
+
+/// A section's text table as it is built: each text once, found by hash (a rank has millions of
+/// kernels and a few dozen texts).
+#[derive(Default)]
+struct Texts {
+    strings: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Texts {
+    fn index(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.strings.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
 }
 
 /// A row's figures from its kernels.
