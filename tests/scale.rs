@@ -1,14 +1,18 @@
 //! Beyond one machine (docs/SCALE.md): the generator's 1024-rank run analysed as 128 independent
-//! per-node jobs, each writing Parquet, then one cross-rank query — the slowest rank of every
-//! collective instance — on DuckDB and on Dask's distributed scheduler (a local cluster of two
-//! workers). Both engines agree, and each answer is right against the generator's true kernel
-//! start times.
+//! per-node jobs, each writing Parquet and an aggregate. Then one cross-rank query — the slowest
+//! rank of every collective instance — on DuckDB and on Dask's distributed scheduler (a local
+//! cluster of two workers): both engines agree, and each answer is right against the generator's
+//! true kernel start times. And the 128 aggregates merged into the run's: every rank with its
+//! true counts, every communicator with its true members and parallelism, every kernel at its
+//! true time.
 
 use ncclscope_tests::scratch_dir;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// The Python that has DuckDB and Dask (`scripts/setup` makes `.venv`).
 fn python() -> PathBuf {
@@ -137,46 +141,78 @@ fn true_instances(
     out
 }
 
+/// The huge-1024 run and its 128 per-node jobs' outputs, made once for the tests that read them.
+struct Jobs {
+    dir: PathBuf,
+    run: PathBuf,
+    out: PathBuf,
+    truth: Value,
+}
+
+/// Tests still to read [`jobs`]; the last one removes the files.
+static READERS: AtomicUsize = AtomicUsize::new(2);
+
+fn jobs() -> &'static Jobs {
+    static JOBS: OnceLock<Jobs> = OnceLock::new();
+    JOBS.get_or_init(|| {
+        let dir = scratch_dir("scale-1024");
+        let run = dir.join("run");
+        let preset = synth::preset("huge-1024").unwrap();
+        synth::write_streaming(&preset.config, Some(preset.name), &run).unwrap();
+        let truth: Value =
+            serde_json::from_slice(&std::fs::read(run.join("truth.json")).unwrap()).unwrap();
+
+        // One job per node, as a Slurm job array would run them.
+        let mut per_node: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+        for e in std::fs::read_dir(&run).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            if let Some(host) = host_of(&name) {
+                per_node.entry(host.to_string()).or_default().push(path);
+            }
+        }
+        assert_eq!(per_node.len(), 128, "1024 ranks on 128 nodes");
+        let out = dir.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        for (host, files) in &per_node {
+            let mut args: Vec<String> = vec![
+                "ncclscope".into(),
+                "analyze".into(),
+                "--parquet".into(),
+                out.join(format!("{host}.parquet")).display().to_string(),
+                "--aggregate".into(),
+                out.join(format!("{host}.agg")).display().to_string(),
+            ];
+            args.extend(files.iter().map(|f| f.display().to_string()));
+            assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS, "{host}");
+        }
+        Jobs {
+            dir,
+            run,
+            out,
+            truth,
+        }
+    })
+}
+
+fn done_reading() {
+    if READERS.fetch_sub(1, Ordering::SeqCst) == 1 {
+        std::fs::remove_dir_all(&jobs().dir).ok();
+    }
+}
+
 #[test]
 fn a_1024_rank_run_as_per_node_jobs_queried_on_duckdb_and_dask() {
-    let dir = scratch_dir("scale-1024");
-    let run = dir.join("run");
-    let preset = synth::preset("huge-1024").unwrap();
-    synth::write_streaming(&preset.config, Some(preset.name), &run).unwrap();
-    let truth: Value =
-        serde_json::from_slice(&std::fs::read(run.join("truth.json")).unwrap()).unwrap();
-
-    // One job per node, as a Slurm job array would run them.
-    let mut per_node: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for e in std::fs::read_dir(&run).unwrap() {
-        let path = e.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        if let Some(host) = host_of(&name) {
-            per_node.entry(host.to_string()).or_default().push(path);
-        }
-    }
-    assert_eq!(per_node.len(), 128, "1024 ranks on 128 nodes");
-    let out = dir.join("parquet");
-    std::fs::create_dir_all(&out).unwrap();
-    for (host, files) in &per_node {
-        let parquet = out.join(format!("{host}.parquet"));
-        let mut args: Vec<String> = vec![
-            "ncclscope".into(),
-            "analyze".into(),
-            "--parquet".into(),
-            parquet.display().to_string(),
-        ];
-        args.extend(files.iter().map(|f| f.display().to_string()));
-        assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS, "{host}");
-    }
-
+    let Jobs {
+        run, out, truth, ..
+    } = jobs();
     let pattern = format!("{}/*.parquet", out.display());
     let duck = query("duckdb", &pattern);
     let dask = query("dask", &pattern);
     assert_eq!(duck, dask, "DuckDB and Dask give the same answer");
 
-    let starts = true_starts(&run, &truth);
-    let instances = true_instances(&truth, &starts);
+    let starts = true_starts(run, truth);
+    let instances = true_instances(truth, &starts);
     assert!(duck.len() >= 1000, "only {} instances", duck.len());
     for row in &duck {
         let key = (
@@ -201,5 +237,118 @@ fn a_1024_rank_run_as_per_node_jobs_queried_on_duckdb_and_dask() {
             last - t
         );
     }
-    std::fs::remove_dir_all(&dir).ok();
+    done_reading();
+}
+
+/// The 128 per-node aggregates merged by `ncclscope aggregate merge` (from the jobs' folder,
+/// whose Parquet and JSON files it skips): the run aggregate the page opens.
+#[test]
+fn a_1024_rank_run_as_per_node_aggregates_merged_into_the_runs() {
+    let Jobs {
+        run, out, truth, ..
+    } = jobs();
+    let merged = out.with_file_name("run.agg");
+    let args = [
+        "ncclscope",
+        "aggregate",
+        "merge",
+        "--out",
+        merged.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ];
+    assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS);
+    let bytes = std::fs::read(&merged).unwrap();
+    let agg = aggregate::Aggregate::open("run.agg", &bytes).unwrap();
+    let o = &agg.overview;
+    assert!(o.notes.is_empty(), "{:?}", o.notes);
+
+    // Every rank, with the truth's counts and bytes per operation type.
+    let ranks = truth["ranks"].as_array().unwrap();
+    assert_eq!(o.ranks.len(), ranks.len());
+    for t in ranks {
+        let g = t["global_rank"].as_u64().unwrap() as u32;
+        let r = o.rank(g).unwrap_or_else(|| panic!("rank {g} missing"));
+        assert_eq!(r.host, t["host"].as_str().unwrap(), "rank {g}");
+        assert_eq!(u64::from(r.pid), t["pid"].as_u64().unwrap(), "rank {g}");
+        assert!(r.rank_from_init, "rank {g}");
+        assert_eq!(Some(r.kernels), t["kernels"].as_u64(), "rank {g}");
+        assert_eq!(Some(r.matched), t["matched_ops"].as_u64(), "rank {g}");
+        for (op, n) in t["ops_by_type"].as_object().unwrap() {
+            let ours = r.ops.iter().find(|x| &x.op == op);
+            assert_eq!(
+                ours.map_or(0, |x| x.count),
+                n.as_u64().unwrap(),
+                "rank {g} {op}"
+            );
+            assert_eq!(
+                ours.map_or(0, |x| x.bytes),
+                t["bytes_by_type"][op].as_u64().unwrap(),
+                "rank {g} {op} bytes"
+            );
+        }
+    }
+
+    // Every communicator, with its members and its parallelism: a node alone sees one member of
+    // each DP and PP group; the merge labels them as the whole run shows them.
+    let comms = truth["communicators"].as_array().unwrap();
+    assert_eq!(o.comms.len(), comms.len());
+    for t in comms {
+        let id = t["id"].as_str().unwrap();
+        let c = o
+            .comms
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id}"));
+        let mut members: Vec<u32> = t["global_ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_u64().unwrap() as u32)
+            .collect();
+        members.sort_unstable();
+        assert_eq!(c.global_ranks, members, "{id}");
+        assert_eq!(c.parallelism, t["parallelism"].as_str().unwrap(), "{id}");
+    }
+    let sizes = o.layout.sizes.expect("a layout");
+    let l = &truth["layout"];
+    assert_eq!(
+        [sizes.tp, sizes.cp, sizes.ep, sizes.dp, sizes.pp].map(u64::from),
+        ["tp", "cp", "ep", "dp", "pp"].map(|k| l[k].as_u64().unwrap())
+    );
+
+    // The nodes' clocks tied by the merge: every kernel of every rank at its true start (the
+    // reference node's clock is the truth's), within the kernels' end jitter and the fit.
+    let starts = true_starts(run, truth);
+    let mut worst = 0f64;
+    for r in &o.ranks {
+        let detail = agg.rank(r.global_rank).unwrap();
+        assert_eq!(detail.kernels.len() as u64, r.kernels);
+        for k in &detail.kernels {
+            let t = starts[&(u64::from(r.pid), k.correlation_id)];
+            worst = worst.max((k.start_ns as f64 - t).abs());
+        }
+    }
+    assert!(
+        worst < 5_000.0,
+        "a kernel {worst:.0} ns from its true start"
+    );
+
+    // Compact: smaller than the Parquet files of the same kernels.
+    let size = |ext: &str| -> u64 {
+        std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .map(|p| std::fs::metadata(p).unwrap().len())
+            .sum()
+    };
+    let parquet = size("parquet");
+    eprintln!(
+        "huge-1024: run aggregate {} bytes (overview {} bytes), per-node aggregates {} bytes, Parquet {parquet} bytes; worst kernel time {worst:.0} ns",
+        bytes.len(),
+        agg.header.overview.len,
+        size("agg")
+    );
+    assert!((bytes.len() as u64) < parquet);
+    done_reading();
 }

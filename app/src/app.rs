@@ -210,8 +210,14 @@ pub fn App() -> impl IntoView {
         })
     };
 
+    // An opened aggregate (`ncclscope analyze --aggregate`): its views are aggregate_view.rs's.
+    let aggregate = crate::aggregate_view::AggregateState::new();
+
     // The worker does the loading and the analysis; the page only shows what it sends.
     client::set_handler(Rc::new(move |msg, new_timeline| match msg {
+        msg @ (ToPage::Aggregate { .. }
+        | ToPage::AggregateRank { .. }
+        | ToPage::AggregateKernel { .. }) => aggregate.receive(msg, new_timeline),
         ToPage::Progress { id, read } => rows.update(|r| {
             if let Some(row) = r.get_mut(id) {
                 row.read = read;
@@ -618,6 +624,7 @@ pub fn App() -> impl IntoView {
         <div
             class="page"
             class:dragging=move || dragging.get()
+            class:aggregate-only=move || aggregate.is_open() && ranks.with(Vec::is_empty)
             data-analysis-ms=move || analysis_ms.get().map(|ms| format!("{ms:.0}"))
             data-worker-memory=move || worker_memory.get().map(|b| format!("{b:.0}"))
         >
@@ -676,6 +683,7 @@ pub fn App() -> impl IntoView {
                     </p>
                 </Show>
                 <FileList rows=rows.into() />
+                <crate::aggregate_view::AggregatePanel state=aggregate />
                 <div class="downloads" hidden=is_bundle>
                     <button data-testid="download-trace" on:click=move |_| ask_export("chrome-trace")>
                         "Download Chrome trace (opens in Perfetto, chrome://tracing)"

@@ -11,6 +11,9 @@
 const LOG_FACTOR: f64 = 2.0;
 /// Worker memory per byte of an Nsight Systems export.
 const EXPORT_FACTOR: f64 = 1.4;
+/// An aggregate (`analyze --aggregate`): the worker holds its overview and one rank's section,
+/// a small part of the file.
+const AGGREGATE_FACTOR: f64 = 0.25;
 /// A gzip-compressed log expands about this much.
 const GZIP_EXPANSION: f64 = 8.0;
 /// What wasm32 allows, less room for the analysis' own working set and the page's code.
@@ -30,6 +33,8 @@ pub fn estimate(name: &str, size: u64) -> FileEstimate {
     let factor =
         if lower.ends_with(".sqlite") || lower.ends_with(".sqlite3") || lower.ends_with(".db") {
             EXPORT_FACTOR
+        } else if lower.ends_with(".agg") {
+            AGGREGATE_FACTOR
         } else if lower.ends_with(".gz") {
             LOG_FACTOR * GZIP_EXPANSION
         } else {
@@ -57,6 +62,7 @@ mod tests {
         assert_eq!(estimate("rank0.txt", 1_000).needs, 2_000);
         assert_eq!(estimate("report.SQLITE", 1_000).needs, 1_400);
         assert_eq!(estimate("a.log.gz", 1_000).needs, 16_000);
+        assert_eq!(estimate("run.agg", 1_000).needs, 250);
         let fit = |name: &str, size: u64| fits(estimate(name, size).needs, 0, DEFAULT_LIMIT_BYTES);
         // The measured cases load: 1 GB of logs, the 2.19 GB export.
         assert!(fit("x.log", 1_000_000_000));

@@ -4,6 +4,8 @@
 //! The page (`src/main.rs`) draws; the worker (`src/bin/ncclscope-worker.rs`) reads, parses,
 //! queries sql.js and analyses, so the main thread never blocks on a file.
 
+pub mod aggregate_data;
+pub mod aggregate_worker;
 pub mod align_pool;
 pub mod budget;
 pub mod charts;

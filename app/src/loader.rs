@@ -106,7 +106,10 @@ async fn serve_queue() {
     BUSY.with(|b| b.set(false));
 }
 
-async fn serve(req: LoadRequest) {
+async fn serve(mut req: LoadRequest) {
+    // Aggregates (`ncclscope analyze --aggregate`) are opened on their own, not loaded into the
+    // session; requests for their ranks are answered there too.
+    crate::aggregate_worker::serve(&mut req, &|msg, bytes| post(msg, bytes)).await;
     if !req.files.is_empty() {
         load_and_analyse(&req).await;
     }

@@ -2,6 +2,7 @@
 //! This is the main thread: it draws, and hands dropped files to the loading worker
 //! (`src/bin/ncclscope-worker.rs`), which reads, parses and analyses them.
 
+mod aggregate_view;
 mod app;
 mod budget_dialog;
 mod bundle;

@@ -102,6 +102,21 @@ pub enum ToPage {
     Aligned { job: usize },
     /// An alignment helper could not read job `job`.
     AlignFailed { job: usize, message: String },
+    /// An aggregate (`ncclscope analyze --aggregate`) was opened: its overview
+    /// ([`crate::aggregate_worker`]).
+    Aggregate {
+        view: crate::aggregate_data::AggregateView,
+    },
+    /// One rank of the open aggregate (its one-track timeline travels beside).
+    AggregateRank {
+        detail: crate::aggregate_data::RankDetailView,
+    },
+    /// The fields of kernel `index` of rank `rank` of the open aggregate.
+    AggregateKernel {
+        rank: u32,
+        index: usize,
+        fields: Vec<(String, String)>,
+    },
 }
 
 /// One file to load: the page's row id, its name and its contents.
@@ -137,6 +152,10 @@ pub struct LoadRequest {
     /// Redraw the timeline with this filter and clock ([`ToPage::View`]); later analyses keep
     /// them.
     pub view: Option<pipeline::TimelineView>,
+    /// Of the open aggregate: this rank's kernels ([`ToPage::AggregateRank`]) ...
+    pub aggregate_rank: Option<u32>,
+    /// ... and the fields of kernel (rank, index) ([`ToPage::AggregateKernel`]).
+    pub aggregate_kernel: Option<(u32, usize)>,
 }
 
 /// Options the page's URL gives the worker.
@@ -204,6 +223,17 @@ impl LoadRequest {
             set(&msg, "window_start", &JsValue::from_f64(a as f64));
             set(&msg, "window_end", &JsValue::from_f64(b as f64));
         }
+        if let Some(r) = self.aggregate_rank {
+            set(&msg, "aggregate_rank", &JsValue::from_f64(f64::from(r)));
+        }
+        if let Some((r, i)) = self.aggregate_kernel {
+            set(
+                &msg,
+                "aggregate_kernel_rank",
+                &JsValue::from_f64(f64::from(r)),
+            );
+            set(&msg, "aggregate_kernel_index", &JsValue::from_f64(i as f64));
+        }
         if let Some(v) = &self.view {
             set(&msg, "view_filter", &JsValue::from_str(&v.filter));
             set(
@@ -261,6 +291,11 @@ impl LoadRequest {
                 (Some(r), Some(c), Some(oc)) => Some((r as u32, c, oc)),
                 _ => None,
             },
+            aggregate_rank: get(v, "aggregate_rank")?.as_f64().map(|r| r as u32),
+            aggregate_kernel: get(v, "aggregate_kernel_rank")?
+                .as_f64()
+                .zip(get(v, "aggregate_kernel_index")?.as_f64())
+                .map(|(r, i)| (r as u32, i as usize)),
             view: get(v, "view_filter")?
                 .as_string()
                 .map(|filter| pipeline::TimelineView {

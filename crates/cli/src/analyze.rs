@@ -23,6 +23,10 @@ pub struct AnalyzeArgs {
     /// Spark). Run once per node for runs too large for one process: see docs/SCALE.md.
     #[arg(long)]
     parquet: Option<PathBuf>,
+    /// Write the compact aggregate the page opens (every rank's overview and, per rank, its
+    /// enriched kernels). Per-node jobs' aggregates combine with `ncclscope aggregate merge`.
+    #[arg(long)]
+    aggregate: Option<PathBuf>,
     /// Model and parallelism description (TOML, see CONTRACT.md); its `[parallel]` sizes label
     /// the communicators.
     #[arg(long)]
@@ -93,7 +97,10 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
         write_output(path, text.as_bytes())?;
     }
     // The enriched kernel records behind every export, built once for all of them.
-    let wants_records = args.chrome_trace.is_some() || args.csv.is_some() || args.parquet.is_some();
+    let wants_records = args.chrome_trace.is_some()
+        || args.csv.is_some()
+        || args.parquet.is_some()
+        || args.aggregate.is_some();
     let records = wants_records.then(|| export::kernel_records(&session, &analysis));
     if let (Some(path), Some(records)) = (&args.chrome_trace, &records) {
         let text = serde_json::to_string(&export::trace_of(records)).map_err(|e| e.to_string())?;
@@ -106,6 +113,10 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
         let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
         export_parquet::write_parquet(records, std::io::BufWriter::new(file))
             .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let (Some(path), Some(records)) = (&args.aggregate, &records) {
+        let given = sizes.resolve(analysis.communicators.world_size);
+        write_output(path, &aggregate::build(&session, &analysis, records, given))?;
     }
     let any_read = reports.iter().any(|r| r.error.is_none());
     Ok(if any_read {

@@ -3,6 +3,7 @@
 //! Exit status: 0 on success (even with warnings), 2 for unusable arguments or when no input
 //! could be read at all. Errors name the file and, for text, the line.
 
+mod aggregate_cmd;
 mod align_scenarios_cmd;
 mod analyze;
 mod inputs;
@@ -31,6 +32,8 @@ enum Command {
     Analyze(analyze::AnalyzeArgs),
     /// Generate a synthetic training run (logs, exports, truth.json) from a preset.
     Synth(synth_cmd::SynthArgs),
+    /// Merge per-node aggregates into the run's, or show one (see `analyze --aggregate`).
+    Aggregate(aggregate_cmd::AggregateArgs),
     /// Theoretical communication volume of a model and parallel layout (no trace needed).
     Theory(theory_cmd::TheoryArgs),
     /// Developer tool: the thesis' table 4.5 alignment scenarios, generated and scored per seed.
@@ -58,6 +61,7 @@ where
         Command::Analyze(args) => analyze::run(&args),
         Command::Synth(args) => synth_cmd::run(&args),
         Command::Theory(args) => theory_cmd::run(&args),
+        Command::Aggregate(args) => aggregate_cmd::run(&args),
         Command::AlignScenarios(args) => align_scenarios_cmd::run(&args),
     };
     match result {

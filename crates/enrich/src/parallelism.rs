@@ -189,6 +189,10 @@ pub struct LayoutInference {
     pub comms: Vec<CommParallelism>,
     pub evidence: String,
     pub confidence: f64,
+    /// The operation signature of every communicator (same order), the evidence the labels
+    /// were scored on: kept so that analyses of disjoint parts of a run (per-node jobs) can be
+    /// combined ([`Signature::combine`]) and labelled as one run ([`infer_from_signatures`]).
+    pub signatures: Vec<Signature>,
 }
 
 /// What a rank set is under a layout.
@@ -257,29 +261,60 @@ fn role(sizes: &Sizes, set: &[u32]) -> Role {
 
 /// Operation statistics of one communicator (one representative member: the one with the
 /// fewest lines, so a rank that logs every line twice does not count double).
-#[derive(Debug, Clone, Default)]
-struct Signature {
-    size: u32,
-    ar: u64,
-    ag: u64,
-    rs: u64,
-    bc: u64,
-    other: u64,
-    p2p: u64,
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Signature {
+    pub size: u32,
+    pub ar: u64,
+    pub ag: u64,
+    pub rs: u64,
+    pub bc: u64,
+    pub other: u64,
+    pub p2p: u64,
     /// Collectives under 1 KiB: scalars (loss, grad norm, found-inf, timers), not traffic.
-    tiny: u64,
-    max_bytes: u64,
-    uint8_gather: bool,
+    pub tiny: u64,
+    pub max_bytes: u64,
+    pub uint8_gather: bool,
     /// Some Send/Recv group reaches every peer (or the rank itself): all-to-all.
-    all_to_all: bool,
+    pub all_to_all: bool,
     /// A Send between the first and last rank of a ≥3-rank communicator: a ring (CP), not a
     /// pipeline.
-    ring_wrap: bool,
+    pub ring_wrap: bool,
+    /// The member whose counts these are (`None`: no member logged an operation on it).
+    pub representative: Option<ProcessKey>,
 }
 
 impl Signature {
     fn payload(&self) -> u64 {
         self.ar + self.ag + self.rs + self.bc + self.other + self.p2p
+    }
+
+    /// Lines the representative logged (payload and scalars): the fewest wins.
+    fn lines(&self) -> u64 {
+        self.payload() + self.tiny
+    }
+
+    /// The signature of one communicator from the signatures of two disjoint sets of its
+    /// members (two nodes' analyses): equal to the one computed from all their members at once,
+    /// since the representative is the member with the fewest lines (the first in process
+    /// order among equals) and the peer patterns hold if any member shows them.
+    pub fn combine(a: Signature, b: Signature) -> Signature {
+        let (all_to_all, ring_wrap) = (a.all_to_all || b.all_to_all, a.ring_wrap || b.ring_wrap);
+        let size = a.size.max(b.size);
+        let mut best = match (&a.representative, &b.representative) {
+            (None, _) => b,
+            (_, None) => a,
+            (Some(ka), Some(kb)) => {
+                if (b.lines(), kb) < (a.lines(), ka) {
+                    b
+                } else {
+                    a
+                }
+            }
+        };
+        best.size = size;
+        best.all_to_all = all_to_all;
+        best.ring_wrap = ring_wrap;
+        best
     }
 }
 
@@ -354,8 +389,9 @@ fn signatures(
                 }
                 ring |= m.sig.ring_wrap;
                 m.sig.size = n;
-                let total = m.sig.payload() + m.sig.tiny;
-                if best.as_ref().is_none_or(|b| total < b.payload() + b.tiny) {
+                m.sig.representative = Some(p);
+                let total = m.sig.lines();
+                if best.as_ref().is_none_or(|b| total < b.lines()) {
                     best = Some(m.sig);
                 }
             }
@@ -460,6 +496,27 @@ pub fn infer(
     hints: &Hints,
 ) -> LayoutInference {
     let sigs = signatures(comms, ops);
+    infer_from_signatures(comms, sigs, hints)
+}
+
+/// [`infer`] from the communicators' signatures (one per communicator, in order; a missing one
+/// counts as a communicator with no operations) instead of the operations: labels a run
+/// assembled from analyses of its parts (each part's [`LayoutInference::signatures`] combined
+/// per communicator with [`Signature::combine`]). Only the communicators' `global_ranks`,
+/// `size` and the world size are read.
+pub fn infer_from_signatures(
+    comms: &Communicators,
+    mut sigs: Vec<Signature>,
+    hints: &Hints,
+) -> LayoutInference {
+    sigs.resize(comms.comms.len(), Signature::default());
+    let mut inference = label(comms, &sigs, hints);
+    inference.signatures = sigs;
+    inference
+}
+
+/// The labels and layout from the signatures ([`infer`]'s body; `signatures` left empty).
+fn label(comms: &Communicators, sigs: &[Signature], hints: &Hints) -> LayoutInference {
     // Scale for "per iteration": the given iteration count, else the scalar-collective rounds
     // (Megatron issues about six scalar collectives per iteration: loss, grad norm, found-inf,
     // zeros, timers), which are proportional to iterations in any run.
@@ -532,6 +589,7 @@ pub fn infer(
             comms: out,
             evidence,
             confidence: 1.0,
+            signatures: Vec::new(),
         };
     }
 
@@ -547,6 +605,7 @@ pub fn infer(
             .collect(),
         evidence: evidence.clone(),
         confidence,
+        signatures: Vec::new(),
     };
     let world = comms.world_size;
     if world < 2 || comms.comms.is_empty() {
@@ -709,6 +768,7 @@ pub fn infer(
         comms: out,
         evidence,
         confidence,
+        signatures: Vec::new(),
     }
 }
 
@@ -742,6 +802,7 @@ fn factorisations(world: u32, allowed: &BTreeSet<u32>) -> Vec<Sizes> {
 mod tests {
     use super::*;
     use crate::communicators::group;
+    use model::log::CommInit;
 
     struct Case {
         comms: Communicators,
@@ -952,5 +1013,56 @@ mod tests {
             "{}",
             inf.evidence
         );
+    }
+
+    /// Analyses of disjoint parts of a run (here the most extreme split: every process alone)
+    /// combined by communicator id label the run exactly as its whole analysis does: the
+    /// combined signatures equal the whole run's, and so do the labels and the layout.
+    #[test]
+    fn signatures_of_parts_combine_into_the_whole_runs_inference() {
+        for name in ["demo", "tp2pp2", "ep4-alltoall", "pp4-vpp2", "tp4-sp"] {
+            let (run, inits, ops) = crate::test_support::preset_logs(name);
+            let whole = group(&inits, &ops);
+            assert!(
+                whole.comms.iter().all(|c| c.id.starts_with("0x")),
+                "{name}: communicators need their commId to be combined"
+            );
+            for iterations in [Some(run.truth.model.iterations), None] {
+                let hints = Hints {
+                    sizes: None,
+                    iterations,
+                };
+                let expected = infer(&whole, &ops, &hints);
+                let mut combined: Vec<Option<Signature>> = vec![None; whole.comms.len()];
+                let processes: BTreeSet<ProcessKey> =
+                    ops.iter().map(|o| o.process.clone()).collect();
+                for p in &processes {
+                    let part_inits: Vec<CommInit> =
+                        inits.iter().filter(|i| &i.process == p).cloned().collect();
+                    let part_ops: Vec<&LogOp> = ops.iter().filter(|o| &o.process == p).collect();
+                    let part = group(&part_inits, part_ops.iter().copied());
+                    let inf = infer(&part, part_ops.iter().copied(), &hints);
+                    for (c, sig) in part.comms.iter().zip(inf.signatures) {
+                        let at = whole.comms.iter().position(|w| w.id == c.id).unwrap();
+                        combined[at] = Some(match combined[at].take() {
+                            Some(a) => Signature::combine(a, sig),
+                            None => sig,
+                        });
+                    }
+                }
+                let sigs = combined
+                    .into_iter()
+                    .map(Option::unwrap_or_default)
+                    .collect();
+                let got = infer_from_signatures(&whole, sigs, &hints);
+                assert_eq!(got, expected, "{name} ({iterations:?})");
+                assert!(
+                    got.comms
+                        .iter()
+                        .any(|c| c.parallelism != Parallelism::Unknown),
+                    "{name}: some communicator is labelled"
+                );
+            }
+        }
     }
 }
