@@ -30,7 +30,7 @@ pub fn build(
             }
             json!({
                 "global_rank": p.global_rank,
-                "host": p.process.host,
+                "host": p.process.host.as_str(),
                 "pid": p.process.pid,
                 "local_rank": p.local_rank,
                 "nccl_version": p.nccl_version,

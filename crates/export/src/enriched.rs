@@ -207,7 +207,7 @@ impl Ctx<'_> {
         put(CUDA_STREAM_ID, json!(k.stream));
         put(CUDA_CORRELATION_ID, json!(k.correlation_id));
         put(GLOBAL_RANK, json!(self.rank));
-        put(HOST, json!(self.process.host));
+        put(HOST, json!(self.process.host.as_str()));
         put(PROCESS_ID, json!(self.process.pid));
         let ops: Vec<&LogOp> = m
             .map(|(m, ops)| m.log_ops.iter().filter_map(|&i| ops.get(i)).collect())
