@@ -10,7 +10,7 @@
 //! minutes), more than the whole suite's 15 minutes. So each layout runs at three sizes, the
 //! 8-rank one up to its target size and the two large ones at 1/16, 1/8 and 1/4 of theirs; a
 //! target not reached is projected from the largest size measured with the fitted exponent (and
-//! says so). `--full` adds the target runs themselves (about 25 minutes more on 2 cores).
+//! says so). `--full` adds the target runs themselves (about 16 minutes more on 2 cores).
 
 use crate::growth::exponent;
 use crate::report::{Report, Verdict};
@@ -172,10 +172,11 @@ pub fn run(layouts: &[Layout], e2e: bool, render: bool, opts: &Options, report: 
             r.layout.label,
             r.ops_per_rank,
             native.map_or("—".into(), |n| format!("{:.1} s", n.0)),
-            page.as_ref().map_or_else(
-                |e| e.clone(),
-                |v| format!("{:.1} s", browser::num(v, "timeline_s"))
-            )
+            match &page {
+                Ok(v) => format!("{:.1} s", browser::num(v, "timeline_s")),
+                Err(_) if !opts.browser => "not measured".into(),
+                Err(e) => e.clone(),
+            }
         );
         measured.push(Measured {
             run: r,
@@ -448,6 +449,7 @@ fn render_table(runs: &[Measured], opts: &Options, report: &mut Report) {
     if !opts.browser {
         report.line("Not measured: browser measurements are off in this run.");
         report.target(FPS, "—".into(), Verdict::NotMeasured);
+        report.target(TASKS, "—".into(), Verdict::NotMeasured);
         return;
     }
     report.row(&[

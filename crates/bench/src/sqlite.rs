@@ -143,6 +143,8 @@ fn native_table(rows: &[Measured], report: &mut Report) {
     );
 }
 
+const SQLJS: &str = "sql.js in Chromium against rusqlite, same file and reader (issue 11)";
+
 fn page_table(rows: &[Measured], opts: &Options, report: &mut Report) {
     report.section(
         "Reading exports in Chromium: sql.js against rusqlite (issues 5, 11)",
@@ -156,6 +158,7 @@ fn page_table(rows: &[Measured], opts: &Options, report: &mut Report) {
     );
     if !opts.browser {
         report.line("Not measured: browser measurements are off in this run.");
+        report.target(SQLJS, "—".into(), Verdict::NotMeasured);
         return;
     }
     report.row(&[
@@ -204,7 +207,7 @@ fn page_table(rows: &[Measured], opts: &Options, report: &mut Report) {
     }
     report.growth("time of the page's open + read vs kernels", exponent(&pts));
     report.target(
-        "sql.js in Chromium against rusqlite, same file and reader (issue 11)",
+        SQLJS,
         format!("page (open + read) {} native", span(&ratios, "×")),
         if ratios.is_empty() {
             Verdict::NotMeasured
