@@ -22,6 +22,7 @@ mod growth;
 mod inputs;
 mod parse;
 mod regex_baseline;
+mod render;
 mod report;
 mod sqlite;
 
