@@ -264,7 +264,9 @@ impl LogParser {
         self.threads
     }
 
-    /// Pushes the next bytes of the file; chunk boundaries may fall anywhere.
+    /// Pushes the next bytes of the file; chunk boundaries may fall anywhere. With threads, a
+    /// chunk's lines are read on every core and the threads meet at its end: chunks of several
+    /// MiB (the page and the command feed 16 MiB) keep them busy in between.
     pub fn feed(&mut self, chunk: &[u8]) {
         self.out.counters.bytes += chunk.len() as u64;
         let mut rest = chunk;
