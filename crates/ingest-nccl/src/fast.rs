@@ -19,7 +19,7 @@
 //! searched, and a line with a marker in it goes to the general reader.
 
 use crate::prefix::{self, Level, Origin, Split};
-use crate::read::{read_body, Body, FastBody, FastLine, Read};
+use crate::read::{read_body, FastBody, FastLine, Read};
 use crate::repeats::Repeats;
 use crate::scan;
 
@@ -65,22 +65,11 @@ impl FastHeads {
         let head = self.slots.get(slot)?;
         let host = rest.get(head.host_start..head.host_start + head.host_len)?;
         let body = rest.get(head.text.len()..)?;
-        let what = match read_closed(body, seen) {
-            Some(Body::Coll(Ok(c))) => scan::op_type(c.name).map(|op| FastBody::Op(op, c)),
-            Some(Body::Tuning(Ok(t))) => Some(FastBody::Tuning(t)),
-            _ => None,
-        };
-        if let Some(what) = what {
-            return Some(Read::Fast(FastLine {
-                line,
-                host,
-                pid: head.pid,
-                tid: head.tid,
-                dev: head.dev,
-                timestamp_ns,
-                body,
-                what,
-            }));
+        if let Some(what) = read_closed(body, seen) {
+            let who = (head.pid, head.tid, head.dev);
+            if let Some(f) = FastLine::new(line, host, body, who, timestamp_ns, what) {
+                return Some(Read::Fast(f));
+            }
         }
         // Any other body: the general split looks for another writer's marker after this one's.
         if prefix::has_marker(body) {
@@ -99,7 +88,7 @@ impl FastHeads {
             body,
             merged: false,
         };
-        Some(Read::Nccl(line, split, read_body(body)))
+        Some(Read::nccl(line, split, read_body(body)))
     }
 
     /// The slot whose head starts `rest`.
@@ -177,9 +166,9 @@ impl FastHeads {
 }
 
 /// The two body shapes read by a grammar that admits no `NCCL INFO` inside: an operation line
-/// exactly as NCCL prints it and a tuning line with NCCL's own tail. What they give is what
-/// [`read_body`] gives for the same body.
-fn read_closed<'a>(body: &'a [u8], seen: &mut Repeats) -> Option<Body<'a>> {
+/// exactly as NCCL prints it (of an operation this build knows) and a tuning line with NCCL's
+/// own tail. What they give is what [`read_body`] gives for the same body.
+fn read_closed(body: &[u8], seen: &mut Repeats) -> Option<FastBody> {
     // `Name: ` first (both shapes but the oldest tuning lines), read once for both. Longer
     // names (none that NCCL prints) go the general way.
     let w = scan::alnum_run16(body);
@@ -190,13 +179,13 @@ fn read_closed<'a>(body: &'a [u8], seen: &mut Repeats) -> Option<Body<'a>> {
         (Some(b": "), Some(rest)) => {
             let name = &body[..w];
             if rest.starts_with(b"opCount ") {
-                seen.op(name, rest).map(|c| Body::Coll(Ok(c)))
+                let op = scan::op_type(name)?;
+                seen.op(rest).map(|v| FastBody::Op(op, v))
             } else {
-                seen.tuning(body, Some(name), rest)
-                    .map(|t| Body::Tuning(Ok(t)))
+                seen.tuning(body, Some(name), rest).map(FastBody::Tuning)
             }
         }
-        _ => seen.tuning(body, None, body).map(|t| Body::Tuning(Ok(t))),
+        _ => seen.tuning(body, None, body).map(FastBody::Tuning),
     }
 }
 
@@ -223,42 +212,54 @@ fn slot_of(rest: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::prefix::split_line;
-    use crate::read::read_line_general;
+    use crate::read::{read_line_general, Body};
 
     /// A read as the general reader would have made it (a fast read turned back into its
     /// split and body), printed; the timestamp's text, which only WARN lines keep, is left out.
     fn general_form(r: Read<'_>) -> String {
-        let r = match r {
+        match r {
             Read::Fast(f) => {
-                let body = match f.what {
-                    FastBody::Op(op, c) => {
-                        assert_eq!(scan::op_type(c.name), Some(op));
-                        Body::Coll(Ok(c))
-                    }
-                    FastBody::Tuning(t) => Body::Tuning(Ok(t)),
+                let what = match f.what {
+                    FastBody::Op(op, v) => format!("{op:?} {v:?}"),
+                    FastBody::Tuning(t) => format!("{t:?}"),
                 };
-                let split = Split {
-                    level: Level::Info,
-                    origin: Some(Origin {
-                        host: f.host,
-                        pid: f.pid,
-                        tid: f.tid,
-                    }),
-                    dev: Some(f.dev),
-                    timestamp_ns: f.timestamp_ns,
-                    timestamp_text: None,
-                    body: f.body,
-                    merged: false,
+                let who = format!("{:?} {} {} {}", f.host(), f.pid, f.tid, f.dev);
+                let (level, merged) = (Level::Info, false);
+                format!(
+                    "{:?} {level:?} {merged} {who} {:?} {:?} {what}",
+                    f.line,
+                    f.timestamp_ns,
+                    f.body()
+                )
+            }
+            Read::Nccl(n) => {
+                let s = &n.split;
+                let o = s
+                    .origin
+                    .expect("an INFO line the fast path takes has an origin");
+                let what = match &n.body {
+                    Body::Coll(Ok(c)) => match scan::op_type(c.name) {
+                        Some(op) => format!("{op:?} {:?}", c.values()),
+                        None => format!("{:?}", n.body),
+                    },
+                    Body::Tuning(Ok(t)) => format!("{:?}", t.facts()),
+                    other => format!("{other:?}"),
                 };
-                Read::Nccl(f.line, split, body)
+                let who = format!(
+                    "{:?} {} {} {}",
+                    o.host,
+                    o.pid,
+                    o.tid,
+                    s.dev.unwrap_or(u32::MAX)
+                );
+                let (level, merged) = (s.level, s.merged);
+                format!(
+                    "{:?} {level:?} {merged} {who} {:?} {:?} {what}",
+                    n.line, s.timestamp_ns, s.body
+                )
             }
-            Read::Nccl(l, mut s, b) => {
-                s.timestamp_text = None;
-                Read::Nccl(l, s, b)
-            }
-            other => other,
-        };
-        format!("{r:?}")
+            other => format!("{other:?}"),
+        }
     }
 
     /// Lines in every header shape the general reader knows, and bodies of every family.
