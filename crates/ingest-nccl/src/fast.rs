@@ -36,6 +36,57 @@ pub(crate) struct FastHeads {
     slots: Vec<Head>,
     /// The slot of the last hit: consecutive lines mostly come from one thread.
     last: usize,
+    /// The last `%s.%6f` timestamp read, for the lines that repeat it.
+    stamp: Stamp,
+}
+
+/// A timestamp token of NCCL's shape (`1712345678.123456 `: ten digits, a dot, six digits, a
+/// space) and its value. An operation line and its tuning line are mostly printed in the same
+/// microsecond, and the seconds stay the same for thousands of lines: the first 18 bytes of a
+/// line compared with these say whether the whole value, or its seconds, can be taken as read.
+#[derive(Default)]
+struct Stamp {
+    text: [u8; 18],
+    secs: u64,
+    ns: i64,
+}
+
+impl Stamp {
+    /// [`prefix::epoch_lead`] of `line`, through the remembered token.
+    #[inline]
+    fn lead(&mut self, line: &[u8]) -> Option<(i64, usize)> {
+        let Some(head) = line.first_chunk::<18>() else {
+            return prefix::epoch_lead(line);
+        };
+        // Nothing remembered yet: a token always ends with its space.
+        if self.text[17] != b' ' {
+            return self.learn(line, head);
+        }
+        if head == &self.text {
+            return Some((self.ns, 17));
+        }
+        // The same second of a ten-digit token: only the microseconds are new.
+        if self.text[10] == b'.' && head[..11] == self.text[..11] && head[17] == b' ' {
+            let (n, micros) = scan::dec_word(scan::word_at(line, 11));
+            if n == 6 {
+                let ns = i64::try_from(self.secs * 1_000_000_000 + micros * 1_000).ok()?;
+                self.text = *head;
+                self.ns = ns;
+                return Some((ns, 17));
+            }
+        }
+        self.learn(line, head)
+    }
+
+    fn learn(&mut self, line: &[u8], head: &[u8; 18]) -> Option<(i64, usize)> {
+        let (ns, len) = prefix::epoch_lead(line)?;
+        if len == 17 {
+            self.text = *head;
+            self.secs = (ns / 1_000_000_000) as u64;
+            self.ns = ns;
+        }
+        Some((ns, len))
+    }
 }
 
 #[derive(Default)]
@@ -56,7 +107,7 @@ impl FastHeads {
     /// way and [`FastHeads::learn`] from the result). `line` has its trailing whitespace
     /// trimmed; `seen` remembers bodies for this reader.
     pub(crate) fn read<'a>(&mut self, line: &'a [u8], seen: &mut Repeats) -> Option<Read<'a>> {
-        let (timestamp_ns, at) = match prefix::epoch_lead(line) {
+        let (timestamp_ns, at) = match self.stamp.lead(line) {
             Some((ns, len)) => (Some(ns), len + 1),
             None => (None, 0),
         };
@@ -336,6 +387,40 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(l)
             );
+        }
+    }
+
+    /// The remembered timestamp reads every line as `epoch_lead` does, whatever came before:
+    /// repeats, the same second, other seconds, other shapes, garbage.
+    #[test]
+    fn remembered_stamps_read_as_epoch_lead() {
+        let lines: [&[u8]; 12] = [
+            b"1712345678.123456 a",
+            b"1712345678.123456 b",
+            b"1712345678.999999 c",
+            b"1712345679.000001 d",
+            b"1712345679.00000x e",
+            b"171234567.1234567 f",
+            b"171234567.1999999 g",
+            b"1712345679.0000011 h",
+            b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0 i",
+            b"9999999999.999999 j",
+            b"0000000000.000000 k",
+            b"1712345678.123456",
+        ];
+        for a in lines {
+            for b in lines {
+                let mut st = Stamp::default();
+                for l in [a, b, a, b, b] {
+                    assert_eq!(
+                        st.lead(l),
+                        prefix::epoch_lead(l),
+                        "{} after {}",
+                        String::from_utf8_lossy(l),
+                        String::from_utf8_lossy(a)
+                    );
+                }
+            }
         }
     }
 
