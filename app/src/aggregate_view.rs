@@ -13,7 +13,7 @@ use pipeline::Timeline;
 use wasm_bindgen::Clamped;
 
 use crate::client;
-use crate::table::{csv_of, order, sort_headers, CsvButton, Sort};
+use crate::table::VirtualTable;
 use crate::timeline_canvas::{context_2d, TimelineCanvas, View};
 
 /// What the page holds of the open aggregate.
@@ -108,9 +108,10 @@ pub fn AggregatePanel(state: AggregateState) -> impl IntoView {
     move || {
         state.view.get().map(|v| {
             let ranks = StoredValue::new(v.ranks.clone());
-            let comms = Signal::derive(move || {
+            let comms: Signal<_> = Memo::new(move |_| {
                 state.view.with(|v| v.as_ref().map(|v| v.comms.clone()).unwrap_or_default())
-            });
+            })
+            .into();
             view! {
                 <section class="aggregate" id="panel-aggregate" data-testid="aggregate"
                     data-ranks=v.ranks.len() data-load-ms=format!("{:.0}", v.load_ms)>
@@ -294,8 +295,9 @@ fn RankDetail(state: AggregateState) -> impl IntoView {
             }
             .into_any(),
             Some(d) => {
-                let rows = d.rows.clone();
-                let shown = rows.len();
+                let shown = d.rows.len();
+                let keys = d.rows.iter().map(kernel_cells).collect::<Vec<_>>();
+                let rows_kept = StoredValue::new(d.rows.clone());
                 view! {
                     <section class="agg-rank" data-testid="agg-rank" data-rank=asked data-kernels=d.kernels>
                         <h3 data-testid="agg-rank-title">{d.title.clone()}</h3>
@@ -336,17 +338,10 @@ fn RankDetail(state: AggregateState) -> impl IntoView {
                         } else {
                             format!("All {shown} kernels; click one for its fields.")
                         }}</p>
-                        <div class="data-table agg-kernels">
-                            <table class="files" data-testid="agg-kernel-table">
-                                <thead><tr>
-                                    <th>"start (µs)"</th><th>"duration (µs)"</th><th>"operation"</th><th>"communicator"</th>
-                                    <th>"parallelism"</th><th>"opCount"</th><th>"bytes"</th><th>"bus BW"</th><th>"match"</th>
-                                </tr></thead>
-                                <tbody>
-                                    {rows.into_iter().map(|r| kernel_row(state, r)).collect_view()}
-                                </tbody>
-                            </table>
-                        </div>
+                        <VirtualTable test_id="agg-kernel-table" class="agg-kernels"
+                            headers=KERNEL_HEADERS.map(String::from).to_vec()
+                            keys=Signal::stored(keys)
+                            row=move |i: usize| rows_kept.with_value(|r| r.get(i).cloned()).map(|r| kernel_row(state, r)) />
                     </section>
                 }
                 .into_any()
@@ -354,6 +349,34 @@ fn RankDetail(state: AggregateState) -> impl IntoView {
         })
     };
     view! { <div node_ref=anchor>{body}</div> }
+}
+
+const KERNEL_HEADERS: [&str; 9] = [
+    "start (µs)",
+    "duration (µs)",
+    "operation",
+    "communicator",
+    "parallelism",
+    "opCount",
+    "bytes",
+    "bus BW",
+    "match",
+];
+
+/// A kernel row's sort keys, filter text and CSV fields: the texts its row shows.
+fn kernel_cells(r: &KernelRow) -> Vec<Cell> {
+    vec![
+        Cell::num(r.start_us, format!("{:.3}", r.start_us)),
+        Cell::num(r.duration_us, format!("{:.3}", r.duration_us)),
+        Cell::text(r.op.clone()),
+        Cell::text(r.comm.clone()),
+        Cell::text(r.parallelism.clone()),
+        r.op_count.map_or(Cell::text(""), Cell::count),
+        r.bytes
+            .map_or(Cell::text(""), |b| Cell::num(b as f64, human_bytes(b))),
+        Cell::parsed(r.bus_bw.clone()),
+        Cell::text(if r.matched { "matched" } else { "unmatched" }),
+    ]
 }
 
 fn kernel_row(state: AggregateState, r: KernelRow) -> impl IntoView {
@@ -417,31 +440,16 @@ fn rank_cells(r: &AggRank) -> Vec<Cell> {
     ]
 }
 
-/// Every rank, sortable; a rank's button opens it.
+/// Every rank, sortable and filterable; a rank's button opens it.
 #[component]
 fn AggRankTable(ranks: StoredValue<Vec<AggRank>>, on_rank: Callback<u32>) -> impl IntoView {
-    let sort: Sort = RwSignal::new(None);
-    let headers = StoredValue::new(RANK_HEADERS.map(String::from).to_vec());
-    let keys = StoredValue::new(ranks.with_value(|r| r.iter().map(rank_cells).collect::<Vec<_>>()));
-    let text =
-        move || keys.with_value(|k| headers.with_value(|h| csv_of(h, k, sort.get_untracked())));
+    let keys = ranks.with_value(|r| r.iter().map(rank_cells).collect::<Vec<_>>());
+    let row = move |i: usize| ranks.with_value(|r| r.get(i).map(|r| rank_row(r, on_rank)));
     view! {
         <section class="ranks">
             <h3>"Ranks"</h3>
-            <div class="data-table">
-                <CsvButton test_id="agg-rank-table" text=text />
-                <table class="files" data-testid="agg-rank-table">
-                    <thead>{headers.with_value(|h| sort_headers(h, sort))}</thead>
-                    <tbody>
-                        {move || {
-                            let sorted = keys.with_value(|k| order(k, sort.get()));
-                            ranks.with_value(|r| {
-                                sorted.into_iter().map(|i| rank_row(&r[i], on_rank)).collect_view()
-                            })
-                        }}
-                    </tbody>
-                </table>
-            </div>
+            <VirtualTable test_id="agg-rank-table" headers=RANK_HEADERS.map(String::from).to_vec()
+                keys=Signal::stored(keys) row=row />
         </section>
     }
 }

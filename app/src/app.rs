@@ -21,8 +21,11 @@ use crate::share::{apply_link, link_from_page, LinkBanner, LinkState};
 use crate::timeline_canvas::{TimelineCanvas, View};
 use crate::timeline_controls::{TimelineControls, ViewStatus};
 use ncclscope_app::budget::{estimate, fits, FileEstimate, DEFAULT_LIMIT_BYTES};
+use ncclscope_app::deferred::defer;
 use ncclscope_app::files::fetch_blob;
-use ncclscope_app::panel_data::Panels;
+
+/// Results of more ranks than this are shown over several animation frames.
+const STAGED_RANKS: usize = 32;
 
 /// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
 const DEMO_MANIFEST: &str = "demo/MANIFEST";
@@ -82,7 +85,9 @@ pub fn App() -> impl IntoView {
     let timeline = RwSignal::new(Timeline::default());
     let ranks = RwSignal::new(Vec::<RankView>::new());
     let comms = RwSignal::new(CommPanel::default());
-    let panels = RwSignal::new(Panels::default());
+    let panels = crate::panels::PanelStages::new();
+    // Each result is shown over several animation frames; a newer one stops an older one's.
+    let result_stage = StoredValue::new(0u64);
     let dragging = RwSignal::new(false);
     // The last analysis's wall time in the worker (read by the benchmarks).
     let analysis_ms = RwSignal::new(None::<f64>);
@@ -245,27 +250,66 @@ pub fn App() -> impl IntoView {
             panels: new_panels,
             rerun: new_rerun,
         } => {
-            analysing.set(false);
-            analysis_ms.set(Some(ms));
-            rerun.set(new_rerun);
             window_summary.set(None);
             selected.set(None);
             details.set(None);
             worker_memory.set(Some(worker_memory_bytes));
             timeline.set(new_timeline.unwrap_or_default());
-            comms.set(new_comms);
-            ranks.set(new_ranks);
-            panels.set(new_panels);
             // What the trace tells fills the fields the user has not typed; then compare.
             let mut form = theory_form.get_untracked();
             let filled = prefill(&mut form, &new_inferred, &typed.get_untracked());
             theory_form.set(form);
             inferred.set(filled);
             ask_theory(to_toml(&theory_form.get_untracked()));
-            // A link waiting for its files: check the dropped ones.
-            if link.with_untracked(LinkState::waiting) {
-                ask_fingerprints();
+            // The timeline is drawn in this task. With many ranks the tables and panels follow,
+            // one group per animation frame (each with its own style and layout: `deferred`),
+            // and the status line says "Analysed" once all are in; a small run's views are all
+            // drawn here.
+            let stage = result_stage.get_value() + 1;
+            result_stage.set_value(stage);
+            let staged = new_ranks.len() > STAGED_RANKS;
+            panels.set(new_panels);
+            let mut steps: Vec<(String, Box<dyn FnOnce()>)> = vec![
+                (
+                    "communicators".into(),
+                    Box::new(move || comms.set(new_comms)),
+                ),
+                ("ranks".into(), Box::new(move || ranks.set(new_ranks))),
+            ];
+            for k in 0..panels.steps() {
+                steps.push((format!("panel {k}"), Box::new(move || panels.draw(k))));
             }
+            let status = move || {
+                analysing.set(false);
+                analysis_ms.set(Some(ms));
+                rerun.set(new_rerun);
+                // A link waiting for its files: check the dropped ones.
+                if link.with_untracked(LinkState::waiting) {
+                    ask_fingerprints();
+                }
+            };
+            if !staged {
+                for (_, step) in steps {
+                    step();
+                }
+                status();
+                return;
+            }
+            for (i, (what, step)) in steps.into_iter().enumerate() {
+                defer(move || {
+                    if result_stage.try_get_value() == Some(stage) {
+                        client::mark(&format!("ncclscope: result step {i}: {what}"));
+                        step();
+                    }
+                });
+            }
+            spawn_local(async move {
+                ncclscope_app::deferred::idle().await;
+                if result_stage.try_get_value() == Some(stage) {
+                    client::mark("ncclscope: result shown");
+                    status();
+                }
+            });
         }
         ToPage::View {
             filter,
@@ -458,12 +502,12 @@ pub fn App() -> impl IntoView {
         });
     };
 
-    let load_all = move |items: Vec<(String, Blob)>| {
+    let load_all = move |items: Vec<(String, Blob, u64)>| {
         let first = rows.with_untracked(Vec::len);
         rows.update(|r| {
-            r.extend(items.iter().map(|(name, blob)| Row {
+            r.extend(items.iter().map(|(name, _, size)| Row {
                 name: name.clone(),
-                size: blob.size() as u64,
+                size: *size,
                 read: 0,
                 stage: None,
                 report: None,
@@ -472,7 +516,7 @@ pub fn App() -> impl IntoView {
         let files = items
             .into_iter()
             .enumerate()
-            .map(|(i, (name, blob))| LoadItem {
+            .map(|(i, (name, blob, _))| LoadItem {
                 id: first + i,
                 name,
                 blob,
@@ -488,28 +532,31 @@ pub fn App() -> impl IntoView {
     // Files that would not fit in the worker's memory wait here for the user's choice.
     let over_budget = RwSignal::new_local(None::<Vec<Pending>>);
     let offer = move |items: Vec<(String, Blob)>| {
-        let estimates: Vec<FileEstimate> = items
-            .iter()
-            .map(|(name, blob)| estimate(name, blob.size() as u64))
-            .collect();
-        let needs: u64 = estimates.iter().map(|e| e.needs).sum();
-        let in_use = worker_memory.get_untracked().unwrap_or(0.0) as u64;
-        if fits(needs, in_use, memory_limit()) {
-            load_all(items);
-        } else {
-            over_budget.set(Some(
-                items
-                    .into_iter()
-                    .zip(estimates)
-                    .map(|((name, blob), estimate)| Pending {
-                        name,
-                        blob,
-                        estimate,
-                        checked: true,
-                    })
-                    .collect(),
-            ));
-        }
+        spawn_local(async move {
+            let items = with_sizes(items).await;
+            let estimates: Vec<FileEstimate> = items
+                .iter()
+                .map(|(name, _, size)| estimate(name, *size))
+                .collect();
+            let needs: u64 = estimates.iter().map(|e| e.needs).sum();
+            let in_use = worker_memory.get_untracked().unwrap_or(0.0) as u64;
+            if fits(needs, in_use, memory_limit()) {
+                load_all(items);
+            } else {
+                over_budget.set(Some(
+                    items
+                        .into_iter()
+                        .zip(estimates)
+                        .map(|((name, blob, _), estimate)| Pending {
+                            name,
+                            blob,
+                            estimate,
+                            checked: true,
+                        })
+                        .collect(),
+                ));
+            }
+        })
     };
 
     let on_files = move |list: Option<FileList>| {
@@ -594,6 +641,19 @@ pub fn App() -> impl IntoView {
         });
     };
 
+    // The page under the file list is built in the frames after the first files arrive (the
+    // timeline's part, then the tables, panels and theory), so that a drop of hundreds of files
+    // is not one long task.
+    let shell = RwSignal::new(0u8);
+    let shell_started = StoredValue::new(false);
+    Effect::new(move |_| {
+        if rows.with(|r| !r.is_empty()) && !shell_started.get_value() {
+            shell_started.set_value(true);
+            defer(move || shell.set(1));
+            defer(move || shell.set(2));
+        }
+    });
+
     // A folder chooser: `webkitdirectory` is not a typed attribute, so it is set once mounted.
     let folder_input = NodeRef::<leptos::html::Input>::new();
     Effect::new(move |_| {
@@ -606,7 +666,7 @@ pub fn App() -> impl IntoView {
         // Only the fetch of the demo's files runs here; the worker reads them.
         spawn_local(async move {
             match demo_blobs().await {
-                Ok(items) => load_all(items),
+                Ok(items) => load_all(with_sizes(items).await),
                 Err(e) => rows.update(|r| {
                     r.push(Row {
                         name: "demo run".into(),
@@ -667,7 +727,7 @@ pub fn App() -> impl IntoView {
             </header>
             <LinkBanner state=link.into() on_sources=Callback::new(load_sources) />
             {move || over_budget.with(|o| o.is_some()).then(|| view! {
-                <BudgetDialog pending=over_budget in_use=worker_memory.get_untracked().unwrap_or(0.0) as u64 on_load=Callback::new(move |items: Vec<(String, Blob)>| load_all(items)) />
+                <BudgetDialog pending=over_budget in_use=worker_memory.get_untracked().unwrap_or(0.0) as u64 on_load=Callback::new(move |items: Vec<(String, Blob)>| spawn_local(async move { load_all(with_sizes(items).await) })) />
             })}
             <Show when=move || rows.with(Vec::is_empty)>
                 <EmptyState />
@@ -684,6 +744,7 @@ pub fn App() -> impl IntoView {
                 </Show>
                 <FileList rows=rows.into() />
                 <crate::aggregate_view::AggregatePanel state=aggregate />
+                <Show when=move || { shell.get() >= 1 }>
                 <div class="downloads" hidden=is_bundle>
                     <button data-testid="download-trace" on:click=move |_| ask_export("chrome-trace")>
                         "Download Chrome trace (opens in Perfetto, chrome://tracing)"
@@ -797,9 +858,11 @@ pub fn App() -> impl IntoView {
                         </div>
                     })}
                 </section>
+                </Show>
+                <Show when=move || { shell.get() >= 2 }>
                 <div id="panel-ranks"><RankTable ranks=ranks.into() /></div>
                 <div id="panel-communicators"><Communicators panel=comms.into() /></div>
-                <AnalysisPanels panels=panels.into() />
+                <AnalysisPanels stages=panels />
                 <div id="panel-theory">
                 <TheoryPanel
                     form=theory_form
@@ -810,6 +873,7 @@ pub fn App() -> impl IntoView {
                     on_apply=Callback::new(ask_theory)
                 />
                 </div>
+                </Show>
             </Show>
             <p class="privacy" data-testid="privacy">"Files are read in this tab only; nothing is uploaded. After the first visit the page also works offline."</p>
         </div>
@@ -842,24 +906,37 @@ fn EmptyState() -> impl IntoView {
     }
 }
 
+/// Every file dropped, with its progress and then its report. Only the rows in the list's
+/// scroll box are in the document (a drop of hundreds of files adds a few dozen rows), and a
+/// row is drawn again only when its own progress, stage or report changes.
 #[component]
 fn FileList(rows: Signal<Vec<Row>>) -> impl IntoView {
+    const HEADERS: [&str; 6] = ["file", "kind", "size", "version", "contents", "status"];
+    // Filtered by name; the keys change only when files are added.
+    let keys = Memo::new(move |_| {
+        rows.with(|r| {
+            r.iter()
+                .map(|x| vec![ncclscope_app::panel_data::Cell::text(x.name.clone())])
+                .collect::<Vec<_>>()
+        })
+    });
+    let row = move |i: usize| {
+        let stamp = Memo::new(move |_| {
+            rows.with(|r| {
+                r.get(i)
+                    .map(|x| (x.read, x.stage.clone(), x.report.is_some()))
+            })
+        });
+        move || {
+            // (`with`, not `track`: a memo computes, and so follows the rows, only when read.)
+            stamp.with(|_| ());
+            rows.with_untracked(|r| r.get(i).cloned())
+                .map(|row| view! { <FileRow row=row /> })
+        }
+    };
     view! {
-        <table class="files" data-testid="file-list">
-            <thead>
-                <tr><th>"file"</th><th>"kind"</th><th>"size"</th><th>"version"</th><th>"contents"</th><th>"status"</th></tr>
-            </thead>
-            <tbody>
-                <For
-                    each=move || rows.get().into_iter().enumerate()
-                    // A row re-renders when its progress or its report changes.
-                    key=|(i, r)| (*i, r.read, r.stage.clone(), r.report.is_some())
-                    let:item
-                >
-                    <FileRow row=item.1 />
-                </For>
-            </tbody>
-        </table>
+        <crate::table::VirtualTable test_id="file-list" headers=HEADERS.map(String::from).to_vec()
+            keys=keys row=row sortable=false csv=false />
     }
 }
 
@@ -989,6 +1066,21 @@ fn FileRow(row: Row) -> impl IntoView {
             </td>
         </tr>
     }
+}
+
+/// Each item with its size in bytes, read a few dozen per task: a dropped `File`'s size can cost
+/// a synchronous round trip to the browser process (288 files took 200 ms in one task).
+async fn with_sizes(items: Vec<(String, Blob)>) -> Vec<(String, Blob, u64)> {
+    const PER_TASK: usize = 32;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, (name, blob)) in items.into_iter().enumerate() {
+        if i > 0 && i % PER_TASK == 0 {
+            client::next_task().await;
+        }
+        let size = blob.size() as u64;
+        out.push((name, blob, size));
+    }
+    out
 }
 
 /// The demo run's files, listed one per line in `demo/MANIFEST`.

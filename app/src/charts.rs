@@ -20,10 +20,26 @@ const H: f64 = 180.0;
 const PAD_LEFT: f64 = 8.0;
 const PAD_BOTTOM: f64 = 22.0;
 
+/// Charts with more bars than this (one per rank of a large run: thousands of SVG elements)
+/// are drawn in an animation frame of their own ([`crate::deferred`]).
+pub const DEFER_BARS: usize = 64;
+
 /// Vertical bars scaled to the largest value or reference; a reference is a dark tick across
 /// its bar.
 #[component]
 pub fn BarChart(bars: Vec<Bar>, #[prop(into)] test_id: String) -> impl IntoView {
+    if bars.len() <= DEFER_BARS {
+        return bar_chart(&bars, test_id).into_any();
+    }
+    let bars = std::sync::Arc::new(bars);
+    crate::deferred::deferred(
+        move || bar_chart(&bars, test_id.clone()),
+        || view! { <svg class="chart" data-pending="" viewBox=format!("0 0 {W} {H}") role="img"></svg> },
+    )
+    .into_any()
+}
+
+fn bar_chart(bars: &[Bar], test_id: String) -> impl IntoView {
     let top = bars
         .iter()
         .flat_map(|b| [b.value, b.reference.unwrap_or(0.0)])
@@ -35,7 +51,7 @@ pub fn BarChart(bars: Vec<Bar>, #[prop(into)] test_id: String) -> impl IntoView 
     // Label every bar only when they fit; else every k-th.
     let every = ((n * 28.0) / W).ceil().max(1.0) as usize;
     let items = bars
-        .into_iter()
+        .iter()
         .enumerate()
         .map(|(i, b)| {
             let x = PAD_LEFT + i as f64 * slot;

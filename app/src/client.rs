@@ -18,9 +18,22 @@ const WORKER_URL: &str = "./ncclscope-worker_loader.js";
 /// What the page does with each message (the timeline is decoded already).
 pub type Handler = Rc<dyn Fn(ToPage, Option<Timeline>)>;
 
-/// A recorded message: its kind, its JSON and its binary timeline (the buffer the worker
-/// transferred, not a copy: it is read only if a bundle is exported).
-type Recorded = (Kept, String, Option<js_sys::Uint8Array>);
+/// A recorded message: its kind, its JSON and its binary timeline (the string and the buffer
+/// the worker sent, not copies: they are read only if a bundle is exported).
+type Recorded = (Kept, js_sys::JsString, Option<js_sys::Uint8Array>);
+
+/// A message as it waits for the views: parsed, or a large analysis result still in its JSON
+/// (parsed over several tasks, [`parse_result_in_tasks`]).
+enum Incoming {
+    Parsed(ToPage),
+    Result(js_sys::JsString),
+}
+
+/// Results longer than this (UTF-16 units of JSON) are parsed over several tasks: 256 ranks'
+/// rows with their topology dumps are 1.2 MB, 50 ms of parsing in one task.
+const BIG_RESULT: u32 = 256 << 10;
+/// Rank rows parsed per task.
+const RANKS_PER_TASK: u32 = 48;
 
 /// The messages a bundle replays, by what a later message supersedes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -85,7 +98,7 @@ thread_local! {
     static RECORDING: RefCell<Vec<Recorded>> = const { RefCell::new(Vec::new()) };
     /// Messages waiting for a timeline before them to be decoded: the views see every message
     /// in the order the worker sent it.
-    static INBOX: RefCell<VecDeque<(ToPage, Option<Bytes>)>> = const { RefCell::new(VecDeque::new()) };
+    static INBOX: RefCell<VecDeque<(Incoming, Option<Bytes>)>> = const { RefCell::new(VecDeque::new()) };
     static PUMPING: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -170,11 +183,25 @@ fn spawn() -> Result<Client, String> {
 
 fn on_message(e: MessageEvent) {
     let data = e.data();
-    let json = js_sys::Reflect::get(&data, &"json".into())
+    let json: js_sys::JsString = js_sys::Reflect::get(&data, &"json".into())
         .ok()
-        .and_then(|j| j.as_string())
-        .unwrap_or_default();
-    let msg: ToPage = match serde_json::from_str(&json) {
+        .and_then(|j| j.dyn_into().ok())
+        .unwrap_or_else(|| js_sys::JsString::from(""));
+    let timeline = || {
+        js_sys::Reflect::get(&data, &"timeline".into())
+            .ok()
+            .filter(|t| !t.is_undefined())
+            .map(|buffer| js_sys::Uint8Array::new(&buffer))
+    };
+    // A large result is parsed later, over several tasks; nothing of it is read here.
+    if json.length() > BIG_RESULT && json.starts_with("{\"Result\":", 0) {
+        let timeline = timeline();
+        record(Kept::Result, &json, &timeline);
+        queue(Incoming::Result(json), timeline.map(Bytes::Js));
+        return;
+    }
+    let text = String::from(&json);
+    let msg: ToPage = match serde_json::from_str(&text) {
         Ok(m) => m,
         Err(err) => {
             crashed(format!("unreadable message from the loading worker: {err}"));
@@ -215,18 +242,70 @@ fn on_message(e: MessageEvent) {
         }),
         _ => {}
     }
-    let timeline = js_sys::Reflect::get(&data, &"timeline".into())
-        .ok()
-        .filter(|t| !t.is_undefined())
-        .map(|buffer| js_sys::Uint8Array::new(&buffer));
+    let timeline = timeline();
     if let Some(kind) = Kept::of(&msg) {
-        RECORDING.with(|r| {
-            let mut r = r.borrow_mut();
-            r.retain(|(older, _, _)| !kind.supersedes(*older));
-            r.push((kind, json.clone(), timeline.clone()));
-        });
+        record(kind, &json, &timeline);
     }
     deliver_raw(msg, timeline.map(Bytes::Js));
+}
+
+/// Keeps a message for bundles, dropping what it supersedes.
+fn record(kind: Kept, json: &js_sys::JsString, timeline: &Option<js_sys::Uint8Array>) {
+    RECORDING.with(|r| {
+        let mut r = r.borrow_mut();
+        r.retain(|(older, _, _)| !kind.supersedes(*older));
+        r.push((kind, json.clone(), timeline.clone()));
+    });
+}
+
+/// A large analysis result: the JSON parsed natively (`JSON.parse`), its rank rows taken out
+/// and read by serde a few dozen per task, the rest at once. Each task stays a few
+/// milliseconds; any surprise falls back to one serde parse of the whole text.
+async fn parse_result_in_tasks(json: js_sys::JsString) -> Result<ToPage, String> {
+    next_task().await;
+    let whole = |json: &js_sys::JsString| {
+        serde_json::from_str::<ToPage>(&String::from(json)).map_err(|e| e.to_string())
+    };
+    // `JSON.parse` of the string as the worker sent it (never copied into wasm memory).
+    let parse = js_sys::Reflect::get(&js_sys::global(), &"JSON".into())
+        .and_then(|j| Ok((js_sys::Reflect::get(&j, &"parse".into())?, j)));
+    let Ok(value) = parse.and_then(|(f, j)| {
+        f.dyn_into::<js_sys::Function>()
+            .map_err(JsValue::from)?
+            .call1(&j, &json)
+    }) else {
+        return whole(&json);
+    };
+    let inner = js_sys::Reflect::get(&value, &"Result".into()).unwrap_or(JsValue::UNDEFINED);
+    let Some(ranks) = js_sys::Reflect::get(&inner, &"ranks".into())
+        .ok()
+        .and_then(|r| r.dyn_into::<js_sys::Array>().ok())
+    else {
+        return whole(&json);
+    };
+    if js_sys::Reflect::set(&inner, &"ranks".into(), &js_sys::Array::new()).is_err() {
+        return whole(&json);
+    }
+    let rest = js_sys::JSON::stringify(&value).map_err(ncclscope_app::files::js_msg)?;
+    let mut msg: ToPage = serde_json::from_str(&String::from(rest)).map_err(|e| e.to_string())?;
+    let ToPage::Result { ranks: rows, .. } = &mut msg else {
+        return whole(&json);
+    };
+    let n = ranks.length();
+    rows.reserve(n as usize);
+    let mut at = 0;
+    while at < n {
+        next_task().await;
+        let end = n.min(at + RANKS_PER_TASK);
+        let chunk =
+            js_sys::JSON::stringify(&ranks.slice(at, end)).map_err(ncclscope_app::files::js_msg)?;
+        rows.extend(
+            serde_json::from_str::<Vec<ncclscope_app::views::RankView>>(&String::from(chunk))
+                .map_err(|e| e.to_string())?,
+        );
+        at = end;
+    }
+    Ok(msg)
 }
 
 /// What shaped the views so far, as received (every file's report, the last analysis with its
@@ -235,7 +314,7 @@ pub fn recording() -> Vec<(String, Option<Vec<u8>>)> {
     RECORDING.with(|r| {
         r.borrow()
             .iter()
-            .map(|(_, json, t)| (json.clone(), t.as_ref().map(|t| t.to_vec())))
+            .map(|(_, json, t)| (String::from(json), t.as_ref().map(|t| t.to_vec())))
             .collect()
     })
 }
@@ -257,6 +336,11 @@ fn deliver_raw(msg: ToPage, timeline: Option<Bytes>) {
         deliver_with(msg, None);
         return;
     }
+    queue(Incoming::Parsed(msg), timeline);
+}
+
+/// Queues a message behind the ones waiting, and starts the pump that delivers them in order.
+fn queue(msg: Incoming, timeline: Option<Bytes>) {
     INBOX.with(|q| q.borrow_mut().push_back((msg, timeline)));
     if !PUMPING.with(|p| p.replace(true)) {
         wasm_bindgen_futures::spawn_local(pump());
@@ -264,7 +348,17 @@ fn deliver_raw(msg: ToPage, timeline: Option<Bytes>) {
 }
 
 async fn pump() {
-    while let Some((msg, bytes)) = INBOX.with(|q| q.borrow_mut().pop_front()) {
+    while let Some((incoming, bytes)) = INBOX.with(|q| q.borrow_mut().pop_front()) {
+        let msg = match incoming {
+            Incoming::Parsed(msg) => msg,
+            Incoming::Result(json) => match parse_result_in_tasks(json).await {
+                Ok(msg) => msg,
+                Err(err) => {
+                    crashed(format!("unreadable message from the loading worker: {err}"));
+                    continue;
+                }
+            },
+        };
         let timeline = match bytes {
             Some(b) => match decode_in_tasks(b).await {
                 Ok(t) => Some(t),
@@ -305,8 +399,21 @@ async fn decode_in_tasks(bytes: Bytes) -> Result<Timeline, String> {
     d.finish(&bytes)
 }
 
+/// A User Timing mark (`performance.mark`): what each of the page's staged steps is, for
+/// profiles (`tests/browser/bench/longtasks.mjs` prints the marks inside each long task).
+pub fn mark(name: &str) {
+    let global = js_sys::global();
+    if let Ok(perf) = js_sys::Reflect::get(&global, &"performance".into()) {
+        if let Ok(f) = js_sys::Reflect::get(&perf, &"mark".into()) {
+            if let Some(f) = f.dyn_ref::<js_sys::Function>() {
+                let _ = f.call1(&perf, &name.into());
+            }
+        }
+    }
+}
+
 /// Resolves in a later task (a zero-delay timer), so the browser can paint and handle input.
-async fn next_task() {
+pub async fn next_task() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         let global: web_sys::Window = js_sys::global().unchecked_into();
         let _ = global.set_timeout_with_callback(&resolve);

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use ncclscope_app::panel_data::Cell;
 use ncclscope_app::views::{CommPanel, CommRow};
 
-use crate::table::{csv_of, order, sort_headers, CsvButton, Sort};
+use crate::table::VirtualTable;
 
 const HEADERS: [&str; 10] = [
     "id",
@@ -48,34 +48,23 @@ fn cells(r: &CommRow) -> Vec<Cell> {
 
 #[component]
 pub fn Communicators(panel: Signal<CommPanel>) -> impl IntoView {
-    let sort: Sort = RwSignal::new(None);
-    let headers = StoredValue::new(HEADERS.map(String::from).to_vec());
-    let text = move || {
-        panel.with_untracked(|p| {
-            let rows: Vec<Vec<Cell>> = p.rows.iter().map(cells).collect();
-            headers.with_value(|h| csv_of(h, &rows, sort.get_untracked()))
-        })
+    // Every new analysis redraws the rows, even where the sort keys happen to be equal.
+    let keys = Memo::new_with_compare(
+        move |_| panel.with(|p| p.rows.iter().map(cells).collect::<Vec<_>>()),
+        |_, _| true,
+    );
+    let row = move |i: usize| {
+        panel
+            .with_untracked(|p| p.rows.get(i).cloned())
+            .map(comm_row)
     };
     view! {
         <Show when=move || panel.with(|p| !p.rows.is_empty())>
             <section class="communicators">
                 <h2>"Communicators"</h2>
                 <p class="hint" data-testid="layout">{move || panel.with(|p| p.layout.clone())}</p>
-                <div class="data-table">
-                    <CsvButton test_id="comm-table" text=text />
-                    <table class="files" data-testid="comm-table">
-                        <thead>{headers.with_value(|h| sort_headers(h, sort))}</thead>
-                        <tbody>
-                            {move || panel.with(|p| {
-                                let keys: Vec<Vec<Cell>> = p.rows.iter().map(cells).collect();
-                                order(&keys, sort.get())
-                                    .into_iter()
-                                    .map(|i| comm_row(p.rows[i].clone()))
-                                    .collect_view()
-                            })}
-                        </tbody>
-                    </table>
-                </div>
+                <VirtualTable test_id="comm-table" headers=HEADERS.map(String::from).to_vec()
+                    keys=keys row=row />
             </section>
         </Show>
     }

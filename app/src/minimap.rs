@@ -60,7 +60,17 @@ fn add_track(busy: &mut [f64], lod: &Lod, start: f64, col_ns: f64) {
 pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
     let plot_w = WIDTH - LABEL_WIDTH;
-    let columns = Memo::new(move |_| timeline.with(|t| density(t, plot_w as usize)));
+    // The density is computed in a frame after the timeline's (pixels × tracks: with hundreds
+    // of tracks, a good part of a frame), the run's outline until then.
+    let columns = RwSignal::new(Vec::<f32>::new());
+    Effect::new(move |_| {
+        timeline.track();
+        ncclscope_app::deferred::defer(move || {
+            if let Some(d) = timeline.try_with_untracked(|t| density(t, plot_w as usize)) {
+                let _ = columns.try_set(d);
+            }
+        });
+    });
     // The view box, in canvas pixels (left, width), for the drawing and the tests.
     let view_box = move || {
         let v = view.get()?;
@@ -106,7 +116,11 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
             data-view-box=move || view_box().map(|(x, w)| format!("{x:.1} {w:.1}"))
             width=WIDTH.to_string()
             height=HEIGHT.to_string()
-            on:mousedown=move |e| go(&e)
+            on:mousedown=move |e| {
+                // A drag moves the view; it must not select the page's text.
+                e.prevent_default();
+                go(&e);
+            }
             on:mousemove=move |e| {
                 if e.buttons() & 1 == 1 {
                     go(&e);

@@ -324,6 +324,25 @@ fn topology(a: &Analysis) -> Vec<HostTopology> {
     out
 }
 
+/// How many hosts' topology diagrams the page draws after each step when it draws them over
+/// several animation frames: each step adds hosts until their nodes and links reach `budget`
+/// (at least one host a step). The last entry is every host.
+pub fn topology_batches(hosts: &[HostTopology], budget: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut weight = 0;
+    for (i, h) in hosts.iter().enumerate() {
+        weight += h.nodes.len() + h.links.len();
+        if weight >= budget {
+            out.push(i + 1);
+            weight = 0;
+        }
+    }
+    if out.last() != Some(&hosts.len()) && !hosts.is_empty() {
+        out.push(hosts.len());
+    }
+    out
+}
+
 /// One table cell: its text and, for numeric columns, the number it sorts by.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
@@ -460,6 +479,20 @@ mod tests {
             }
         );
         assert_eq!(eff, vec![1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn topology_is_drawn_in_batches_of_bounded_weight() {
+        let host = |n: usize, l: usize| HostTopology {
+            host: "h".into(),
+            nodes: vec![(String::new(), String::new(), String::new()); n],
+            links: vec![(0, 0, String::new(), 0.0); l],
+        };
+        assert!(topology_batches(&[], 100).is_empty());
+        assert_eq!(topology_batches(&[host(2, 1)], 100), vec![1]);
+        // 40 + 40 reaches 60 at the second host; the third alone is over; the last is left.
+        let hosts = [host(20, 20), host(20, 20), host(100, 0), host(1, 1)];
+        assert_eq!(topology_batches(&hosts, 60), vec![2, 3, 4]);
     }
 
     #[test]

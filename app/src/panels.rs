@@ -6,13 +6,13 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use ncclscope_app::charts::{Bar, BarChart, HLine, Point, Scatter, TopoBox, TopologyDiagram};
-use ncclscope_app::panel_data::{Cell, Panels};
+use ncclscope_app::panel_data::{topology_batches, Cell, Panels};
 use ncclscope_app::wire::human_bytes;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
 use crate::client;
-use crate::table::{csv_of, order, save_text, sort_headers, CsvButton, Sort};
+use crate::table::{save_text, VirtualTable};
 
 /// The SVG element with `data-testid=test_id`, as a standalone file: a deep clone with the
 /// namespace, each element's computed look inlined (the page's stylesheet and theme stay
@@ -169,63 +169,108 @@ fn SvgButton(#[prop(into)] target: String) -> impl IntoView {
     }
 }
 
-/// A table that sorts on a header click (again: the other way) and saves as CSV.
+/// A table that sorts on a header click (again: the other way), filters and saves as CSV;
+/// only the rows in its scroll box are in the document.
 #[component]
 fn DataTable(
     #[prop(into)] test_id: String,
     headers: Vec<String>,
     rows: Vec<Vec<Cell>>,
 ) -> impl IntoView {
-    let sort: Sort = RwSignal::new(None);
-    let head = sort_headers(&headers, sort);
-    let rows = StoredValue::new(rows);
-    let headers = StoredValue::new(headers);
+    let keys = Signal::stored(rows);
     let row_id = format!("{test_id}-row");
-    let body = move || {
-        rows.with_value(|rows| {
-            order(rows, sort.get())
-                .into_iter()
-                .map(|r| {
-                    let cells = rows[r]
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| view! { <td data-col=i>{c.text.clone()}</td> })
-                        .collect_view();
-                    view! { <tr data-testid=row_id.clone()>{cells}</tr> }
-                })
-                .collect_view()
+    let row = move |i: usize| {
+        keys.with_untracked(|k| {
+            k.get(i).map(|r| {
+                let cells = r
+                    .iter()
+                    .enumerate()
+                    .map(|(c, cell)| view! { <td data-col=c>{cell.text.clone()}</td> })
+                    .collect_view();
+                view! { <tr data-testid=row_id.clone()>{cells}</tr> }
+            })
         })
     };
-    let text =
-        move || headers.with_value(|h| rows.with_value(|r| csv_of(h, r, sort.get_untracked())));
-    view! {
-        <div class="data-table">
-            <CsvButton test_id=test_id.clone() text=text />
-            <table class="files" data-testid=test_id>
-                <thead>{head}</thead>
-                <tbody>{body}</tbody>
-            </table>
-        </div>
-    }
+    view! { <VirtualTable test_id=test_id headers=headers keys=keys row=row /> }
 }
 
 fn headers(h: &[&str]) -> Vec<String> {
     h.iter().map(|s| s.to_string()).collect()
 }
 
-#[component]
-pub fn AnalysisPanels(panels: Signal<Panels>) -> impl IntoView {
-    move || {
-        let p = panels.get();
-        view! {
-            <section class="panels" data-testid="analysis-panels">
-                {alignment(&p)}
-                {warnings(&p)}
-                {operations(&p)}
-                {bandwidth(&p)}
-                {topology(&p)}
-            </section>
+/// The panels' sections, in page order: each is drawn in its own animation frame when a new
+/// analysis arrives, the topology's hosts a few per frame ([`PanelStages::steps`]), so that no
+/// frame builds them all.
+pub const PANEL_SECTIONS: usize = 5;
+/// Nodes and links of topology diagrams drawn per frame (a 8-GPU host with its switches, NICs
+/// and NVLink pairs is about 50).
+const TOPOLOGY_PER_FRAME: usize = 200;
+
+/// The panels' data and, per section, when it was last drawn from it: a section is redrawn when
+/// its stage moves, and shows the previous analysis until then.
+#[derive(Clone, Copy)]
+pub struct PanelStages {
+    panels: RwSignal<Panels>,
+    drawn: [RwSignal<u64>; PANEL_SECTIONS],
+    /// How many hosts' topology diagrams are drawn.
+    hosts: RwSignal<usize>,
+    /// After each of the topology's steps, how many hosts are drawn.
+    batches: StoredValue<Vec<usize>>,
+}
+
+impl PanelStages {
+    pub fn new() -> PanelStages {
+        PanelStages {
+            panels: RwSignal::new(Panels::default()),
+            drawn: std::array::from_fn(|_| RwSignal::new(0)),
+            hosts: RwSignal::new(0),
+            batches: StoredValue::new(Vec::new()),
         }
+    }
+
+    /// A new analysis's panels; no section shows them yet.
+    pub fn set(&self, panels: Panels) {
+        self.batches
+            .set_value(topology_batches(&panels.topology, TOPOLOGY_PER_FRAME));
+        self.panels.set(panels);
+    }
+
+    /// How many steps draw the panels last set ([`PanelStages::draw`] each, in order).
+    pub fn steps(&self) -> usize {
+        PANEL_SECTIONS + self.batches.with_value(Vec::len).saturating_sub(1)
+    }
+
+    /// Step `k`: a section (the topology with its first batch of hosts), then the topology's
+    /// other hosts a batch at a time.
+    pub fn draw(&self, k: usize) {
+        let batch = |i: usize| self.batches.with_value(|b| b.get(i).copied());
+        if k == PANEL_SECTIONS - 1 {
+            self.hosts.set(batch(0).unwrap_or(0));
+        }
+        if let Some(d) = self.drawn.get(k) {
+            d.update(|n| *n += 1);
+        } else if let Some(n) = batch(k + 1 - PANEL_SECTIONS) {
+            self.hosts.set(n);
+        }
+    }
+}
+
+#[component]
+pub fn AnalysisPanels(stages: PanelStages) -> impl IntoView {
+    let section = move |k: usize, f: fn(&Panels, RwSignal<usize>) -> AnyView| {
+        move || {
+            stages.drawn[k].track();
+            stages.panels.with_untracked(|p| f(p, stages.hosts))
+        }
+    };
+    view! {
+        <section class="panels" data-testid="analysis-panels">
+            {section(0, |p, _| alignment(p).into_any())}
+            {section(1, |p, _| warnings(p).into_any())}
+            {section(2, |p, _| operations(p).into_any())}
+            {section(3, |p, _| bandwidth(p).into_any())}
+            {section(4, |p, hosts| topology(p, hosts).into_any())}
+        </section>
     }
 }
 
@@ -452,12 +497,15 @@ fn bandwidth(p: &Panels) -> impl IntoView {
     })
 }
 
-fn topology(p: &Panels) -> impl IntoView {
+/// Each host's first topology dump as a diagram; the diagrams appear as `drawn` counts them
+/// (a few hosts per frame: 32 hosts are thousands of SVG elements).
+fn topology(p: &Panels, drawn: RwSignal<usize>) -> impl IntoView {
     (!p.topology.is_empty()).then(|| {
         let hosts = p
             .topology
             .iter()
-            .map(|h| {
+            .enumerate()
+            .map(|(i, h)| {
                 let boxes: Vec<TopoBox> = h
                     .nodes
                     .iter()
@@ -466,12 +514,17 @@ fn topology(p: &Panels) -> impl IntoView {
                         label: label.clone(),
                     })
                     .collect();
+                let links = h.links.clone();
                 let id = format!("topology-{}", h.host.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
+                let diagram_id = id.clone();
+                let shown = Memo::new(move |_| drawn.get() > i);
                 view! {
                     <div class="topology-host" data-host=h.host.clone()>
                         <h3>{h.host.clone()}</h3>
                         <div class="topology-scroll">
-                            <TopologyDiagram boxes=boxes links=h.links.clone() test_id=id.clone() />
+                            {move || shown.get().then(|| view! {
+                                <TopologyDiagram boxes=boxes.clone() links=links.clone() test_id=diagram_id.clone() />
+                            })}
                         </div>
                         <SvgButton target=id />
                     </div>

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use ncclscope_app::panel_data::Cell;
 use ncclscope_app::views::RankView;
 
-use crate::table::{csv_of, order, sort_headers, CsvButton, Sort};
+use crate::table::VirtualTable;
 
 const HEADERS: [&str; 9] = [
     "rank",
@@ -40,33 +40,22 @@ fn cells(p: &RankView) -> Vec<Cell> {
 
 #[component]
 pub fn RankTable(ranks: Signal<Vec<RankView>>) -> impl IntoView {
-    let sort: Sort = RwSignal::new(None);
-    let headers = StoredValue::new(HEADERS.map(String::from).to_vec());
-    let text = move || {
-        ranks.with_untracked(|r| {
-            let rows: Vec<Vec<Cell>> = r.iter().map(cells).collect();
-            headers.with_value(|h| csv_of(h, &rows, sort.get_untracked()))
-        })
+    // Every new analysis redraws the rows, even where the sort keys happen to be equal.
+    let keys = Memo::new_with_compare(
+        move |_| ranks.with(|r| r.iter().map(cells).collect::<Vec<_>>()),
+        |_, _| true,
+    );
+    let row = move |i: usize| {
+        ranks
+            .with_untracked(|r| r.get(i).cloned())
+            .map(|p| view! { <RankRow p=p /> })
     };
     view! {
         <Show when=move || ranks.with(|r| !r.is_empty())>
             <section class="ranks">
                 <h2>"Ranks"</h2>
-                <div class="data-table">
-                    <CsvButton test_id="rank-table" text=text />
-                    <table class="files" data-testid="rank-table">
-                        <thead>{headers.with_value(|h| sort_headers(h, sort))}</thead>
-                        <tbody>
-                            {move || ranks.with(|r| {
-                                let keys: Vec<Vec<Cell>> = r.iter().map(cells).collect();
-                                order(&keys, sort.get())
-                                    .into_iter()
-                                    .map(|i| view! { <RankRow p=r[i].clone() /> })
-                                    .collect_view()
-                            })}
-                        </tbody>
-                    </table>
-                </div>
+                <VirtualTable test_id="rank-table" headers=HEADERS.map(String::from).to_vec()
+                    keys=keys row=row />
             </section>
         </Show>
     }

@@ -54,6 +54,59 @@ pub fn TimelineCanvas(
         view,
         mouse_at,
     };
+    // The tracks' box is as tall as every track; the canvas in it is at most a screen tall and
+    // sticks below the panel bar, drawing the tracks the box has scrolled to (with many ranks a
+    // whole-run canvas was 5 650 px tall: tens of MB to fill, upload and composite per frame).
+    let rows_box = NodeRef::<leptos::html::Div>::new();
+    let shown = RwSignal::new(Shown::default());
+    let total_px = move || total_height(timeline.with(|t| t.tracks.len()));
+    let measure = move || {
+        let (Some(el), Some(rows_box)) = (canvas.get_untracked(), rows_box.get_untracked()) else {
+            return;
+        };
+        let Some(w) = web_sys::window() else { return };
+        let sticky_top = w
+            .document()
+            .and_then(|d| d.query_selector(".panel-nav").ok().flatten())
+            .and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
+            .map_or(0.0, |n| f64::from(n.offset_height()));
+        let inner = w
+            .inner_height()
+            .ok()
+            .and_then(|h| h.as_f64())
+            .unwrap_or(800.0);
+        let now = shown_rows(
+            total_px(),
+            rows_box.get_bounding_client_rect().top(),
+            inner,
+            sticky_top,
+            el.width() as f64 / f64::from(el.client_width().max(1)),
+        );
+        if now != shown.get_untracked() {
+            shown.set(now);
+        }
+    };
+    let on_scroll = window_event_listener(leptos::ev::scroll, move |_| measure());
+    let on_resize = window_event_listener(leptos::ev::resize, move |_| measure());
+    on_cleanup(move || {
+        on_scroll.remove();
+        on_resize.remove();
+    });
+    // A new timeline changes the box's height: measure once the next frame has laid it out
+    // (never forcing a layout of the page).
+    Effect::new(move |_| {
+        timeline.with(|t| t.tracks.len());
+        request_animation_frame(move || {
+            set_timeout(
+                move || {
+                    if canvas.try_get_untracked().flatten().is_some() {
+                        measure();
+                    }
+                },
+                std::time::Duration::ZERO,
+            );
+        });
+    });
 
     // A new timeline shows the whole run, unless the user had zoomed into a part of the last
     // one that this one still covers (a filter or clock change keeps the place; so does a
@@ -84,11 +137,16 @@ pub fn TimelineCanvas(
         let range = selection.get();
         crate::theme::revision().track();
         let el = canvas.get();
+        let at = shown.get();
         flow.with(|flow| {
             timeline.with(|t| {
                 if let (Some(el), Some(v)) = (el, v) {
-                    draw(&el, t, v);
-                    mark(&el, t, v, sel, flow);
+                    let at = at.fit(total_height(t.tracks.len()));
+                    if el.height() != at.height_px as u32 {
+                        el.set_height(at.height_px as u32);
+                    }
+                    draw(&el, t, v, at.offset_px);
+                    mark(&el, t, v, sel, flow, at.offset_px);
                     shade(&el, v, range);
                 }
             })
@@ -146,6 +204,15 @@ pub fn TimelineCanvas(
         if e.button() != 0 {
             return;
         }
+        // A drag pans or selects a range: it must not start a text selection in the page (on a
+        // page of tables, Chromium extended it on every move, the slowest work of a pan). The
+        // canvas still takes the focus a click gives, for the keys.
+        e.prevent_default();
+        if let Some(c) = canvas.get_untracked() {
+            let options = web_sys::FocusOptions::new();
+            options.set_prevent_scroll(true);
+            let _ = c.focus_with_options(&options);
+        }
         hover.hide();
         let (x, y) = point(&e);
         if (e.shift_key() || y < RULER_HEIGHT) && x >= LABEL_WIDTH {
@@ -182,7 +249,8 @@ pub fn TimelineCanvas(
         let (Some(el), Some(v)) = (canvas.get_untracked(), view.get_untracked()) else {
             return;
         };
-        let hit = timeline.with_untracked(|t| hit_test(t, v, el.width() as f64, x, y));
+        let off = shown.get_untracked().offset_px;
+        let hit = timeline.with_untracked(|t| hit_test(t, v, el.width() as f64, x, y, off));
         if let Some(p) = hit {
             on_pick.run(p);
         }
@@ -205,7 +273,7 @@ pub fn TimelineCanvas(
             // Not dragging: the kernel under the mouse goes to the tooltip.
             let w = width();
             let hit = timeline.with_untracked(|t| {
-                let (row, i) = hit_test(t, v, w, x, y)?;
+                let (row, i) = hit_test(t, v, w, x, y, shown.get_untracked().offset_px)?;
                 let (track, span) = (&t.tracks[row], &t.tracks[row].spans[i]);
                 let op = span.op.map_or("kernel", |op| op.name());
                 let us = (span.end_ns - span.start_ns) as f64 / 1e3;
@@ -258,13 +326,13 @@ pub fn TimelineCanvas(
         }
     };
 
-    let height =
-        move || RULER_HEIGHT + ROW_HEIGHT * timeline.with(|t| t.tracks.len().max(1)) as f64 + 4.0;
     view! {
         <section class="timeline">
             <p class="hint" data-testid="timeline-summary">
                 {move || timeline.with(|t| format!("{} tracks, {} kernels", t.tracks.len(), t.tracks.iter().map(|k| k.spans.len()).sum::<usize>()))}
             </p>
+            <div class="timeline-rows" node_ref=rows_box
+                style:aspect-ratio=move || format!("1200 / {}", total_px())>
             <canvas
                 node_ref=canvas
                 data-testid="timeline"
@@ -273,7 +341,8 @@ pub fn TimelineCanvas(
                 data-window=move || view.get().map(|v| format!("{}_{}", v.start_ns as i64, v.end_ns as i64))
                 data-selection=move || selection.get().map(|(a, b)| format!("{}_{}", a as i64, b as i64))
                 width="1200"
-                height=move || height().to_string()
+                style:top=move || format!("{}px", shown.with(|s| s.sticky_top))
+                data-first-row=move || shown.with(|s| (s.fit(total_px()).offset_px / ROW_HEIGHT).floor())
                 on:wheel=on_wheel
                 on:mousedown=on_down
                 on:mouseup=on_up
@@ -283,12 +352,72 @@ pub fn TimelineCanvas(
                 on:keyup=on_key_up
                 on:blur=move |_| keys.clear()
             ></canvas>
+            </div>
             <p class="hint">
                 "Wheel or W/S: zoom · drag or A/D: pan · shift+drag or drag on the ruler: select a range (F: zoom to it, Esc: clear) · click: details"
             </p>
             <Tooltip hover=hover />
         </section>
     }
+}
+
+/// A canvas of every track: its height in canvas pixels.
+pub fn total_height(tracks: usize) -> f64 {
+    RULER_HEIGHT + ROW_HEIGHT * tracks.max(1) as f64 + 4.0
+}
+
+/// What the canvas shows of the tracks' box: its height and how far down the tracks its first
+/// row is (canvas pixels below the ruler), and where it sticks (CSS pixels from the top: the
+/// panel bar's height).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Shown {
+    height_px: f64,
+    offset_px: f64,
+    sticky_top: f64,
+}
+
+impl Default for Shown {
+    /// Until measured: the top of the tracks, a screen's worth.
+    fn default() -> Shown {
+        Shown {
+            height_px: 900.0,
+            offset_px: 0.0,
+            sticky_top: 0.0,
+        }
+    }
+}
+
+impl Shown {
+    /// Within a box `total` canvas pixels tall: never taller, never past its end.
+    fn fit(self, total: f64) -> Shown {
+        let height = self
+            .height_px
+            .min(total)
+            .max((RULER_HEIGHT + ROW_HEIGHT).min(total))
+            .round();
+        Shown {
+            height_px: height,
+            offset_px: self.offset_px.clamp(0.0, (total - height).max(0.0)).round(),
+            sticky_top: self.sticky_top,
+        }
+    }
+}
+
+/// The canvas for a box of `total` canvas pixels whose top is at `box_top` (CSS pixels from
+/// the viewport's top) in a viewport `inner` pixels tall, the canvas sticking `sticky_top`
+/// pixels down and drawing `scale` canvas pixels per CSS pixel.
+fn shown_rows(total: f64, box_top: f64, inner: f64, sticky_top: f64, scale: f64) -> Shown {
+    let scale = if scale.is_finite() && scale > 0.0 {
+        scale
+    } else {
+        1.0
+    };
+    Shown {
+        height_px: ((inner - sticky_top).max(120.0) * scale).ceil(),
+        offset_px: ((sticky_top - box_top) * scale).max(0.0),
+        sticky_top,
+    }
+    .fit(total)
 }
 
 impl From<(f64, f64)> for View {
@@ -429,21 +558,30 @@ const SPANS_PER_PX_MAX: f64 = 4.0;
 
 /// The plot area's pixels for one frame: bars are painted here in wasm and reach the canvas in
 /// one `putImageData`, not one canvas call per rectangle (tens of thousands with many tracks).
+/// The area shows `height` pixel rows of the tracks from `offset` down (plot coordinates: track
+/// `r` starts at `r * ROW_HEIGHT`); paints take plot coordinates and are cut to the area.
 struct Pixels {
     rgba: Vec<u8>,
     width: usize,
     height: usize,
+    offset: f64,
     /// Bars painted, for the tests.
     bars: usize,
 }
 
 impl Pixels {
-    /// A plot of `rows` track rows, striped like the rows' backgrounds.
-    fn new(width: usize, rows: usize, background: [u8; 3], stripe: [u8; 3]) -> Pixels {
-        let height = rows * ROW_HEIGHT as usize;
+    /// The area, striped like the rows' backgrounds.
+    fn new(
+        width: usize,
+        height: usize,
+        offset: f64,
+        background: [u8; 3],
+        stripe: [u8; 3],
+    ) -> Pixels {
         let mut rgba = vec![255u8; width * height * 4];
-        let band = ROW_HEIGHT as usize * width * 4;
-        for (row, pixels) in rgba.chunks_mut(band.max(4)).enumerate() {
+        let first = offset.max(0.0) as usize;
+        for (y, pixels) in rgba.chunks_mut((width * 4).max(4)).enumerate() {
+            let row = (first + y) / ROW_HEIGHT as usize;
             let [r, g, b] = if row % 2 == 0 { stripe } else { background };
             for px in pixels.chunks_exact_mut(4) {
                 px[..3].copy_from_slice(&[r, g, b]);
@@ -453,6 +591,7 @@ impl Pixels {
             rgba,
             width,
             height,
+            offset: first as f64,
             bars: 0,
         }
     }
@@ -475,8 +614,8 @@ impl Pixels {
     fn paint(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, rgb: [u8; 3]) {
         let c0 = x0.floor().clamp(0.0, self.width as f64) as usize;
         let c1 = (x1.ceil().clamp(0.0, self.width as f64) as usize).max((c0 + 1).min(self.width));
-        let r0 = y0.round().clamp(0.0, self.height as f64) as usize;
-        let r1 = y1.round().clamp(0.0, self.height as f64) as usize;
+        let r0 = (y0.round() - self.offset).clamp(0.0, self.height as f64) as usize;
+        let r1 = (y1.round() - self.offset).clamp(0.0, self.height as f64) as usize;
         if c1 <= c0 || r1 <= r0 {
             return;
         }
@@ -491,10 +630,11 @@ impl Pixels {
     }
 }
 
-/// Draws every track at a cost bounded by pixels × tracks: the visible spans are found by
-/// binary search, and a track with many of them in view draws its summary instead. Records on
-/// the canvas how the last frame was drawn (`data-summary-tracks`, `data-rects`) for the tests.
-fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
+/// Draws the tracks the canvas shows (those from `offset` canvas pixels below the ruler down)
+/// at a cost bounded by pixels × tracks: the visible spans are found by binary search, and a
+/// track with many of them in view draws its summary instead. Records on the canvas how the
+/// last frame was drawn (`data-summary-tracks`, `data-rects`) for the tests.
+fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View, offset: f64) {
     let Some(ctx) = context_2d(canvas) else {
         return;
     };
@@ -506,18 +646,23 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
 
     let colours = crate::theme::canvas_colours();
-    ruler(canvas, &ctx, t, v, x_of, &colours.ruler);
+    ctx.set_font("11px sans-serif");
 
+    let rows_px = t.tracks.len() as f64 * ROW_HEIGHT;
+    let plot_h = (rows_px - offset).min(h - RULER_HEIGHT).max(1.0);
     let mut pixels = Pixels::new(
         plot_w.max(1.0) as usize,
-        t.tracks.len(),
+        plot_h as usize,
+        offset,
         colours.background,
         colours.stripe,
     );
     let mut summarised = 0;
     let ns_per_px = span / plot_w;
-    for (row, track) in t.tracks.iter().enumerate() {
-        let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT;
+    let first_row = (offset / ROW_HEIGHT).floor() as usize;
+    let last_row = (((offset + plot_h) / ROW_HEIGHT).ceil() as usize).min(t.tracks.len());
+    for (row, track) in t.tracks.iter().enumerate().take(last_row).skip(first_row) {
+        let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT - offset;
         let [r, g, b] = if row % 2 == 0 {
             colours.stripe
         } else {
@@ -593,6 +738,9 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
             }
         }
     }
+    // The ruler, over the label of a row cut at the top.
+    ctx.clear_rect(0.0, 0.0, w, RULER_HEIGHT);
+    ruler(canvas, &ctx, t, v, x_of, &colours.ruler);
     let rects = pixels.bars;
     if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
         wasm_bindgen::Clamped(&pixels.rgba),
@@ -655,13 +803,20 @@ fn draw_level(
     flush(run, px1);
 }
 
-/// The kernel under canvas point (x, y): the span containing the time there, else the nearest
-/// within three pixels.
-fn hit_test(t: &Timeline, v: View, width: f64, x: f64, y: f64) -> Option<(usize, usize)> {
+/// The kernel under canvas point (x, y), the canvas showing the tracks from `offset` down: the
+/// span containing the time there, else the nearest within three pixels.
+fn hit_test(
+    t: &Timeline,
+    v: View,
+    width: f64,
+    x: f64,
+    y: f64,
+    offset: f64,
+) -> Option<(usize, usize)> {
     if x < LABEL_WIDTH || y < RULER_HEIGHT {
         return None;
     }
-    let row = ((y - RULER_HEIGHT) / ROW_HEIGHT) as usize;
+    let row = ((y - RULER_HEIGHT + offset) / ROW_HEIGHT) as usize;
     let track = t.tracks.get(row)?;
     let plot_w = width - LABEL_WIDTH;
     let ns_per_px = (v.end_ns - v.start_ns).max(1.0) / plot_w;
@@ -694,10 +849,21 @@ fn mark(
     v: View,
     sel: Option<(usize, usize)>,
     flow: &[(u32, i64)],
+    offset: f64,
 ) {
     let Some(ctx) = context_2d(canvas) else {
         return;
     };
+    // Below the ruler only: rows scrolled away are under it.
+    ctx.save();
+    ctx.begin_path();
+    ctx.rect(
+        0.0,
+        RULER_HEIGHT,
+        canvas.width() as f64,
+        canvas.height() as f64 - RULER_HEIGHT,
+    );
+    ctx.clip();
     let plot_w = canvas.width() as f64 - LABEL_WIDTH;
     let span = (v.end_ns - v.start_ns).max(1.0);
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
@@ -714,7 +880,7 @@ fn mark(
             let row = row_of(rank)?;
             Some((
                 x_of(start as f64),
-                RULER_HEIGHT + row as f64 * ROW_HEIGHT + ROW_HEIGHT / 2.0,
+                RULER_HEIGHT + row as f64 * ROW_HEIGHT - offset + ROW_HEIGHT / 2.0,
             ))
         })
         .collect();
@@ -729,7 +895,7 @@ fn mark(
     }
     if let Some(s) = sel.and_then(|(row, i)| Some((row, t.tracks.get(row)?.spans.get(i)?))) {
         let (row, s) = s;
-        let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT;
+        let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT - offset;
         let (x0, x1) = (x_of(s.start_ns as f64), x_of(s.end_ns as f64));
         ctx.stroke_rect(
             x0 - 1.0,
@@ -738,6 +904,7 @@ fn mark(
             ROW_HEIGHT - 2.0,
         );
     }
+    ctx.restore();
 }
 
 /// The time ruler: round ticks (at most ten) in units that adapt to the zoom, relative to the

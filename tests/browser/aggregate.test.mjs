@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { startSession, withScreenshot, dropFiles, NATIVE_BIN, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, NATIVE_BIN, ROOT, allRows, findRow } from './harness.mjs';
 
 const run = promisify(execFile);
 let s;
@@ -59,19 +59,30 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Every rank row of the aggregate's table: its data attributes and its operation facts. */
-const rankRows = (page) => page.locator('[data-testid=aggregate] [data-testid=agg-rank-row]').evaluateAll((trs) => trs.map((tr) => ({
+/**
+ * Every rank row of the aggregate's table (scrolled through: only the rows in its box are in
+ * the document): its data attributes and its operation facts.
+ */
+const rankRows = (page) => allRows(page, 'agg-rank-table', (trs) => trs.map((tr) => ({
   rank: Number(tr.dataset.rank),
   kernels: Number(tr.dataset.kernels),
   matched: Number(tr.dataset.matched),
   host: tr.children[1].textContent,
   pid: Number(tr.children[2].textContent),
   ops: Object.fromEntries([...tr.querySelectorAll('[data-op]')].map((e) => [e.dataset.op, [Number(e.dataset.count), Number(e.dataset.bytes)]])),
-})));
+})), (r) => r.rank, page.getByTestId('aggregate'));
+
+/** Every communicator row of the aggregate (scrolled through). */
+const commRows = (page) => allRows(page, 'comm-table', (trs) => trs.map((tr) => ({
+  id: tr.dataset.comm,
+  ranks: tr.children[2].textContent.split(' ').map(Number),
+  parallelism: tr.querySelector('[data-testid=parallelism]').textContent,
+})), (r) => r.id, page.getByTestId('aggregate'));
 
 /** Waits for the overview of `ranks` ranks; returns the milliseconds from `since`. */
 async function overviewShown(page, ranks, since) {
-  await page.locator(`[data-testid=aggregate][data-ranks="${ranks}"] [data-testid=agg-rank-row]`).nth(ranks - 1).waitFor({ timeout: 120_000 });
+  await page.locator(`[data-testid=aggregate][data-ranks="${ranks}"] table[data-testid=agg-rank-table][aria-rowcount="${ranks + 1}"] [data-testid=agg-rank-row]`)
+    .first().waitFor({ timeout: 120_000 });
   return Date.now() - since;
 }
 
@@ -113,11 +124,7 @@ test('the huge-1024 run aggregate opens with every rank, operation and communica
     assert.deepEqual(opRows.map((r) => r[0]).sort(), Object.entries(shown.totals.ops_by_type).map(([k]) => k).sort());
 
     // Communicators: every one of the truth, with its members and its parallelism.
-    const comms = await s.page.locator('[data-testid=aggregate] [data-testid=comm-row]').evaluateAll((trs) => trs.map((tr) => ({
-      id: tr.dataset.comm,
-      ranks: tr.children[2].textContent.split(' ').map(Number),
-      parallelism: tr.querySelector('[data-testid=parallelism]').textContent,
-    })));
+    const comms = await commRows(s.page);
     assert.equal(comms.length, truth.communicators.length);
     const ours = new Map(comms.map((c) => [c.id, c]));
     for (const c of truth.communicators) {
@@ -154,21 +161,26 @@ test('a rank opens on demand, from the table or the strip, with its own kernels'
     const rank = 517;
     const t = truth.ranks.find((r) => r.global_rank === rank);
     const t0 = Date.now();
+    // The table shows a few dozen of its 1024 rows: its filter finds the rank.
+    await s.page.getByTestId('agg-rank-table-filter').fill(String(rank));
     await s.page.locator(`[data-testid=agg-rank-row][data-rank="${rank}"] [data-testid=agg-open-rank]`).click();
+    await s.page.getByTestId('agg-rank-table-filter').fill('');
     const detail = s.page.locator(`[data-testid=agg-rank][data-rank="${rank}"][data-kernels]`);
     await detail.waitFor({ timeout: 60_000 });
     console.log(`huge-1024: rank ${rank}'s detail shown ${Date.now() - t0} ms after the click (${await detail.getByTestId('agg-rank-status').textContent()})`);
     assert.equal(Number(await detail.getAttribute('data-kernels')), t.kernels);
-    assert.equal(await detail.getByTestId('agg-kernel-row').count(), Math.min(t.kernels, 1000));
+    const kernelRows = await allRows(s.page, 'agg-kernel-table', (trs) => trs.map((tr) => ({
+      index: Number(tr.dataset.index), cells: [tr.children[2].textContent, tr.children[5].textContent],
+    })), (r) => r.index, detail);
+    assert.equal(kernelRows.length, Math.min(t.kernels, 1000));
     assert.match(await detail.getByTestId('timeline-summary').textContent(), new RegExp(`^1 tracks, ${t.kernels} kernels$`));
     // The kernels are the command's, in start order.
     const native = JSON.parse(execFileSync(NATIVE_BIN, ['aggregate', 'show', runAgg, '--rank', String(rank)], { maxBuffer: 1 << 28 }).toString()).kernels;
     native.sort((a, b) => a.start_ns - b.start_ns || a.end_ns - b.end_ns);
-    const cells = await detail.getByTestId('agg-kernel-row').evaluateAll((trs) => trs.map((tr) => [tr.children[2].textContent, tr.children[5].textContent]));
-    assert.deepEqual(cells, native.slice(0, 1000).map((k) => [k.name, k.op_count == null ? '' : String(k.op_count)]));
+    assert.deepEqual(kernelRows.map((r) => r.cells), native.slice(0, 1000).map((k) => [k.name, k.op_count == null ? '' : String(k.op_count)]));
     // A kernel's fields, on a click.
     const i = native.findIndex((k) => k.op_count != null);
-    await detail.locator(`[data-testid=agg-kernel-row][data-index="${i}"]`).click();
+    await (await findRow(s.page, 'agg-kernel-table', `[data-index="${i}"]`, detail)).click();
     const fields = detail.getByTestId('agg-kernel-fields');
     await fields.waitFor();
     assert.equal(await fields.locator('[data-field-name="Global Rank"]').textContent(), String(rank));
@@ -203,9 +215,10 @@ test('per-node aggregates dropped together are merged by the page into the same 
     const rows = await rankRows(s.page);
     assert.deepEqual(rows.map((r) => [r.rank, r.kernels, r.matched]),
       shown.ranks.map((r) => [r.global_rank, r.kernels, r.matched_ops]));
-    const parallelism = await s.page.locator('[data-testid=aggregate] [data-testid=comm-row]').evaluateAll((trs) => trs.map((tr) => [tr.dataset.comm, tr.querySelector('[data-testid=parallelism]').textContent]));
+    const parallelism = (await commRows(s.page)).map((c) => [c.id, c.parallelism]);
     assert.deepEqual(new Map(parallelism), new Map(shown.communicators.map((c) => [c.id, c.parallelism])));
-    assert.equal(await s.page.locator('[data-testid=file-row][data-file="node01.agg"] [data-testid=kind]').textContent(), 'ncclscope-aggregate');
+    const node01 = await findRow(s.page, 'file-list', '[data-file="node01.agg"]');
+    assert.equal(await node01.locator('[data-testid=kind]').textContent(), 'ncclscope-aggregate');
     assert.deepEqual(s.errors, []);
   });
 });

@@ -140,3 +140,68 @@ export async function pickCollective(page, row = 0) {
   }
   throw new Error(`no collective picked on row ${row}`);
 }
+
+/** Resolves after `n` animation frames in the page (the page's reactions to a scroll are drawn). */
+export const frames = (page, n = 2) => page.evaluate((k) => new Promise((resolve) => {
+  const step = (left) => (left ? requestAnimationFrame(() => step(left - 1)) : resolve());
+  step(k);
+}), n);
+
+/** The scroll box of table `testId` (app/src/table.rs: only its visible rows are in the document). */
+export const tableScroller = (scope, testId) => scope.locator(`.table-scroll:has(> table[data-testid="${testId}"])`);
+
+/**
+ * Every row of table `testId` in display order, although only the rows its scroll box shows
+ * are in the document: scrolls the box from its top to its bottom and keeps what `mapAll`
+ * (given the rendered `<tr>`s, run in the page) returns for each row not seen before, by
+ * `key`. The box is left at its top. `scope`: a locator the table is in (default: the page).
+ */
+export async function allRows(page, testId, mapAll, key = (r) => JSON.stringify(r), scope = page) {
+  const rows = scope.locator(`table[data-testid="${testId}"] > tbody > tr`);
+  const box = tableScroller(scope, testId);
+  await box.evaluate((el) => { el.scrollTop = 0; });
+  await frames(page);
+  const seen = new Map();
+  for (let i = 0; i < 100_000; i++) {
+    for (const r of await rows.evaluateAll(mapAll)) {
+      const k = key(r);
+      if (!seen.has(k)) seen.set(k, r);
+    }
+    const end = await box.evaluate((el) => {
+      if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return true;
+      el.scrollTop += Math.max(20, Math.floor(el.clientHeight * 0.8));
+      return false;
+    });
+    if (end) break;
+    await frames(page);
+  }
+  await box.evaluate((el) => { el.scrollTop = 0; });
+  await frames(page);
+  return [...seen.values()];
+}
+
+/**
+ * The row of table `testId` that matches `rowSelector` (a CSS selector of a `<tr>`), scrolled
+ * into the table's box: its scroll box is walked down from the top until the row is rendered.
+ */
+export async function findRow(page, testId, rowSelector, scope = page) {
+  const row = scope.locator(`table[data-testid="${testId}"] > tbody > tr${rowSelector}`);
+  const box = tableScroller(scope, testId);
+  await box.evaluate((el) => { el.scrollTop = 0; });
+  await frames(page);
+  for (let i = 0; i < 100_000; i++) {
+    if (await row.count()) {
+      await row.first().scrollIntoViewIfNeeded();
+      await frames(page);
+      return row.first();
+    }
+    const end = await box.evaluate((el) => {
+      if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return true;
+      el.scrollTop += Math.max(20, Math.floor(el.clientHeight * 0.8));
+      return false;
+    });
+    if (end) break;
+    await frames(page);
+  }
+  throw new Error(`no row ${rowSelector} in ${testId}`);
+}

@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { startSession } from '../harness.mjs';
+import { allRows, startSession } from '../harness.mjs';
 import { observeLongTasks, panAndZoom, takeLongTasks } from './frames.mjs';
 
 function inputs(paths) {
@@ -107,11 +107,12 @@ try {
   if (!timedOut) await s.page.waitForTimeout(1000);
   const longTasks = await takeLongTasks(s.page);
   clearInterval(sampler);
-  const rows = await s.page.getByTestId('file-row').evaluateAll((els) => els.map((e) => ({
+  // Every file's row (the list keeps only the rows its scroll box shows in the document).
+  const rows = await allRows(s.page, 'file-list', (els) => els.map((e) => ({
     file: e.dataset.file,
     ms: Number(e.dataset.loadMs),
     status: e.querySelector('[data-testid=status]').textContent.slice(0, 160),
-  })));
+  })), (r) => r.file);
   const analysisMs = Number(await s.page.locator('.page').getAttribute('data-analysis-ms'));
   const workerMemory = Number(await s.page.locator('.page').getAttribute('data-worker-memory'));
   const loadMs = rows.reduce((a, r) => a + (r.ms || 0), 0);
