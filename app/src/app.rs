@@ -24,6 +24,10 @@ use ncclscope_app::budget::{estimate, fits, FileEstimate, DEFAULT_LIMIT_BYTES};
 use ncclscope_app::deferred::defer;
 use ncclscope_app::files::fetch_blob;
 
+/// The page under the file list is built in this many animation frames after the first drop:
+/// the downloads, share and panel bars; the timeline; the tables and panels; the theory form.
+const SHELL_STAGES: u8 = 4;
+
 /// Results of more ranks than this are shown over several animation frames.
 const STAGED_RANKS: usize = 32;
 
@@ -649,8 +653,9 @@ pub fn App() -> impl IntoView {
     Effect::new(move |_| {
         if rows.with(|r| !r.is_empty()) && !shell_started.get_value() {
             shell_started.set_value(true);
-            defer(move || shell.set(1));
-            defer(move || shell.set(2));
+            for stage in 1..=SHELL_STAGES {
+                defer(move || shell.set(stage));
+            }
         }
     });
 
@@ -796,6 +801,8 @@ pub fn App() -> impl IntoView {
                     {move || share_error.get().map(|e| view! { <span class="error" data-testid="share-error">{e}</span> })}
                 </div>
                 <PanelNav open=open_panel />
+                </Show>
+                <Show when=move || { shell.get() >= 2 }>
                 <section id="panel-timeline" class="timeline-area">
                 <h2>"Timeline"</h2>
                 <TimelineControls
@@ -859,10 +866,12 @@ pub fn App() -> impl IntoView {
                     })}
                 </section>
                 </Show>
-                <Show when=move || { shell.get() >= 2 }>
+                <Show when=move || { shell.get() >= 3 }>
                 <div id="panel-ranks"><RankTable ranks=ranks.into() /></div>
                 <div id="panel-communicators"><Communicators panel=comms.into() /></div>
                 <AnalysisPanels stages=panels />
+                </Show>
+                <Show when=move || { shell.get() >= SHELL_STAGES }>
                 <div id="panel-theory">
                 <TheoryPanel
                     form=theory_form
@@ -1079,6 +1088,9 @@ async fn with_sizes(items: Vec<(String, Blob)>) -> Vec<(String, Blob, u64)> {
         }
         let size = blob.size() as u64;
         out.push((name, blob, size));
+    }
+    if out.len() > PER_TASK {
+        client::next_task().await;
     }
     out
 }

@@ -204,7 +204,7 @@ fn headers(h: &[&str]) -> Vec<String> {
 pub const PANEL_SECTIONS: usize = 5;
 /// Nodes and links of topology diagrams drawn per frame (a 8-GPU host with its switches, NICs
 /// and NVLink pairs is about 50).
-const TOPOLOGY_PER_FRAME: usize = 200;
+const TOPOLOGY_PER_FRAME: usize = 120;
 
 /// The panels' data and, per section, when it was last drawn from it: a section is redrawn when
 /// its stage moves, and shows the previous analysis until then.

@@ -61,6 +61,25 @@ pub fn RankTable(ranks: Signal<Vec<RankView>>) -> impl IntoView {
     }
 }
 
+/// A `<details>` whose list is put in the document only once it is opened: a rank's topology
+/// dump is dozens of lines, and hundreds of rows of them were most of a rank table's elements.
+fn lazy_details(
+    summary: impl IntoView + 'static,
+    class: Option<&'static str>,
+    lines: Vec<String>,
+) -> impl IntoView {
+    let open = RwSignal::new(false);
+    let lines = StoredValue::new(lines);
+    view! {
+        <details on:toggle=move |_| open.update(|o| *o = !*o)>
+            {summary}
+            {move || open.get().then(|| view! {
+                <ul class=class>{lines.with_value(|l| l.iter().map(|l| view! { <li>{l.clone()}</li> }).collect_view())}</ul>
+            })}
+        </details>
+    }
+}
+
 #[component]
 fn RankRow(p: RankView) -> impl IntoView {
     let rank_title = if p.rank_from_init {
@@ -82,19 +101,12 @@ fn RankRow(p: RankView) -> impl IntoView {
                     view! { <span class="fact" data-op=key>{op}": "<b>{v}</b></span> }
                 }).collect_view()}
             </td>
-            <td>
-                <details>
-                    <summary data-testid="comm-count">{p.comms.len()}</summary>
-                    <ul>{p.comms.into_iter().map(|c| view! { <li>{c}</li> }).collect_view()}</ul>
-                </details>
-            </td>
+            <td>{lazy_details(view! { <summary data-testid="comm-count">{p.comms.len()}</summary> }, None, p.comms)}</td>
             <td data-testid="matched">{p.matched}</td>
             <td>
-                {(!topo.is_empty()).then(|| view! {
-                    <details>
-                        <summary>{format!("{} lines", topo.len())}</summary>
-                        <ul class="topology">{topo.into_iter().map(|l| view! { <li>{l}</li> }).collect_view()}</ul>
-                    </details>
+                {(!topo.is_empty()).then(|| {
+                    let summary = view! { <summary>{format!("{} lines", topo.len())}</summary> };
+                    lazy_details(summary, Some("topology"), topo)
                 })}
             </td>
         </tr>

@@ -7,9 +7,11 @@ use crate::panel_data::{sort_order, Cell};
 
 /// Rows rendered beyond the visible ones, above and below: a fast scroll or the keyboard's
 /// next row finds them in place.
-pub const OVERSCAN: usize = 12;
-/// A row's height until the table's rows are measured (CSS pixels: 13 px text, 4 px padding).
-pub const DEFAULT_ROW_PX: f64 = 26.0;
+pub const OVERSCAN: usize = 8;
+/// A row's height until the table's rows are measured (CSS pixels: a line of 13 px text with
+/// 4 px of padding is 26, most rows of the page's tables hold more): rows of one line still
+/// cover the box with the margin below.
+pub const DEFAULT_ROW_PX: f64 = 34.0;
 /// The scroll box's height until it is measured: its CSS `max-height` (36rem).
 pub const DEFAULT_VIEW_PX: f64 = 576.0;
 /// Tables longer than this offer a filter box.
