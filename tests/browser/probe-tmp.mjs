@@ -1,0 +1,16 @@
+import { startSession, dropFiles, rankTable } from './harness.mjs';
+import fs from 'node:fs'; import path from 'node:path';
+const dir = process.argv[2]; const q = process.argv[3];
+const files = fs.readdirSync(dir).filter((f) => /\.(log|sqlite|gz)$/.test(f)).sort().map((f) => path.join(dir, f));
+const s = await startSession();
+const msgs = [];
+s.page.on('console', (m) => msgs.push(`${m.type()}: ${m.text()}`));
+s.page.on('worker', (w) => msgs.push(`worker: ${w.url()}`));
+await s.page.goto(`${s.url}?${q}`);
+await dropFiles(s.page, files);
+const line = s.page.getByTestId('analysis-status');
+await line.filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 120_000 });
+console.log(await line.textContent());
+console.log(msgs.join('\n'));
+console.log('errors', s.errors);
+await s.close();
