@@ -18,12 +18,12 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
 
 /**
  * Starts the server and the browser; returns helpers and a `close()`. `prefix` serves the site
- * under a sub-path (`/team/ncclscope/`), as an internal Pages host would.
+ * under a sub-path (`/team/ncclscope/`), as an internal Pages host would; `dist` serves another
+ * built directory instead of the page (the benchmarks' own page, `scripts/bench` builds it).
  */
-export async function startSession({ prefix = '/' } = {}) {
-  const dist = path.join(ROOT, 'dist');
+export async function startSession({ prefix = '/', dist = path.join(ROOT, 'dist') } = {}) {
   if (!fs.existsSync(path.join(dist, 'index.html'))) {
-    throw new Error('dist/ is not built: run `trunk build --release` (scripts/test does)');
+    throw new Error(`${path.relative(ROOT, dist)}/ is not built: run \`trunk build --release\` (scripts/test does; scripts/bench builds its own page)`);
   }
   const { server, url } = await serveDir(dist, 0, prefix);
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'ncclscope-chromium-'));

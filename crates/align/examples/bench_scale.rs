@@ -3,10 +3,13 @@
 //! realistic symbols (op mix of a training step, three datatypes, 10 % of each side dropped).
 //! Release build:
 //!
-//! `cargo run --release -p align --example bench_scale [-- MAX_LEN [FULL_MAX_LEN]]`
+//! `cargo run --release -p align --example bench_scale [-- MAX_LEN [FULL_MAX_LEN]] [--sizes=N,N,...] [--tsv]`
 //!
 //! Defaults: lengths 10³ … 10⁶ per side; the full matrix up to 10⁴ (one 32-bit back-pointer per
-//! cell: 400 MB at 10⁴ × 10⁴, 40 GB at 10⁵).
+//! cell: 400 MB at 10⁴ × 10⁴, 40 GB at 10⁵). `--sizes` lists the lengths instead (each still
+//! at most MAX_LEN); `--tsv` prints one tab-separated line per length for `ncclscope-bench`: n,
+//! banded wall s, CPU s, peak heap bytes, then the same for the full matrix (`-` where not run),
+//! and whether the scores agree.
 
 mod bench_common;
 
@@ -92,17 +95,23 @@ fn measure<R>(reps: usize, f: impl Fn() -> R) -> (R, Cost) {
 }
 
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let max = args.first().copied().unwrap_or(1_000_000);
-    let full_max = args.get(1).copied().unwrap_or(10_000);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let numbers: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let max = numbers.first().copied().unwrap_or(1_000_000);
+    let full_max = numbers.get(1).copied().unwrap_or(10_000);
+    let tsv = args.iter().any(|a| a == "--tsv");
+    let sizes: Vec<usize> = match args.iter().find_map(|a| a.strip_prefix("--sizes=")) {
+        Some(list) => list.split(',').filter_map(|n| n.parse().ok()).collect(),
+        None => std::iter::successors(Some(1_000), |n| Some(n * 10))
+            .take_while(|&n| n <= max)
+            .collect(),
+    };
     let scoring = Scoring::rich();
-    println!("| operations per side | banded time | banded peak heap | full-matrix time | full-matrix peak heap | CPU time ratio full / banded | same score |");
-    println!("|---|---|---|---|---|---|---|");
-    let mut n = 1_000;
-    while n <= max {
+    if !tsv {
+        println!("| operations per side | banded time | banded peak heap | full-matrix time | full-matrix peak heap | CPU time ratio full / banded | same score |");
+        println!("|---|---|---|---|---|---|---|");
+    }
+    for n in sizes.into_iter().filter(|&n| n <= max) {
         let (k, l) = bench_common::sequences(n, n as u64);
         let sc = Scorer {
             scoring: &scoring,
@@ -111,9 +120,23 @@ fn main() {
             time: None,
         };
         let (fast, cf) = measure((100_000 / n).max(1), || align_fast(&sc, k.len(), l.len()));
-        match (n <= full_max)
-            .then(|| measure((10_000 / n).max(1), || align_full(&sc, k.len(), l.len())))
-        {
+        let full = (n <= full_max)
+            .then(|| measure((10_000 / n).max(1), || align_full(&sc, k.len(), l.len())));
+        if tsv {
+            let (full_cost, same) = match &full {
+                Some((f, cr)) => (
+                    format!("{}\t{}\t{}", cr.wall, cr.cpu, cr.heap),
+                    (f.score == fast.score).to_string(),
+                ),
+                None => ("-\t-\t-".to_string(), "-".to_string()),
+            };
+            println!(
+                "{n}\t{}\t{}\t{}\t{full_cost}\t{same}",
+                cf.wall, cf.cpu, cf.heap
+            );
+            continue;
+        }
+        match full {
             Some((full, cr)) => println!(
                 "| {n} | {cf} | {cr} | {:.0}× | {} |",
                 cr.cpu / cf.cpu.max(1e-4),
@@ -124,6 +147,5 @@ fn main() {
                 (4 * (k.len() + 1) * (l.len() + 1)) as f64 / 1e9
             ),
         }
-        n *= 10;
     }
 }

@@ -5,51 +5,49 @@
 //! exponent. Output: Markdown on standard output, and with `--out FILE` into that file.
 //!
 //! ```text
-//! cargo run --release -p ncclscope-bench -- [--quick] [--out FILE] [parse] [sqlite] [e2e]
+//! cargo run --release -p ncclscope-bench -- [--quick | --full] [--no-browser] [--out FILE]
+//!     [parse] [sqlite] [align] [e2e] [render]
 //! ```
-//! With no benchmark named, all of them run. `--quick` uses small inputs (a smoke run).
-//! Inputs are generated once into `target/bench-inputs/`.
+//! With no benchmark named, all of them run. `--quick` uses small inputs (a smoke run); `--full`
+//! adds the end-to-end target runs at their full size (see `end_to_end`);
+//! `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
+//! generated once into `target/bench-inputs/`, before any benchmark, and that time is reported.
+//! `scripts/bench` builds what the browser side needs (the page in `dist/`, the wasm benchmark
+//! page in `target/bench-web/`, the aligner's `bench_scale` example) and runs this.
 
+mod align;
+mod browser;
 mod end_to_end;
 mod growth;
 mod inputs;
 mod parse;
 mod regex_baseline;
+mod render;
+mod report;
 mod sqlite;
 
-use std::fmt::Write as _;
+use report::Report;
 use std::time::Instant;
 
-/// The Markdown report being written.
-#[derive(Default)]
-pub struct Report {
-    text: String,
+/// The families, in the order they run (cheapest first, so that a smoke run fails early).
+const FAMILIES: [&str; 5] = ["parse", "sqlite", "align", "e2e", "render"];
+
+/// How big the inputs are.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Scale {
+    /// Small inputs: a smoke run of about a minute.
+    Quick,
+    /// The suite: every family within 15 minutes on a 2-core machine.
+    Standard,
+    /// The suite plus the end-to-end target runs at their full size.
+    Full,
 }
 
-impl Report {
-    pub fn section(&mut self, title: &str, what: &str) {
-        let text = format!("\n### {title}\n\n{what}\n\n");
-        print!("{text}");
-        self.text.push_str(&text);
-    }
-
-    /// A table row; the first row of a section is its header.
-    pub fn row(&mut self, cells: &[&str]) {
-        let header = !self.text.ends_with("|\n");
-        let mut line = format!("| {} |\n", cells.join(" | "));
-        if header {
-            line.push_str(&format!("|{}\n", "---|".repeat(cells.len())));
-        }
-        print!("{line}");
-        self.text.push_str(&line);
-    }
-
-    pub fn growth(&mut self, what: &str, k: Option<f64>) {
-        let k = k.map_or("n/a".to_string(), |k| format!("{k:.2}"));
-        let line = format!("\nGrowth ({what}): time ∝ size^{k}.\n");
-        print!("{line}");
-        self.text.push_str(&line);
-    }
+/// What to run and how big.
+pub struct Options {
+    pub scale: Scale,
+    /// Chromium measurements (the wasm parser, sql.js, the page's end to end and frames).
+    pub browser: bool,
 }
 
 /// The best wall time of `n` runs of `f`, seconds.
@@ -63,64 +61,99 @@ pub fn best_of(n: usize, mut f: impl FnMut()) -> f64 {
         .fold(f64::MAX, f64::min)
 }
 
-/// What the figures were measured on.
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mem_gb = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemTotal"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1e6);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let load = load.split_whitespace().next().unwrap_or("?");
-    format!("{cpu}, {cores} cores, {mem_gb:.0} GB RAM; load average {load} at the start")
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
     let out = args
         .iter()
         .position(|a| a == "--out")
         .and_then(|i| args.get(i + 1))
         .cloned();
+    for a in &args {
+        let known = ["--quick", "--full", "--no-browser", "--out"].contains(&a.as_str())
+            || FAMILIES.contains(&a.as_str())
+            || Some(a) == out.as_ref();
+        if !known {
+            eprintln!(
+                "ncclscope-bench: unknown argument {a:?}\nusage: ncclscope-bench [--quick | --full] \
+                 [--no-browser] [--out FILE] [{}]...",
+                FAMILIES.join("] [")
+            );
+            std::process::exit(2);
+        }
+    }
     let named: Vec<&str> = args
         .iter()
         .map(String::as_str)
-        .filter(|a| ["parse", "sqlite", "e2e"].contains(a))
+        .filter(|a| FAMILIES.contains(a))
         .collect();
     let wants = |b: &str| named.is_empty() || named.contains(&b);
+    let mut opts = Options {
+        scale: if args.iter().any(|a| a == "--quick") {
+            Scale::Quick
+        } else if args.iter().any(|a| a == "--full") {
+            Scale::Full
+        } else {
+            Scale::Standard
+        },
+        browser: !args.iter().any(|a| a == "--no-browser"),
+    };
 
     let mut report = Report::default();
-    let _ = writeln!(report.text, "Machine: {}.", machine());
-    println!("{}", report.text.trim_end());
+    report.line(&format!("Machine: {}.", report::machine()));
+    if opts.browser {
+        if let Err(why) = browser::check() {
+            report.line(&format!(
+                "Browser measurements skipped: {why}. (`scripts/bench` builds what they need.)"
+            ));
+            opts.browser = false;
+        }
+    }
+    // Inputs first, so that the benchmarks' own time is measured apart from generating them.
+    let quick = opts.scale == Scale::Quick;
+    let sizes = parse::sizes(quick);
+    let iterations = sqlite::iterations(quick);
+    let layouts = end_to_end::layouts(opts.scale);
+    let started = Instant::now();
     if wants("parse") {
-        let sizes: &[usize] = if quick { &[5, 10, 20] } else { &[40, 160, 640] };
-        parse::run(sizes, &mut report);
+        sizes.iter().for_each(|&mb| drop(inputs::log_of_size(mb)));
     }
     if wants("sqlite") {
-        let iterations: &[u32] = if quick { &[1, 2, 4] } else { &[10, 40, 160] };
-        sqlite::run(iterations, &mut report);
+        iterations
+            .iter()
+            .for_each(|&it| drop(sqlite::export_of(it)));
     }
-    if wants("e2e") {
-        let runs = end_to_end::standard_runs(if quick { 0.02 } else { 1.0 });
-        end_to_end::run(&runs, &mut report);
+    if wants("e2e") || wants("render") {
+        end_to_end::runs(&layouts)
+            .iter()
+            .for_each(|r| drop(r.dir()));
     }
+    let (generated, reused) = inputs::counts();
+    let inputs_s = started.elapsed().as_secs_f64();
+    report.line(&format!(
+        "Inputs: {generated} generated in {inputs_s:.0} s, {reused} reused from `target/bench-inputs/` \
+         (generated once, then kept)."
+    ));
+
+    if wants("parse") {
+        parse::run(&sizes, &opts, &mut report);
+    }
+    if wants("sqlite") {
+        sqlite::run(&iterations, &opts, &mut report);
+    }
+    if wants("align") {
+        align::run(&opts, &mut report);
+    }
+    if wants("e2e") || wants("render") {
+        end_to_end::run(&layouts, wants("e2e"), wants("render"), &opts, &mut report);
+    }
+    report.targets();
+    report.line(&format!(
+        "\nBenchmarks (after the inputs): {:.0} s; the machine's load average at the end: {}.",
+        started.elapsed().as_secs_f64() - inputs_s,
+        report::load_average()
+    ));
     if let Some(path) = out {
-        std::fs::write(&path, &report.text).unwrap_or_else(|e| {
+        std::fs::write(&path, report.text()).unwrap_or_else(|e| {
             eprintln!("ncclscope-bench: {path}: {e}");
             std::process::exit(2);
         });

@@ -6,6 +6,9 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+/// Bytes read from a log at a time.
+const READ_CHUNK: usize = 16 << 20;
+
 /// Every file under the given paths, directories walked recursively, in a stable order.
 pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
@@ -53,11 +56,14 @@ pub fn load(session: &mut Session, path: &Path) -> FileReport {
         InputKind::NcclLog | InputKind::Gzip => {
             let mut loader = LogLoader::new(&name, session.next_file_index());
             loader.feed(&head);
-            let mut buf = vec![0u8; 1 << 20];
+            // Big chunks: the parser reads each one on every core and its threads meet at
+            // the chunk's end, so 16 MiB (as the page's slices) keeps them busy between.
+            let mut buf = Vec::with_capacity(READ_CHUNK);
             loop {
-                match file.read(&mut buf) {
+                buf.clear();
+                match (&mut file).take(READ_CHUNK as u64).read_to_end(&mut buf) {
                     Ok(0) => break,
-                    Ok(n) => loader.feed(&buf[..n]),
+                    Ok(_) => loader.feed(&buf),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => {
                         return FileReport::failed(&name, InputKind::NcclLog, size, e.to_string())

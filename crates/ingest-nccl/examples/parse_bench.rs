@@ -4,7 +4,7 @@
 //!
 //! Each round runs, on the same bytes: `wc -l FILE` itself (a child process; the file is in the
 //! page cache after the first read), a memchr newline count in this process, and the parser fed
-//! in 1 MiB chunks as the app does, once on one thread and once with the default threads.
+//! in 16 MiB chunks as the app does (`CHUNK_MB` sets another size), once on one thread and once with the default threads.
 //! Prints the best round of each. A third argument `N` runs only the parser on N threads (for
 //! profiling: `perf record ... parse_bench big.log 3 1`).
 
@@ -22,12 +22,17 @@ fn main() {
     let bytes = std::fs::read(&path).expect("read bench file");
     let mb = bytes.len() as f64 / 1e6;
     let only: Option<usize> = args.next().and_then(|r| r.parse().ok());
+    let chunk: usize = std::env::var("CHUNK_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16)
+        << 20;
     if let Some(n) = only {
         let mut s = f64::MAX;
         for _ in 0..rounds.max(1) {
             let t = Instant::now();
             let mut p = LogParser::new("bench", 0).with_threads(n);
-            for c in bytes.chunks(1 << 20) {
+            for c in bytes.chunks(chunk) {
                 p.feed(c);
             }
             std::hint::black_box(p.finish());
@@ -59,7 +64,7 @@ fn main() {
         for (slot, n) in [(2, 1), (3, threads)] {
             let t = Instant::now();
             let mut p = LogParser::new("bench", 0).with_threads(n);
-            for c in bytes.chunks(1 << 20) {
+            for c in bytes.chunks(chunk) {
                 p.feed(c);
             }
             let log = std::hint::black_box(p.finish());

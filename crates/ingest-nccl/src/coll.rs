@@ -28,6 +28,39 @@ pub(crate) struct Coll<'a> {
     pub rccl_global_rank: Option<u32>,
 }
 
+/// The numbers of a per-collective line (what [`Coll`] holds besides the name and RCCL's
+/// fields): what the fast path hands over, a few dozen bytes a line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Values {
+    pub op_count: u64,
+    pub sendbuff: u64,
+    pub recvbuff: u64,
+    pub count: u64,
+    pub root: i64,
+    pub comm: u64,
+    pub stream: u64,
+    pub datatype: u32,
+    pub red_op: u32,
+    pub nranks: u32,
+}
+
+impl Coll<'_> {
+    pub(crate) fn values(&self) -> Values {
+        Values {
+            op_count: self.op_count,
+            sendbuff: self.sendbuff,
+            recvbuff: self.recvbuff,
+            count: self.count,
+            root: self.root,
+            comm: self.comm,
+            stream: self.stream,
+            datatype: self.datatype,
+            red_op: self.red_op,
+            nranks: self.nranks,
+        }
+    }
+}
+
 const TRUNCATED: &str = "truncated per-collective line (missing fields)";
 
 /// True when the body has the shape `<Name>: opCount `.
@@ -263,9 +296,20 @@ pub(crate) fn canonical_tail(tail: &[u8]) -> Option<Tail> {
     })
 }
 
-/// A [`canonical`] line from its two parts.
-pub(crate) fn assemble<'a>(name: &'a [u8], head: &Head, tail: &Tail) -> Coll<'a> {
-    head.with(name, tail)
+/// A [`canonical`] line's numbers from its two parts.
+pub(crate) fn assemble(head: &Head, tail: &Tail) -> Values {
+    Values {
+        op_count: head.op_count,
+        sendbuff: head.sendbuff,
+        recvbuff: head.recvbuff,
+        count: head.count,
+        root: tail.root,
+        comm: tail.comm,
+        stream: tail.stream,
+        datatype: tail.datatype,
+        red_op: tail.red_op,
+        nranks: tail.nranks,
+    }
 }
 
 #[cfg(test)]

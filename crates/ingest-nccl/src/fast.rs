@@ -19,7 +19,7 @@
 //! searched, and a line with a marker in it goes to the general reader.
 
 use crate::prefix::{self, Level, Origin, Split};
-use crate::read::{read_body, Body, FastBody, FastLine, Read};
+use crate::read::{read_body, FastBody, FastLine, Read};
 use crate::repeats::Repeats;
 use crate::scan;
 
@@ -36,6 +36,57 @@ pub(crate) struct FastHeads {
     slots: Vec<Head>,
     /// The slot of the last hit: consecutive lines mostly come from one thread.
     last: usize,
+    /// The last `%s.%6f` timestamp read, for the lines that repeat it.
+    stamp: Stamp,
+}
+
+/// A timestamp token of NCCL's shape (`1712345678.123456 `: ten digits, a dot, six digits, a
+/// space) and its value. An operation line and its tuning line are mostly printed in the same
+/// microsecond, and the seconds stay the same for thousands of lines: the first 18 bytes of a
+/// line compared with these say whether the whole value, or its seconds, can be taken as read.
+#[derive(Default)]
+struct Stamp {
+    text: [u8; 18],
+    secs: u64,
+    ns: i64,
+}
+
+impl Stamp {
+    /// [`prefix::epoch_lead`] of `line`, through the remembered token.
+    #[inline]
+    fn lead(&mut self, line: &[u8]) -> Option<(i64, usize)> {
+        let Some(head) = line.first_chunk::<18>() else {
+            return prefix::epoch_lead(line);
+        };
+        // Nothing remembered yet: a token always ends with its space.
+        if self.text[17] != b' ' {
+            return self.learn(line, head);
+        }
+        if head == &self.text {
+            return Some((self.ns, 17));
+        }
+        // The same second of a ten-digit token: only the microseconds are new.
+        if self.text[10] == b'.' && head[..11] == self.text[..11] && head[17] == b' ' {
+            let (n, micros) = scan::dec_word(scan::word_at(line, 11));
+            if n == 6 {
+                let ns = i64::try_from(self.secs * 1_000_000_000 + micros * 1_000).ok()?;
+                self.text = *head;
+                self.ns = ns;
+                return Some((ns, 17));
+            }
+        }
+        self.learn(line, head)
+    }
+
+    fn learn(&mut self, line: &[u8], head: &[u8; 18]) -> Option<(i64, usize)> {
+        let (ns, len) = prefix::epoch_lead(line)?;
+        if len == 17 {
+            self.text = *head;
+            self.secs = (ns / 1_000_000_000) as u64;
+            self.ns = ns;
+        }
+        Some((ns, len))
+    }
 }
 
 #[derive(Default)]
@@ -56,7 +107,7 @@ impl FastHeads {
     /// way and [`FastHeads::learn`] from the result). `line` has its trailing whitespace
     /// trimmed; `seen` remembers bodies for this reader.
     pub(crate) fn read<'a>(&mut self, line: &'a [u8], seen: &mut Repeats) -> Option<Read<'a>> {
-        let (timestamp_ns, at) = match prefix::epoch_lead(line) {
+        let (timestamp_ns, at) = match self.stamp.lead(line) {
             Some((ns, len)) => (Some(ns), len + 1),
             None => (None, 0),
         };
@@ -65,22 +116,11 @@ impl FastHeads {
         let head = self.slots.get(slot)?;
         let host = rest.get(head.host_start..head.host_start + head.host_len)?;
         let body = rest.get(head.text.len()..)?;
-        let what = match read_closed(body, seen) {
-            Some(Body::Coll(Ok(c))) => scan::op_type(c.name).map(|op| FastBody::Op(op, c)),
-            Some(Body::Tuning(Ok(t))) => Some(FastBody::Tuning(t)),
-            _ => None,
-        };
-        if let Some(what) = what {
-            return Some(Read::Fast(FastLine {
-                line,
-                host,
-                pid: head.pid,
-                tid: head.tid,
-                dev: head.dev,
-                timestamp_ns,
-                body,
-                what,
-            }));
+        if let Some(what) = read_closed(body, seen) {
+            let who = (head.pid, head.tid, head.dev);
+            if let Some(f) = FastLine::new(line, host, body, who, timestamp_ns, what) {
+                return Some(Read::Fast(f));
+            }
         }
         // Any other body: the general split looks for another writer's marker after this one's.
         if prefix::has_marker(body) {
@@ -99,7 +139,7 @@ impl FastHeads {
             body,
             merged: false,
         };
-        Some(Read::Nccl(line, split, read_body(body)))
+        Some(Read::nccl(line, split, read_body(body)))
     }
 
     /// The slot whose head starts `rest`.
@@ -177,9 +217,9 @@ impl FastHeads {
 }
 
 /// The two body shapes read by a grammar that admits no `NCCL INFO` inside: an operation line
-/// exactly as NCCL prints it and a tuning line with NCCL's own tail. What they give is what
-/// [`read_body`] gives for the same body.
-fn read_closed<'a>(body: &'a [u8], seen: &mut Repeats) -> Option<Body<'a>> {
+/// exactly as NCCL prints it (of an operation this build knows) and a tuning line with NCCL's
+/// own tail. What they give is what [`read_body`] gives for the same body.
+fn read_closed(body: &[u8], seen: &mut Repeats) -> Option<FastBody> {
     // `Name: ` first (both shapes but the oldest tuning lines), read once for both. Longer
     // names (none that NCCL prints) go the general way.
     let w = scan::alnum_run16(body);
@@ -190,13 +230,13 @@ fn read_closed<'a>(body: &'a [u8], seen: &mut Repeats) -> Option<Body<'a>> {
         (Some(b": "), Some(rest)) => {
             let name = &body[..w];
             if rest.starts_with(b"opCount ") {
-                seen.op(name, rest).map(|c| Body::Coll(Ok(c)))
+                let op = scan::op_type(name)?;
+                seen.op(rest).map(|v| FastBody::Op(op, v))
             } else {
-                seen.tuning(body, Some(name), rest)
-                    .map(|t| Body::Tuning(Ok(t)))
+                seen.tuning(body, Some(name), rest).map(FastBody::Tuning)
             }
         }
-        _ => seen.tuning(body, None, body).map(|t| Body::Tuning(Ok(t))),
+        _ => seen.tuning(body, None, body).map(FastBody::Tuning),
     }
 }
 
@@ -223,42 +263,54 @@ fn slot_of(rest: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::prefix::split_line;
-    use crate::read::read_line_general;
+    use crate::read::{read_line_general, Body};
 
     /// A read as the general reader would have made it (a fast read turned back into its
     /// split and body), printed; the timestamp's text, which only WARN lines keep, is left out.
     fn general_form(r: Read<'_>) -> String {
-        let r = match r {
+        match r {
             Read::Fast(f) => {
-                let body = match f.what {
-                    FastBody::Op(op, c) => {
-                        assert_eq!(scan::op_type(c.name), Some(op));
-                        Body::Coll(Ok(c))
-                    }
-                    FastBody::Tuning(t) => Body::Tuning(Ok(t)),
+                let what = match f.what {
+                    FastBody::Op(op, v) => format!("{op:?} {v:?}"),
+                    FastBody::Tuning(t) => format!("{t:?}"),
                 };
-                let split = Split {
-                    level: Level::Info,
-                    origin: Some(Origin {
-                        host: f.host,
-                        pid: f.pid,
-                        tid: f.tid,
-                    }),
-                    dev: Some(f.dev),
-                    timestamp_ns: f.timestamp_ns,
-                    timestamp_text: None,
-                    body: f.body,
-                    merged: false,
+                let who = format!("{:?} {} {} {}", f.host(), f.pid, f.tid, f.dev);
+                let (level, merged) = (Level::Info, false);
+                format!(
+                    "{:?} {level:?} {merged} {who} {:?} {:?} {what}",
+                    f.line,
+                    f.timestamp_ns,
+                    f.body()
+                )
+            }
+            Read::Nccl(n) => {
+                let s = &n.split;
+                let o = s
+                    .origin
+                    .expect("an INFO line the fast path takes has an origin");
+                let what = match &n.body {
+                    Body::Coll(Ok(c)) => match scan::op_type(c.name) {
+                        Some(op) => format!("{op:?} {:?}", c.values()),
+                        None => format!("{:?}", n.body),
+                    },
+                    Body::Tuning(Ok(t)) => format!("{:?}", t.facts()),
+                    other => format!("{other:?}"),
                 };
-                Read::Nccl(f.line, split, body)
+                let who = format!(
+                    "{:?} {} {} {}",
+                    o.host,
+                    o.pid,
+                    o.tid,
+                    s.dev.unwrap_or(u32::MAX)
+                );
+                let (level, merged) = (s.level, s.merged);
+                format!(
+                    "{:?} {level:?} {merged} {who} {:?} {:?} {what}",
+                    n.line, s.timestamp_ns, s.body
+                )
             }
-            Read::Nccl(l, mut s, b) => {
-                s.timestamp_text = None;
-                Read::Nccl(l, s, b)
-            }
-            other => other,
-        };
-        format!("{r:?}")
+            other => format!("{other:?}"),
+        }
     }
 
     /// Lines in every header shape the general reader knows, and bodies of every family.
@@ -335,6 +387,40 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(l)
             );
+        }
+    }
+
+    /// The remembered timestamp reads every line as `epoch_lead` does, whatever came before:
+    /// repeats, the same second, other seconds, other shapes, garbage.
+    #[test]
+    fn remembered_stamps_read_as_epoch_lead() {
+        let lines: [&[u8]; 12] = [
+            b"1712345678.123456 a",
+            b"1712345678.123456 b",
+            b"1712345678.999999 c",
+            b"1712345679.000001 d",
+            b"1712345679.00000x e",
+            b"171234567.1234567 f",
+            b"171234567.1999999 g",
+            b"1712345679.0000011 h",
+            b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0 i",
+            b"9999999999.999999 j",
+            b"0000000000.000000 k",
+            b"1712345678.123456",
+        ];
+        for a in lines {
+            for b in lines {
+                let mut st = Stamp::default();
+                for l in [a, b, a, b, b] {
+                    assert_eq!(
+                        st.lead(l),
+                        prefix::epoch_lead(l),
+                        "{} after {}",
+                        String::from_utf8_lossy(l),
+                        String::from_utf8_lossy(a)
+                    );
+                }
+            }
         }
     }
 

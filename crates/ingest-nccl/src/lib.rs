@@ -123,28 +123,3 @@ pub fn fuzz_parse(data: &[u8]) -> (ParsedLog, ParsedLog) {
     }
     (whole, p.finish())
 }
-
-#[doc(hidden)]
-pub fn bench_read_only(bytes: &[u8]) -> usize {
-    let mut cache = read::LineCache::default();
-    let mut n = 0;
-    for l in read::lines_of(bytes) {
-        let r = read::read_line(l, &mut cache);
-        if matches!(r, read::Read::Nccl(..)) {
-            n += 1;
-        }
-        std::hint::black_box(&r);
-    }
-    n
-}
-#[doc(hidden)]
-pub fn bench_sizes() -> [usize; 6] {
-    [
-        std::mem::size_of::<read::Read<'static>>(),
-        std::mem::size_of::<prefix::Split<'static>>(),
-        std::mem::size_of::<read::Body<'static>>(),
-        std::mem::size_of::<coll::Coll<'static>>(),
-        std::mem::size_of::<tuning::Tuning<'static>>(),
-        std::mem::size_of::<model::log::LogOp>(),
-    ]
-}

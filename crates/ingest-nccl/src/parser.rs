@@ -264,7 +264,9 @@ impl LogParser {
         self.threads
     }
 
-    /// Pushes the next bytes of the file; chunk boundaries may fall anywhere.
+    /// Pushes the next bytes of the file; chunk boundaries may fall anywhere. With threads, a
+    /// chunk's lines are read on every core and the threads meet at its end: chunks of several
+    /// MiB (the page and the command feed 16 MiB) keep them busy in between.
     pub fn feed(&mut self, chunk: &[u8]) {
         self.out.counters.bytes += chunk.len() as u64;
         let mut rest = chunk;
@@ -349,11 +351,10 @@ impl LogParser {
                 self.headerless(line);
                 self.add_excerpts(before, line);
             }
-            Read::Nccl(line, s, body) => {
-                let line: &[u8] = line;
+            Read::Nccl(n) => {
                 let before = self.out.diagnostics.len();
-                self.nccl_line(s, body);
-                self.add_excerpts(before, line);
+                self.nccl_line(&n.split, &mut n.body);
+                self.add_excerpts(before, n.line);
             }
             Read::Fast(f) => {
                 let before = self.out.diagnostics.len();
@@ -370,7 +371,7 @@ impl LogParser {
         self.fast_lines += 1;
         self.out.counters.nccl_lines += 1;
         let origin = Origin {
-            host: f.host,
+            host: f.host(),
             pid: f.pid,
             tid: f.tid,
         };
@@ -381,14 +382,16 @@ impl LogParser {
             Some(TopoState::Building(_))
         ) {
             // A topology block in progress reads its process's lines first: the general way.
-            let mut body = read_body(f.body);
-            let ts = f.timestamp_ns;
-            self.body(Some(p), f.tid, Some(f.dev), ts, f.body, &mut body);
+            let body = f.body();
+            let mut read = read_body(body);
+            self.body(Some(p), f.tid, Some(f.dev), f.timestamp_ns, body, &mut read);
             return;
         }
-        match &f.what {
-            FastBody::Op(op, c) => self.coll_of(p, *op, f.tid, Some(f.dev), f.timestamp_ns, c),
-            FastBody::Tuning(t) => self.tuning(Some(p), f.tid, Ok(*t)),
+        match f.what {
+            FastBody::Op(op, v) => {
+                self.coll_of(p, op, f.tid, Some(f.dev), f.timestamp_ns, &v, (None, None))
+            }
+            FastBody::Tuning(t) => self.tuning(Some(p), f.tid, Ok(t)),
         }
     }
 
@@ -739,7 +742,7 @@ impl LogParser {
         }
         match parsed {
             Body::Coll(c) => self.coll(proc, tid, dev, ts, *c),
-            Body::Tuning(t) => self.tuning(proc, tid, *t),
+            Body::Tuning(t) => self.tuning(proc, tid, t.map(|t| t.facts())),
             Body::Init(ev, f) => self.init_event(proc, tid, *ev, *f),
             Body::Timings(t) => self.timings(proc, tid, t.as_ref()),
             Body::Version(rest) => {
@@ -789,11 +792,20 @@ impl LogParser {
             );
             return;
         };
-        self.coll_of(p, op, tid, dev, ts, &c);
+        self.coll_of(
+            p,
+            op,
+            tid,
+            dev,
+            ts,
+            &c.values(),
+            (c.rccl_task, c.rccl_global_rank),
+        );
     }
 
     /// A per-collective line of process `p` and a known operation: counted, checked for a
     /// repeat, kept.
+    #[allow(clippy::too_many_arguments)]
     fn coll_of(
         &mut self,
         p: usize,
@@ -801,7 +813,8 @@ impl LogParser {
         tid: u32,
         dev: Option<u32>,
         ts: Option<i64>,
-        c: &coll::Coll<'_>,
+        c: &coll::Values,
+        rccl: (Option<u64>, Option<u32>),
     ) {
         let peer = if op.is_p2p() { c.root } else { 0 };
         if !self.seen_ops.insert((p, c.comm, op, peer), c.op_count) {
@@ -855,10 +868,10 @@ impl LogParser {
             timestamp_ns: ts,
             line: self.line_no,
         };
-        let idx = if c.rccl_task.is_none() && c.rccl_global_rank.is_none() {
+        let idx = if rccl == (None, None) {
             self.out.ops.push_call(site, &call)
         } else {
-            self.push_rccl(site, &call, c)
+            self.push_rccl(site, &call, rccl)
         };
         if let Some(st) = self.procs.get_mut(p) {
             if st.recent_ops.len() == RECENT_OPS {
@@ -869,7 +882,12 @@ impl LogParser {
     }
 
     /// An RCCL operation line (with `task`/`globalrank`): kept whole.
-    fn push_rccl(&mut self, site: CallSite, call: &Call, c: &coll::Coll<'_>) -> usize {
+    fn push_rccl(
+        &mut self,
+        site: CallSite,
+        call: &Call,
+        rccl: (Option<u64>, Option<u32>),
+    ) -> usize {
         let op = LogOp {
             // `push_for` takes the process from `site`.
             process: ProcessKey {
@@ -894,8 +912,8 @@ impl LogParser {
             algo: None,
             proto: None,
             nchannels: None,
-            rccl_task: c.rccl_task,
-            rccl_global_rank: c.rccl_global_rank,
+            rccl_task: rccl.0,
+            rccl_global_rank: rccl.1,
             source: self.src(),
         };
         self.out.ops.push_for(site.process, &op);
@@ -906,7 +924,7 @@ impl LogParser {
         &mut self,
         proc: Option<usize>,
         tid: u32,
-        parsed: Result<tuning::Tuning<'_>, &'static str>,
+        parsed: Result<tuning::Facts, &'static str>,
     ) {
         let t = match parsed {
             Ok(t) => t,
@@ -917,7 +935,7 @@ impl LogParser {
         };
         self.out.counters.tuning_lines += 1;
         let Some(p) = proc else { return };
-        let want_op = t.op();
+        let want_op = t.op;
         let Some(st) = self.procs.get(p) else { return };
         let ops = &self.out.ops;
         // What each recent op offers: free for this line's operation, the right size, the

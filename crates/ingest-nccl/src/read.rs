@@ -56,32 +56,94 @@ pub(crate) enum Read<'a> {
     Overlong,
     /// No `NCCL INFO`/`NCCL WARN` marker: a banner, a line that lost its header, or foreign text.
     Headerless(&'a [u8]),
-    /// The whole line (for findings), its parts, and its body parsed.
-    Nccl(&'a [u8], Split<'a>, Body<'a>),
+    /// A line with an `NCCL INFO`/`NCCL WARN` marker read the general way. Boxed: the fast
+    /// path's lines are most of a big log and travel between threads, so the enum stays their
+    /// size.
+    Nccl(Box<NcclLine<'a>>),
     /// An operation or tuning line of a known writer in NCCL's own shape, read by the fast path
     /// (`fast.rs`): what `Nccl` would hold, already digested for [`crate::LogParser`]'s lean lane.
     Fast(FastLine<'a>),
 }
 
+/// A line read the general way: the whole line (for findings), its parts, and its body parsed.
+#[derive(Debug)]
+pub(crate) struct NcclLine<'a> {
+    pub line: &'a [u8],
+    pub split: Split<'a>,
+    pub body: Body<'a>,
+}
+
+impl<'a> Read<'a> {
+    pub(crate) fn nccl(line: &'a [u8], split: Split<'a>, body: Body<'a>) -> Self {
+        Read::Nccl(Box::new(NcclLine { line, split, body }))
+    }
+}
+
 /// A line read by the fast path: an INFO line of one writer (`host:pid:tid [dev]`), with the
-/// timestamp and the body read in NCCL's own shape.
+/// timestamp and the body read in NCCL's own shape. Compact (positions in the line instead of
+/// slices, the numbers without the text): most lines of a big log travel between threads as
+/// one of these.
 #[derive(Debug)]
 pub(crate) struct FastLine<'a> {
     pub line: &'a [u8],
-    pub host: &'a [u8],
+    host_at: u16,
+    host_len: u16,
+    body_at: u16,
     pub pid: u32,
     pub tid: u32,
     pub dev: u32,
     pub timestamp_ns: Option<i64>,
-    pub body: &'a [u8],
-    pub what: FastBody<'a>,
+    pub what: FastBody,
 }
 
-#[derive(Debug)]
-pub(crate) enum FastBody<'a> {
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FastBody {
     /// A per-collective line of an operation this build knows.
-    Op(model::OpType, coll::Coll<'a>),
-    Tuning(tuning::Tuning<'a>),
+    Op(model::OpType, coll::Values),
+    Tuning(tuning::Facts),
+}
+
+impl<'a> FastLine<'a> {
+    /// `host` and `body` are sub-slices of `line` (a line is at most 64 KiB, so their places
+    /// fit 16 bits); `None` otherwise.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        line: &'a [u8],
+        host: &[u8],
+        body: &[u8],
+        (pid, tid, dev): (u32, u32, u32),
+        timestamp_ns: Option<i64>,
+        what: FastBody,
+    ) -> Option<Self> {
+        let at = |part: &[u8]| {
+            let off = (part.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+            (off + part.len() <= line.len()).then_some(u16::try_from(off).ok()?)
+        };
+        Some(FastLine {
+            line,
+            host_at: at(host)?,
+            host_len: u16::try_from(host.len()).ok()?,
+            body_at: at(body)?,
+            pid,
+            tid,
+            dev,
+            timestamp_ns,
+            what,
+        })
+    }
+
+    pub(crate) fn host(&self) -> &'a [u8] {
+        let start = usize::from(self.host_at);
+        self.line
+            .get(start..start + usize::from(self.host_len))
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn body(&self) -> &'a [u8] {
+        self.line
+            .get(usize::from(self.body_at)..)
+            .unwrap_or_default()
+    }
 }
 
 /// What an INFO body says, parsed (WARN bodies are kept as text: `Other`).
@@ -130,7 +192,7 @@ fn nccl<'a>(line: &'a [u8], s: Split<'a>) -> Read<'a> {
         Level::Info => read_body(s.body),
         Level::Warn => Body::Other,
     };
-    Read::Nccl(line, s, body)
+    Read::nccl(line, s, body)
 }
 
 /// [`read_line`] of an already trimmed, non-blank line without any cache: the reference the

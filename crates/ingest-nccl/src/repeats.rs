@@ -8,10 +8,9 @@
 //! Only speed depends on this, never the result: the readers are pure functions of the text,
 //! so the same text reads the same.
 
-use crate::coll::{self, Coll, Tail};
+use crate::coll::{self, Tail, Values};
 use crate::scan;
-use crate::tuning::{self, Tuning};
-use model::{Algo, Proto};
+use crate::tuning::{self, Facts};
 
 /// Remembered texts of each kind (direct-mapped on a hash of the length and last bytes).
 const SLOTS: usize = 32;
@@ -23,15 +22,10 @@ pub(crate) struct Repeats {
     tunings: Vec<Option<SeenTuning>>,
 }
 
-/// A tuning line's whole body and its fields (without the borrowed name).
+/// A tuning line's whole body and what it said.
 struct SeenTuning {
     body: Vec<u8>,
-    /// The operation name's length at the start of `body` (the oldest shape has none).
-    name_len: Option<usize>,
-    bytes: u64,
-    algo: Option<Algo>,
-    proto: Option<Proto>,
-    nchannels: Option<u32>,
+    facts: Facts,
 }
 
 /// A text's slot: a hash of its length and three words (start, middle and end: tails differ
@@ -46,9 +40,9 @@ fn slot(text: &[u8]) -> usize {
 }
 
 impl Repeats {
-    /// The canonical operation line `Name: rest` (what `coll::canonical` reads), its tail from
-    /// a remembered one when the text repeats.
-    pub(crate) fn op<'a>(&mut self, name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
+    /// The numbers of the canonical operation line `Name: rest` (what `coll::canonical`
+    /// reads), its tail from a remembered one when the text repeats.
+    pub(crate) fn op(&mut self, rest: &[u8]) -> Option<Values> {
         let (head, at) = coll::canonical_head(rest)?;
         let text = rest.get(at..)?;
         if self.tails.is_empty() {
@@ -57,53 +51,41 @@ impl Repeats {
         let i = slot(text);
         if let Some(Some((seen, tail))) = self.tails.get(i) {
             if scan::same(seen, text) {
-                return Some(coll::assemble(name, &head, tail));
+                return Some(coll::assemble(&head, tail));
             }
         }
         let tail = coll::canonical_tail(text)?;
         if let Some(entry) = self.tails.get_mut(i) {
             *entry = Some((text.to_vec(), tail));
         }
-        Some(coll::assemble(name, &head, &tail))
+        Some(coll::assemble(&head, &tail))
     }
 
-    /// [`tuning::parse_shaped`] of a tuning body (`rest` is the part after `name`), from a
-    /// remembered identical body when there is one.
-    pub(crate) fn tuning<'a>(
+    /// What [`tuning::parse_shaped`] reads from a tuning body (`rest` is the part after
+    /// `name`), from a remembered identical body when there is one.
+    pub(crate) fn tuning(
         &mut self,
-        body: &'a [u8],
-        name: Option<&'a [u8]>,
-        rest: &'a [u8],
-    ) -> Option<Tuning<'a>> {
+        body: &[u8],
+        name: Option<&[u8]>,
+        rest: &[u8],
+    ) -> Option<Facts> {
         if self.tunings.is_empty() {
             self.tunings.resize_with(SLOTS, || None);
         }
         let i = slot(body);
         if let Some(Some(t)) = self.tunings.get(i) {
             if scan::same(&t.body, body) {
-                return Some(Tuning {
-                    op_name: t.name_len.and_then(|n| body.get(..n)),
-                    symmetric: false,
-                    bytes: t.bytes,
-                    algo: t.algo,
-                    proto: t.proto,
-                    nchannels: t.nchannels,
-                    kernel: None,
-                });
+                return Some(t.facts);
             }
         }
-        let t = tuning::parse_shaped(name, rest)?;
+        let facts = tuning::parse_shaped(name, rest)?.facts();
         if let Some(entry) = self.tunings.get_mut(i) {
             *entry = Some(SeenTuning {
                 body: body.to_vec(),
-                name_len: name.map(<[u8]>::len),
-                bytes: t.bytes,
-                algo: t.algo,
-                proto: t.proto,
-                nchannels: t.nchannels,
+                facts,
             });
         }
-        Some(t)
+        Some(facts)
     }
 }
 
@@ -137,15 +119,10 @@ mod tests {
         for teacher in lines {
             for v in &variants {
                 let mut r = Repeats::default();
-                r.op(b"AllReduce", teacher);
-                let repeated = r.op(b"AllReduce", v);
-                let full = coll::canonical_head(v).and_then(|(h, at)| {
-                    Some(coll::assemble(
-                        b"AllReduce",
-                        &h,
-                        &coll::canonical_tail(&v[at..])?,
-                    ))
-                });
+                r.op(teacher);
+                let repeated = r.op(v);
+                let full = coll::canonical_head(v)
+                    .and_then(|(h, at)| Some(coll::assemble(&h, &coll::canonical_tail(&v[at..])?)));
                 assert_eq!(repeated, full, "{}", String::from_utf8_lossy(v));
                 if repeated.is_some() {
                     reread += 1;
@@ -172,7 +149,7 @@ mod tests {
         for round in 0..3 {
             for (body, at) in bodies {
                 let name = (at > 0).then(|| &body[..at - 2]);
-                let want = tuning::parse_shaped(name, &body[at..]);
+                let want = tuning::parse_shaped(name, &body[at..]).map(|t| t.facts());
                 assert!(want.is_some());
                 assert_eq!(r.tuning(body, name, &body[at..]), want, "round {round}");
             }

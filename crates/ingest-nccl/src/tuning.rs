@@ -27,6 +27,28 @@ impl Tuning<'_> {
     pub fn op(&self) -> Option<OpType> {
         self.op_name.and_then(scan::op_type)
     }
+
+    /// What an operation is matched against and given, without the borrowed text.
+    pub(crate) fn facts(&self) -> Facts {
+        Facts {
+            op: self.op(),
+            bytes: self.bytes,
+            algo: self.algo,
+            proto: self.proto,
+            nchannels: self.nchannels,
+        }
+    }
+}
+
+/// What a tuning line tells about the operation it follows: the operation it names, if any,
+/// its byte count (to find it), and the algorithm, protocol and channels (to give it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Facts {
+    pub op: Option<OpType>,
+    pub bytes: u64,
+    pub algo: Option<Algo>,
+    pub proto: Option<Proto>,
+    pub nchannels: Option<u32>,
 }
 
 /// Cheap gate first (a digit, or a word then `:`/` [`), so most lines skip the search.

@@ -1,19 +1,23 @@
 // Benchmark, not part of the test suite: drops files on the built page (dist/) in Chromium and
-// reports the worker's time per file, the analysis time, the total wall time, the peak memory
-// of the browser's processes (RSS, sampled every 200 ms from `ps`), and the main thread's long tasks.
+// reports the worker's time per file, the analysis time, the time from the drop to the first
+// complete timeline (when exports are among the files), the peak memory of the browser's
+// processes (RSS, sampled every 200 ms from `ps`), and the main thread's long tasks.
 //
-//   node tests/browser/bench/load.mjs [--align-workers=N] [--memory-limit-mb=M] PATH...
-//                                                    (files, or directories searched for
-//                                                     *.log, *.log.gz and *.sqlite; N alignment
-//                                                     workers, 0: none; default: the page's choice;
-//                                                     M: the page's memory budget, to measure
-//                                                     inputs its estimate would refuse)
+//   node tests/browser/bench/load.mjs [--align-workers=N] [--memory-limit-mb=M] [--render]
+//                                     [--timeout-s=T] [--json] PATH...
+//       PATH: files, or directories searched for *.log, *.log.gz and *.sqlite;
+//       N: alignment workers (0: none; default: the page's choice);
+//       M: the page's memory budget, to measure inputs its estimate would refuse;
+//       --render: then pan and zoom the timeline and add its frame times (as render.mjs);
+//       T: give up after T seconds (default: an hour), reporting `timed_out`;
+//       --json: the result on one line (`ncclscope-bench` reads it), else indented.
 //
 // Build the page first: `trunk build --release --cargo-profile wasm-release`.
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { startSession } from '../harness.mjs';
+import { observeLongTasks, panAndZoom, takeLongTasks } from './frames.mjs';
 
 function inputs(paths) {
   const out = [];
@@ -49,24 +53,23 @@ function browserMemory(profile) {
 
 const args = process.argv.slice(2);
 const option = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const flag = (name) => args.includes(`--${name}`);
 const query = [['align-workers', option('align-workers')], ['memory-limit-mb', option('memory-limit-mb')]]
   .filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`).join('&');
+const timeoutMs = Number(option('timeout-s') ?? 3600) * 1000;
 const files = inputs(args.filter((a) => !a.startsWith('--')));
 if (files.length === 0) {
-  console.error('usage: node tests/browser/bench/load.mjs PATH...');
+  console.error('usage: node tests/browser/bench/load.mjs [options] PATH...');
   process.exit(2);
 }
+// With exports there is a timeline: done is when it is drawn, not only when the analysis is back.
+const withTimeline = files.some((f) => f.endsWith('.sqlite'));
 const bytes = files.reduce((a, f) => a + fs.statSync(f).size, 0);
 const s = await startSession();
 try {
   await s.page.goto(query ? `${s.url}?${query}` : s.url);
   await s.page.getByTestId('load-demo').waitFor();
-  await s.page.evaluate(() => {
-    window.__longTasks = [];
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.__longTasks.push(e.duration);
-    }).observe({ type: 'longtask' });
-  });
+  await observeLongTasks(s.page);
   const idle = browserMemory(s.profile);
   let peak = { ...idle };
   const sampler = setInterval(() => {
@@ -74,18 +77,35 @@ try {
     peak = { total: Math.max(peak.total, m.total), largest: Math.max(peak.largest, m.largest) };
   }, 200);
   const t0 = Date.now();
+  const left = () => Math.max(1, timeoutMs - (Date.now() - t0));
   await s.page.getByTestId('file-input').setInputFiles(files);
-  // The worker's memory once every file is read, before the analysis.
-  await s.page.getByTestId('overall-progress').waitFor({ state: 'detached', timeout: 60 * 60_000 });
-  const loadedMemory = Number(await s.page.locator('.page').getAttribute('data-worker-memory'));
-  // Done: the analysis came back, or the worker died (its files then say so) and none will.
-  await s.page.waitForFunction(() => document.querySelector('.page[data-analysis-ms]')
-    || [...document.querySelectorAll('[data-testid=status]')].some((c) => c.textContent.includes('loading worker')),
-  null, { timeout: 60 * 60_000, polling: 500 });
+  let timedOut = false;
+  let loadedMemory = 0;
+  let timelineS = null;
+  try {
+    // The worker's memory once every file is read, before the analysis.
+    await s.page.getByTestId('overall-progress').waitFor({ state: 'detached', timeout: left() });
+    loadedMemory = Number(await s.page.locator('.page').getAttribute('data-worker-memory'));
+    // Done: the analysis came back (and with exports, its timeline is drawn), or the worker
+    // died (its files then say so) and none will.
+    await s.page.waitForFunction((timeline) => {
+      const died = [...document.querySelectorAll('[data-testid=status]')].some((c) => c.textContent.includes('loading worker'));
+      const analysed = document.querySelector('.page[data-analysis-ms]');
+      const drawn = document.querySelector('[data-testid=timeline]')?.dataset.window
+        && /[1-9]\d* kernels/.test(document.querySelector('[data-testid=timeline-summary]')?.textContent ?? '');
+      return died || (analysed && (!timeline || drawn));
+    }, withTimeline, { timeout: left(), polling: 100 });
+    // The frame that shows it.
+    await s.page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    timelineS = (Date.now() - t0) / 1000;
+  } catch (e) {
+    if (!/Timeout/i.test(String(e))) throw e;
+    timedOut = true;
+  }
   const wall = (Date.now() - t0) / 1000;
   // Let the page draw what arrived, then read the main thread's long tasks.
-  await s.page.waitForTimeout(1000);
-  const longTasks = await s.page.evaluate(() => window.__longTasks);
+  if (!timedOut) await s.page.waitForTimeout(1000);
+  const longTasks = await takeLongTasks(s.page);
   clearInterval(sampler);
   const rows = await s.page.getByTestId('file-row').evaluateAll((els) => els.map((e) => ({
     file: e.dataset.file,
@@ -94,18 +114,24 @@ try {
   })));
   const analysisMs = Number(await s.page.locator('.page').getAttribute('data-analysis-ms'));
   const workerMemory = Number(await s.page.locator('.page').getAttribute('data-worker-memory'));
-  const loadMs = rows.reduce((a, r) => a + r.ms, 0);
+  const loadMs = rows.reduce((a, r) => a + (r.ms || 0), 0);
   const failed = rows.filter((r) => !r.status.startsWith('loaded'));
-  for (const r of failed) console.log(`not loaded: ${r.file}: ${r.status}`);
+  for (const r of failed) console.error(`not loaded: ${r.file}: ${r.status}`);
+  const summary = (await s.page.getByTestId('timeline-summary').textContent().catch(() => '')) ?? '';
+  const render = flag('render') && !timedOut && withTimeline ? await panAndZoom(s.page) : {};
   const mb = (b) => (b / 1e6).toFixed(0);
-  console.log(JSON.stringify({
+  const result = {
     files: files.length,
     input_mb: +mb(bytes),
+    timed_out: timedOut,
     wall_s: +wall.toFixed(1),
+    timeline_s: timelineS === null ? null : +timelineS.toFixed(2),
     worker_load_s: +(loadMs / 1000).toFixed(1),
     worker_load_mb_per_s: +(bytes / 1e6 / (loadMs / 1000)).toFixed(0),
     analysis_s: +(analysisMs / 1000).toFixed(2),
     analysis_status: await s.page.getByTestId('analysis-status').textContent().catch(() => ''),
+    kernels: Number(/(\d+) kernels/.exec(summary)?.[1] ?? 0),
+    tracks: Number(/(\d+) tracks/.exec(summary)?.[1] ?? 0),
     browser_rss_idle_mb: +mb(idle.total),
     browser_rss_peak_mb: +mb(peak.total),
     largest_process_peak_mb: +mb(peak.largest),
@@ -113,9 +139,11 @@ try {
     worker_wasm_memory_mb: +mb(workerMemory),
     main_thread_long_tasks: longTasks.length,
     main_thread_worst_task_ms: Math.round(Math.max(0, ...longTasks)),
+    ...render,
     failed: failed.length,
     errors: s.errors,
-  }, null, 1));
+  };
+  console.log(flag('json') ? JSON.stringify(result) : JSON.stringify(result, null, 1));
 } finally {
   await s.close();
 }

@@ -11,14 +11,13 @@
 // --out /tmp/...`; build the page first: `trunk build --release --cargo-profile wasm-release`.
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, timelineBox } from '../harness.mjs';
-import { frameStats, startFrames, stopFrames } from './frames.mjs';
+import { startSession } from '../harness.mjs';
+import { observeLongTasks, panAndZoom, takeLongTasks } from './frames.mjs';
 
 function exportsOf(p) {
   if (!fs.statSync(p).isDirectory()) return [p];
   return fs.readdirSync(p).sort().filter((e) => e.endsWith('.sqlite')).map((e) => path.join(p, e));
 }
-
 
 async function measure(run) {
   const files = exportsOf(run);
@@ -26,12 +25,7 @@ async function measure(run) {
   try {
     await s.page.goto(s.url);
     await s.page.getByTestId('load-demo').waitFor();
-    await s.page.evaluate(() => {
-      window.__longTasks = [];
-      new PerformanceObserver((list) => {
-        for (const e of list.getEntries()) window.__longTasks.push(e.duration);
-      }).observe({ type: 'longtask' });
-    });
+    await observeLongTasks(s.page);
     const t0 = Date.now();
     await s.page.getByTestId('file-input').setInputFiles(files);
     await s.page.waitForFunction(() => document.querySelector('.page[data-analysis-ms]')
@@ -39,37 +33,10 @@ async function measure(run) {
     null, { timeout: 60 * 60_000, polling: 500 });
     const loadS = (Date.now() - t0) / 1000;
     await s.page.waitForTimeout(1500);
-    const arrival = await s.page.evaluate(() => window.__longTasks.splice(0));
+    const arrival = await takeLongTasks(s.page);
     const summary = (await s.page.getByTestId('timeline-summary').textContent()).trim();
     const kernels = Number(/([\d]+) kernels/.exec(summary)[1]);
-
-    // Frame times from here on.
-    await startFrames(s.page);
-    const { box, scale } = await timelineBox(s.page);
-    const y = box.y + Math.min(box.height - 4, 40 * scale);
-    const xAt = (f) => box.x + (180 + 1020 * f) * scale;
-    await s.page.mouse.move(xAt(0.5), y);
-    const drag = async (from, to, steps) => {
-      await s.page.mouse.move(xAt(from), y);
-      await s.page.mouse.down();
-      await s.page.mouse.move(xAt(to), y, { steps });
-      await s.page.mouse.up();
-    };
-    // Whole run → deep zoom (each notch ×0.8) with pans at several depths → back out.
-    for (let round = 0; round < 3; round++) {
-      for (let i = 0; i < 12; i++) {
-        await s.page.mouse.move(xAt(0.3 + 0.1 * round), y);
-        await s.page.mouse.wheel(0, -200);
-      }
-      await drag(0.8, 0.2, 30);
-      await drag(0.2, 0.9, 30);
-    }
-    for (let i = 0; i < 40; i++) await s.page.mouse.wheel(0, 200);
-    await drag(0.1, 0.9, 30);
-    await drag(0.9, 0.1, 30);
-    await s.page.waitForTimeout(300);
-    const frames = await stopFrames(s.page);
-    const interaction = await s.page.evaluate(() => window.__longTasks.splice(0));
+    const frames = await panAndZoom(s.page);
     return {
       run: path.basename(run),
       kernels,
@@ -77,9 +44,7 @@ async function measure(run) {
       load_s: +loadS.toFixed(1),
       arrival_long_tasks: arrival.length,
       arrival_worst_task_ms: Math.round(Math.max(0, ...arrival)),
-      ...frameStats(frames),
-      interaction_long_tasks: interaction.length,
-      interaction_worst_task_ms: Math.round(Math.max(0, ...interaction)),
+      ...frames,
       errors: s.errors,
     };
   } finally {

@@ -1,0 +1,104 @@
+//! The page's parser and export reader, compiled for wasm32 with the page's profile
+//! (`wasm-release`, `+simd128` from `.cargo/config.toml`) and timed from JavaScript in Chromium
+//! by `tests/browser/bench/wasm.mjs`, so that `ncclscope-bench` can set them beside the native
+//! build on the same file in the same run. Only public APIs: `LogParser` and
+//! `ingest_nsys::read_export` over `sqlsource_sqljs`, exactly as the page's worker calls them.
+//!
+//! The JavaScript side does the timing (wasm32 has no clock of its own here); each call does
+//! one whole unit of work and returns a count, so that nothing can be optimised away and the
+//! native and wasm figures can be checked to agree.
+
+use ingest_nccl::LogParser;
+use ingest_nsys::{read_export, ReadOptions};
+use js_sys::Uint8Array;
+use sqlsource::{SqlSource, Value};
+use sqlsource_sqljs::{SqlJs, SqlJsDb};
+use wasm_bindgen::prelude::*;
+
+/// A log's bytes, copied into wasm memory once so that the timed calls only parse.
+#[wasm_bindgen]
+pub struct LogBench {
+    bytes: Vec<u8>,
+}
+
+#[wasm_bindgen]
+impl LogBench {
+    #[wasm_bindgen(constructor)]
+    pub fn new(bytes: &[u8]) -> LogBench {
+        LogBench {
+            bytes: bytes.to_vec(),
+        }
+    }
+
+    /// Parses the whole log fed in `chunk`-byte pieces (the native benchmark feeds the same
+    /// 1 MiB pieces); returns the operations found.
+    pub fn parse(&self, chunk: usize) -> u32 {
+        let mut p = LogParser::new("bench", 0);
+        for c in self.bytes.chunks(chunk.max(1)) {
+            p.feed(c);
+        }
+        p.finish().ops.len() as u32
+    }
+}
+
+/// sql.js, initialised once (the page's worker does the same, see `app/src/loader.rs`).
+#[wasm_bindgen]
+pub struct ExportBench {
+    sqljs: SqlJs,
+}
+
+#[wasm_bindgen]
+impl ExportBench {
+    /// Loads sql.js's wasm from `wasm_url`; `initSqlJs` must already be defined (the worker
+    /// imports `sql-wasm.js` first, as the page's worker does).
+    pub async fn init(wasm_url: String) -> Result<ExportBench, JsError> {
+        let sqljs = sqlsource_sqljs::init(&wasm_url)
+            .await
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(ExportBench { sqljs })
+    }
+
+    /// Opens an export from its bytes (sql.js copies them into its own memory): the first half
+    /// of what the page does with a dropped export.
+    pub fn open(&self, bytes: &Uint8Array) -> Result<ExportDb, JsError> {
+        let db = self
+            .sqljs
+            .open(bytes)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(ExportDb { db })
+    }
+}
+
+/// An open export.
+#[wasm_bindgen]
+pub struct ExportDb {
+    db: SqlJsDb,
+}
+
+#[wasm_bindgen]
+impl ExportDb {
+    /// `ingest_nsys::read_export`, the second half; returns the NCCL kernels read.
+    pub fn read(&self) -> Result<u32, JsError> {
+        let e = read_export(&self.db, "bench.sqlite", &ReadOptions::default())
+            .map_err(|d| JsError::new(&d.message))?;
+        Ok(e.kernels.len() as u32)
+    }
+
+    /// `SELECT count(*)` over the kernel table, through the same trait: SQLite's own scan, the
+    /// reference the native benchmark also measures.
+    pub fn count_kernels(&self) -> Result<f64, JsError> {
+        let mut n = 0;
+        self.db
+            .for_each_row(
+                "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL",
+                &mut |row| {
+                    if let Some(Value::Integer(c)) = row.first() {
+                        n = *c;
+                    }
+                    Ok(())
+                },
+            )
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(n as f64)
+    }
+}

@@ -1,0 +1,55 @@
+// Times the page's parser and export reader (crates/bench/wasm, built with the page's profile)
+// on one file. A classic worker, loaded like the page's: sql.js's script first, then the
+// wasm-bindgen glue (`--target no-modules`, global `wasm_bindgen`).
+importScripts('sql-wasm.js', 'ncclscope_bench_wasm.js');
+const ready = wasm_bindgen('ncclscope_bench_wasm_bg.wasm');
+
+const seconds = (t0) => (performance.now() - t0) / 1000;
+
+/** Each round parses the whole log in 1 MiB pieces (as the native benchmark feeds it). */
+function parse(bytes, rounds) {
+  const bench = new wasm_bindgen.LogBench(bytes);
+  const times = [];
+  let ops = 0;
+  for (let i = 0; i < rounds; i++) {
+    const t0 = performance.now();
+    ops = bench.parse(16 << 20);
+    times.push(seconds(t0));
+  }
+  bench.free();
+  return { ops, parse_s: times };
+}
+
+/** Each round opens the export in sql.js from its bytes, reads it, and counts its kernel rows. */
+async function readExport(bytes, rounds) {
+  const sqljs = await wasm_bindgen.ExportBench.init('sql-wasm.wasm');
+  const open = [];
+  const read = [];
+  const count = [];
+  let kernels = 0;
+  let rows = 0;
+  for (let i = 0; i < rounds; i++) {
+    let t0 = performance.now();
+    const db = sqljs.open(bytes);
+    open.push(seconds(t0));
+    t0 = performance.now();
+    kernels = db.read();
+    read.push(seconds(t0));
+    t0 = performance.now();
+    rows = db.count_kernels();
+    count.push(seconds(t0));
+    db.free();
+  }
+  return { kernels, kernel_rows: rows, open_s: open, read_s: read, count_s: count };
+}
+
+onmessage = async ({ data: { kind, rounds, file } }) => {
+  try {
+    await ready;
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    const result = kind === 'parse' ? parse(bytes, rounds) : await readExport(bytes, rounds);
+    postMessage({ kind, bytes: bytes.length, ...result });
+  } catch (e) {
+    postMessage({ error: String((e && e.stack) || e) });
+  }
+};
