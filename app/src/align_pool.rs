@@ -188,6 +188,7 @@ async fn run_on_helpers(
                 kind: JobKind::Align,
                 job,
                 bytes,
+                ..
             } if helper.busy == Some((JobKind::Align, job)) => {
                 helper.busy = None;
                 let result = match align_wire::decode_result(&bytes) {

@@ -7,6 +7,26 @@
 //! when it may steal, no helper has taken that log yet). Whatever happened, every log is added
 //! exactly once and in the request's order.
 
+/// Below this many bytes of logs in one load, the page parses them in the loading worker
+/// unless asked otherwise: a helper's start (about 150 ms) and the parsed log's trip back cost
+/// more than they save (measured in docs/PERFORMANCE.md, *Parsing workers*).
+pub const MIN_LOG_BYTES: u64 = 32_000_000;
+
+/// At most this many parsing helpers by default: the parser reads 100–400 MB/s in wasm, so
+/// more rarely pay for their memory (each helper is a whole wasm instance).
+pub const MAX_AUTO_HELPERS: usize = 4;
+
+/// How many helpers parse `logs` logs of `log_bytes` in all by default, on a browser that
+/// reports `cores` cores: one core fewer than there are (the loading worker parses too: what
+/// no helper has taken when its turn comes, and it reads the exports), none for one log or a
+/// small load.
+pub fn auto_helpers(cores: usize, logs: usize, log_bytes: u64) -> usize {
+    if logs < 2 || log_bytes < MIN_LOG_BYTES {
+        return 0;
+    }
+    cores.saturating_sub(1).min(MAX_AUTO_HELPERS).min(logs)
+}
+
 /// Where one log stands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum State {
@@ -14,8 +34,12 @@ pub enum State {
     Queued,
     /// Being parsed by helper `helper`.
     OnHelper { helper: usize },
-    /// Parsed by helper `helper`: the log's bytes (`log_wire`), not yet added.
-    Parsed { helper: usize, bytes: Vec<u8> },
+    /// Parsed by helper `helper` in `ms`: the log's bytes (`log_wire`), not yet added.
+    Parsed {
+        helper: usize,
+        bytes: Vec<u8>,
+        ms: f64,
+    },
     /// Its helper failed: the loading worker parses it.
     Failed,
     /// The loading worker has it (added from its bytes, or parsed in place).
@@ -29,8 +53,13 @@ pub enum Claim {
     InPlace,
     /// Wait: a helper has it, or will take it.
     Wait,
-    /// Add it from these bytes, parsed by helper `helper`.
-    Ready { bytes: Vec<u8>, helper: usize },
+    /// Add it from these bytes, parsed by helper `helper` in `ms` (the file's load time on
+    /// the page is its parse's, not the wait for its turn).
+    Ready {
+        bytes: Vec<u8>,
+        helper: usize,
+        ms: f64,
+    },
 }
 
 #[derive(Debug)]
@@ -93,14 +122,22 @@ impl ParseJobs {
         self.jobs.binary_search_by_key(&file, |j| j.file).ok()
     }
 
-    /// Gives helper `helper` the largest queued log (the earliest in the request of equals).
+    /// Gives helper `helper` the largest queued log. Of equals, the earliest in the request
+    /// when every log is left to helpers (the loading worker adds them in that order as they
+    /// come), the latest when the loading worker parses what it reaches first: it walks from
+    /// the front, the helpers from the back, and they meet without waiting on each other
+    /// (a run's rank logs are of about one size).
     pub fn next_for_helper(&mut self, helper: usize) -> Option<usize> {
+        let steal = self.steal;
         let job = self
             .jobs
             .iter()
             .enumerate()
             .filter(|(_, j)| j.state == State::Queued)
-            .max_by_key(|(i, j)| (j.size, std::cmp::Reverse(*i)))
+            .max_by_key(|(i, j)| {
+                let later = if steal { *i as isize } else { -(*i as isize) };
+                (j.size, later)
+            })
             .map(|(i, _)| i)?;
         self.jobs[job].state = State::OnHelper { helper };
         Some(job)
@@ -113,11 +150,12 @@ impl ParseJobs {
         }
     }
 
-    /// Helper `helper` parsed job `job`; `false` (and nothing changes) unless it had it.
-    pub fn parsed(&mut self, job: usize, helper: usize, bytes: Vec<u8>) -> bool {
+    /// Helper `helper` parsed job `job` in `ms`; `false` (and nothing changes) unless it had
+    /// it.
+    pub fn parsed(&mut self, job: usize, helper: usize, bytes: Vec<u8>, ms: f64) -> bool {
         match self.jobs.get(job).map(|j| &j.state) {
             Some(State::OnHelper { helper: h }) if *h == helper => {
-                self.jobs[job].state = State::Parsed { helper, bytes };
+                self.jobs[job].state = State::Parsed { helper, bytes, ms };
                 true
             }
             _ => false,
@@ -158,7 +196,7 @@ impl ParseJobs {
             State::Queued if !self.steal => Claim::Wait,
             State::OnHelper { .. } => Claim::Wait,
             State::Parsed { .. } => match std::mem::replace(state, State::Taken) {
-                State::Parsed { bytes, helper } => Claim::Ready { bytes, helper },
+                State::Parsed { bytes, helper, ms } => Claim::Ready { bytes, helper, ms },
                 _ => Claim::InPlace,
             },
             State::Queued | State::Failed | State::Taken => {
@@ -185,7 +223,24 @@ mod tests {
     use super::*;
 
     fn ready(bytes: Vec<u8>, helper: usize) -> Claim {
-        Claim::Ready { bytes, helper }
+        Claim::Ready {
+            bytes,
+            helper,
+            ms: 1.0,
+        }
+    }
+
+    #[test]
+    fn by_default_one_helper_fewer_than_the_cores_for_several_big_logs() {
+        let big = MIN_LOG_BYTES;
+        assert_eq!(auto_helpers(1, 8, big), 0, "one core");
+        assert_eq!(auto_helpers(0, 8, big), 0, "no core reported");
+        assert_eq!(auto_helpers(2, 8, big), 1);
+        assert_eq!(auto_helpers(4, 8, big), 3);
+        assert_eq!(auto_helpers(32, 8, big), MAX_AUTO_HELPERS);
+        assert_eq!(auto_helpers(8, 2, big), 2, "at most one per log");
+        assert_eq!(auto_helpers(8, 1, 10 * big), 0, "one log");
+        assert_eq!(auto_helpers(8, 8, big - 1), 0, "a small load");
     }
 
     #[test]
@@ -207,9 +262,9 @@ mod tests {
         assert_eq!(j.next_for_helper(7), Some(1));
         assert_eq!(j.next_for_helper(8), Some(0));
         // The second log is done first: the first one's turn still waits.
-        assert!(j.parsed(1, 7, vec![1]));
+        assert!(j.parsed(1, 7, vec![1], 1.0));
         assert_eq!(j.claim(0), Claim::Wait);
-        assert!(j.parsed(0, 8, vec![0]));
+        assert!(j.parsed(0, 8, vec![0], 1.0));
         assert!(j.settled());
         assert_eq!(j.claim(0), ready(vec![0], 8));
         assert_eq!(j.claim(1), ready(vec![1], 7));
@@ -219,12 +274,12 @@ mod tests {
     #[test]
     fn only_the_helper_that_has_a_log_answers_for_it() {
         let mut j = ParseJobs::new([(0, 1)], false);
-        assert!(!j.parsed(0, 3, vec![]), "queued, not sent");
+        assert!(!j.parsed(0, 3, vec![], 1.0), "queued, not sent");
         assert_eq!(j.next_for_helper(3), Some(0));
-        assert!(!j.parsed(0, 4, vec![]), "another helper");
+        assert!(!j.parsed(0, 4, vec![], 1.0), "another helper");
         assert_eq!(j.failed(4), None);
-        assert!(j.parsed(0, 3, vec![9]));
-        assert!(!j.parsed(0, 3, vec![]), "answered twice");
+        assert!(j.parsed(0, 3, vec![9], 1.0));
+        assert!(!j.parsed(0, 3, vec![], 1.0), "answered twice");
         assert_eq!(
             j.failed(3),
             None,
@@ -250,7 +305,7 @@ mod tests {
     fn giving_up_leaves_nothing_to_wait_for() {
         let mut j = ParseJobs::new([(0, 5), (1, 1), (2, 1)], false);
         assert_eq!(j.next_for_helper(0), Some(0));
-        assert!(j.parsed(0, 0, vec![5]));
+        assert!(j.parsed(0, 0, vec![5], 1.0));
         assert_eq!(j.next_for_helper(1), Some(1));
         j.give_up();
         assert!(j.settled());
@@ -278,13 +333,23 @@ mod tests {
     }
 
     #[test]
+    fn when_the_loading_worker_parses_too_helpers_take_equals_from_the_back() {
+        let mut j = ParseJobs::new([(0, 5), (1, 5), (2, 9), (3, 5)], true);
+        assert_eq!(j.next_for_helper(0), Some(2), "the largest first");
+        assert_eq!(j.next_for_helper(1), Some(3));
+        assert_eq!(j.claim(0), Claim::InPlace);
+        assert_eq!(j.next_for_helper(1), Some(1));
+        assert_eq!(j.next_for_helper(1), None);
+    }
+
+    #[test]
     fn stealing_parses_in_place_what_no_helper_has_taken() {
         let mut j = ParseJobs::new([(0, 1), (1, 9), (2, 1)], true);
         assert_eq!(j.next_for_helper(0), Some(1));
         // The first log's turn comes before a helper took it: the loading worker parses it.
         assert_eq!(j.claim(0), Claim::InPlace);
         assert_eq!(j.claim(1), Claim::Wait);
-        assert!(j.parsed(1, 0, vec![1]));
+        assert!(j.parsed(1, 0, vec![1], 1.0));
         assert_eq!(j.claim(1), ready(vec![1], 0));
         assert!(!j.settled());
         assert_eq!(j.claim(2), Claim::InPlace);

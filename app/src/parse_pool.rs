@@ -28,15 +28,11 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope};
 
 use crate::files::{for_each_slice, read_head};
 use crate::loader::{post, post_bytes, PROGRESS_INTERVAL_MS};
-use crate::parse_jobs::{Claim, ParseJobs};
+use crate::parse_jobs::{auto_helpers, Claim, ParseJobs};
 use crate::wire::{LoadItem, PageOptions, ParseFault, ToPage};
 use crate::worker_pool::{
     hardware_concurrency, Event, Helper, JobKind, Pool, MAX_HELPERS, RESULT_KEY,
 };
-
-/// Below this many bytes of logs in one load, the logs are parsed in the loading worker unless
-/// the page asked for helpers (measured in docs/PERFORMANCE.md, *Parsing workers*).
-const MIN_LOG_BYTES: u64 = 32_000_000;
 
 /// The keys of a parse job's message to a helper.
 const JOB_KEY: &str = "parse_job";
@@ -44,24 +40,23 @@ const BLOB_KEY: &str = "blob";
 const NAME_KEY: &str = "name";
 const FAULT_KEY: &str = "fault";
 
-/// How many helpers parse: the page's `?parse-workers=N` (0: none), else the cores.
+/// How many helpers parse: the page's `?parse-workers=N` (0: none), else by the cores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ParseHelpers {
-    /// As many as the browser reports cores (none with one core), for loads worth it; the
-    /// loading worker parses a log itself when its turn comes before a helper took it.
+    /// [`auto_helpers`] of the cores the browser reports, for loads worth it; the loading
+    /// worker parses a log itself when its turn comes before a helper took it.
     Auto,
     /// Exactly this many (at most one per log), every log left to them (tests, benchmarks).
     Exactly(usize),
 }
 
 impl ParseHelpers {
-    /// Whether `files` files of `bytes` in all may be worth sniffing for logs to spread.
+    /// Whether `files` files of `bytes` in all may be worth sniffing for logs to spread (the
+    /// logs are a part of those bytes: a smaller load cannot pass [`auto_helpers`]).
     fn may_help(self, files: usize, bytes: u64) -> bool {
         match self {
             ParseHelpers::Exactly(n) => n > 0 && files > 0,
-            ParseHelpers::Auto => {
-                files >= 2 && bytes >= MIN_LOG_BYTES && hardware_concurrency() >= 2
-            }
+            ParseHelpers::Auto => auto_helpers(hardware_concurrency(), files, bytes) > 0,
         }
     }
 
@@ -70,12 +65,8 @@ impl ParseHelpers {
         let n = match self {
             ParseHelpers::Exactly(n) => n,
             ParseHelpers::Auto => {
-                let bytes: u64 = logs.iter().map(|(_, size)| size).sum();
-                if logs.len() < 2 || bytes < MIN_LOG_BYTES {
-                    0
-                } else {
-                    hardware_concurrency()
-                }
+                let bytes = logs.iter().map(|(_, size)| size).sum();
+                auto_helpers(hardware_concurrency(), logs.len(), bytes)
             }
         };
         n.min(MAX_HELPERS).min(logs.len())
@@ -144,10 +135,11 @@ impl<'a> ParseBatch<'a> {
         join(walk, self.drive()).await;
     }
 
-    /// The turn of the load's file `file` has come: the log a helper parsed for it, renumbered
-    /// later by the session, once it is there; `None` when the loading worker loads the file
-    /// itself (an export, a log left to it, or one whose helper failed).
-    pub async fn claim(&self, file: usize) -> Option<LoadedLog> {
+    /// The turn of the load's file `file` has come: the log a helper parsed for it (renumbered
+    /// later by the session) and how long its parse took, once it is there; `None` when the
+    /// loading worker loads the file itself (an export, a log left to it, or one whose helper
+    /// failed).
+    pub async fn claim(&self, file: usize) -> Option<(LoadedLog, f64)> {
         let job = self.jobs.borrow().job_of(file)?;
         let mut changes = self.changes.take()?;
         let claimed = loop {
@@ -159,21 +151,23 @@ impl<'a> ParseBatch<'a> {
                     }
                 }
                 Claim::InPlace => break None,
-                Claim::Ready { bytes, helper } => break Some((bytes, helper)),
+                Claim::Ready { bytes, helper, ms } => break Some((bytes, helper, ms)),
             }
         };
         self.changes.set(Some(changes));
         let _ = self.wake.unbounded_send(());
-        let (bytes, helper) = claimed?;
+        let (bytes, helper, ms) = claimed?;
         let item = &self.files[file];
+        let decoding = js_sys::Date::now();
         match log_wire::decode(&bytes) {
             Ok(parsed) => {
                 self.jobs.borrow_mut().added_from(helper);
-                Some(LoadedLog {
+                let log = LoadedLog {
                     name: item.name.clone(),
                     bytes: item.blob.size() as u64,
                     parsed,
-                })
+                };
+                Some((log, ms + js_sys::Date::now() - decoding))
             }
             Err(e) => {
                 web_sys::console::warn_1(
@@ -249,9 +243,10 @@ impl<'a> ParseBatch<'a> {
                     kind: JobKind::Parse,
                     job,
                     bytes,
+                    ms,
                 } if helper.busy == Some((JobKind::Parse, job)) => {
                     helper.busy = None;
-                    self.jobs.borrow_mut().parsed(job, h, bytes);
+                    self.jobs.borrow_mut().parsed(job, h, bytes, ms);
                     let _ = self.changed.unbounded_send(());
                 }
                 Event::Done { .. } | Event::Progress { .. } => {}
@@ -386,6 +381,7 @@ pub fn serve_job(data: &JsValue) -> bool {
 }
 
 async fn parse_job(job: usize, name: String, blob: Blob, fault: Option<ParseFault>) {
+    let started = js_sys::Date::now();
     let mut last_post = f64::NEG_INFINITY;
     let mut crashed = false;
     let parsed = parse_blob(&name, 0, &blob, |read| {
@@ -411,7 +407,8 @@ async fn parse_job(job: usize, name: String, blob: Blob, fault: Option<ParseFaul
             if fault == Some(ParseFault::Bytes) {
                 bytes.truncate(bytes.len() / 2);
             }
-            post_bytes(&ToPage::Parsed { job }, RESULT_KEY, bytes);
+            let ms = js_sys::Date::now() - started;
+            post_bytes(&ToPage::Parsed { job, ms }, RESULT_KEY, bytes);
         }
         Err(message) => post(&ToPage::ParseFailed { job, message }, None),
     }

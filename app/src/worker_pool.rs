@@ -33,11 +33,13 @@ pub enum JobKind {
 /// What a helper told the loading worker.
 pub enum Event {
     Ready,
-    /// Job `job` of kind `kind` is done: its result's bytes.
+    /// Job `job` of kind `kind` is done: its result's bytes, and how long a parse took (0 for
+    /// an alignment).
     Done {
         kind: JobKind,
         job: usize,
         bytes: Vec<u8>,
+        ms: f64,
     },
     /// Bytes of parse job `job`'s file read so far.
     Progress {
@@ -193,13 +195,14 @@ fn read_event(data: &JsValue) -> Event {
         .ok()
         .and_then(|j| j.as_string())
         .unwrap_or_default();
-    let result = |kind: JobKind, job: usize| match Reflect::get(data, &RESULT_KEY.into())
+    let result = |kind: JobKind, job: usize, ms: f64| match Reflect::get(data, &RESULT_KEY.into())
         .and_then(|b| b.dyn_into::<js_sys::ArrayBuffer>())
     {
         Ok(buffer) => Event::Done {
             kind,
             job,
             bytes: Uint8Array::new(&buffer).to_vec(),
+            ms,
         },
         Err(_) => Event::Failed {
             message: format!("the result of job {job} came without its bytes"),
@@ -207,8 +210,8 @@ fn read_event(data: &JsValue) -> Event {
     };
     match serde_json::from_str::<ToPage>(&json) {
         Ok(ToPage::Ready) => Event::Ready,
-        Ok(ToPage::Aligned { job }) => result(JobKind::Align, job),
-        Ok(ToPage::Parsed { job }) => result(JobKind::Parse, job),
+        Ok(ToPage::Aligned { job }) => result(JobKind::Align, job, 0.0),
+        Ok(ToPage::Parsed { job, ms }) => result(JobKind::Parse, job, ms),
         Ok(ToPage::ParseProgress { job, read }) => Event::Progress { job, read },
         Ok(ToPage::AlignFailed { job, message } | ToPage::ParseFailed { job, message }) => {
             Event::Failed {
