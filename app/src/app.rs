@@ -50,7 +50,8 @@ pub fn memory_limit() -> u64 {
 }
 
 /// The options of the page's URL the worker needs: `?digest` (each input's records digest, for
-/// engine comparisons), `?align-workers=N` and `?parse-workers=N` (see [`PageOptions`]).
+/// engine comparisons), `?align-workers=N` and `?parse-workers=N` with the tests' switches
+/// (see [`PageOptions`]).
 fn page_options() -> PageOptions {
     let mut options = PageOptions::default();
     for kv in query_items() {
@@ -62,6 +63,8 @@ fn page_options() -> PageOptions {
             options.align_workers = n.parse().ok();
         } else if let Some(n) = kv.strip_prefix("parse-workers=") {
             options.parse_workers = n.parse().ok();
+        } else if kv == "parse-share" {
+            options.parse_share = true;
         } else if kv == "parse-fault" {
             options.parse_fault = ParseFault::from_query("");
         } else if let Some(f) = kv.strip_prefix("parse-fault=") {

@@ -4,8 +4,9 @@
 //! Helpers take the largest waiting log first (the longest parse starts at once instead of
 //! finishing last); the loading worker walks the request in order and adds each log to the
 //! session when its turn comes, from a helper's bytes or parsed in place (a helper failed, or,
-//! when it may steal, no helper has taken that log yet). Whatever happened, every log is added
-//! exactly once and in the request's order.
+//! when it may steal, no helper has taken that log yet). When it may steal and its turn's log
+//! is still on a helper, it parses the earliest waiting log ahead instead of idling. Whatever
+//! happened, every log is added exactly once and in the request's order.
 
 /// Below this many bytes of logs in one load, the page parses them in the loading worker
 /// unless asked otherwise: a helper's start (about 150 ms) and the parsed log's trip back cost
@@ -42,6 +43,8 @@ pub enum State {
     },
     /// Its helper failed: the loading worker parses it.
     Failed,
+    /// Parsed (or being parsed) by the loading worker ahead of its turn, while it waited.
+    Ahead,
     /// The loading worker has it (added from its bytes, or parsed in place).
     Taken,
 }
@@ -53,6 +56,8 @@ pub enum Claim {
     InPlace,
     /// Wait: a helper has it, or will take it.
     Wait,
+    /// Take the log the loading worker parsed ahead.
+    Ahead,
     /// Add it from these bytes, parsed by helper `helper` in `ms` (the file's load time on
     /// the page is its parse's, not the wait for its turn).
     Ready {
@@ -143,6 +148,17 @@ impl ParseJobs {
         Some(job)
     }
 
+    /// The loading worker waits for a log on a helper: the earliest queued log (it is needed
+    /// soonest), for it to parse ahead meanwhile; none when every log is left to helpers.
+    pub fn next_for_loader(&mut self) -> Option<usize> {
+        if !self.steal {
+            return None;
+        }
+        let job = self.jobs.iter().position(|j| j.state == State::Queued)?;
+        self.jobs[job].state = State::Ahead;
+        Some(job)
+    }
+
     /// Puts job `job` back in the queue (it could not be sent to its helper).
     pub fn requeue(&mut self, job: usize) {
         if matches!(self.jobs[job].state, State::OnHelper { .. }) {
@@ -199,6 +215,10 @@ impl ParseJobs {
                 State::Parsed { bytes, helper, ms } => Claim::Ready { bytes, helper, ms },
                 _ => Claim::InPlace,
             },
+            State::Ahead => {
+                *state = State::Taken;
+                Claim::Ahead
+            }
             State::Queued | State::Failed | State::Taken => {
                 *state = State::Taken;
                 Claim::InPlace
@@ -340,6 +360,42 @@ mod tests {
         assert_eq!(j.claim(0), Claim::InPlace);
         assert_eq!(j.next_for_helper(1), Some(1));
         assert_eq!(j.next_for_helper(1), None);
+    }
+
+    #[test]
+    fn waiting_for_a_helper_the_loading_worker_parses_the_earliest_queued_log_ahead() {
+        let mut j = ParseJobs::new([(0, 90), (1, 5), (3, 1), (4, 5)], true);
+        assert_eq!(j.next_for_helper(0), Some(0));
+        assert_eq!(j.claim(0), Claim::Wait);
+        assert_eq!(j.next_for_loader(), Some(1));
+        assert_eq!(j.next_for_loader(), Some(2));
+        assert_eq!(
+            j.next_for_helper(0),
+            Some(3),
+            "a helper never takes it then"
+        );
+        assert_eq!(j.next_for_loader(), None);
+        assert!(!j.settled());
+        assert!(j.parsed(0, 0, vec![0], 1.0));
+        assert!(j.parsed(3, 0, vec![3], 1.0));
+        assert!(j.settled(), "nothing is left for helpers");
+        assert_eq!(j.claim(0), ready(vec![0], 0));
+        assert_eq!(j.claim(1), Claim::Ahead);
+        assert_eq!(j.claim(1), Claim::InPlace, "never added twice");
+        j.give_up();
+        assert_eq!(
+            j.claim(2),
+            Claim::Ahead,
+            "giving up leaves it to the loading worker"
+        );
+    }
+
+    #[test]
+    fn when_every_log_is_left_to_helpers_the_loading_worker_parses_none_ahead() {
+        let mut j = ParseJobs::new([(0, 9), (1, 5)], false);
+        assert_eq!(j.next_for_helper(0), Some(0));
+        assert_eq!(j.claim(0), Claim::Wait);
+        assert_eq!(j.next_for_loader(), None);
     }
 
     #[test]

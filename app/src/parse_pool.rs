@@ -11,7 +11,9 @@
 //! ([`pipeline::Session::add_log_parsed_ahead`]), so the session, every report and every later
 //! stage are those of a single-worker load. A log whose helper fails (an error event, a panic,
 //! bytes that do not decode) is parsed in the loading worker when its turn comes; a helper
-//! that fails is replaced (at most as many times as there are helpers).
+//! that fails is replaced (at most as many times as there are helpers). By default the
+//! loading worker parses too: a log no helper has taken when its turn comes, and, while its
+//! turn's log is still on a helper, the next waiting logs ahead ([`ParseJobs`]).
 //!
 //! Small loads are parsed in place: starting and feeding helpers costs more than it saves.
 
@@ -21,6 +23,7 @@ use futures_util::StreamExt;
 use js_sys::{Array, Object, Reflect};
 use pipeline::{sniff, InputKind, LoadedLog, LogLoader, SNIFF_BYTES};
 use std::cell::{Cell, RefCell};
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -46,7 +49,8 @@ enum ParseHelpers {
     /// [`auto_helpers`] of the cores the browser reports, for loads worth it; the loading
     /// worker parses a log itself when its turn comes before a helper took it.
     Auto,
-    /// Exactly this many (at most one per log), every log left to them (tests, benchmarks).
+    /// Exactly this many (at most one per log), every log left to them unless `?parse-share`
+    /// (tests, benchmarks).
     Exactly(usize),
 }
 
@@ -81,6 +85,13 @@ pub struct ParseBatch<'a> {
     helpers: usize,
     fault: Option<ParseFault>,
     jobs: RefCell<ParseJobs>,
+    /// Logs the loading worker parsed ahead of their turn while it waited for a helper, by job,
+    /// with their parse's time (absent: the parse failed, and is done again in its turn).
+    ahead: RefCell<HashMap<usize, (LoadedLog, f64)>>,
+    /// How many of those were added (for the status line).
+    added_ahead: Cell<usize>,
+    /// The helpers given a log in this load.
+    took: RefCell<BTreeSet<usize>>,
     /// Tells the walk a log's state changed (parsed, or its helper failed).
     changed: UnboundedSender<()>,
     changes: Cell<Option<UnboundedReceiver<()>>>,
@@ -117,7 +128,13 @@ impl<'a> ParseBatch<'a> {
             files,
             helpers,
             fault: options.parse_fault,
-            jobs: RefCell::new(ParseJobs::new(logs, policy == ParseHelpers::Auto)),
+            jobs: RefCell::new(ParseJobs::new(
+                logs,
+                policy == ParseHelpers::Auto || options.parse_share,
+            )),
+            ahead: RefCell::default(),
+            added_ahead: Cell::new(0),
+            took: RefCell::default(),
             changed,
             changes: Cell::new(Some(changes)),
             wake,
@@ -135,10 +152,11 @@ impl<'a> ParseBatch<'a> {
         join(walk, self.drive()).await;
     }
 
-    /// The turn of the load's file `file` has come: the log a helper parsed for it (renumbered
-    /// later by the session) and how long its parse took, once it is there; `None` when the
-    /// loading worker loads the file itself (an export, a log left to it, or one whose helper
-    /// failed).
+    /// The turn of the load's file `file` has come: the log parsed for it elsewhere or ahead
+    /// (renumbered later by the session) and how long its parse took, once it is there; `None`
+    /// when the loading worker loads the file itself now (an export, a log left to it, or one
+    /// whose helper failed). While its log is on a helper, the loading worker parses the next
+    /// waiting logs ahead instead of idling.
     pub async fn claim(&self, file: usize) -> Option<(LoadedLog, f64)> {
         let job = self.jobs.borrow().job_of(file)?;
         let mut changes = self.changes.take()?;
@@ -146,11 +164,22 @@ impl<'a> ParseBatch<'a> {
             let claim = self.jobs.borrow_mut().claim(job);
             match claim {
                 Claim::Wait => {
-                    if changes.next().await.is_none() {
+                    let next = self.jobs.borrow_mut().next_for_loader();
+                    if let Some(ahead) = next {
+                        let _ = self.wake.unbounded_send(());
+                        self.parse_ahead(ahead).await;
+                    } else if changes.next().await.is_none() {
                         break None;
                     }
                 }
                 Claim::InPlace => break None,
+                Claim::Ahead => {
+                    self.changes.set(Some(changes));
+                    let log = self.ahead.borrow_mut().remove(&job);
+                    self.added_ahead
+                        .set(self.added_ahead.get() + usize::from(log.is_some()));
+                    return log;
+                }
                 Claim::Ready { bytes, helper, ms } => break Some((bytes, helper, ms)),
             }
         };
@@ -182,16 +211,41 @@ impl<'a> ParseBatch<'a> {
         }
     }
 
-    /// For the status line: how many files were read in `ms`, and how many logs on how many
-    /// helpers.
+    /// Parses job `job`'s log in the loading worker ahead of its turn, as file 0 like a
+    /// helper's; its progress goes to its row as usual.
+    async fn parse_ahead(&self, job: usize) {
+        let item = &self.files[self.jobs.borrow().file(job)];
+        let started = js_sys::Date::now();
+        let mut last_post = f64::NEG_INFINITY;
+        let parsed = parse_blob(&item.name, 0, &item.blob, |read| {
+            let now = js_sys::Date::now();
+            if now - last_post >= PROGRESS_INTERVAL_MS {
+                last_post = now;
+                post(&ToPage::Progress { id: item.id, read }, None);
+            }
+        })
+        .await;
+        // A failure is not kept: the file is loaded again in its turn, which reports it.
+        if let Ok(log) = parsed {
+            let ms = js_sys::Date::now() - started;
+            self.ahead.borrow_mut().insert(job, (log, ms));
+        }
+    }
+
+    /// For the status line: how many files were read in `ms`, how many logs on how many
+    /// helpers, and how many the loading worker parsed ahead of their turn.
     pub fn summary(&self, ms: f64) -> String {
         let jobs = self.jobs.borrow();
         let files = self.files.len();
         let read = format!("read {files} file{} in {ms:.0} ms", plural(files));
+        let ahead = match self.added_ahead.get() {
+            0 => String::new(),
+            n => format!(", {n} ahead by the loading worker"),
+        };
         match jobs.from_helpers() {
             (_, 0) => read,
             (logs, helpers) => format!(
-                "{read} ({logs} of {} log{} parsed on {helpers} worker{})",
+                "{read} ({logs} of {} log{} parsed on {helpers} worker{}{ahead})",
                 jobs.len(),
                 plural(jobs.len()),
                 plural(helpers)
@@ -278,7 +332,12 @@ impl<'a> ParseBatch<'a> {
     /// Gives idle helpers the next logs, keeping at most `self.helpers` busy.
     fn dispatch(&self, pool: &mut Pool, fault: &mut Option<ParseFault>) {
         let mut busy = pool.busy(JobKind::Parse);
-        for (h, helper) in pool.helpers.iter_mut().enumerate() {
+        // Helpers that already parsed in this load first: the pool may hold more than
+        // `self.helpers` (started for alignment), and N parsing workers should be N helpers.
+        let mut order: Vec<usize> = (0..pool.helpers.len()).collect();
+        order.sort_by_key(|h| !self.took.borrow().contains(h));
+        for h in order {
+            let helper = &mut pool.helpers[h];
             if busy >= self.helpers {
                 break;
             }
@@ -296,6 +355,7 @@ impl<'a> ParseBatch<'a> {
                 continue;
             }
             helper.busy = Some((JobKind::Parse, job));
+            self.took.borrow_mut().insert(h);
             busy += 1;
         }
     }

@@ -179,6 +179,10 @@ pub struct PageOptions {
     /// `?parse-workers=N`: parse the logs on exactly N helper workers (0: in the loading
     /// worker); absent: as many as the cores, when the logs are big enough to gain from them.
     pub parse_workers: Option<usize>,
+    /// `?parse-share`: with `?parse-workers=N`, the loading worker parses too, as it does by
+    /// default (what no helper has taken when its turn comes, and ahead while it waits), so
+    /// the tests reach that path on any machine.
+    pub parse_share: bool,
     /// `?parse-fault` (`=crash`, `=bytes`): the helper given the first log fails (tests).
     pub parse_fault: Option<ParseFault>,
 }
@@ -231,6 +235,9 @@ impl LoadRequest {
         }
         if let Some(n) = self.options.parse_workers {
             set(&msg, "parse_workers", &JsValue::from_f64(n as f64));
+        }
+        if self.options.parse_share {
+            set(&msg, "parse_share", &JsValue::TRUE);
         }
         if let Some(f) = self.options.parse_fault {
             set(&msg, "parse_fault", &JsValue::from_str(f.name()));
@@ -311,6 +318,7 @@ impl LoadRequest {
                 align_workers: get(v, "align_workers")?.as_f64().map(|n| n as usize),
                 align_fault: get(v, "align_fault")?.as_bool().unwrap_or(false),
                 parse_workers: get(v, "parse_workers")?.as_f64().map(|n| n as usize),
+                parse_share: get(v, "parse_share")?.as_bool().unwrap_or(false),
                 parse_fault: get(v, "parse_fault")?
                     .as_string()
                     .and_then(|f| ParseFault::from_query(&f)),

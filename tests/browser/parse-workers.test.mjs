@@ -8,7 +8,8 @@
 // with a garbled and truncated log, and with a refused file before the logs (so a log's place
 // in the session is not its place in the drop). A helper that fails mid-job (an uncaught error,
 // or bytes cut short) changes nothing either: its log is parsed in the loading worker, and the
-// console says so as a warning.
+// console says so as a warning. With `?parse-share` the loading worker parses beside the helper,
+// as it does by default (logs no helper took, and logs ahead of their turn while it waits).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -131,6 +132,25 @@ for (const [name, files, logs] of [['demo', demoFiles, 1], ['tp2pp2', () => gene
     });
   });
 }
+
+test('the loading worker parsing beside one helper (as by default) gives the same too', async () => {
+  // The exports first (the loading worker reads them while the helper starts and takes the
+  // largest log), then the logs, the largest first: when the walk reaches that log it is on
+  // the helper, and the loading worker parses the next logs ahead of their turn meanwhile.
+  const files = generated('tp2pp2');
+  const size = (f) => fs.statSync(f).size;
+  const logs = files.filter((f) => f.endsWith('.log')).sort((a, b) => size(b) - size(a));
+  const inputs = [...files.filter((f) => f.endsWith('.sqlite')), ...logs];
+  await withScreenshot(s.page, 'parse-workers-shared', async () => {
+    const alone = await analyse(s, inputs, ALONE);
+    const shared = await analyse(s, inputs, 'parse-workers=1&parse-share&align-workers=3');
+    console.log(shared.status);
+    const parsed = shared.status.match(/^Analysed in \d+ ms: read \d+ files in \d+ ms(?: \((\d+) of 4 logs parsed on 1 worker(?:, (\d+) ahead by the loading worker)?\))?;/);
+    assert.ok(parsed, shared.status);
+    assertSame(shared, alone, 'shared');
+    assert.deepEqual(s.errors, []);
+  });
+});
 
 for (const fault of ['crash', 'bytes']) {
   test(`a parsing worker that fails (${fault}) has its log parsed by the loading worker`, async () => {
