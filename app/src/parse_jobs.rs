@@ -10,7 +10,8 @@
 
 /// Below this many bytes of logs in one load, the page parses them in the loading worker
 /// unless asked otherwise: a helper's start (about 150 ms) and the parsed log's trip back cost
-/// more than they save (measured in docs/PERFORMANCE.md, *Parsing workers*).
+/// more than they save (docs/PERFORMANCE.md, *In the page: parsing logs on several Web
+/// Workers*).
 pub const MIN_LOG_BYTES: u64 = 32_000_000;
 
 /// At most this many parsing helpers by default: the parser reads 100–400 MB/s in wasm, so
