@@ -103,6 +103,12 @@ pub trait Score {
     fn fuse(&self, _i: usize, _j: usize, _len: usize) -> i64 {
         NEG
     }
+    /// Whether `b_j` may be absorbed with `b_{j-1}` by one `a` symbol (`j ≥ 1`; the two are
+    /// one call): the adaptive band's look-ahead counts such a run once ([`Lookahead`]). Only
+    /// steers the band; `false` (the default) where [`Score::fuse_max`] never exceeds 1.
+    fn fuses_with_previous(&self, _j: usize) -> bool {
+        false
+    }
     /// Pairs `(i, j)` the caller believes lie on the optimal path (e.g. from timestamps).
     /// When given they replace the k-mer anchors. Only steer the band: a wrong hint costs time.
     fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
@@ -353,8 +359,66 @@ enum Plan<'a> {
     /// Row `i` covers `lo[i]..=hi[i]` (the full matrix, or a band around an anchor path).
     Fixed(&'a [usize], &'a [usize]),
     /// Row `i` covers `w` columns either side of the best cell of row `i-1` (plus one for the
-    /// diagonal): the band follows the path when no anchors say where it is.
-    Adaptive(usize),
+    /// diagonal): the band follows the path when no anchors say where it is. "Best" counts
+    /// what the rest of the alignment must still pay from the cell ([`Lookahead`]).
+    Adaptive(usize, Option<&'a Lookahead>),
+}
+
+/// What the rest of an alignment must at least pay from cell `(i, j)`, from counts alone: the
+/// adaptive band follows the best cell of each row by this *and* its score.
+///
+/// Why: the score of a cell is that of the best path to it (a prefix), and a prefix gains by
+/// putting off what the whole alignment must pay. On a stream where kernels absorb two lines
+/// each now and then (grouped Send and Recv run as one SendRecv kernel: 16 lines for 11
+/// kernels on the pipeline stream of a TP8 PP4 run), a plain pair scores more than a fusion,
+/// so the best cell of each row walks at slope 1 while the optimal path runs at 1.45, and the
+/// distance grows with the row: the band was doubled until it held it (32 → 256 at 1 320
+/// kernels), time and cells quadratic in the stream's length. The rest of the path, from
+/// `(i, j)`, has `n - i` `a` symbols for the `calls` among `b_j..`, a call being a run that
+/// one `a` symbol may absorb whole ([`Score::fuses_with_previous`]); each `a` symbol takes at
+/// most one call, so at least `calls - (n - i)` of them stay unpaired (each costs at least
+/// the cheapest gap), and at least `(n - i) - (m - j)` `a` symbols when the `b` symbols run out.
+/// A prefix that put off those gaps no longer looks better than the path that paid them.
+///
+/// Only the band's position depends on this; the margin rule of [`align_fast_with`] still
+/// checks (and widens) every band, so the guarantee is the same. With both costs 0 it is the
+/// plain best cell.
+pub(crate) struct Lookahead {
+    /// Per column `j` in `0..=m`: the calls among `b_j ..= b_{m-1}`.
+    calls_from: Vec<u32>,
+    n: usize,
+    m: usize,
+    /// The cheapest gap of each side, as a positive cost.
+    gap_a: i64,
+    gap_b: i64,
+}
+
+impl Lookahead {
+    pub(crate) fn new<S: Score + ?Sized>(sc: &S, n: usize, m: usize) -> Lookahead {
+        let mut calls_from = vec![0u32; m + 1];
+        for j in (0..m).rev() {
+            let starts = j == 0 || !sc.fuses_with_previous(j);
+            calls_from[j] = calls_from[j + 1] + u32::from(starts);
+        }
+        // The cheapest gap of a run (its least negative cost): a lower bound of each gap's cost.
+        let cheapest = |g: GapModel| (1..=g.cap + 1).map(|k| g.cost(k)).max().unwrap_or(0).min(0);
+        Lookahead {
+            calls_from,
+            n,
+            m,
+            gap_a: -cheapest(sc.gap_a()),
+            gap_b: -cheapest(sc.gap_b()),
+        }
+    }
+
+    /// The least the path from `(i, j)` to `(n, m)` must pay for gaps the counts force.
+    #[inline(always)]
+    pub(crate) fn penalty(&self, i: usize, j: usize) -> i64 {
+        let a_left = (self.n - i) as i64;
+        let calls = i64::from(self.calls_from[j]);
+        let b_left = (self.m - j) as i64;
+        self.gap_b * (calls - a_left).max(0) + self.gap_a * (a_left - b_left).max(0)
+    }
 }
 
 /// Packs a cell's per-state back-pointers into 18 bits: only M, the first and the last gap
@@ -410,7 +474,7 @@ fn row_bounds(
 ) -> (usize, usize) {
     match plan {
         Plan::Fixed(fl, fh) => (fl[i], fh[i]),
-        Plan::Adaptive(w) => {
+        Plan::Adaptive(w, _) => {
             if i == 0 {
                 (0, if n == 0 { m } else { w.min(m) })
             } else {
@@ -431,7 +495,7 @@ fn row_bounds(
 fn band_cells(plan: Plan<'_>, n: usize, m: usize) -> usize {
     match plan {
         Plan::Fixed(fl, fh) => fl.iter().zip(fh).map(|(l, h)| h - l + 1).sum(),
-        Plan::Adaptive(w) => (n + 1) * (2 * w + 2) + m + 1,
+        Plan::Adaptive(w, _) => (n + 1) * (2 * w + 2) + m + 1,
     }
 }
 
@@ -478,6 +542,21 @@ fn traceback(
 /// The gap-state counts of the models in use (caps 0–2 on either side) get a specialised
 /// recurrence ([`run_band_k`]); others take the general one. Both give the same alignment.
 fn run_band<S: Score + ?Sized>(
+    sc: &S,
+    n: usize,
+    m: usize,
+    plan: Plan<'_>,
+) -> (Alignment, Vec<usize>, Vec<usize>) {
+    let r = run_band0(sc, n, m, plan);
+    if std::env::var_os("TRACE_BAND").is_some() {
+        let cells: usize = r.1.iter().zip(&r.2).map(|(l, h)| h - l + 1).sum();
+        let kind = match plan { Plan::Fixed(..) => "fixed", Plan::Adaptive(..) => "adaptive" };
+        let w = match plan { Plan::Adaptive(w, _) => w, _ => 0 };
+        eprintln!("TRACE run_band n={n} m={m} {kind} w={w} cells={cells}");
+    }
+    r
+}
+fn run_band0<S: Score + ?Sized>(
     sc: &S,
     n: usize,
     m: usize,
@@ -587,11 +666,18 @@ struct RowBand {
     expect: usize,
 }
 
+/// What the adaptive plan ranks cell `(i, j)` by besides its score: the [`Lookahead`]
+/// penalty, if one is given.
+#[inline(always)]
+fn penalty(look: Option<&Lookahead>, i: usize, j: usize) -> i64 {
+    look.map_or(0, |l| l.penalty(i, j))
+}
+
 /// Fills the cells of row `rb.i` (`out`, one per column from `rb.l`) and their packed
 /// back-pointers from the previous row `prev` (columns `pl-1..` at index `col + 1 - pl`, padded
 /// with unreachable cells) and the row's `(pair score, run bonus, fusion limit)` per column.
-/// Returns the row's best cell (score, column) when `ADAPTIVE`. `FUSE`: some column of the
-/// row has a fusion limit above 1.
+/// Returns the row's best cell (score less look-ahead penalty, column) when `ADAPTIVE` (`look`
+/// given). `FUSE`: some column of the row has a fusion limit above 1.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn fill_row<
@@ -609,6 +695,7 @@ fn fill_row<
     row: &[(i64, i64, usize)],
     ca: &[i64; KA],
     cb: &[i64; KB],
+    look: Option<&Lookahead>,
 ) -> (i64, usize) {
     let (i, l, pl, ph, expect) = (rb.i, rb.l, rb.pl, rb.ph, rb.expect);
     let pack = |marg: u32, xa: u32, xl: u32, ya: u32, yl: u32| {
@@ -659,7 +746,7 @@ fn fill_row<
         *word = pack(marg, xa, xl, ya, yl);
         *out = cell;
         if ADAPTIVE {
-            let v = cell.best_from(cell.m).0;
+            let v = cell.best_from(cell.m).0 - penalty(look, i, j);
             if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
                 best = (v, j);
             }
@@ -682,7 +769,10 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
 ) -> (Alignment, Vec<usize>, Vec<usize>) {
     let ca: [i64; KA] = std::array::from_fn(|r| sh.ga.cost(r as u32 + 1));
     let cb: [i64; KB] = std::array::from_fn(|r| sh.gb.cost(r as u32 + 1));
-    let adaptive = matches!(plan, Plan::Adaptive(_));
+    let (adaptive, look) = match plan {
+        Plan::Adaptive(_, look) => (true, look),
+        Plan::Fixed(..) => (false, None),
+    };
     let pack = |marg: u32, xa: u32, xl: u32, ya: u32, yl: u32| {
         marg | (xa & 15) << 8 | xl << 12 | (ya & 15) << 13 | yl << 17
     };
@@ -707,7 +797,7 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
     cur.push(start);
     bp.push(0);
     let expect = 0usize;
-    let mut best = (0i64, 0usize);
+    let mut best = (-penalty(look, 0, 0), 0usize);
     let mut left = start;
     for j in 1..=h0 {
         let (y, ya, yl) = gap_run::<KB, KA>(left.m, &left.y, &left.x, &cb, 1 + KA, 1);
@@ -719,7 +809,7 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
         bp.push(pack(0, 0, 0, ya, yl));
         cur.push(c);
         if adaptive {
-            let v = c.best_from(c.m).0;
+            let v = c.best_from(c.m).0 - penalty(look, 0, j);
             if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
                 best = (v, j);
             }
@@ -779,16 +869,16 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
         // the best-cell search for fixed bands.
         let best = match (fuses, adaptive) {
             (false, false) => {
-                fill_row::<S, KA, KB, false, false>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+                fill_row::<S, KA, KB, false, false>(sc, &rb, &prev, out, words, &row, &ca, &cb, look)
             }
             (false, true) => {
-                fill_row::<S, KA, KB, false, true>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+                fill_row::<S, KA, KB, false, true>(sc, &rb, &prev, out, words, &row, &ca, &cb, look)
             }
             (true, false) => {
-                fill_row::<S, KA, KB, true, false>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+                fill_row::<S, KA, KB, true, false>(sc, &rb, &prev, out, words, &row, &ca, &cb, look)
             }
             (true, true) => {
-                fill_row::<S, KA, KB, true, true>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+                fill_row::<S, KA, KB, true, true>(sc, &rb, &prev, out, words, &row, &ca, &cb, look)
             }
         };
         best_col = if best.1 == usize::MAX { l } else { best.1 };
@@ -822,6 +912,10 @@ fn run_band_any<S: Score + ?Sized>(
     let mut cur: Vec<i64> = Vec::new();
     let mut tmp = vec![NEG; ns];
     let mut best_col = 0usize;
+    let look = match plan {
+        Plan::Adaptive(_, look) => look,
+        Plan::Fixed(..) => None,
+    };
     for i in 0..=n {
         let (l, h) = row_bounds(plan, i, n, m, &lo, &hi, best_col);
         lo.push(l);
@@ -839,7 +933,7 @@ fn run_band_any<S: Score + ?Sized>(
             if i == 0 && j == 0 {
                 cur[0] = 0;
                 bp.push(0);
-                best = (0, 0);
+                best = (-penalty(look, 0, 0), 0);
                 continue;
             }
             let in_prev = |jj: usize| i > 0 && jj >= lo[i - 1] && jj <= hi[i - 1];
@@ -894,7 +988,7 @@ fn run_band_any<S: Score + ?Sized>(
             }
             rest[..ns].copy_from_slice(&tmp);
             bp.push(pack(&sh, &tb));
-            let v = tmp.iter().copied().max().unwrap_or(NEG);
+            let v = tmp.iter().copied().max().unwrap_or(NEG) - penalty(look, i, j);
             if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
                 best = (v, j);
             }
@@ -952,7 +1046,12 @@ impl Default for FastOptions {
 /// realistic inputs. Gives the same score as [`align_full`] whenever the optimal path lies in
 /// the final band (checked by the margin rule; the band grows to the full matrix if needed).
 pub fn align_fast<S: Score + ?Sized>(sc: &S, n: usize, m: usize) -> Alignment {
-    align_fast_with(sc, n, m, FastOptions::default())
+    let r = align_fast_with(sc, n, m, FastOptions::default());
+    if std::env::var_os("TRACE_FULL").is_some() {
+        let f = align_full(sc, n, m);
+        eprintln!("FULL n={n} m={m} fast {} full {} {}", r.score, f.score, if r.score == f.score { "" } else { "SUBOPTIMAL" });
+    }
+    r
 }
 
 /// [`align_fast`] with explicit options.
@@ -967,6 +1066,7 @@ pub fn align_fast_with<S: Score + ?Sized>(
         None => kmer_anchors(sc, n, m, opt.kmer.max(adaptive_k(sc, n, m))),
     });
     let centre = centre_line(&anchors, n, m);
+    let mut look: Option<Lookahead> = None;
     // Widen until the path keeps clear of the band's edges *and* doubling the band no longer
     // improves the score (a cheap guard against a better route outside a wrongly placed band).
     let mut w = opt.band.max(2);
@@ -976,8 +1076,12 @@ pub fn align_fast_with<S: Score + ?Sized>(
         if full {
             return align_full(sc, n, m);
         }
-        let (al, lo, hi) = if !dense(&anchors, n, m, w) {
-            run_band(sc, n, m, Plan::Adaptive(w))
+        if std::env::var_os("TRACE_BAND").is_some() {
+            eprintln!("TRACE fast n={n} m={m} w={w} anchors={} dense={}", anchors.len(), dense(&anchors, n, m, w));
+        }
+        let adaptive = !dense(&anchors, n, m, w);
+        let (al, lo, hi) = if adaptive {
+            run_band(sc, n, m, Plan::Adaptive(w, None))
         } else {
             let (lo, hi) = band_rows(&centre, n, m, w);
             run_band(sc, n, m, Plan::Fixed(&lo, &hi))
@@ -985,7 +1089,27 @@ pub fn align_fast_with<S: Score + ?Sized>(
         // The path must keep a quarter of the band (at least `margin`) clear on both sides.
         let margin = opt.margin.max(w / 4).min(w / 2);
         let mut touched = near_edge(&al, &lo, &hi, m, margin);
+        if std::env::var_os("TRACE_EDGE").is_some() {
+            let (mut i, mut j) = (0usize, 0usize);
+            let mut col = vec![0usize; n + 1];
+            for s in &al.steps { match s { Step::Pair(..) => {i+=1;j+=1}, Step::Fused(_,a,b)=>{i+=1;j+=b-a+1}, Step::GapA(_)=>i+=1, Step::GapB(_)=>j+=1 } col[i]=col[i].max(j); }
+            for &r in touched.iter().take(10) { eprintln!("EDGE w={w} row {r}: lo {} path {} hi {}", lo[r], col[r], hi[r]); }
+            eprintln!("EDGE w={w} touched {} rows; score {}", touched.len(), al.score);
+        }
         if !opt.verify {
+            // An adaptive band whose path touched its edge is placed once more at the same
+            // width, following each row's best cell by its score *and* what the rest of the
+            // alignment must still pay from it ([`Lookahead`]: why the plain best cell can
+            // drift from the path at a rate that grows with the length). Taken when its path
+            // keeps clear of the edges and scores at least as well; else the band widens as
+            // before. Where the first band held its path, nothing changes.
+            if adaptive && !touched.is_empty() {
+                let look = look.get_or_insert_with(|| Lookahead::new(sc, n, m));
+                let (a2, l2, h2) = run_band(sc, n, m, Plan::Adaptive(w, Some(look)));
+                if a2.score >= al.score && near_edge(&a2, &l2, &h2, m, margin).is_empty() {
+                    return a2;
+                }
+            }
             // Widen only around the rows where the path touched the edge (a few rounds), so
             // one local excursion does not double the whole band.
             let (mut al, mut lo, mut hi) = (al, lo, hi);
@@ -1287,6 +1411,9 @@ mod tests {
                 .take_while(|&t| self.b[t] == 0)
                 .count()
                 .max(1)
+        }
+        fn fuses_with_previous(&self, j: usize) -> bool {
+            self.b[j] == 0 && self.b[j - 1] == 0
         }
         fn fuse(&self, _i: usize, _j: usize, len: usize) -> i64 {
             200 + 150 * len as i64

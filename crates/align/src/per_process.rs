@@ -586,6 +586,10 @@ impl Score for Sub<'_> {
         let _ = len;
         s + self.fusion_extra
     }
+    /// A line of a Send/Recv group after its first: one kernel may take the group whole.
+    fn fuses_with_previous(&self, j: usize) -> bool {
+        self.run_start[j] != j
+    }
     fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
         let all = self.inner.anchor_hints()?;
         let kpos: HashMap<usize, usize> = self.k.iter().enumerate().map(|(p, &k)| (k, p)).collect();
@@ -615,6 +619,12 @@ fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<&TimeModel>
         p2p_runs(ctx, u),
         (cfg.fusion_extra * 100.0).round() as i64,
     );
+    if std::env::var_os("TRACE_SEQ").is_some() && k.len() > 100 && k.len() != u.len() {
+        let ks: Vec<String> = k.iter().map(|&x| { let s = &ctx.ksym[x]; format!("{:?}/{:?}/{:?}", s.op.map(|o| o.name()), s.channels, s.call) }).collect();
+        let us: Vec<String> = u.iter().map(|&x| { let s = &ctx.usym[x]; format!("{:?}/{:?}/{:?}/m{}", s.op.map(|o| o.name()), s.channels, s.call, s.members) }).collect();
+        eprintln!("SEQ K {}", ks.join(" "));
+        eprintln!("SEQ U {}", us.join(" "));
+    }
     let al = if cfg.reference {
         nw::align_full(&sc, k.len(), u.len())
     } else {
@@ -949,6 +959,9 @@ mod reference_tests {
                 return 1;
             }
             (j - self.run_start[j] + 1).min(16)
+        }
+        fn fuses_with_previous(&self, j: usize) -> bool {
+            self.run_start[j] != j
         }
         fn fuse(&self, i: usize, j: usize, len: usize) -> i64 {
             let s = self.sub(i, j);
