@@ -97,12 +97,7 @@ fn kernels_join_their_nccl_calls_as_sql_says() {
         pids.dedup();
         assert_eq!(pids.len(), 2, "{name}: two GPUs, two processes");
         for pid in pids {
-            let ks: Vec<_> = export
-                .kernels
-                .iter()
-                .filter(|k| k.pid == pid)
-                .cloned()
-                .collect();
+            let ks: Vec<_> = export.kernels.iter().filter(|k| k.pid == pid).collect();
             let join = join_nvtx(&ks, &export.nvtx);
             for (k, r) in ks.iter().zip(&join.launch_range) {
                 if let Some(r) = r {

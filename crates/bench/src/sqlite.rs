@@ -71,16 +71,8 @@ fn measure(iterations: u32, browser: bool) -> Measured {
         let db = NativeDb::open(&file).expect("open the export");
         let e = read_export(&db, &name, &ReadOptions::default()).expect("read the export");
         kernels = e.kernels.len();
-        // Each distinct name is one heap block (an `Arc<str>`: two counters and the text),
-        // shared by the kernels carrying it.
-        let names: std::collections::HashMap<*const u8, usize> = e
-            .kernels
-            .iter()
-            .map(|k| (k.name.as_ptr(), 16 + k.name.len()))
-            .collect();
-        let heap: usize = names.values().sum();
-        let size = e.kernels.first().map_or(0, std::mem::size_of_val);
-        bytes_per_kernel = size as f64 + heap as f64 / kernels.max(1) as f64;
+        // The compact store's rows plus its interned launch sites shared out.
+        bytes_per_kernel = e.kernels.bytes_per_kernel();
     });
     let count = best_of(3, || {
         let c = rusqlite_count(&file);
@@ -108,8 +100,8 @@ fn native_table(rows: &[Measured], report: &mut Report) {
         "`ingest_nsys::read_export` over rusqlite (open and read) on one node's report of the `tp4` \
          preset's layout (4 ranks) at growing iteration counts; best of 3. Reference: a bare \
          `SELECT count(*)` over the kernel table of the same file (SQLite's own scan). Bytes per \
-         kernel: the NCCL kernel record (`size_of`) plus its share of the heap it points to (names \
-         are shared). Target (issue 5): read ≤ 30× `count(*)`.",
+         kernel: one row of the compact kernel store plus its share of the interned launch sites \
+         (name, stream, device, process, shared by the kernels that carry them). Target (issue 5): read ≤ 30× `count(*)`.",
     );
     report.row(&[
         "iterations",

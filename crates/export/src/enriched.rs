@@ -118,7 +118,7 @@ pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
                 analysis,
                 bottlenecks: &bottlenecks,
             };
-            out.kernels.push(ctx.record(k, None));
+            out.kernels.push(ctx.record(&k, None));
         }
     }
     out.kernels.sort_by_key(|r| (r.rank, r.start_ns, r.end_ns));

@@ -16,7 +16,7 @@
 //! index over the runtime table, which cost several times the scan itself.
 
 use crate::probe::{ident, int, pid_of, query, tid_of, Schema};
-use model::nsys::{Kernel, OtherKernels};
+use model::nsys::{Kernel, KernelStore, OtherKernels};
 use sqlsource::{SqlError, SqlSource, TableScan};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -124,7 +124,7 @@ pub(crate) fn count_with(db: &dyn SqlSource, schema: &Schema) -> Result<u64, Sql
 #[derive(Debug, Default)]
 pub(crate) struct KernelsRead {
     /// NCCL kernels, ordered by `globalPid` then start.
-    pub nccl: Vec<Kernel>,
+    pub nccl: KernelStore,
     pub other: Vec<OtherKernels>,
     /// Every distinct `globalPid` of the kernel table (NCCL or not), for the process list.
     pub global_pids: Vec<i64>,
@@ -176,7 +176,7 @@ fn read_nccl_kernels(
     schema: &Schema,
     name_col: &str,
     global_pids: &mut HashSet<i64>,
-) -> Result<Vec<Kernel>, SqlError> {
+) -> Result<KernelStore, SqlError> {
     let names = nccl_names(db)?;
     let c = |col: &str| schema.col_or_null(KERNEL, "k", col);
     let columns = [
@@ -213,10 +213,10 @@ fn read_nccl_kernels(
     // A count the memory cannot hold is not reserved (an allocation failure aborts): the rows
     // are then read as they come, and the budget the page checks first says why they don't fit.
     let n = count_with(db, schema)? as usize;
-    let mut kernels: Vec<Kernel> = Vec::new();
+    let mut kernels = KernelStore::new();
     let mut keys: Vec<RawKeys> = Vec::new();
     if kernels.try_reserve_exact(n).is_err() || keys.try_reserve_exact(n).is_err() {
-        kernels = Vec::new();
+        kernels = KernelStore::new();
         keys = Vec::new();
     }
     db.scan(&scan, &mut |r| {
@@ -238,7 +238,7 @@ fn read_nccl_kernels(
             global_pid,
             correlation_id,
         });
-        kernels.push(Kernel {
+        kernels.push(&Kernel {
             pid: global_pid.map(pid_of).unwrap_or(0),
             start_ns,
             end_ns,
@@ -259,69 +259,50 @@ fn read_nccl_kernels(
     })?;
     set_launches(db, schema, &keys, &mut kernels)?;
     // SQL's `ORDER BY globalPid, start` (NULL first), stable: rows tied on both keep the
-    // table's order (the row index is the last key). Small keys are sorted, then the records
-    // are moved once, in place.
+    // table's order (the row index is the last key). Small keys are sorted, then the rows are
+    // moved once, in place.
     let mut order: Vec<(Option<i64>, i64, u32)> = keys
         .iter()
-        .zip(&kernels)
         .enumerate()
-        .map(|(i, (key, k))| (key.global_pid, k.start_ns, i as u32))
+        .map(|(i, key)| (key.global_pid, kernels.start_ns(i).unwrap_or(0), i as u32))
         .collect();
     order.sort_unstable();
     let pid_shared = pid_shared_by_global_pids(&keys, &kernels);
     drop(keys);
     let perm: Vec<u32> = order.iter().map(|o| o.2).collect();
-    permute(&mut kernels, &perm);
+    kernels.permute(&perm);
     drop(perm);
     let mut dedup = Dedup::new(pid_shared, kernels.len());
-    let mut kept = 0;
-    for (i, &(global_pid, start, _)) in order.iter().enumerate() {
-        if dedup.keep(&kernels[..kept], (global_pid, start), &kernels[i]) {
-            kernels.swap(kept, i);
-            kept += 1;
-        }
-    }
-    kernels.truncate(kept);
+    let keep: Vec<bool> = order
+        .iter()
+        .enumerate()
+        .map(|(i, &(global_pid, start, _))| dedup.keep((global_pid, start), identity(&kernels, i)))
+        .collect();
+    kernels.retain_flagged(&keep);
     Ok(kernels)
-}
-
-/// Reorders `v` so that `v[i]` becomes the old `v[perm[i]]`, following each cycle of the
-/// permutation (every element moves once).
-fn permute<T>(v: &mut [T], perm: &[u32]) {
-    let mut done = vec![false; v.len()];
-    for first in 0..v.len() {
-        let mut cur = first;
-        while !done[cur] {
-            done[cur] = true;
-            let next = perm[cur] as usize;
-            if next == first {
-                break;
-            }
-            v.swap(cur, next);
-            cur = next;
-        }
-    }
 }
 
 /// The identity of a kernel row: exact duplicates (a re-exported or merged file) would
 /// double-count operations, and the first of them is kept.
-fn identity(k: &Kernel) -> (u32, u32, u32, u32, i64, i64) {
+type Identity = (u32, u32, u32, u32, i64, i64);
+
+fn identity(k: &KernelStore, i: usize) -> Identity {
     (
-        k.pid,
-        k.device,
-        k.stream,
-        k.correlation_id,
-        k.start_ns,
-        k.end_ns,
+        k.pid(i).unwrap_or(0),
+        k.device(i).unwrap_or(0),
+        k.stream(i).unwrap_or(0),
+        k.correlation_id(i).unwrap_or(0),
+        k.start_ns(i).unwrap_or(0),
+        k.end_ns(i).unwrap_or(0),
     )
 }
 
 /// Whether two distinct `globalPid`s carry the same pid (e.g. a merged multi-host export).
-fn pid_shared_by_global_pids(keys: &[RawKeys], kernels: &[Kernel]) -> bool {
+fn pid_shared_by_global_pids(keys: &[RawKeys], kernels: &KernelStore) -> bool {
     let mut pids: IntMap<u32, i64> = IntMap::default();
-    keys.iter().zip(kernels).any(|(key, k)| {
+    keys.iter().enumerate().any(|(i, key)| {
         let g = key.global_pid.unwrap_or(i64::MIN);
-        *pids.entry(k.pid).or_insert(g) != g
+        *pids.entry(kernels.pid(i).unwrap_or(0)).or_insert(g) != g
     })
 }
 
@@ -332,9 +313,10 @@ fn pid_shared_by_global_pids(keys: &[RawKeys], kernels: &[Kernel]) -> bool {
 enum Dedup {
     Runs {
         key: Option<(Option<i64>, i64)>,
-        start: usize,
+        /// The identities kept in the current run.
+        kept: Vec<Identity>,
     },
-    Set(IntSet<(u32, u32, u32, u32, i64, i64)>),
+    Set(IntSet<Identity>),
 }
 
 impl Dedup {
@@ -344,22 +326,25 @@ impl Dedup {
         } else {
             Dedup::Runs {
                 key: None,
-                start: 0,
+                kept: Vec::new(),
             }
         }
     }
 
-    /// Whether `k`, sorted under `key`, is the first of its identity; `out` holds the kept rows.
-    fn keep(&mut self, out: &[Kernel], key: (Option<i64>, i64), k: &Kernel) -> bool {
+    /// Whether the row of `id`, sorted under `key`, is the first of its identity.
+    fn keep(&mut self, key: (Option<i64>, i64), id: Identity) -> bool {
         match self {
-            Dedup::Set(seen) => seen.insert(identity(k)),
-            Dedup::Runs { key: run, start } => {
+            Dedup::Set(seen) => seen.insert(id),
+            Dedup::Runs { key: run, kept } => {
                 if *run != Some(key) {
                     *run = Some(key);
-                    *start = out.len();
+                    kept.clear();
                 }
-                let id = identity(k);
-                !out[*start..].iter().any(|o| identity(o) == id)
+                if kept.contains(&id) {
+                    return false;
+                }
+                kept.push(id);
+                true
             }
         }
     }
@@ -373,7 +358,7 @@ fn set_launches(
     db: &dyn SqlSource,
     schema: &Schema,
     rows: &[RawKeys],
-    kernels: &mut [Kernel],
+    kernels: &mut KernelStore,
 ) -> Result<(), SqlError> {
     let has_launch = schema.has(RUNTIME, "correlationId")
         && schema.has(RUNTIME, "start")
@@ -436,10 +421,9 @@ fn set_launches(
         }
         Ok(())
     })?;
-    for (k, slot) in kernels.iter_mut().zip(slots) {
+    for (i, slot) in slots.into_iter().enumerate() {
         if let Some(&(launch_ns, launch_tid)) = slot.and_then(|s| launches.get(s as usize)) {
-            k.launch_ns = launch_ns;
-            k.launch_tid = launch_tid.map(tid_of);
+            kernels.set_launch(i, launch_ns, launch_tid.map(tid_of));
         }
     }
     Ok(())

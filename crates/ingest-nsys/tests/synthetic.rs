@@ -43,9 +43,9 @@ fn old_schema_with_missing_columns() {
     );
     let x = read_export(&db, "mem.sqlite", &ReadOptions::default()).unwrap();
     assert_eq!(x.kernels.len(), 2);
-    assert_eq!(x.kernels[0].pid, 4242);
-    assert_eq!(x.kernels[0].grid, [0, 0, 0]);
-    assert_eq!(x.kernels[0].launch_ns, None);
+    assert_eq!(x.kernels.get(0).unwrap().pid, 4242);
+    assert_eq!(x.kernels.get(0).unwrap().grid, [0, 0, 0]);
+    assert_eq!(x.kernels.get(0).unwrap().launch_ns, None);
     // Two sgemm plus one kernel whose name id is missing from StringIds.
     assert_eq!(x.other_kernels.len(), 1);
     assert_eq!(

@@ -8,6 +8,7 @@
 //! bandwidths are `f64` GB/s (10⁹ bytes per second) in fields ending `_gbps`.
 
 pub mod diag;
+pub mod kernel_store;
 pub mod log;
 pub mod log_ops;
 pub mod nccl;

@@ -2,6 +2,8 @@
 
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
 
+pub use crate::kernel_store::KernelStore;
+
 /// One GPU kernel from `CUPTI_ACTIVITY_KIND_KERNEL`, NCCL or not.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
@@ -161,8 +163,9 @@ pub struct NsysExport {
     pub schema_version: Option<String>,
     /// `EXPORT_PRODUCT_VERSION`, e.g. `2026.2.1.210`.
     pub product_version: Option<String>,
-    /// NCCL kernels, ordered by pid then start.
-    pub kernels: Vec<Kernel>,
+    /// NCCL kernels, ordered by pid then start, stored compactly; reading them gives whole
+    /// [`Kernel`] values.
+    pub kernels: KernelStore,
     pub other_kernels: Vec<OtherKernels>,
     pub processes: Vec<Process>,
     pub hosts: Vec<String>,

@@ -76,7 +76,7 @@ pub fn rank_inputs(run: &Run) -> Result<Vec<RankInput>, String> {
             read_export(&db, &name, &ReadOptions::default()).map_err(|d| d.message.clone())?;
         let host = export.hosts.first().cloned().unwrap_or_default();
         nvtx.entry(host.clone()).or_default().extend(export.nvtx);
-        for k in export.kernels {
+        for k in &export.kernels {
             kernels
                 .entry(ProcessKey {
                     host: host.as_str().into(),

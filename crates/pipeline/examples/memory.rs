@@ -1,0 +1,110 @@
+//! What a loaded and analysed run holds in memory, per operation: the heap live after each
+//! stage (a counting allocator), for the memory figures of docs/PERFORMANCE.md (issue 11).
+//!
+//! `cargo run --release -p pipeline --example memory -- DIR` loads every log and export of a
+//! generated run, analyses it and builds its timeline, as the page's worker does.
+
+use pipeline::{analyse, sniff, InputKind, LogLoader, Session, UserSizes};
+use sqlsource_native::NativeDb;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct Counting;
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call forwards to the system allocator unchanged; only the sizes are counted.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn add(session: &mut Session, path: &Path) {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let bytes = std::fs::read(path).unwrap();
+    match sniff(&bytes[..bytes.len().min(pipeline::SNIFF_BYTES)]) {
+        InputKind::NsysSqlite => {
+            let db = NativeDb::open(path).unwrap();
+            session.add_export(&db, &name, bytes.len() as u64);
+        }
+        _ => {
+            let mut loader = LogLoader::new(&name, session.next_file_index());
+            for chunk in bytes.chunks(16 << 20) {
+                loader.feed(chunk);
+            }
+            session.add_log(loader.finish(bytes.len() as u64));
+        }
+    }
+}
+
+fn main() {
+    let dir = PathBuf::from(std::env::args().nth(1).expect("usage: memory DIR"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("log" | "sqlite")
+            )
+        })
+        .collect();
+    files.sort();
+    let mb = |b: usize| b as f64 / 1e6;
+    let mut session = Session::default();
+    for f in &files {
+        add(&mut session, f);
+    }
+    let ops: usize = session.logs().iter().map(|l| l.parsed.ops.len()).sum();
+    let kernels: usize = session
+        .exports()
+        .iter()
+        .map(|e| e.export.kernels.len())
+        .sum();
+    let loaded = LIVE.load(Ordering::Relaxed);
+    println!(
+        "{} files: {ops} log operations, {kernels} NCCL kernels",
+        files.len()
+    );
+    let per = |b: usize| b as f64 / ops.max(1) as f64;
+    println!(
+        "loaded:   {:8.1} MB live ({:.0} B per operation)",
+        mb(loaded),
+        per(loaded)
+    );
+    let analysis = analyse(&session, &UserSizes::default());
+    let analysed = LIVE.load(Ordering::Relaxed);
+    println!(
+        "analysed: {:8.1} MB live (+{:.0} B per operation), peak {:.1} MB",
+        mb(analysed),
+        per(analysed - loaded),
+        mb(PEAK.load(Ordering::Relaxed))
+    );
+    let timeline = session.timeline(&analysis.processes, &analysis.clocks);
+    let with_timeline = LIVE.load(Ordering::Relaxed);
+    println!(
+        "timeline: {:8.1} MB live (+{:.0} B per operation), peak {:.1} MB",
+        mb(with_timeline),
+        per(with_timeline - analysed),
+        mb(PEAK.load(Ordering::Relaxed))
+    );
+    println!(
+        "in all {:.0} B per operation held; {} tracks",
+        per(with_timeline),
+        timeline.tracks.len()
+    );
+}
