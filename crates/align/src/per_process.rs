@@ -619,12 +619,6 @@ fn align_group(ctx: &Ctx<'_>, k: &[usize], u: &[usize], time: Option<&TimeModel>
         p2p_runs(ctx, u),
         (cfg.fusion_extra * 100.0).round() as i64,
     );
-    if std::env::var_os("TRACE_SEQ").is_some() && k.len() > 100 && k.len() != u.len() {
-        let ks: Vec<String> = k.iter().map(|&x| { let s = &ctx.ksym[x]; format!("{:?}/{:?}/{:?}", s.op.map(|o| o.name()), s.channels, s.call) }).collect();
-        let us: Vec<String> = u.iter().map(|&x| { let s = &ctx.usym[x]; format!("{:?}/{:?}/{:?}/m{}", s.op.map(|o| o.name()), s.channels, s.call, s.members) }).collect();
-        eprintln!("SEQ K {}", ks.join(" "));
-        eprintln!("SEQ U {}", us.join(" "));
-    }
     let al = if cfg.reference {
         nw::align_full(&sc, k.len(), u.len())
     } else {
@@ -821,6 +815,66 @@ mod tests {
         let t = align_process(&log, &kernels, &names, &AlignConfig::thesis());
         assert_eq!(t.report.matched, 3);
         assert_eq!(t.report.duplicate_log_ops, 0);
+    }
+
+    /// A pipeline stream of a 1F1B schedule, S S S (S R)×5 R R R per period (11 SendRecv
+    /// kernels, 16 lines), `periods` long, with the kernels and lines that `keep_k` and
+    /// `keep_l` refuse dropped: the banded aligner (whose plain adaptive band falls behind
+    /// on it, see `nw::Lookahead`) gives what the full matrix gives.
+    fn pipeline_stream(
+        periods: u64,
+        keep_k: impl Fn(u64) -> bool,
+        keep_l: impl Fn(usize) -> bool,
+    ) -> (Vec<LogOp>, Vec<Kernel>) {
+        let (mut log, mut kernels) = (Vec::new(), Vec::new());
+        for call in 0..periods * 11 {
+            let lines: &[OpType] = match call % 11 {
+                0..=2 => &[OpType::Send],
+                3..=7 => &[OpType::Send, OpType::Recv],
+                _ => &[OpType::Recv],
+            };
+            for &op in lines {
+                if keep_l(log.len() + kernels.len()) {
+                    log.push(line(op, call, 1));
+                }
+            }
+            if keep_k(call) {
+                let mut k = kernel("ncclDevKernel_SendRecv", 1000 * call as i64);
+                k.grid[0] = 2 * lines.len() as u32;
+                kernels.push(k);
+            }
+        }
+        (log, kernels)
+    }
+
+    #[test]
+    fn a_long_pipeline_stream_aligns_as_the_full_matrix_does() {
+        let reference = AlignConfig {
+            reference: true,
+            ..AlignConfig::rich()
+        };
+        let streams = [
+            pipeline_stream(120, |_| true, |_| true),
+            pipeline_stream(120, |k| k % 37 != 5, |l| l % 53 != 11),
+        ];
+        for (t, (log, kernels)) in streams.iter().enumerate() {
+            let names = vec![None; kernels.len()];
+            let fast = align_process(log, kernels, &names, &AlignConfig::rich());
+            let full = align_process(log, kernels, &names, &reference);
+            assert_eq!(fast.per_kernel, full.per_kernel, "stream {t}");
+            assert_eq!(fast.report, full.report, "stream {t}");
+        }
+        // Without drops every kernel takes the lines of its own call.
+        let (log, kernels) = &streams[0];
+        let names = vec![None; kernels.len()];
+        let a = align_process(log, kernels, &names, &AlignConfig::rich());
+        for (k, m) in a.per_kernel.iter().enumerate() {
+            let m = m.as_ref().expect("every kernel matched");
+            assert!(
+                m.log_ops.iter().all(|&l| log[l].op_count == k as u64),
+                "kernel {k}"
+            );
+        }
     }
 
     #[test]
