@@ -113,7 +113,10 @@ impl Runner for HelperRunner {
             let results = if n == 0 {
                 jobs.iter().map(|j| j.run(cfg)).collect()
             } else {
-                let (results, used) = run_on_helpers(jobs, cfg, n, self.fault).await;
+                // An exact count (tests, benchmarks) is honoured even when the jobs are short:
+                // none starts before that many helpers are ready.
+                let exact = matches!(self.helpers, Helpers::Exactly(_));
+                let (results, used) = run_on_helpers(jobs, cfg, n, exact, self.fault).await;
                 self.used.set(self.used.get().max(used));
                 results
             };
@@ -123,11 +126,13 @@ impl Runner for HelperRunner {
     }
 }
 
-/// Runs `jobs` on `n` helpers; returns the results in job order and how many helpers took part.
+/// Runs `jobs` on `n` helpers (once `n` are ready, if `all_ready`, else as each gets ready);
+/// returns the results in job order and how many helpers took part.
 async fn run_on_helpers(
     jobs: &[Job<'_>],
     cfg: &AlignConfig,
     n: usize,
+    all_ready: bool,
     mut fault: bool,
 ) -> (Vec<ProcessAlignment>, usize) {
     // The pool is taken out while in use: nothing else uses it meanwhile (one request at a time).
@@ -145,8 +150,11 @@ async fn run_on_helpers(
         // Give idle ready helpers the next jobs, keeping at most `n` busy (the pool may hold
         // more, started for parsing).
         let mut busy = pool.busy(JobKind::Align);
+        let alive = pool.helpers.iter().filter(|h| h.alive).count();
+        let ready = pool.helpers.iter().filter(|h| h.alive && h.ready).count();
+        let waiting = all_ready && ready < n.min(alive);
         for helper in pool.helpers.iter_mut() {
-            if busy >= n {
+            if busy >= n || waiting {
                 break;
             }
             if !helper.idle() {
