@@ -7,23 +7,17 @@
 //! (`tests/browser/workers.test.mjs` compares the page's results with 0 and 3 helpers).
 //!
 //! Small sessions are aligned in place: starting a helper costs more than their alignment.
+//! The helpers are [`crate::worker_pool`]'s, shared with parsing.
 
 use align::{AlignConfig, Job, JobsFuture, ProcessAlignment, Runner};
-use futures_channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
 use futures_util::StreamExt;
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, MessageEvent, Worker};
 
 use crate::wire::ToPage;
-
-/// The helpers' script: the loading worker's loader, beside it (relative to its own URL).
-const HELPER_URL: &str = "./ncclscope-worker_loader.js";
-
-/// At most this many helpers, whatever the browser reports.
-const MAX_HELPERS: usize = 8;
+use crate::worker_pool::{hardware_concurrency, Event, JobKind, Pool, MAX_HELPERS};
 
 /// Below this many records (log operations plus kernels) over a batch's jobs, the helpers are
 /// not used unless the page asked for them: their start and the copies cost more.
@@ -33,9 +27,8 @@ const MIN_RECORDS: usize = 40_000;
 /// log of 40 000 records is about 10 MB).
 const PRESTART_BYTES: u64 = 10_000_000;
 
-/// The key under which a job's bytes travel to a helper, and a result's back.
+/// The key under which a job's bytes travel to a helper.
 const JOB_KEY: &str = "align_job";
-pub const RESULT_KEY: &str = "result";
 
 /// How many helpers to use: the page's `?align-workers=N` (0: none), else the cores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,9 +50,7 @@ impl Helpers {
             }
             Helpers::Auto => 0,
         };
-        if n > 0 {
-            POOL.with(|p| p.borrow_mut().get_or_insert_with(Pool::new).grow_to(n));
-        }
+        Pool::prestart(n);
     }
 
     fn count(self, jobs: &[Job<'_>]) -> usize {
@@ -122,7 +113,10 @@ impl Runner for HelperRunner {
             let results = if n == 0 {
                 jobs.iter().map(|j| j.run(cfg)).collect()
             } else {
-                let (results, used) = run_on_helpers(jobs, cfg, n, self.fault).await;
+                // An exact count (tests, benchmarks) is honoured even when the jobs are short:
+                // none starts before that many helpers are ready.
+                let exact = matches!(self.helpers, Helpers::Exactly(_));
+                let (results, used) = run_on_helpers(jobs, cfg, n, exact, self.fault).await;
                 self.used.set(self.used.get().max(used));
                 results
             };
@@ -132,63 +126,17 @@ impl Runner for HelperRunner {
     }
 }
 
-fn hardware_concurrency() -> usize {
-    Reflect::get(&js_sys::global(), &"navigator".into())
-        .and_then(|n| Reflect::get(&n, &"hardwareConcurrency".into()))
-        .ok()
-        .and_then(|v| v.as_f64())
-        .map_or(1, |v| v as usize)
-}
-
-/// What a helper told the loading worker.
-enum Event {
-    Ready,
-    Done {
-        job: usize,
-        bytes: Vec<u8>,
-    },
-    /// A job failed, or the helper died: its job is run in place, the helper not used again.
-    Failed {
-        message: String,
-    },
-}
-
-/// A started helper and the handlers that feed its messages into the pool's channel.
-struct Helper {
-    worker: Worker,
-    ready: bool,
-    /// The job it is running.
-    busy: Option<usize>,
-    alive: bool,
-    /// Given a job in the current batch.
-    used: bool,
-    _on_message: Closure<dyn FnMut(MessageEvent)>,
-    _on_error: Closure<dyn FnMut(ErrorEvent)>,
-}
-
-/// The helpers, kept from one analysis to the next (starting them is the expensive part), and
-/// the channel their messages arrive on.
-struct Pool {
-    helpers: Vec<Helper>,
-    sender: UnboundedSender<(usize, Event)>,
-    events: UnboundedReceiver<(usize, Event)>,
-}
-
-thread_local! {
-    static POOL: RefCell<Option<Pool>> = const { RefCell::new(None) };
-}
-
-/// Runs `jobs` on `n` helpers; returns the results in job order and how many helpers took part.
+/// Runs `jobs` on `n` helpers (once `n` are ready, if `all_ready`, else as each gets ready);
+/// returns the results in job order and how many helpers took part.
 async fn run_on_helpers(
     jobs: &[Job<'_>],
     cfg: &AlignConfig,
     n: usize,
+    all_ready: bool,
     mut fault: bool,
 ) -> (Vec<ProcessAlignment>, usize) {
-    // The pool is taken out while in use: nothing else aligns meanwhile (one request at a time).
-    let mut pool = POOL
-        .with(|p| p.borrow_mut().take())
-        .unwrap_or_else(Pool::new);
+    // The pool is taken out while in use: nothing else uses it meanwhile (one request at a time).
+    let mut pool = Pool::take();
     pool.grow_to(n);
     let mut results: Vec<Option<ProcessAlignment>> = jobs.iter().map(|_| None).collect();
     // Largest first: the longest job starts at once instead of finishing last.
@@ -199,9 +147,17 @@ async fn run_on_helpers(
     }
     let mut left = jobs.len();
     loop {
-        // Give every idle ready helper the next job.
+        // Give idle ready helpers the next jobs, keeping at most `n` busy (the pool may hold
+        // more, started for parsing).
+        let mut busy = pool.busy(JobKind::Align);
+        let alive = pool.helpers.iter().filter(|h| h.alive).count();
+        let ready = pool.helpers.iter().filter(|h| h.alive && h.ready).count();
+        let waiting = all_ready && ready < n.min(alive);
         for helper in pool.helpers.iter_mut() {
-            if !(helper.alive && helper.ready && helper.busy.is_none()) {
+            if busy >= n || waiting {
+                break;
+            }
+            if !helper.idle() {
                 continue;
             }
             let Some(i) = queue.pop() else { break };
@@ -209,15 +165,15 @@ async fn run_on_helpers(
             if std::mem::take(&mut fault) {
                 bytes.truncate(bytes.len() / 2);
             }
-            if let Err(message) = post_job(&helper.worker, i, &bytes) {
+            if let Err(message) = post_job(helper, i, &bytes) {
                 web_sys::console::warn_1(&message.into());
-                helper.alive = false;
-                helper.worker.terminate();
+                helper.retire();
                 queue.push(i);
                 continue;
             }
-            helper.busy = Some(i);
+            helper.busy = Some((JobKind::Align, i));
             helper.used = true;
+            busy += 1;
         }
         if left == 0 {
             break;
@@ -236,7 +192,12 @@ async fn run_on_helpers(
         match event {
             Event::Ready => helper.ready = true,
             // Only the answer to the job it was given (a helper answers one job at a time).
-            Event::Done { job, bytes } if helper.busy == Some(job) => {
+            Event::Done {
+                kind: JobKind::Align,
+                job,
+                bytes,
+                ..
+            } if helper.busy == Some((JobKind::Align, job)) => {
                 helper.busy = None;
                 let result = match align_wire::decode_result(&bytes) {
                     Ok(r) => r,
@@ -249,12 +210,11 @@ async fn run_on_helpers(
                     left -= 1;
                 }
             }
-            Event::Done { .. } => {}
+            Event::Done { .. } | Event::Progress { .. } => {}
             Event::Failed { message } => {
                 web_sys::console::warn_1(&format!("alignment worker {h}: {message}").into());
-                helper.alive = false;
-                helper.worker.terminate();
-                if let Some(job) = helper.busy.take() {
+                helper.retire();
+                if let Some((_, job)) = helper.busy.take() {
                     results[job] = Some(jobs[job].run(cfg));
                     left -= 1;
                 }
@@ -262,7 +222,7 @@ async fn run_on_helpers(
         }
     }
     let used = pool.helpers.iter().filter(|h| h.used).count();
-    POOL.with(|p| *p.borrow_mut() = Some(pool));
+    pool.put_back();
     // Every job has a result by now (each was either answered or run in place).
     let results = results
         .into_iter()
@@ -272,101 +232,13 @@ async fn run_on_helpers(
     (results, used)
 }
 
-impl Pool {
-    fn new() -> Pool {
-        let (sender, events) = unbounded();
-        Pool {
-            helpers: Vec::new(),
-            sender,
-            events,
-        }
-    }
-
-    /// Starts helpers until `n` are alive. A dead helper keeps its place: each helper's
-    /// messages arrive tagged with its index.
-    fn grow_to(&mut self, n: usize) {
-        while self.helpers.iter().filter(|h| h.alive).count() < n {
-            let index = self.helpers.len();
-            match start_helper(index, self.sender.clone()) {
-                Ok(h) => self.helpers.push(h),
-                Err(e) => {
-                    web_sys::console::warn_1(&format!("no alignment worker: {e}").into());
-                    break;
-                }
-            }
-        }
-    }
-}
-
-fn start_helper(index: usize, sender: UnboundedSender<(usize, Event)>) -> Result<Helper, String> {
-    let worker = Worker::new(HELPER_URL).map_err(crate::files::js_msg)?;
-    let on_message_sender = sender.clone();
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
-        let _ = on_message_sender.unbounded_send((index, read_event(&e.data())));
-    });
-    let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |e: ErrorEvent| {
-        let _ = sender.unbounded_send((
-            index,
-            Event::Failed {
-                message: e.message(),
-            },
-        ));
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-    Ok(Helper {
-        worker,
-        ready: false,
-        busy: None,
-        alive: true,
-        used: false,
-        _on_message: on_message,
-        _on_error: on_error,
-    })
-}
-
-fn read_event(data: &JsValue) -> Event {
-    let json = Reflect::get(data, &"json".into())
-        .ok()
-        .and_then(|j| j.as_string())
-        .unwrap_or_default();
-    match serde_json::from_str::<ToPage>(&json) {
-        Ok(ToPage::Ready) => Event::Ready,
-        Ok(ToPage::Aligned { job }) => {
-            match Reflect::get(data, &RESULT_KEY.into())
-                .and_then(|b| b.dyn_into::<js_sys::ArrayBuffer>())
-            {
-                Ok(buffer) => Event::Done {
-                    job,
-                    bytes: Uint8Array::new(&buffer).to_vec(),
-                },
-                Err(_) => Event::Failed {
-                    message: format!("the result of job {job} came without its bytes"),
-                },
-            }
-        }
-        Ok(ToPage::AlignFailed { job, message }) => Event::Failed {
-            message: format!("job {job}: {message}"),
-        },
-        Ok(ToPage::Crashed { message }) => Event::Failed { message },
-        Ok(other) => Event::Failed {
-            message: format!("unexpected message {other:?}"),
-        },
-        Err(e) => Event::Failed {
-            message: format!("unreadable message: {e}"),
-        },
-    }
-}
-
 /// Posts job `i`'s bytes to a helper; the buffer is transferred, not copied.
-fn post_job(worker: &Worker, i: usize, bytes: &[u8]) -> Result<(), String> {
+fn post_job(helper: &crate::worker_pool::Helper, i: usize, bytes: &[u8]) -> Result<(), String> {
     let msg = Object::new();
     let buffer = Uint8Array::from(bytes).buffer();
     let _ = Reflect::set(&msg, &JOB_KEY.into(), &buffer);
     let _ = Reflect::set(&msg, &"job".into(), &JsValue::from_f64(i as f64));
-    worker
-        .post_message_with_transfer(&msg, &Array::of1(&buffer))
-        .map_err(crate::files::js_msg)
+    helper.post(&msg, &Array::of1(&buffer))
 }
 
 /// The helper's side: if `data` is a job, runs it and returns the reply (the message and the

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use ncclscope_app::theory_panel::{prefill, saved_form, TheoryPanel, TheoryView, HARDWARE_FIELD};
 use ncclscope_app::views::{CommPanel, FileView, RankView};
-use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, PageOptions, ToPage};
+use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, PageOptions, ParseFault, ToPage};
 use pipeline::{Timeline, TimelineView};
 use std::rc::Rc;
 use theory::form::to_toml;
@@ -57,7 +57,8 @@ pub fn memory_limit() -> u64 {
 }
 
 /// The options of the page's URL the worker needs: `?digest` (each input's records digest, for
-/// engine comparisons) and `?align-workers=N` (see [`PageOptions`]).
+/// engine comparisons), `?align-workers=N` and `?parse-workers=N` with the tests' switches
+/// (see [`PageOptions`]).
 fn page_options() -> PageOptions {
     let mut options = PageOptions::default();
     for kv in query_items() {
@@ -67,6 +68,14 @@ fn page_options() -> PageOptions {
             options.align_fault = true;
         } else if let Some(n) = kv.strip_prefix("align-workers=") {
             options.align_workers = n.parse().ok();
+        } else if let Some(n) = kv.strip_prefix("parse-workers=") {
+            options.parse_workers = n.parse().ok();
+        } else if kv == "parse-share" {
+            options.parse_share = true;
+        } else if kv == "parse-fault" {
+            options.parse_fault = ParseFault::from_query("");
+        } else if let Some(f) = kv.strip_prefix("parse-fault=") {
+            options.parse_fault = ParseFault::from_query(f);
         }
     }
     options
@@ -464,7 +473,10 @@ pub fn App() -> impl IntoView {
         ToPage::Ready
         | ToPage::Export { .. }
         | ToPage::Aligned { .. }
-        | ToPage::AlignFailed { .. } => {}
+        | ToPage::AlignFailed { .. }
+        | ToPage::Parsed { .. }
+        | ToPage::ParseProgress { .. }
+        | ToPage::ParseFailed { .. } => {}
     }));
 
     // A bundle (an exported HTML file) carries the views' messages: replay them, no worker.

@@ -24,6 +24,17 @@ pub async fn for_each_slice(blob: &Blob, mut chunk: impl FnMut(Uint8Array)) -> R
     Ok(())
 }
 
+/// The first `n` bytes of `blob` (all of a shorter one; none if it cannot be read).
+pub async fn read_head(blob: &Blob, n: usize) -> Vec<u8> {
+    match blob.slice_with_f64_and_f64(0.0, n as f64) {
+        Ok(head) => read_all(&head, |_| ())
+            .await
+            .map(|a| a.to_vec())
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// The whole blob in one JS byte array (sql.js needs the database in one piece); `progress`
 /// gets the bytes read so far after each slice.
 pub async fn read_all(blob: &Blob, mut progress: impl FnMut(u64)) -> Result<Uint8Array, String> {

@@ -7,7 +7,7 @@
 
 use js_sys::{Array, Uint8Array};
 use pipeline::{
-    sniff, Analysis, FileReport, InputKind, LogLoader, Session, Timeline, TimelineView, SNIFF_BYTES,
+    sniff, Analysis, FileReport, InputKind, Session, Timeline, TimelineView, SNIFF_BYTES,
 };
 use sha2::{Digest, Sha256};
 use sqlsource_sqljs::SqlJs;
@@ -19,9 +19,10 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::align_pool::{self, HelperRunner, Helpers};
-use crate::files::{for_each_slice, js_msg, read_all};
+use crate::files::{for_each_slice, js_msg, read_all, read_head};
 use crate::link::LinkFile;
 use crate::panel_data::Panels;
+use crate::parse_pool::{self, ParseBatch};
 use crate::theory_panel::theory_view;
 use crate::views::{CommPanel, FileView, RankView};
 use crate::wire::{encode_timeline, LoadRequest, ToPage};
@@ -32,7 +33,7 @@ const SQLJS_SCRIPT: &str = "sql-wasm.js";
 const SQLJS_WASM: &str = "sql-wasm.wasm";
 
 /// The page needs no more than this many progress messages a second per file.
-const PROGRESS_INTERVAL_MS: f64 = 100.0;
+pub(crate) const PROGRESS_INTERVAL_MS: f64 = 100.0;
 
 thread_local! {
     /// Everything loaded so far: a later drop adds to it and re-runs the analysis.
@@ -78,12 +79,16 @@ pub fn start() {
         );
     }));
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(|e: MessageEvent| {
-        // Started by another loading worker as its alignment helper: a job, answered at once.
+        // Started by another loading worker as its helper: an alignment job, answered at once,
+        // or a log to parse, answered once read.
         if let Some((reply, result)) = align_pool::serve_job(&e.data()) {
             match result {
-                Some(bytes) => post_bytes(&reply, align_pool::RESULT_KEY, bytes),
+                Some(bytes) => post_bytes(&reply, crate::worker_pool::RESULT_KEY, bytes),
                 None => post(&reply, None),
             }
+            return;
+        }
+        if parse_pool::serve_job(&e.data()) {
             return;
         }
         match LoadRequest::from_js(&e.data()) {
@@ -395,34 +400,52 @@ async fn load_and_analyse(req: &LoadRequest) {
         None => Helpers::Auto,
     };
     helpers.prestart(req.files.iter().map(|f| f.blob.size() as u64).sum());
-    for item in &req.files {
-        INPUTS.with(|i| {
-            i.borrow_mut().push(Input {
-                name: item.name.clone(),
-                blob: item.blob.clone(),
-                sha256: None,
-            })
-        });
-        let started = js_sys::Date::now();
-        let mut last_post = f64::NEG_INFINITY;
-        let report = load_blob(item.id, &item.name, &item.blob, |read| {
-            let now = js_sys::Date::now();
-            if now - last_post >= PROGRESS_INTERVAL_MS {
-                last_post = now;
-                post(&ToPage::Progress { id: item.id, read }, None);
+    // Logs may be parsed on helpers meanwhile; each file joins the session in request order.
+    let load_started = js_sys::Date::now();
+    let parsing = ParseBatch::plan(&req.files, &req.options).await;
+    parsing
+        .run_beside(async {
+            for (n, item) in req.files.iter().enumerate() {
+                INPUTS.with(|i| {
+                    i.borrow_mut().push(Input {
+                        name: item.name.clone(),
+                        blob: item.blob.clone(),
+                        sha256: None,
+                    })
+                });
+                let mut started = js_sys::Date::now();
+                let report = match parsing.claim(n).await {
+                    Some((log, ms)) => {
+                        // The file's time is its parse's on the helper (not the wait for its
+                        // turn), plus its decoding and adding here.
+                        started = js_sys::Date::now() - ms;
+                        SESSION.with(|s| s.borrow_mut().add_log_parsed_ahead(log))
+                    }
+                    None => {
+                        let mut last_post = f64::NEG_INFINITY;
+                        load_blob(item.id, &item.name, &item.blob, |read| {
+                            let now = js_sys::Date::now();
+                            if now - last_post >= PROGRESS_INTERVAL_MS {
+                                last_post = now;
+                                post(&ToPage::Progress { id: item.id, read }, None);
+                            }
+                        })
+                        .await
+                    }
+                };
+                let view = FileView::from_report(&report, js_sys::Date::now() - started);
+                post(
+                    &ToPage::Report {
+                        id: item.id,
+                        view,
+                        worker_memory_bytes: wasm_memory_bytes(),
+                    },
+                    None,
+                );
             }
         })
         .await;
-        let view = FileView::from_report(&report, js_sys::Date::now() - started);
-        post(
-            &ToPage::Report {
-                id: item.id,
-                view,
-                worker_memory_bytes: wasm_memory_bytes(),
-            },
-            None,
-        );
-    }
+    let loaded = parsing.summary(js_sys::Date::now() - load_started);
     // Adding files re-runs the analysis over everything loaded so far.
     post(&ToPage::Analysing, None);
     let started = js_sys::Date::now();
@@ -474,9 +497,13 @@ async fn load_and_analyse(req: &LoadRequest) {
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),
             rerun: match runner.used() {
-                0 => format!("{} (aligned in {:.0} ms)", rerun.summary(), runner.ms()),
+                0 => format!(
+                    "{loaded}; {} (aligned in {:.0} ms)",
+                    rerun.summary(),
+                    runner.ms()
+                ),
                 n => format!(
-                    "{} (aligned in {:.0} ms on {n} workers)",
+                    "{loaded}; {} (aligned in {:.0} ms on {n} workers)",
                     rerun.summary(),
                     runner.ms()
                 ),
@@ -499,7 +526,7 @@ fn wasm_memory_bytes() -> f64 {
 }
 
 /// Posts `msg` with `bytes` under `key`; the buffer is transferred, not copied.
-fn post_bytes(msg: &ToPage, key: &str, bytes: Vec<u8>) {
+pub(crate) fn post_bytes(msg: &ToPage, key: &str, bytes: Vec<u8>) {
     let json = serde_json::to_string(msg).unwrap_or_else(|e| format!("\"{e}\""));
     let obj = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&obj, &"json".into(), &json.into());
@@ -511,8 +538,9 @@ fn post_bytes(msg: &ToPage, key: &str, bytes: Vec<u8>) {
     }
 }
 
-/// Posts `msg` to the page; `timeline`'s buffer is transferred, not copied.
-fn post(msg: &ToPage, timeline: Option<Vec<u8>>) {
+/// Posts `msg` to the page (a helper: to its loading worker); `timeline`'s buffer is
+/// transferred, not copied.
+pub(crate) fn post(msg: &ToPage, timeline: Option<Vec<u8>>) {
     let json = serde_json::to_string(msg).unwrap_or_else(|e| format!("\"{e}\""));
     let obj = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&obj, &"json".into(), &json.into());
@@ -545,13 +573,7 @@ async fn sqljs() -> Result<SqlJs, String> {
 async fn load_blob(id: usize, name: &str, blob: &Blob, progress: impl FnMut(u64)) -> FileReport {
     let size = blob.size() as u64;
     // The same head the command sniffs: a log's first NCCL line may follow a long preamble.
-    let head = match blob.slice_with_f64_and_f64(0.0, SNIFF_BYTES as f64) {
-        Ok(h) => read_all(&h, |_| ())
-            .await
-            .map(|a| a.to_vec())
-            .unwrap_or_default(),
-        Err(_) => Vec::new(),
-    };
+    let head = read_head(blob, SNIFF_BYTES).await;
     match sniff(&head) {
         InputKind::NsysSqlite => {
             let report = load_export(id, name, blob, size, progress).await;
@@ -570,22 +592,10 @@ async fn load_blob(id: usize, name: &str, blob: &Blob, progress: impl FnMut(u64)
     }
 }
 
-async fn load_log(name: &str, blob: &Blob, size: u64, mut progress: impl FnMut(u64)) -> FileReport {
+async fn load_log(name: &str, blob: &Blob, size: u64, progress: impl FnMut(u64)) -> FileReport {
     let file_index = SESSION.with(|s| s.borrow().next_file_index());
-    let mut loader = LogLoader::new(name, file_index);
-    let mut read = 0u64;
-    // One reused buffer: wasm memory holds the records kept, not the file.
-    let mut buf = Vec::new();
-    let result = for_each_slice(blob, |part| {
-        buf.resize(part.length() as usize, 0);
-        part.copy_to(&mut buf);
-        read += buf.len() as u64;
-        loader.feed(&buf);
-        progress(read);
-    })
-    .await;
-    match result {
-        Ok(()) => SESSION.with(|s| s.borrow_mut().add_log(loader.finish(size))),
+    match parse_pool::parse_blob(name, file_index, blob, progress).await {
+        Ok(log) => SESSION.with(|s| s.borrow_mut().add_log(log)),
         Err(e) => FileReport::failed(name, InputKind::NcclLog, size, e),
     }
 }

@@ -102,6 +102,13 @@ pub enum ToPage {
     Aligned { job: usize },
     /// An alignment helper could not read job `job`.
     AlignFailed { job: usize, message: String },
+    /// A parsing helper's answer to the loading worker: the log of parse job `job` is parsed
+    /// (in `ms`), its `log_wire` bytes beside ([`crate::parse_pool`]). Never sent to the page.
+    Parsed { job: usize, ms: f64 },
+    /// Bytes of parse job `job`'s file a parsing helper has read (at most about ten a second).
+    ParseProgress { job: usize, read: u64 },
+    /// A parsing helper could not read job `job`'s file.
+    ParseFailed { job: usize, message: String },
     /// An aggregate (`ncclscope analyze --aggregate`) was opened: its overview
     /// ([`crate::aggregate_worker`]).
     Aggregate {
@@ -169,6 +176,41 @@ pub struct PageOptions {
     /// `?align-fault`: the first alignment job of each batch is sent cut short, so that its
     /// helper fails and the fallback runs (tests).
     pub align_fault: bool,
+    /// `?parse-workers=N`: parse the logs on exactly N helper workers (0: in the loading
+    /// worker); absent: as many as the cores, when the logs are big enough to gain from them.
+    pub parse_workers: Option<usize>,
+    /// `?parse-share`: with `?parse-workers=N`, the loading worker parses too, as it does by
+    /// default (what no helper has taken when its turn comes, and ahead while it waits), so
+    /// the tests reach that path on any machine.
+    pub parse_share: bool,
+    /// `?parse-fault` (`=crash`, `=bytes`): the helper given the first log fails (tests).
+    pub parse_fault: Option<ParseFault>,
+}
+
+/// How the helper given a load's first parse job fails, for the test of the fallback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParseFault {
+    /// It dies with an uncaught error after its first slice, without an answer.
+    Crash,
+    /// It answers with its log's bytes cut short.
+    Bytes,
+}
+
+impl ParseFault {
+    pub fn from_query(value: &str) -> Option<ParseFault> {
+        match value {
+            "" | "crash" => Some(ParseFault::Crash),
+            "bytes" => Some(ParseFault::Bytes),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ParseFault::Crash => "crash",
+            ParseFault::Bytes => "bytes",
+        }
+    }
 }
 
 impl LoadRequest {
@@ -190,6 +232,15 @@ impl LoadRequest {
         );
         if let Some(n) = self.options.align_workers {
             set(&msg, "align_workers", &JsValue::from_f64(n as f64));
+        }
+        if let Some(n) = self.options.parse_workers {
+            set(&msg, "parse_workers", &JsValue::from_f64(n as f64));
+        }
+        if self.options.parse_share {
+            set(&msg, "parse_share", &JsValue::TRUE);
+        }
+        if let Some(f) = self.options.parse_fault {
+            set(&msg, "parse_fault", &JsValue::from_str(f.name()));
         }
         set(&msg, "files", &files);
         if let Some(t) = &self.theory {
@@ -266,6 +317,11 @@ impl LoadRequest {
                 digests: get(v, "digests")?.as_bool().unwrap_or(false),
                 align_workers: get(v, "align_workers")?.as_f64().map(|n| n as usize),
                 align_fault: get(v, "align_fault")?.as_bool().unwrap_or(false),
+                parse_workers: get(v, "parse_workers")?.as_f64().map(|n| n as usize),
+                parse_share: get(v, "parse_share")?.as_bool().unwrap_or(false),
+                parse_fault: get(v, "parse_fault")?
+                    .as_string()
+                    .and_then(|f| ParseFault::from_query(&f)),
             },
             files: items,
             theory: get(v, "theory")?.as_string(),

@@ -1,6 +1,7 @@
 // Bad files dropped together with good ones: each bad file gets a clear message naming it, the
 // loading worker survives (sql.js errors are caught in it), and the good files still load with
-// the native command's counts.
+// the native command's counts. The same with the logs parsed on helper workers
+// (`?parse-workers=3`): where a log is parsed changes no message.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -28,12 +29,12 @@ async function status(page, name) {
   return (await cell.textContent()).trim();
 }
 
-test('bad exports and logs are reported by name, the good files beside them still load', { skip: !haveFixtures }, async () => {
+for (const query of ['', '?parse-workers=3']) test(`bad exports and logs are reported by name, the good files beside them still load${query && ` (${query})`}`, { skip: !haveFixtures }, async () => {
   const goodExport = path.join(FIXTURES, 'nsys', 'GindaChen-nsys-ai_mfu_2gpu_before.sqlite');
   const goodLog = path.join(FIXTURES, 'nccl', 'pytorch-torchtitan_issue1369_tp-collectives_coll-2ranks.log');
   const laterLog = path.join(FIXTURES, 'nccl', 'NVIDIA-nccl_issue584_send-recv-hang_coll-2ranks.log');
-  await withScreenshot(s.page, 'bad-files', async () => {
-    await s.page.goto(s.url);
+  await withScreenshot(s.page, `bad-files${query ? '-parse-workers' : ''}`, async () => {
+    await s.page.goto(`${s.url}${query}`);
     // Good files first and last, so a worker that died on a bad one would leave the last unloaded.
     const mixed = [goodExport, ...bad.files.map((f) => f.path), goodLog];
     await dropFiles(s.page, mixed);
@@ -51,6 +52,11 @@ test('bad exports and logs are reported by name, the good files beside them stil
         const notes = await s.page.locator(`[data-testid=file-row][data-file="${name}"] .diagnostics li`).allTextContents();
         assert.ok(notes.some((n) => expect.test(n) && n.includes(name)), `${name}: notes ${notes}`);
       }
+    }
+
+    if (query) {
+      // The good log was parsed on a helper (the refused junk.log never was a log to parse).
+      await s.page.getByTestId('analysis-status').filter({ hasText: /\(1 of 1 log parsed on 1 worker\)/ }).waitFor({ timeout: 60_000 });
     }
 
     const nativeExport = nativeSummary([goodExport]).inputs[0];

@@ -78,7 +78,9 @@ test('a helper that fails has its job aligned by the loading worker', async () =
     // The helper said why (the page's console shows its workers' warnings); both passes failed once.
     const failures = warnings.filter((w) => /^alignment worker \d+: job \d+: an alignment job that cannot be read/.test(w));
     assert.equal(failures.length, 2, warnings.join('\n'));
-    assert.match(faulty.status, /\(aligned in \d+ ms on 3 workers\)$/);
+    // Helpers that had started before the batch ran out of jobs (on a loaded machine a late
+    // one may get none, so the count is at most 3, not exactly 3).
+    assert.match(faulty.status, /\(aligned in \d+ ms on [1-3] workers\)$/);
     assert.deepEqual(faulty.ranks, alone.ranks);
     assert.equal(faulty.csv, alone.csv, 'every enriched kernel is the same');
     // The helper's failure is reported on the console as a warning, never as a page error.

@@ -5,7 +5,7 @@ use crate::consensus::{call_hints_from_lines, first_lines, ProcessInput};
 use crate::nvtx_join::{check, join_nvtx};
 use crate::per_process::{AlignConfig, ProcessAlignment};
 use crate::runner::{now, Job, Runner, Threads};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Aligns each process; the result keeps the input order. With `cfg.consensus`, processes
 /// of one clock domain are aligned a second time with the calls their kernels' collectives
@@ -95,11 +95,11 @@ pub async fn align_all_reusing_with(
         first[i] = Some(a);
     }
     // The consensus, for the clock domains where something changed.
-    let mut size: HashMap<u64, usize> = HashMap::new();
+    let mut size: FxHashMap<u64, usize> = FxHashMap::default();
     for p in inputs {
         *size.entry(p.clock).or_default() += 1;
     }
-    let mut dirty: HashSet<u64> = HashSet::new();
+    let mut dirty: FxHashSet<u64> = FxHashSet::default();
     for (p, prev) in inputs.iter().zip(&previous) {
         if prev
             .as_ref()

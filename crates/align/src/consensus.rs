@@ -28,7 +28,7 @@ use model::DataType;
 
 /// A kernel of one process in a linked group: (kernel, instance number, class, datatype).
 type Mine = (usize, usize, u64, Option<DataType>);
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// One process's inputs, as [`crate::align_all`] takes them.
 #[derive(Debug, Clone, Copy)]
@@ -155,7 +155,7 @@ fn domain(
 ) {
     let colls: Vec<Vec<Coll>> = procs.iter().map(|&p| collectives(&inputs[p])).collect();
     // Nodes: (position in `procs`, stream).
-    let mut node_of: HashMap<(usize, u32), usize> = HashMap::new();
+    let mut node_of: FxHashMap<(usize, u32), usize> = FxHashMap::default();
     let mut sizes: Vec<usize> = Vec::new();
     for (a, cs) in colls.iter().enumerate() {
         for c in cs {
@@ -173,7 +173,7 @@ fn domain(
     for a in 0..colls.len() {
         for b in a + 1..colls.len() {
             let votes = overlap_votes(&colls[a], &colls[b]);
-            let mut best: HashMap<u32, (u32, usize)> = HashMap::new();
+            let mut best: FxHashMap<u32, (u32, usize)> = FxHashMap::default();
             for (&(sa, sb), &v) in &votes {
                 let e = best.entry(sa).or_insert((sb, 0));
                 if v > e.1 || (v == e.1 && sb < e.0) {
@@ -188,7 +188,7 @@ fn domain(
             }
         }
     }
-    let mut groups: HashMap<usize, Vec<(usize, u32)>> = HashMap::new();
+    let mut groups: FxHashMap<usize, Vec<(usize, u32)>> = FxHashMap::default();
     let mut nodes: Vec<(&(usize, u32), &usize)> = node_of.iter().collect();
     nodes.sort();
     for (&key, &n) in nodes {
@@ -281,7 +281,7 @@ fn offsets(
             Some((o.comm, o.op_count as i64 - s as i64))
         })
         .collect();
-    let mut suggested: HashMap<(u64, i64), usize> = HashMap::new();
+    let mut suggested: FxHashMap<(u64, i64), usize> = FxHashMap::default();
     for o in own.iter().flatten() {
         *suggested.entry(*o).or_default() += 1;
     }
@@ -292,8 +292,8 @@ fn offsets(
     if cands.is_empty() || mine.is_empty() {
         return Vec::new();
     }
-    let mut line: HashMap<(u64, u64), (u64, Option<DataType>)> = HashMap::new();
-    let mut last: HashMap<u64, u64> = HashMap::new();
+    let mut line: FxHashMap<(u64, u64), (u64, Option<DataType>)> = FxHashMap::default();
+    let mut last: FxHashMap<u64, u64> = FxHashMap::default();
     for o in input.log_ops {
         line.entry((o.comm, o.op_count))
             .or_insert((class_key(Some(o.op)), o.datatype.map(kernel_datatype)));
@@ -358,9 +358,9 @@ fn offsets(
 
 /// Votes (stream of `a`, stream of `b`) for every pair of same-class kernels that run
 /// together (overlap for more than half of the shorter one).
-fn overlap_votes(a: &[Coll], b: &[Coll]) -> HashMap<(u32, u32), usize> {
+fn overlap_votes(a: &[Coll], b: &[Coll]) -> FxHashMap<(u32, u32), usize> {
     let longest = b.iter().map(|c| c.end - c.start).max().unwrap_or(0);
-    let mut votes = HashMap::new();
+    let mut votes = FxHashMap::default();
     for x in a {
         let from = b.partition_point(|y| y.start < x.start - longest);
         for y in b[from..].iter().take_while(|y| y.start < x.end) {

@@ -12,7 +12,7 @@
 use model::log::LogOp;
 use model::nsys::{Kernel, NvtxRange};
 use model::OpType;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::symbols::kernel_class;
 
@@ -55,13 +55,13 @@ struct Thread {
 
 /// Joins each kernel of one process (`pid` of the kernels) to NCCL's ranges in `ranges`.
 pub fn join_nvtx(kernels: &[Kernel], ranges: &[NvtxRange]) -> NvtxJoin {
-    let mut threads: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+    let mut threads: FxHashMap<(u32, u32), Vec<usize>> = FxHashMap::default();
     for (i, r) in ranges.iter().enumerate() {
         if is_nccl(r) {
             threads.entry((r.pid, r.tid)).or_default().push(i);
         }
     }
-    let threads: HashMap<(u32, u32), Thread> = threads
+    let threads: FxHashMap<(u32, u32), Thread> = threads
         .into_iter()
         .map(|(key, mut idx)| {
             idx.sort_by_key(|&i| (ranges[i].start_ns, i));

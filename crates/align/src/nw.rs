@@ -37,7 +37,8 @@
 //! [`align_full`] fills the whole `(n+1)×(m+1)` matrix (the reference). [`align_fast`] fills
 //! only a band: around an anchor path when anchors are dense (caller hints such as timestamp
 //! matches, or k-mers of symbol keys unique in both sequences), else an adaptive band that
-//! follows the best cell of the previous row. It keeps two rows of scores and one packed word
+//! follows the best cell of the previous row (placed once more, ranking cells by what the rest
+//! of the path must still pay too, where that loses the path: [`Lookahead`]). It keeps two rows of scores and one packed word
 //! per cell for the traceback, and doubles the band while the optimal path comes near its edge
 //! (optionally also until doubling stops improving the score). A band as wide as the matrix
 //! is the full DP, so the loop always ends with a valid alignment. This is a heuristic, not a
@@ -102,6 +103,12 @@ pub trait Score {
     /// Score of pairing `a_i` with `b_{j+1-len} ..= b_j` (`len ≥ 2`).
     fn fuse(&self, _i: usize, _j: usize, _len: usize) -> i64 {
         NEG
+    }
+    /// Whether `b_j` may be absorbed with `b_{j-1}` by one `a` symbol (`j ≥ 1`; the two are
+    /// one call): the adaptive band's look-ahead counts such a run once ([`Lookahead`]). Only
+    /// steers the band; `false` (the default) where [`Score::fuse_max`] never exceeds 1.
+    fn fuses_with_previous(&self, _j: usize) -> bool {
+        false
     }
     /// Pairs `(i, j)` the caller believes lie on the optimal path (e.g. from timestamps).
     /// When given they replace the k-mer anchors. Only steer the band: a wrong hint costs time.
@@ -353,8 +360,75 @@ enum Plan<'a> {
     /// Row `i` covers `lo[i]..=hi[i]` (the full matrix, or a band around an anchor path).
     Fixed(&'a [usize], &'a [usize]),
     /// Row `i` covers `w` columns either side of the best cell of row `i-1` (plus one for the
-    /// diagonal): the band follows the path when no anchors say where it is.
-    Adaptive(usize),
+    /// diagonal): the band follows the path when no anchors say where it is. "Best" counts
+    /// what the rest of the alignment must still pay from the cell ([`Lookahead`]).
+    Adaptive(usize, Option<&'a Lookahead>),
+}
+
+/// What the rest of an alignment must at least pay from cell `(i, j)`, from counts alone: a
+/// second way to centre the adaptive band, ranking each row's cells by score less this.
+///
+/// Why: a cell's score is that of the best path to it (a prefix), and a prefix gains by putting
+/// off what the whole alignment must pay. On a stream where a kernel absorbs two lines now and
+/// then (a grouped Send and Recv run as one SendRecv kernel: 16 lines for 11 kernels on the
+/// pipeline stream of a TP8 PP4 run), a plain pair scores more than a fusion (a fusion earns its
+/// last line's score plus 0.5, a plain pair its own plus the run bonus of 1), so the best cell
+/// of each row walks at slope 1 while the optimal path runs at 1.45. The distance grows with
+/// the row, and the margin rule doubled the band until it held both (32 → 256 at 1 320
+/// kernels): cells and time quadratic in the stream's length, and on random streams of this
+/// kind the path found was not always the best one either.
+///
+/// The rest of a path from `(i, j)` has `n - i` `a` symbols for the `calls` among `b_j..`, a
+/// call being a run of `b` symbols that one `a` symbol may absorb whole
+/// ([`Score::fuses_with_previous`]). Each `a` symbol takes at most one call, so at least
+/// `calls - (n - i)` calls stay unpaired (each costs at least the cheapest gap of `b`), and at
+/// least `(n - i) - (m - j)` `a` symbols, one `b` symbol at least going to each paired one
+/// (each costs at least the cheapest gap of `a`). A prefix that put off those gaps no longer
+/// ranks above the path that paid them. With no fusions, `calls` is `m - j` and the two terms
+/// are the gaps any path from `(i, j)` to `(n, m)` must take.
+///
+/// It is a lower bound of what the rest costs, not an estimate: it pulls the band towards the
+/// line where the counts balance. Where the path wanders from that line for other reasons
+/// (random drops on both sides: more `a` symbols left than `b` symbols for thousands of rows)
+/// the pull misplaces the band instead. So [`align_fast_with`] only tries it on a band whose
+/// plain placement lost the path, and keeps whichever of the two scores better; the margin rule
+/// still checks (and widens) the band kept, as before.
+pub(crate) struct Lookahead {
+    /// Per column `j` in `0..=m`: the calls among `b_j ..= b_{m-1}`.
+    calls_from: Vec<u32>,
+    n: usize,
+    m: usize,
+    /// The cheapest gap of each side, as a positive cost.
+    gap_a: i64,
+    gap_b: i64,
+}
+
+impl Lookahead {
+    pub(crate) fn new<S: Score + ?Sized>(sc: &S, n: usize, m: usize) -> Lookahead {
+        let mut calls_from = vec![0u32; m + 1];
+        for j in (0..m).rev() {
+            let starts = j == 0 || !sc.fuses_with_previous(j);
+            calls_from[j] = calls_from[j + 1] + u32::from(starts);
+        }
+        // The cheapest gap of a run (its least negative cost): a lower bound of each gap's cost.
+        let cheapest = |g: GapModel| (1..=g.cap + 1).map(|k| g.cost(k)).max().unwrap_or(0).min(0);
+        Lookahead {
+            calls_from,
+            n,
+            m,
+            gap_a: -cheapest(sc.gap_a()),
+            gap_b: -cheapest(sc.gap_b()),
+        }
+    }
+
+    /// The least the path from `(i, j)` to `(n, m)` must pay for gaps the counts force.
+    #[inline(always)]
+    pub(crate) fn penalty(&self, i: usize, j: usize) -> i64 {
+        let a_left = (self.n - i) as i64;
+        let calls = i64::from(self.calls_from[j]);
+        let b_left = (self.m - j) as i64;
+        self.gap_b * (calls - a_left).max(0) + self.gap_a * (a_left - b_left).max(0)
+    }
 }
 
 /// Packs a cell's per-state back-pointers into 18 bits: only M, the first and the last gap
@@ -410,7 +484,7 @@ fn row_bounds(
 ) -> (usize, usize) {
     match plan {
         Plan::Fixed(fl, fh) => (fl[i], fh[i]),
-        Plan::Adaptive(w) => {
+        Plan::Adaptive(w, _) => {
             if i == 0 {
                 (0, if n == 0 { m } else { w.min(m) })
             } else {
@@ -431,7 +505,7 @@ fn row_bounds(
 fn band_cells(plan: Plan<'_>, n: usize, m: usize) -> usize {
     match plan {
         Plan::Fixed(fl, fh) => fl.iter().zip(fh).map(|(l, h)| h - l + 1).sum(),
-        Plan::Adaptive(w) => (n + 1) * (2 * w + 2) + m + 1,
+        Plan::Adaptive(w, _) => (n + 1) * (2 * w + 2) + m + 1,
     }
 }
 
@@ -587,11 +661,18 @@ struct RowBand {
     expect: usize,
 }
 
+/// What the adaptive plan ranks cell `(i, j)` by besides its score: the [`Lookahead`]
+/// penalty, if one is given.
+#[inline(always)]
+fn penalty(look: Option<&Lookahead>, i: usize, j: usize) -> i64 {
+    look.map_or(0, |l| l.penalty(i, j))
+}
+
 /// Fills the cells of row `rb.i` (`out`, one per column from `rb.l`) and their packed
 /// back-pointers from the previous row `prev` (columns `pl-1..` at index `col + 1 - pl`, padded
 /// with unreachable cells) and the row's `(pair score, run bonus, fusion limit)` per column.
-/// Returns the row's best cell (score, column) when `ADAPTIVE`. `FUSE`: some column of the
-/// row has a fusion limit above 1.
+/// Returns the row's best cell (score less look-ahead penalty, column) when `ADAPTIVE` (`look`
+/// given). `FUSE`: some column of the row has a fusion limit above 1.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn fill_row<
@@ -609,6 +690,7 @@ fn fill_row<
     row: &[(i64, i64, usize)],
     ca: &[i64; KA],
     cb: &[i64; KB],
+    look: Option<&Lookahead>,
 ) -> (i64, usize) {
     let (i, l, pl, ph, expect) = (rb.i, rb.l, rb.pl, rb.ph, rb.expect);
     let pack = |marg: u32, xa: u32, xl: u32, ya: u32, yl: u32| {
@@ -659,7 +741,7 @@ fn fill_row<
         *word = pack(marg, xa, xl, ya, yl);
         *out = cell;
         if ADAPTIVE {
-            let v = cell.best_from(cell.m).0;
+            let v = cell.best_from(cell.m).0 - penalty(look, i, j);
             if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
                 best = (v, j);
             }
@@ -682,7 +764,10 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
 ) -> (Alignment, Vec<usize>, Vec<usize>) {
     let ca: [i64; KA] = std::array::from_fn(|r| sh.ga.cost(r as u32 + 1));
     let cb: [i64; KB] = std::array::from_fn(|r| sh.gb.cost(r as u32 + 1));
-    let adaptive = matches!(plan, Plan::Adaptive(_));
+    let (adaptive, look) = match plan {
+        Plan::Adaptive(_, look) => (true, look),
+        Plan::Fixed(..) => (false, None),
+    };
     let pack = |marg: u32, xa: u32, xl: u32, ya: u32, yl: u32| {
         marg | (xa & 15) << 8 | xl << 12 | (ya & 15) << 13 | yl << 17
     };
@@ -707,7 +792,7 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
     cur.push(start);
     bp.push(0);
     let expect = 0usize;
-    let mut best = (0i64, 0usize);
+    let mut best = (-penalty(look, 0, 0), 0usize);
     let mut left = start;
     for j in 1..=h0 {
         let (y, ya, yl) = gap_run::<KB, KA>(left.m, &left.y, &left.x, &cb, 1 + KA, 1);
@@ -719,7 +804,7 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
         bp.push(pack(0, 0, 0, ya, yl));
         cur.push(c);
         if adaptive {
-            let v = c.best_from(c.m).0;
+            let v = c.best_from(c.m).0 - penalty(look, 0, j);
             if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
                 best = (v, j);
             }
@@ -778,17 +863,17 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
         // A loop without the fusion code where no fusion is possible (most rows), and without
         // the best-cell search for fixed bands.
         let best = match (fuses, adaptive) {
-            (false, false) => {
-                fill_row::<S, KA, KB, false, false>(sc, &rb, &prev, out, words, &row, &ca, &cb)
-            }
+            (false, false) => fill_row::<S, KA, KB, false, false>(
+                sc, &rb, &prev, out, words, &row, &ca, &cb, look,
+            ),
             (false, true) => {
-                fill_row::<S, KA, KB, false, true>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+                fill_row::<S, KA, KB, false, true>(sc, &rb, &prev, out, words, &row, &ca, &cb, look)
             }
             (true, false) => {
-                fill_row::<S, KA, KB, true, false>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+                fill_row::<S, KA, KB, true, false>(sc, &rb, &prev, out, words, &row, &ca, &cb, look)
             }
             (true, true) => {
-                fill_row::<S, KA, KB, true, true>(sc, &rb, &prev, out, words, &row, &ca, &cb)
+                fill_row::<S, KA, KB, true, true>(sc, &rb, &prev, out, words, &row, &ca, &cb, look)
             }
         };
         best_col = if best.1 == usize::MAX { l } else { best.1 };
@@ -822,6 +907,10 @@ fn run_band_any<S: Score + ?Sized>(
     let mut cur: Vec<i64> = Vec::new();
     let mut tmp = vec![NEG; ns];
     let mut best_col = 0usize;
+    let look = match plan {
+        Plan::Adaptive(_, look) => look,
+        Plan::Fixed(..) => None,
+    };
     for i in 0..=n {
         let (l, h) = row_bounds(plan, i, n, m, &lo, &hi, best_col);
         lo.push(l);
@@ -839,7 +928,7 @@ fn run_band_any<S: Score + ?Sized>(
             if i == 0 && j == 0 {
                 cur[0] = 0;
                 bp.push(0);
-                best = (0, 0);
+                best = (-penalty(look, 0, 0), 0);
                 continue;
             }
             let in_prev = |jj: usize| i > 0 && jj >= lo[i - 1] && jj <= hi[i - 1];
@@ -894,7 +983,7 @@ fn run_band_any<S: Score + ?Sized>(
             }
             rest[..ns].copy_from_slice(&tmp);
             bp.push(pack(&sh, &tb));
-            let v = tmp.iter().copied().max().unwrap_or(NEG);
+            let v = tmp.iter().copied().max().unwrap_or(NEG) - penalty(look, i, j);
             if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
                 best = (v, j);
             }
@@ -967,6 +1056,8 @@ pub fn align_fast_with<S: Score + ?Sized>(
         None => kmer_anchors(sc, n, m, opt.kmer.max(adaptive_k(sc, n, m))),
     });
     let centre = centre_line(&anchors, n, m);
+    // Built the first time an adaptive band loses its path.
+    let mut look: Option<Lookahead> = None;
     // Widen until the path keeps clear of the band's edges *and* doubling the band no longer
     // improves the score (a cheap guard against a better route outside a wrongly placed band).
     let mut w = opt.band.max(2);
@@ -976,8 +1067,9 @@ pub fn align_fast_with<S: Score + ?Sized>(
         if full {
             return align_full(sc, n, m);
         }
-        let (al, lo, hi) = if !dense(&anchors, n, m, w) {
-            run_band(sc, n, m, Plan::Adaptive(w))
+        let adaptive = !dense(&anchors, n, m, w);
+        let (mut al, mut lo, mut hi) = if adaptive {
+            run_band(sc, n, m, Plan::Adaptive(w, None))
         } else {
             let (lo, hi) = band_rows(&centre, n, m, w);
             run_band(sc, n, m, Plan::Fixed(&lo, &hi))
@@ -986,9 +1078,22 @@ pub fn align_fast_with<S: Score + ?Sized>(
         let margin = opt.margin.max(w / 4).min(w / 2);
         let mut touched = near_edge(&al, &lo, &hi, m, margin);
         if !opt.verify {
+            // An adaptive band whose path came near its edge is placed once more at the same
+            // width, each row centred on the best cell by its score less what the rest of the
+            // alignment must still pay from it ([`Lookahead`]), and the better-scoring of the two
+            // goes on (returned if its path keeps clear, else widened below). The plain band
+            // runs first at every width: where it holds its path nothing changes, and the
+            // look-ahead, which can also mislead (see there), never replaces a better band.
+            if adaptive && !touched.is_empty() {
+                let look = look.get_or_insert_with(|| Lookahead::new(sc, n, m));
+                let (a2, l2, h2) = run_band(sc, n, m, Plan::Adaptive(w, Some(look)));
+                if a2.score >= al.score {
+                    touched = near_edge(&a2, &l2, &h2, m, margin);
+                    (al, lo, hi) = (a2, l2, h2);
+                }
+            }
             // Widen only around the rows where the path touched the edge (a few rounds), so
             // one local excursion does not double the whole band.
-            let (mut al, mut lo, mut hi) = (al, lo, hi);
             let base: usize = lo.iter().zip(&hi).map(|(l, h)| h - l + 1).sum();
             for _ in 0..6 {
                 if touched.is_empty() {
@@ -1288,6 +1393,9 @@ mod tests {
                 .count()
                 .max(1)
         }
+        fn fuses_with_previous(&self, j: usize) -> bool {
+            self.b[j] == 0 && self.b[j - 1] == 0
+        }
         fn fuse(&self, _i: usize, _j: usize, len: usize) -> i64 {
             200 + 150 * len as i64
         }
@@ -1405,6 +1513,195 @@ mod tests {
             gb: g,
         };
         assert_eq!(align_fast(&sc, 0, 300).score, align_full(&sc, 0, 300).score);
+    }
+
+    /// A pipeline stream's kernels and log lines: one kernel per call, a call being a Send line,
+    /// a Recv line, or a Send and a Recv grouped (one SendRecv kernel absorbs both), with now
+    /// and then a collective. Scored like the rich scoring: pairs of one class 8.5–10.5 points
+    /// (a field that mostly agrees, as one datatype and size do on a real stream), gaps −5
+    /// then −2, a fusion its last line's score plus 0.5, a run bonus of 1.
+    struct P2p {
+        /// Kernels: 0 a SendRecv kernel, 3 a collective.
+        a: Vec<u8>,
+        /// Lines: 1 Send, 2 Recv, 3 a collective.
+        b: Vec<u8>,
+        /// Per line, where its call's lines start.
+        run_start: Vec<usize>,
+        /// Per kernel and per line, the field that agrees or conflicts.
+        fa: Vec<u8>,
+        fb: Vec<u8>,
+    }
+    impl P2p {
+        /// `calls` calls, `grouped` per mille of them a Send and a Recv together; each kernel
+        /// dropped with `drop_k` per mille, each line with `drop_l`.
+        fn new(rng: &mut Rng, calls: usize, grouped: u64, drop_k: u64, drop_l: u64) -> P2p {
+            let mut p = P2p {
+                a: Vec::new(),
+                b: Vec::new(),
+                run_start: Vec::new(),
+                fa: Vec::new(),
+                fb: Vec::new(),
+            };
+            for _ in 0..calls {
+                let field = if rng.below(10) == 0 {
+                    1 + rng.below(2) as u8
+                } else {
+                    0
+                };
+                let lines: &[u8] = match rng.below(1000) {
+                    r if r < 30 => &[3],
+                    r if r < 30 + grouped => &[1, 2],
+                    r if r % 2 == 0 => &[1],
+                    _ => &[2],
+                };
+                if rng.below(1000) >= drop_k {
+                    p.a.push(if lines == [3] { 3 } else { 0 });
+                    p.fa.push(field);
+                }
+                let start = p.b.len();
+                for &x in lines {
+                    if rng.below(1000) >= drop_l {
+                        p.b.push(x);
+                        p.fb.push(if rng.below(20) == 0 { 3 } else { field });
+                        p.run_start.push(start);
+                    }
+                }
+            }
+            p
+        }
+    }
+    impl Score for P2p {
+        fn sub(&self, i: usize, j: usize) -> i64 {
+            if (self.a[i] == 3) != (self.b[j] == 3) {
+                return -1500;
+            }
+            let field = if self.fa[i] == self.fb[j] { 100 } else { -400 };
+            (if self.a[i] == 3 { 500 } else { 250 }) + 600 + field
+        }
+        fn run_bonus(&self, i: usize, j: usize) -> i64 {
+            let same = |i: usize, j: usize| (self.a[i] == 3) == (self.b[j] == 3);
+            if same(i, j) && same(i - 1, j - 1) {
+                100
+            } else {
+                0
+            }
+        }
+        fn gap_a(&self) -> GapModel {
+            GapModel {
+                open: -500,
+                step: 300,
+                cap: 1,
+            }
+        }
+        fn gap_b(&self) -> GapModel {
+            self.gap_a()
+        }
+        fn key_a(&self, i: usize) -> u64 {
+            u64::from(self.a[i] == 3)
+        }
+        fn key_b(&self, j: usize) -> u64 {
+            u64::from(self.b[j] == 3)
+        }
+        fn fuse_max(&self, i: usize, j: usize) -> usize {
+            if self.a[i] == 0 {
+                (j - self.run_start[j] + 1).min(16)
+            } else {
+                1
+            }
+        }
+        fn fuse(&self, i: usize, j: usize, _len: usize) -> i64 {
+            let s = self.sub(i, j);
+            if s <= 0 {
+                NEG
+            } else {
+                s + 50
+            }
+        }
+        fn fuses_with_previous(&self, j: usize) -> bool {
+            self.run_start[j] != j
+        }
+    }
+
+    /// Whether the adaptive band of half-width 32, placed without the look-ahead, loses the
+    /// path (the case [`Lookahead`] is for).
+    fn plain_band_loses_the_path<S: Score>(sc: &S, n: usize, m: usize) -> bool {
+        let (al, lo, hi) = run_band(sc, n, m, Plan::Adaptive(32, None));
+        !near_edge(&al, &lo, &hi, m, 8).is_empty()
+    }
+
+    #[test]
+    fn full_and_fast_agree_on_fused_p2p_streams() {
+        let mut rng = Rng::new(5);
+        let (rounds, most) = if cfg!(debug_assertions) {
+            (12, 500)
+        } else {
+            (80, 1500)
+        };
+        let mut lost = 0;
+        for round in 0..rounds {
+            let calls = 100 + rng.below(most - 100) as usize;
+            let grouped = [0, 100, 300, 450, 600][rng.below(5) as usize];
+            let drop_k = [0, 0, 20, 100][rng.below(4) as usize];
+            let drop_l = [0, 0, 20, 100][rng.below(4) as usize];
+            let sc = P2p::new(&mut rng, calls, grouped, drop_k, drop_l);
+            let (n, m) = (sc.a.len(), sc.b.len());
+            let full = align_full(&sc, n, m);
+            let fast = align_fast(&sc, n, m);
+            let what = format!(
+                "round {round}: {calls} calls, {grouped}‰ grouped, {drop_k}‰ / {drop_l}‰ dropped"
+            );
+            assert_eq!(fast.score, full.score, "{what}");
+            assert_eq!(path_score(&sc, &fast.steps), fast.score, "{what}");
+            lost += usize::from(plain_band_loses_the_path(&sc, n, m));
+        }
+        // The streams do exercise the look-ahead: some rounds lose the path without it.
+        assert!(lost > 0, "{lost} of {rounds}");
+    }
+
+    #[test]
+    fn the_look_ahead_band_holds_a_long_pipeline_stream() {
+        // The pipeline stream of a 1F1B schedule: S S S (S R)×5 R R R per period, 11 kernels
+        // and 16 lines; no drops. The plain band falls behind (the best prefix pairs one line
+        // per kernel), the look-ahead's holds the path at the first width.
+        let mut sc = P2p {
+            a: Vec::new(),
+            b: Vec::new(),
+            run_start: Vec::new(),
+            fa: Vec::new(),
+            fb: Vec::new(),
+        };
+        for _ in 0..120 {
+            for call in 0..11 {
+                let lines: &[u8] = match call {
+                    0..=2 => &[1],
+                    3..=7 => &[1, 2],
+                    _ => &[2],
+                };
+                sc.a.push(0);
+                sc.fa.push(0);
+                let start = sc.b.len();
+                for &x in lines {
+                    sc.b.push(x);
+                    sc.fb.push(0);
+                    sc.run_start.push(start);
+                }
+            }
+        }
+        let (n, m) = (sc.a.len(), sc.b.len());
+        assert_eq!((n, m), (1320, 1920));
+        assert!(plain_band_loses_the_path(&sc, n, m));
+        let look = Lookahead::new(&sc, n, m);
+        let (al, lo, hi) = run_band(&sc, n, m, Plan::Adaptive(32, Some(&look)));
+        assert!(near_edge(&al, &lo, &hi, m, 8).is_empty());
+        assert_eq!(al.score, align_full(&sc, n, m).score);
+        // Every kernel takes its own call's lines.
+        let fused = al
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Fused(_, j0, j1) if j1 - j0 == 1))
+            .count();
+        assert_eq!(fused, 120 * 5);
+        assert_eq!(align_fast(&sc, n, m), al);
     }
 
     /// `cargo test --release -p align -- --ignored --nocapture`

@@ -1,9 +1,12 @@
 //! The aligner as it was before the per-cell speed-ups, kept verbatim (test builds only) as the
-//! reference that the fast DP must agree with exactly: same scores, same steps.
+//! reference that the fast DP must agree with exactly: same scores, same steps. One later change
+//! of the band driver is mirrored here (marked "Look-ahead"), so that the two still run the same
+//! bands: an adaptive band whose path came near its edge is placed once more with
+//! [`crate::nw::Lookahead`], and the better-scoring of the two goes on.
 
 #![allow(dead_code, clippy::all)]
 
-use crate::nw::{Alignment, FastOptions, GapModel, Score, Step, NEG};
+use crate::nw::{Alignment, FastOptions, GapModel, Lookahead, Score, Step, NEG};
 use std::collections::HashMap;
 
 /// State layout: 0 = M, then `ka` X states, then `kb` Y states.
@@ -149,8 +152,9 @@ enum Plan<'a> {
     /// Row `i` covers `lo[i]..=hi[i]` (the full matrix, or a band around an anchor path).
     Fixed(&'a [usize], &'a [usize]),
     /// Row `i` covers `w` columns either side of the best cell of row `i-1` (plus one for the
-    /// diagonal): the band follows the path when no anchors say where it is.
-    Adaptive(usize),
+    /// diagonal): the band follows the path when no anchors say where it is; the best cell
+    /// less the look-ahead's penalty, if one is given.
+    Adaptive(usize, Option<&'a Lookahead>),
 }
 
 /// Packs a cell's per-state back-pointers into 18 bits: only M, the first and the last gap
@@ -209,7 +213,12 @@ fn run_band<S: Score + ?Sized>(
     // only allocation that grows with the band.
     let cells = match plan {
         Plan::Fixed(fl, fh) => fl.iter().zip(fh).map(|(l, h)| h - l + 1).sum(),
-        Plan::Adaptive(w) => (n + 1) * (2 * w + 2) + m + 1,
+        Plan::Adaptive(w, _) => (n + 1) * (2 * w + 2) + m + 1,
+    };
+    // Look-ahead.
+    let penalty = |i: usize, j: usize| match plan {
+        Plan::Adaptive(_, Some(look)) => look.penalty(i, j),
+        _ => 0,
     };
     let mut bp: Vec<u32> = Vec::with_capacity(cells);
     let mut tb = vec![0u8; ns];
@@ -220,7 +229,7 @@ fn run_band<S: Score + ?Sized>(
     for i in 0..=n {
         let (l, h) = match plan {
             Plan::Fixed(fl, fh) => (fl[i], fh[i]),
-            Plan::Adaptive(w) => {
+            Plan::Adaptive(w, _) => {
                 if i == 0 {
                     (0, if n == 0 { m } else { w.min(m) })
                 } else {
@@ -249,7 +258,7 @@ fn run_band<S: Score + ?Sized>(
             if i == 0 && j == 0 {
                 cur[0] = 0;
                 bp.push(0);
-                best = (0, 0);
+                best = (-penalty(0, 0), 0);
                 continue;
             }
             let in_prev = |jj: usize| i > 0 && jj >= lo[i - 1] && jj <= hi[i - 1];
@@ -304,7 +313,7 @@ fn run_band<S: Score + ?Sized>(
             }
             rest[..ns].copy_from_slice(&tmp);
             bp.push(pack(&sh, &tb));
-            let v = tmp.iter().copied().max().unwrap_or(NEG);
+            let v = tmp.iter().copied().max().unwrap_or(NEG) - penalty(i, j);
             if v > best.0 || (v == best.0 && j.abs_diff(expect) < best.1.abs_diff(expect)) {
                 best = (v, j);
             }
@@ -384,8 +393,9 @@ pub fn align_fast_with<S: Score + ?Sized>(
         if full {
             return align_full(sc, n, m);
         }
-        let (al, lo, hi) = if !dense(&anchors, n, m, w) {
-            run_band(sc, n, m, Plan::Adaptive(w))
+        let adaptive = !dense(&anchors, n, m, w);
+        let (mut al, mut lo, mut hi) = if adaptive {
+            run_band(sc, n, m, Plan::Adaptive(w, None))
         } else {
             let (lo, hi) = band_rows(&centre, n, m, w);
             run_band(sc, n, m, Plan::Fixed(&lo, &hi))
@@ -394,9 +404,17 @@ pub fn align_fast_with<S: Score + ?Sized>(
         let margin = opt.margin.max(w / 4).min(w / 2);
         let mut touched = near_edge(&al, &lo, &hi, m, margin);
         if !opt.verify {
+            // Look-ahead.
+            if adaptive && !touched.is_empty() {
+                let look = Lookahead::new(sc, n, m);
+                let (a2, l2, h2) = run_band(sc, n, m, Plan::Adaptive(w, Some(&look)));
+                if a2.score >= al.score {
+                    touched = near_edge(&a2, &l2, &h2, m, margin);
+                    (al, lo, hi) = (a2, l2, h2);
+                }
+            }
             // Widen only around the rows where the path touched the edge (a few rounds), so
             // one local excursion does not double the whole band.
-            let (mut al, mut lo, mut hi) = (al, lo, hi);
             let base: usize = lo.iter().zip(&hi).map(|(l, h)| h - l + 1).sum();
             for _ in 0..6 {
                 if touched.is_empty() {
@@ -704,6 +722,9 @@ mod tests {
                 .take_while(|&t| self.b[t] == 0)
                 .count()
                 .max(1)
+        }
+        fn fuses_with_previous(&self, j: usize) -> bool {
+            self.b[j] == 0 && self.b[j - 1] == 0
         }
         fn fuse(&self, i: usize, _j: usize, len: usize) -> i64 {
             if self.fuse_neg && i % 3 == 0 {

@@ -586,6 +586,10 @@ impl Score for Sub<'_> {
         let _ = len;
         s + self.fusion_extra
     }
+    /// A line of a Send/Recv group after its first: one kernel may take the group whole.
+    fn fuses_with_previous(&self, j: usize) -> bool {
+        self.run_start[j] != j
+    }
     fn anchor_hints(&self) -> Option<Vec<(usize, usize)>> {
         let all = self.inner.anchor_hints()?;
         let kpos: HashMap<usize, usize> = self.k.iter().enumerate().map(|(p, &k)| (k, p)).collect();
@@ -813,6 +817,66 @@ mod tests {
         assert_eq!(t.report.duplicate_log_ops, 0);
     }
 
+    /// A pipeline stream of a 1F1B schedule, S S S (S R)×5 R R R per period (11 SendRecv
+    /// kernels, 16 lines), `periods` long, with the kernels and lines that `keep_k` and
+    /// `keep_l` refuse dropped: the banded aligner (whose plain adaptive band falls behind
+    /// on it, see `nw::Lookahead`) gives what the full matrix gives.
+    fn pipeline_stream(
+        periods: u64,
+        keep_k: impl Fn(u64) -> bool,
+        keep_l: impl Fn(usize) -> bool,
+    ) -> (Vec<LogOp>, Vec<Kernel>) {
+        let (mut log, mut kernels) = (Vec::new(), Vec::new());
+        for call in 0..periods * 11 {
+            let lines: &[OpType] = match call % 11 {
+                0..=2 => &[OpType::Send],
+                3..=7 => &[OpType::Send, OpType::Recv],
+                _ => &[OpType::Recv],
+            };
+            for &op in lines {
+                if keep_l(log.len() + kernels.len()) {
+                    log.push(line(op, call, 1));
+                }
+            }
+            if keep_k(call) {
+                let mut k = kernel("ncclDevKernel_SendRecv", 1000 * call as i64);
+                k.grid[0] = 2 * lines.len() as u32;
+                kernels.push(k);
+            }
+        }
+        (log, kernels)
+    }
+
+    #[test]
+    fn a_long_pipeline_stream_aligns_as_the_full_matrix_does() {
+        let reference = AlignConfig {
+            reference: true,
+            ..AlignConfig::rich()
+        };
+        let streams = [
+            pipeline_stream(120, |_| true, |_| true),
+            pipeline_stream(120, |k| k % 37 != 5, |l| l % 53 != 11),
+        ];
+        for (t, (log, kernels)) in streams.iter().enumerate() {
+            let names = vec![None; kernels.len()];
+            let fast = align_process(log, kernels, &names, &AlignConfig::rich());
+            let full = align_process(log, kernels, &names, &reference);
+            assert_eq!(fast.per_kernel, full.per_kernel, "stream {t}");
+            assert_eq!(fast.report, full.report, "stream {t}");
+        }
+        // Without drops every kernel takes the lines of its own call.
+        let (log, kernels) = &streams[0];
+        let names = vec![None; kernels.len()];
+        let a = align_process(log, kernels, &names, &AlignConfig::rich());
+        for (k, m) in a.per_kernel.iter().enumerate() {
+            let m = m.as_ref().expect("every kernel matched");
+            assert!(
+                m.log_ops.iter().all(|&l| log[l].op_count == k as u64),
+                "kernel {k}"
+            );
+        }
+    }
+
     #[test]
     fn streams_are_learned_and_aligned_separately() {
         // Two streams whose kernels interleave differently from the log's enqueue order.
@@ -949,6 +1013,9 @@ mod reference_tests {
                 return 1;
             }
             (j - self.run_start[j] + 1).min(16)
+        }
+        fn fuses_with_previous(&self, j: usize) -> bool {
+            self.run_start[j] != j
         }
         fn fuse(&self, i: usize, j: usize, len: usize) -> i64 {
             let s = self.sub(i, j);

@@ -20,7 +20,7 @@
 use crate::nw::{self, GapModel, Score};
 use crate::symbols::{class_key, kernel_class, op_symbol, weight, Symbol};
 use model::OpType;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// The parameters of a scoring, in points.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -194,7 +194,7 @@ impl TimeModel {
         min_scale_ns: i64,
     ) -> Option<TimeModel> {
         let width = width_ns.max(1);
-        let mut by_class: HashMap<u64, Vec<i64>> = HashMap::new();
+        let mut by_class: FxHashMap<u64, Vec<i64>> = FxHashMap::default();
         for &(t, c) in kernels {
             by_class.entry(c).or_default().push(t);
         }
@@ -280,7 +280,7 @@ impl TimeModel {
 /// absolute deviation of the winning votes; `None` with fewer than 3 votes.
 fn vote_offset(
     samples: &[(i64, u64)],
-    by_class: &HashMap<u64, Vec<i64>>,
+    by_class: &FxHashMap<u64, Vec<i64>>,
     width: i64,
     near: Option<(i64, i64)>,
 ) -> Option<(i64, i64)> {
@@ -532,7 +532,7 @@ impl PairTable {
             )
         };
         let classify = |syms: &[Symbol], idx: &[usize]| {
-            let mut ids: HashMap<ClassKey, u32> = HashMap::new();
+            let mut ids: FxHashMap<ClassKey, u32> = FxHashMap::default();
             let mut reps: Vec<usize> = Vec::new();
             let cls: Vec<u32> = idx
                 .iter()
@@ -553,7 +553,7 @@ impl PairTable {
         if size > MAX_TABLE.min(16 * (ks.len() + ls.len()) + 4096) {
             return None;
         }
-        let mut calls: HashMap<(u64, u64), u32> = HashMap::new();
+        let mut calls: FxHashMap<(u64, u64), u32> = FxHashMap::default();
         let mut intern = |c: Option<(u64, u64)>| {
             c.map_or(0, |c| {
                 let n = calls.len() as u32 + 1;
@@ -676,10 +676,12 @@ impl Score for Scorer<'_> {
         }
         lt.sort_unstable();
         let mut out = Vec::new();
+        // Once, not per kernel (a median over the knots: it sorted a copy for every kernel).
+        let typical = tm.typical_offset();
         for (i, k) in self.kernels.iter().enumerate() {
             let Some(kt) = k.time_ns else { continue };
             // Search by kernel time: the offset is taken at the approximate log time.
-            let want = kt - tm.offset_at(kt - tm.typical_offset());
+            let want = kt - tm.offset_at(kt - typical);
             let p = lt.partition_point(|&(t, _)| t < want);
             let best = [p.wrapping_sub(1), p]
                 .into_iter()
@@ -784,7 +786,7 @@ mod tests {
     /// `vote_offset` before the sorted buckets, verbatim.
     fn vote_offset_ref(
         samples: &[(i64, u64)],
-        by_class: &HashMap<u64, Vec<i64>>,
+        by_class: &FxHashMap<u64, Vec<i64>>,
         width: i64,
         near: Option<(i64, i64)>,
     ) -> Option<(i64, i64)> {
@@ -803,7 +805,7 @@ mod tests {
                 }
             }
         };
-        let mut votes: HashMap<i64, u32> = HashMap::new();
+        let mut votes: FxHashMap<i64, u32> = FxHashMap::default();
         diffs(&mut |d| *votes.entry(d.div_euclid(width)).or_default() += 1);
         let near3 = |b: i64| {
             (b - 1..=b + 1)
@@ -840,7 +842,7 @@ mod tests {
         let mut found = 0;
         for round in 0..300 {
             let classes = 1 + below(3);
-            let mut by_class: HashMap<u64, Vec<i64>> = HashMap::new();
+            let mut by_class: FxHashMap<u64, Vec<i64>> = FxHashMap::default();
             let offset = below(1_000_000) as i64 - 500_000;
             let kernels = 1 + below(400);
             for t in 0..kernels {

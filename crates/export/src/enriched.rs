@@ -12,7 +12,7 @@
 use crate::fields::*;
 use align::KernelMatch;
 use enrich::Bottleneck;
-use model::log::{LogOp, ProcessKey};
+use model::log::{LogOp, LogOps, ProcessKey};
 use model::nsys::{Kernel, NvtxRange};
 use model::OpType;
 use pipeline::{Analysis, Session};
@@ -71,7 +71,7 @@ pub fn kernel_record(
         analysis,
         bottlenecks: &bottlenecks,
     };
-    Some(ctx.record(k, m.map(|m| (m, &pm.log_ops[..]))))
+    Some(ctx.record(&k, m.map(|m| (m, &pm.log_ops))))
 }
 
 /// Builds the enriched records of every NCCL kernel in the session's exports.
@@ -93,7 +93,7 @@ pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
                 bottlenecks: &bottlenecks,
             };
             out.kernels
-                .push(ctx.record(k, m.map(|m| (m, &pm.log_ops[..]))));
+                .push(ctx.record(&k, m.map(|m| (m, &pm.log_ops))));
         }
     }
     // Kernels-only processes: their kernels straight from the exports.
@@ -198,7 +198,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn record(&self, k: &Kernel, m: Option<(&KernelMatch, &[LogOp])>) -> KernelRecord {
+    fn record(&self, k: &Kernel, m: Option<(&KernelMatch, &LogOps)>) -> KernelRecord {
         let mut args = Map::new();
         let mut put = |key: &str, v: Value| {
             args.insert(key.to_string(), v);
@@ -209,9 +209,10 @@ impl Ctx<'_> {
         put(GLOBAL_RANK, json!(self.rank));
         put(HOST, json!(self.process.host.as_str()));
         put(PROCESS_ID, json!(self.process.pid));
-        let ops: Vec<&LogOp> = m
+        let owned: Vec<LogOp> = m
             .map(|(m, ops)| m.log_ops.iter().filter_map(|&i| ops.get(i)).collect())
             .unwrap_or_default();
+        let ops: Vec<&LogOp> = owned.iter().collect();
         let matched = !ops.is_empty();
         put(MATCH, json!(if matched { MATCHED } else { UNMATCHED }));
         put(

@@ -12,13 +12,15 @@ use crate::coll::{self, Tail, Values};
 use crate::scan;
 use crate::tuning::{self, Facts};
 
-/// Remembered texts of each kind (direct-mapped on a hash of the length and last bytes).
-const SLOTS: usize = 32;
+/// Slots of remembered texts of each kind (on a hash of the length and four words).
+const SLOTS: usize = 128;
 
 /// Recent operation-line tails and tuning bodies, and what they said.
 #[derive(Default)]
 pub(crate) struct Repeats {
     tails: Vec<Option<(Vec<u8>, Tail)>>,
+    /// Per slot of `tails`, the way read or written last.
+    newer: Vec<u8>,
     tunings: Vec<Option<SeenTuning>>,
 }
 
@@ -28,15 +30,18 @@ struct SeenTuning {
     facts: Facts,
 }
 
-/// A text's slot: a hash of its length and three words (start, middle and end: tails differ
-/// in their datatype and pointers, tuning bodies in their operation and byte count).
+/// A text's slot: a hash of its length and four words (the first two, the middle and the end:
+/// tails differ in their datatype and reduction op, which follow the constant `datatype `,
+/// and in their pointers; tuning bodies in their operation and byte count). Without the
+/// second word the 28 tails of a run fell into 8 slots.
 fn slot(text: &[u8]) -> usize {
     let n = text.len();
     let mix = |h: u64, w: u64| (h.rotate_left(23) ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let h = mix(n as u64, scan::word_at(text, 0));
+    let h = mix(h, scan::word_at(text, 8));
     let h = mix(h, scan::word_at(text, n / 2));
     let h = mix(h, scan::word_at(text, n.saturating_sub(8)));
-    (h >> 58) as usize % SLOTS
+    (h >> 57) as usize % SLOTS
 }
 
 impl Repeats {
@@ -46,17 +51,30 @@ impl Repeats {
         let (head, at) = coll::canonical_head(rest)?;
         let text = rest.get(at..)?;
         if self.tails.is_empty() {
-            self.tails.resize_with(SLOTS, || None);
+            self.tails.resize_with(2 * SLOTS, || None);
+            self.newer.resize(SLOTS, 0);
         }
+        // Two ways per slot: a run's tails (one per communicator, operation and stream) are a
+        // few dozen, and one way lost a seventh of them to collisions.
         let i = slot(text);
-        if let Some(Some((seen, tail))) = self.tails.get(i) {
-            if scan::same(seen, text) {
-                return Some(coll::assemble(&head, tail));
+        for way in 0..2 {
+            if let Some(Some((seen, tail))) = self.tails.get(2 * i + way) {
+                if scan::same(seen, text) {
+                    if let Some(n) = self.newer.get_mut(i) {
+                        *n = way as u8;
+                    }
+                    return Some(coll::assemble(&head, tail));
+                }
             }
         }
         let tail = coll::canonical_tail(text)?;
-        if let Some(entry) = self.tails.get_mut(i) {
+        // The way not used last makes room.
+        let way = 1 - usize::from(self.newer.get(i).copied().unwrap_or(0) & 1);
+        if let Some(entry) = self.tails.get_mut(2 * i + way) {
             *entry = Some((text.to_vec(), tail));
+        }
+        if let Some(n) = self.newer.get_mut(i) {
+            *n = way as u8;
         }
         Some(coll::assemble(&head, &tail))
     }

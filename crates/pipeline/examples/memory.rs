@@ -94,6 +94,28 @@ fn main() {
         per(analysed - loaded),
         mb(PEAK.load(Ordering::Relaxed))
     );
+    // The analysis' largest parts, estimated from their sizes.
+    let (mut ops_b, mut kern_b, mut match_b) = (0.0, 0.0, 0usize);
+    for pm in &analysis.alignments.processes {
+        ops_b += pm.log_ops.bytes_per_op() * pm.log_ops.len() as f64;
+        kern_b += pm.kernels.bytes_per_kernel() * pm.kernels.len() as f64;
+        match_b += pm.alignment.per_kernel.capacity()
+            * std::mem::size_of::<Option<align::KernelMatch>>()
+            + pm.alignment
+                .per_kernel
+                .iter()
+                .flatten()
+                .map(|m| {
+                    (m.log_ops.capacity() + m.duplicates.capacity()) * std::mem::size_of::<usize>()
+                })
+                .sum::<usize>();
+    }
+    println!(
+        "  of which per operation: aligned operations {:.0} B, kernels {:.0} B, kernel matches {:.0} B",
+        ops_b / ops.max(1) as f64,
+        kern_b / ops.max(1) as f64,
+        per(match_b)
+    );
     let timeline = session.timeline(&analysis.processes, &analysis.clocks);
     let with_timeline = LIVE.load(Ordering::Relaxed);
     println!(

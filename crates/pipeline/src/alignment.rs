@@ -8,16 +8,21 @@ use align::{
     Redone, Reuse, Runner,
 };
 use ingest_nsys::decode_kernel_name;
+use model::log::LogOps;
 use model::log::{LogOp, ProcessKey};
-use model::nsys::{Kernel, KernelName};
+use model::nsys::{Kernel, KernelName, KernelStore};
 use model::OpType;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// The alignment of one process.
+/// The alignment of one process. Its operations and kernels are kept in the compact stores
+/// (a row each, the repeated fields interned): an analysis holds a copy of every operation of
+/// the run, so their size is the analysis' size.
 pub struct ProcessMatch {
     pub process: ProcessKey,
-    pub log_ops: Vec<LogOp>,
-    pub kernels: Vec<Kernel>,
+    /// The process's log operations in log order (the alignment's log indices).
+    pub log_ops: LogOps,
+    /// The process's NCCL kernels in start order (the alignment's kernel indices).
+    pub kernels: KernelStore,
     pub alignment: ProcessAlignment,
 }
 
@@ -28,7 +33,7 @@ impl ProcessMatch {
     }
 
     /// Every kernel that carries a log operation, with its match (kernel order).
-    pub fn matched(&self) -> impl Iterator<Item = (&Kernel, &KernelMatch)> {
+    pub fn matched(&self) -> impl Iterator<Item = (Kernel, &KernelMatch)> + '_ {
         self.kernels
             .iter()
             .zip(&self.alignment.per_kernel)
@@ -245,8 +250,8 @@ pub(crate) async fn align_session_reusing(
                 Some((pm, k)) => Prepared {
                     process,
                     print,
-                    log_ops: pm.log_ops,
-                    kernels: pm.kernels,
+                    log_ops: pm.log_ops.into_iter().collect(),
+                    kernels: pm.kernels.iter().collect(),
                     names: k.names,
                     previous: Some(Aligned {
                         alignment: pm.alignment,
@@ -301,8 +306,8 @@ pub(crate) async fn align_session_reusing(
         redone.push(a.redone);
         out.processes.push(ProcessMatch {
             process: p.process,
-            log_ops: p.log_ops,
-            kernels: p.kernels,
+            log_ops: p.log_ops.into_iter().collect(),
+            kernels: p.kernels.into_iter().collect(),
             alignment: a.alignment,
         });
         out.kept.per_process.push(KeptProcess {
@@ -342,9 +347,9 @@ fn adopt_hostless_kernels<V>(
 
 /// The operation of a kernel from the log lines matched to it (not empty): their shared op,
 /// else SendRecv (grouped Send and Recv fused into one kernel). The exports name kernels by it.
-pub fn kernel_op(ops: &[&LogOp]) -> OpType {
-    let first = ops[0].op;
-    if ops.iter().all(|o| o.op == first) {
+pub fn kernel_op<O: std::borrow::Borrow<LogOp>>(ops: &[O]) -> OpType {
+    let first = ops[0].borrow().op;
+    if ops.iter().all(|o| o.borrow().op == first) {
         first
     } else {
         OpType::SendRecv

@@ -31,7 +31,9 @@ pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators
             let Some(&first) = m.log_ops.first() else {
                 continue;
             };
-            let op = &pm.log_ops[first];
+            let Some(op) = pm.log_ops.get(first) else {
+                continue;
+            };
             if matches!(op.op, OpType::Send | OpType::Recv) {
                 continue;
             }

@@ -97,7 +97,7 @@ pub fn kernel_details(
         .enumerate()
         .find(|(_, k)| k.device == device && sync(k.start_ns) == start_ns)?;
     let m = pm.alignment.per_kernel.get(i).and_then(Option::as_ref);
-    let ops: Vec<&LogOp> = m
+    let ops: Vec<LogOp> = m
         .map(|m| {
             m.log_ops
                 .iter()
@@ -168,7 +168,7 @@ fn instance(
         if let Some(k) = kernel_of_call(analysis, pm, op.op_count, |d| d == c) {
             // Arrival is compared in synchronised time whatever clock the timeline shows.
             let arrival = analysis.clocks.to_sync(rank, k.start_ns);
-            members.push((arrival, member(clocks, rank, k)));
+            members.push((arrival, member(clocks, rank, &k)));
         }
     }
     members.sort_by_key(|(_, m)| m.rank);
@@ -195,12 +195,12 @@ fn global_rank(analysis: &Analysis, process: &ProcessKey) -> Option<u32> {
 
 /// The matched kernel of `pm` that ran opCount `op_count` of a logical communicator for which
 /// `is_comm` holds (an index into `Communicators::comms`).
-fn kernel_of_call<'a>(
+fn kernel_of_call(
     analysis: &Analysis,
-    pm: &'a ProcessMatch,
+    pm: &ProcessMatch,
     op_count: u64,
     is_comm: impl Fn(usize) -> bool,
-) -> Option<&'a Kernel> {
+) -> Option<Kernel> {
     let comms = &analysis.communicators;
     pm.matched()
         .find(|(_, m)| {

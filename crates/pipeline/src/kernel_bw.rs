@@ -26,7 +26,9 @@ pub fn kernel_bandwidths(analysis: &Analysis, bottlenecks: &[Option<Bottleneck>]
     for pm in &analysis.alignments.processes {
         for (k, m) in pm.matched() {
             let [first] = m.log_ops[..] else { continue };
-            let op = &pm.log_ops[first];
+            let Some(op) = pm.log_ops.get(first) else {
+                continue;
+            };
             let Some(c) = analysis.communicators.comm_of(&pm.process, op.comm) else {
                 continue;
             };
@@ -34,7 +36,7 @@ pub fn kernel_bandwidths(analysis: &Analysis, bottlenecks: &[Option<Bottleneck>]
                 .get(c)
                 .and_then(|b| b.as_ref())
                 .map(|b| (b.gbps, b.name.as_str()));
-            let Some(bw) = enrich::for_log_op(op, k.end_ns - k.start_ns, limit) else {
+            let Some(bw) = enrich::for_log_op(&op, k.end_ns - k.start_ns, limit) else {
                 continue;
             };
             out.push(KernelBw {

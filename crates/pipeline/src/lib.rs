@@ -47,7 +47,7 @@ pub use markers::{marker_rows, MAX_MARKERS_PER_ROW};
 pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
 pub use processes::{process_summaries, CommView, ProcessSummary};
 pub use report::FileReport;
-pub use session::{LogLoader, Session};
+pub use session::{LoadedLog, LogLoader, Session};
 pub use skew::{arrival_skew, CommSkew};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
 pub use span_facts::{annotate_spans, walk_span_facts, SpanFact};

@@ -52,7 +52,7 @@ pub fn predicted_times(analysis: &Analysis, hw: &Hardware) -> Vec<TimeRow> {
     let mut acc: BTreeMap<(OpType, u64), (u64, f64, f64)> = BTreeMap::new();
     for pm in &analysis.alignments.processes {
         for (k, m) in pm.matched() {
-            let ops: Vec<&LogOp> = m
+            let ops: Vec<LogOp> = m
                 .log_ops
                 .iter()
                 .filter_map(|&i| pm.log_ops.get(i))
@@ -86,7 +86,7 @@ struct Prediction {
 fn predict(
     analysis: &Analysis,
     pm: &ProcessMatch,
-    ops: &[&LogOp],
+    ops: &[LogOp],
     host_of: &HashMap<u32, &str>,
     hw: &Hardware,
 ) -> Option<Prediction> {

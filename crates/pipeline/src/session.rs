@@ -132,6 +132,15 @@ impl Session {
         report
     }
 
+    /// Keeps a log parsed ahead of its turn (on another worker, under any file index), as
+    /// [`Session::add_log`] does: renumbered to the index the session gives it now, it equals
+    /// the log parsed here in the first place ([`ParsedLog::set_file_index`]). Logs parsed
+    /// ahead must be added in the order of the request, like the files loaded in place.
+    pub fn add_log_parsed_ahead(&mut self, mut log: LoadedLog) -> FileReport {
+        log.parsed.set_file_index(self.next_file);
+        self.add_log(log)
+    }
+
     /// Reads an export through `db` (which the caller may close right after) and reports on it.
     pub fn add_export(&mut self, db: &dyn SqlSource, name: &str, bytes: u64) -> FileReport {
         self.next_file += 1;

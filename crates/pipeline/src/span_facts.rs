@@ -187,7 +187,9 @@ fn kernel_fact(
             ))
         })
         .sum();
-    let kernel = &pm.kernels[k];
+    let Some(kernel) = pm.kernels.get(k) else {
+        return SpanFact::unmatched(rank, Some(op));
+    };
     let bus_bw_gbps = moved.and_then(|b| {
         let d = kernel.end_ns - kernel.start_ns;
         enrich::measure(op, first.algo, first.nranks, b, d, None).map(|b| b.bus_bw_gbps)

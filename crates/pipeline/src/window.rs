@@ -68,7 +68,7 @@ pub fn window_summary(analysis: &Analysis, start_ns: i64, end_ns: i64) -> Window
             if s >= end_ns || e <= start_ns {
                 continue;
             }
-            let ops: Vec<&LogOp> = m
+            let ops: Vec<LogOp> = m
                 .iter()
                 .flat_map(|m| m.log_ops.iter().filter_map(|&i| pm.log_ops.get(i)))
                 .collect();

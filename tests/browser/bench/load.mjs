@@ -3,10 +3,11 @@
 // complete timeline (when exports are among the files), the peak memory of the browser's
 // processes (RSS, sampled every 200 ms from `ps`), and the main thread's long tasks.
 //
-//   node tests/browser/bench/load.mjs [--align-workers=N] [--memory-limit-mb=M] [--render]
-//                                     [--timeout-s=T] [--json] PATH...
+//   node tests/browser/bench/load.mjs [--align-workers=N] [--parse-workers=P] [--memory-limit-mb=M]
+//                                     [--render] [--timeout-s=T] [--json] PATH...
 //       PATH: files, or directories searched for *.log, *.log.gz and *.sqlite;
 //       N: alignment workers (0: none; default: the page's choice);
+//       P: log parsing workers (0: none; default: the page's choice);
 //       M: the page's memory budget, to measure inputs its estimate would refuse;
 //       --render: then pan and zoom the timeline and add its frame times (as render.mjs);
 //       T: give up after T seconds (default: an hour), reporting `timed_out`;
@@ -54,7 +55,8 @@ function browserMemory(profile) {
 const args = process.argv.slice(2);
 const option = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
 const flag = (name) => args.includes(`--${name}`);
-const query = [['align-workers', option('align-workers')], ['memory-limit-mb', option('memory-limit-mb')]]
+const query = [['align-workers', option('align-workers')], ['parse-workers', option('parse-workers')],
+  ['memory-limit-mb', option('memory-limit-mb')]]
   .filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`).join('&');
 const timeoutMs = Number(option('timeout-s') ?? 3600) * 1000;
 const files = inputs(args.filter((a) => !a.startsWith('--')));

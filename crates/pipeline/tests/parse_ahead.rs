@@ -1,0 +1,157 @@
+//! Logs parsed ahead of their turn (the page's parsing workers: every log parsed as file 0, in
+//! any order, sent back as `log_wire` bytes) and added to the session in the request's order
+//! with `Session::add_log_parsed_ahead` give the session a single worker gives: every file's
+//! report (records digest included), every log's records and the analysis. The requests mix
+//! logs with exports, gzip-compressed logs, a garbled and truncated log, and a file that is
+//! refused before it gets an index (so later logs' indices are not their positions).
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use pipeline::{analyse, sniff, FileReport, InputKind, LoadedLog, LogLoader, Session, UserSizes};
+use rusqlite::Connection;
+use sqlsource_native::NativeDb;
+use std::io::Write;
+
+/// One input of a request, held in memory.
+enum Input {
+    Log(String, Vec<u8>),
+    Export(String, NativeDb),
+    /// Neither log nor export: refused without a file index, as the page refuses it.
+    Refused,
+}
+
+/// A generator preset's files, in a request's order: exports, logs (every `gzip_every`-th one
+/// gzip-compressed, if set) and, after the first log, a refused file.
+fn request(preset: &str, gzip_every: Option<usize>) -> Vec<Input> {
+    let run = synth::generate_named(&synth::preset(preset).expect("preset").config, Some(preset));
+    let mut out: Vec<Input> = run
+        .reports
+        .iter()
+        .map(|rep| {
+            let mut conn = Connection::open_in_memory().unwrap();
+            synth::write::write_report(&mut conn, rep).unwrap();
+            Input::Export(
+                format!("report_{}.sqlite", rep.host),
+                NativeDb::from_connection(conn),
+            )
+        })
+        .collect();
+    for (i, (name, bytes)) in run.files.into_iter().enumerate() {
+        if gzip_every.is_some_and(|n| i % n == 0) {
+            let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+            gz.write_all(&bytes).unwrap();
+            out.push(Input::Log(format!("{name}.gz"), gz.finish().unwrap()));
+        } else {
+            out.push(Input::Log(name, bytes));
+        }
+        if i == 0 {
+            out.push(Input::Refused);
+        }
+    }
+    out
+}
+
+/// A log parsed as the loading worker parses it, in 64 KiB chunks, as file `index`.
+fn parse(name: &str, bytes: &[u8], index: u32) -> LoadedLog {
+    let mut loader = LogLoader::new(name, index);
+    for chunk in bytes.chunks(1 << 16) {
+        loader.feed(chunk);
+    }
+    loader.finish(bytes.len() as u64)
+}
+
+fn session() -> Session {
+    let mut s = Session::default();
+    s.digests = true;
+    s
+}
+
+/// The request loaded one file after another, each log parsed in place.
+fn in_place(inputs: &[Input]) -> (Session, Vec<FileReport>) {
+    let mut s = session();
+    let mut reports = Vec::new();
+    for input in inputs {
+        match input {
+            Input::Log(name, bytes) => {
+                assert!(matches!(sniff(bytes), InputKind::NcclLog | InputKind::Gzip));
+                let log = parse(name, bytes, s.next_file_index());
+                reports.push(s.add_log(log));
+            }
+            Input::Export(name, db) => reports.push(s.add_export(db, name, 0)),
+            Input::Refused => {}
+        }
+    }
+    (s, reports)
+}
+
+/// The request's logs parsed ahead, largest first, as file 0, and through their bytes; then
+/// added in the request's order.
+fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&i| match &inputs[i] {
+        Input::Log(_, b) => std::cmp::Reverse(b.len()),
+        _ => std::cmp::Reverse(0),
+    });
+    let mut wire: Vec<Option<Vec<u8>>> = inputs.iter().map(|_| None).collect();
+    for i in order {
+        if let Input::Log(name, bytes) = &inputs[i] {
+            wire[i] = Some(log_wire::encode(&parse(name, bytes, 0).parsed));
+        }
+    }
+    let mut s = session();
+    let mut reports = Vec::new();
+    for (input, wire) in inputs.iter().zip(wire) {
+        match input {
+            Input::Log(name, bytes) => {
+                let parsed = log_wire::decode(&wire.expect("parsed ahead")).expect("decodes");
+                let log = LoadedLog {
+                    name: name.clone(),
+                    bytes: bytes.len() as u64,
+                    parsed,
+                };
+                reports.push(s.add_log_parsed_ahead(log));
+            }
+            Input::Export(name, db) => reports.push(s.add_export(db, name, 0)),
+            Input::Refused => {}
+        }
+    }
+    (s, reports)
+}
+
+fn check(preset: &str, gzip_every: Option<usize>) {
+    let inputs = request(preset, gzip_every);
+    let (a, ra) = in_place(&inputs);
+    let (b, rb) = ahead(&inputs);
+    assert!(!a.logs().is_empty(), "{preset}: no logs");
+    assert_eq!(ra, rb, "{preset}: every file's report");
+    assert!(ra.iter().all(|r| r.digest.is_some()), "{preset}: digests");
+    for (x, y) in a.logs().iter().zip(b.logs()) {
+        assert_eq!(x.parsed, y.parsed, "{preset}: {}", x.name);
+        assert_ne!(x.parsed.file_index, 0, "{preset}: exports come first");
+    }
+    let (x, y) = (
+        analyse(&a, &UserSizes::default()),
+        analyse(&b, &UserSizes::default()),
+    );
+    assert_eq!(x.processes, y.processes, "{preset}: processes");
+    for (p, q) in x.alignments.processes.iter().zip(&y.alignments.processes) {
+        assert_eq!(p.alignment, q.alignment, "{preset}: {:?}", p.process);
+    }
+}
+
+#[test]
+fn parsed_ahead_equals_parsed_in_place_demo() {
+    // The demo's combined log has garbled lines and a truncated last line: diagnostics and
+    // their line numbers must survive the trip.
+    check("demo", None);
+}
+
+#[test]
+fn parsed_ahead_equals_parsed_in_place_tp2pp2_gzip() {
+    check("tp2pp2", Some(2));
+}
+
+#[test]
+fn parsed_ahead_equals_parsed_in_place_tp2pp2() {
+    check("tp2pp2", None);
+}

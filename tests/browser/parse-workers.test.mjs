@@ -1,0 +1,176 @@
+// Parsing on several Web Workers (issue 11): the loading worker hands each log of a load to a
+// helper worker (the same helpers that align) and adds the parsed logs to the session in the
+// order of the drop, renumbered to their place. Where a log is parsed must not change anything:
+// with `?parse-workers=3&align-workers=3` the page's every enriched kernel (the kernels CSV),
+// the rank table and every file's row (facts, diagnostics with their line numbers, the records
+// digest of `?digest`) equal those with `?parse-workers=0&align-workers=0` (everything in the
+// loading worker), for the demo run and generator runs with several logs: plain, gzip-compressed
+// with a garbled and truncated log, and with a refused file before the logs (so a log's place
+// in the session is not its place in the drop). A helper that fails mid-job (an uncaught error,
+// or bytes cut short) changes nothing either: its log is parsed in the loading worker, and the
+// console says so as a warning. With `?parse-share` the loading worker parses beside the helper,
+// as it does by default (logs no helper took, and logs ahead of their turn while it waits).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { execFileSync } from 'node:child_process';
+import { startSession, withScreenshot, dropFiles, ROOT, NATIVE_BIN, demoFiles, rankTable, download } from './harness.mjs';
+
+const made = [];
+
+/** A generator preset's run written by the native command: its logs and exports, sorted. */
+function generated(preset) {
+  execFileSync('cargo', ['build', '-q', '-p', 'ncclscope-cli'], { cwd: ROOT, stdio: 'inherit' });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ncclscope-parse-${preset}-`));
+  made.push(dir);
+  execFileSync(NATIVE_BIN, ['synth', '--preset', preset, '--out', dir], { cwd: ROOT });
+  return fs.readdirSync(dir).filter((f) => /\.(log|sqlite)$/.test(f)).sort().map((f) => path.join(dir, f));
+}
+
+/**
+ * tp2pp2 made harder: every other log gzip-compressed, one log garbled (binary and cut lines
+ * in its middle) and cut short mid-line, and a file that is no log before them all (refused
+ * without a place in the session).
+ */
+function mangled() {
+  const files = generated('tp2pp2');
+  const dir = path.dirname(files[0]);
+  const out = [];
+  const junk = path.join(dir, '0-notes.log');
+  fs.writeFileSync(junk, Buffer.from([0, 159, 146, 150, 1, 2, 3, 255]).toString('latin1').repeat(4096), 'latin1');
+  out.push(junk);
+  let logs = 0;
+  for (const f of files) {
+    if (!f.endsWith('.log')) { out.push(f); continue; }
+    const bytes = fs.readFileSync(f);
+    if (logs === 1) {
+      const lines = bytes.toString('latin1').split('\n');
+      const mid = lines.length >> 1;
+      lines.splice(mid, 0, '\u0000\u00ff\u00fe garbage', lines[mid + 3].slice(0, 25), 'NCCL INFO not a line ncclscope knows');
+      const cut = lines.join('\n');
+      const g = path.join(dir, `garbled-${path.basename(f)}`);
+      fs.writeFileSync(g, Buffer.from(cut.slice(0, cut.length - 40), 'latin1'));
+      out.push(g);
+    } else if (logs % 2 === 0) {
+      const gz = `${f}.gz`;
+      fs.writeFileSync(gz, zlib.gzipSync(bytes));
+      out.push(gz);
+    } else {
+      out.push(f);
+    }
+    logs += 1;
+  }
+  return out;
+}
+
+/** Every file row of the page as text (facts, notes, digest; not the load time). */
+const fileRows = (page) => page.getByTestId('file-row')
+  .evaluateAll((trs) => trs.map((tr) => `${tr.dataset.file}: ${tr.textContent}`));
+
+/** Loads `files` with the URL query `query` (and `?digest`); returns what the page shows. */
+async function analyse(s, files, query) {
+  await s.page.goto(`${s.url}?digest&${query}`);
+  await dropFiles(s.page, files);
+  const line = s.page.getByTestId('analysis-status');
+  await line.filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 120_000 });
+  return {
+    status: await line.textContent(),
+    rows: await fileRows(s.page),
+    ranks: await rankTable(s.page),
+    csv: (await download(s.page, 'download-csv')).bytes.toString('utf8'),
+  };
+}
+
+const ALONE = 'parse-workers=0&align-workers=0';
+const HELPED = 'parse-workers=3&align-workers=3';
+
+/** The same page either way: every kernel, every rank, every file's report. */
+function assertSame(helped, alone, name) {
+  assert.ok(alone.ranks.length >= 4, `${name}: ${alone.ranks.length} ranks`);
+  assert.deepEqual(helped.ranks, alone.ranks, `${name}: rank table`);
+  assert.deepEqual(helped.rows, alone.rows, `${name}: file reports`);
+  const rows = alone.csv.trim().split('\n');
+  assert.ok(rows.length > 100, `${name}: ${rows.length} CSV rows`);
+  assert.equal(helped.csv, alone.csv, `${name}: every enriched kernel is the same`);
+}
+
+let s;
+before(async () => { s = await startSession(); });
+after(async () => {
+  await s?.close();
+  for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+});
+
+for (const [name, files, logs] of [['demo', demoFiles, 1], ['tp2pp2', () => generated('tp2pp2'), 4],
+  ['tp2pp2 gzip, garbled, refused', mangled, 4]]) {
+  test(`${name}: logs parsed on three workers give what the loading worker alone gives`, async () => {
+    const inputs = files();
+    await withScreenshot(s.page, `parse-workers-${name.replace(/\W+/g, '-')}`, async () => {
+      const alone = await analyse(s, inputs, ALONE);
+      const helped = await analyse(s, inputs, HELPED);
+      assert.match(alone.status, new RegExp(`^Analysed in \\d+ ms: read ${inputs.length} files in \\d+ ms; re-aligned`));
+      // Every log went through a helper (three are started; a fast one may parse two logs
+      // before the last one is ready), and the same helpers then aligned.
+      const parsed = helped.status.match(/\((\d+) of (\d+) logs? parsed on (\d) workers?\)/);
+      assert.ok(parsed, helped.status);
+      assert.deepEqual([+parsed[1], +parsed[2]], [logs, logs], helped.status);
+      assert.ok(+parsed[3] >= 1 && +parsed[3] <= Math.min(3, logs), helped.status);
+      assert.match(helped.status, /\(aligned in \d+ ms on 3 workers\)$/);
+      assertSame(helped, alone, name);
+      if (name.includes('garbled')) {
+        // The refused file and the garbled log's notes (with their line numbers) are in the
+        // reports compared above.
+        const row = (re) => alone.rows.find((r) => re.test(r));
+        assert.match(row(/^0-notes\.log: /) ?? '', /error: 0-notes\.log: neither/s);
+        assert.match(row(/^garbled-/) ?? '', /skipped lines: [1-9].*garbled-nccl_debug_\w+\.log:\d+: /s);
+        assert.ok(alone.rows.filter((r) => /^[^:]*\.log\.gz: .*loaded/s.test(r)).length >= 1, 'gzip logs load');
+      }
+      assert.deepEqual(s.errors, []);
+    });
+  });
+}
+
+test('the loading worker parsing beside one helper (as by default) gives the same too', async () => {
+  // The exports first (the loading worker reads them while the helper starts and takes the
+  // largest log), then the logs, the largest first: when the walk reaches that log it is on
+  // the helper, and the loading worker parses the next logs ahead of their turn meanwhile.
+  const files = generated('tp2pp2');
+  const size = (f) => fs.statSync(f).size;
+  const logs = files.filter((f) => f.endsWith('.log')).sort((a, b) => size(b) - size(a));
+  const inputs = [...files.filter((f) => f.endsWith('.sqlite')), ...logs];
+  await withScreenshot(s.page, 'parse-workers-shared', async () => {
+    const alone = await analyse(s, inputs, ALONE);
+    const shared = await analyse(s, inputs, 'parse-workers=1&parse-share&align-workers=3');
+    console.log(shared.status);
+    const parsed = shared.status.match(/^Analysed in \d+ ms: read \d+ files in \d+ ms(?: \((\d+) of 4 logs parsed on 1 worker(?:, (\d+) ahead by the loading worker)?\))?;/);
+    assert.ok(parsed, shared.status);
+    assertSame(shared, alone, 'shared');
+    assert.deepEqual(s.errors, []);
+  });
+});
+
+for (const fault of ['crash', 'bytes']) {
+  test(`a parsing worker that fails (${fault}) has its log parsed by the loading worker`, async () => {
+    const inputs = generated('tp2pp2');
+    await withScreenshot(s.page, `parse-workers-fault-${fault}`, async () => {
+      const alone = await analyse(s, inputs, ALONE);
+      const warnings = [];
+      const onConsole = (m) => { if (m.type() === 'warning') warnings.push(m.text()); };
+      s.page.on('console', onConsole);
+      // The helper given the first (largest) log fails: it dies with an uncaught error after
+      // its first slice, or answers with its bytes cut short.
+      const faulty = await analyse(s, inputs, `${HELPED}&parse-fault=${fault}`);
+      s.page.off('console', onConsole);
+      const failures = warnings.filter((w) => /^parsing worker \d+: .* is parsed in the loading worker$/.test(w));
+      assert.equal(failures.length, 1, warnings.join('\n'));
+      assert.match(failures[0], fault === 'crash' ? /parse fault/ : /not a parsed log/);
+      assert.match(faulty.status, /\(3 of 4 logs parsed on \d workers?\)/);
+      assertSame(faulty, alone, `fault ${fault}`);
+      // The helper's failure is a warning, never a page error.
+      assert.deepEqual(s.errors, []);
+    });
+  });
+}
