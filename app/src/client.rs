@@ -25,7 +25,7 @@ type Recorded = (Kept, js_sys::JsString, Option<js_sys::Uint8Array>);
 /// A message as it waits for the views: parsed, or a large analysis result still in its JSON
 /// (parsed over several tasks, [`parse_result_in_tasks`]).
 enum Incoming {
-    Parsed(ToPage),
+    Parsed(Box<ToPage>),
     Result(js_sys::JsString),
 }
 
@@ -269,11 +269,8 @@ async fn parse_result_in_tasks(json: js_sys::JsString) -> Result<ToPage, String>
     // `JSON.parse` of the string as the worker sent it (never copied into wasm memory).
     let parse = js_sys::Reflect::get(&js_sys::global(), &"JSON".into())
         .and_then(|j| Ok((js_sys::Reflect::get(&j, &"parse".into())?, j)));
-    let Ok(value) = parse.and_then(|(f, j)| {
-        f.dyn_into::<js_sys::Function>()
-            .map_err(JsValue::from)?
-            .call1(&j, &json)
-    }) else {
+    let Ok(value) = parse.and_then(|(f, j)| f.dyn_into::<js_sys::Function>()?.call1(&j, &json))
+    else {
         return whole(&json);
     };
     let inner = js_sys::Reflect::get(&value, &"Result".into()).unwrap_or(JsValue::UNDEFINED);
@@ -336,7 +333,7 @@ fn deliver_raw(msg: ToPage, timeline: Option<Bytes>) {
         deliver_with(msg, None);
         return;
     }
-    queue(Incoming::Parsed(msg), timeline);
+    queue(Incoming::Parsed(Box::new(msg)), timeline);
 }
 
 /// Queues a message behind the ones waiting, and starts the pump that delivers them in order.
@@ -350,7 +347,7 @@ fn queue(msg: Incoming, timeline: Option<Bytes>) {
 async fn pump() {
     while let Some((incoming, bytes)) = INBOX.with(|q| q.borrow_mut().pop_front()) {
         let msg = match incoming {
-            Incoming::Parsed(msg) => msg,
+            Incoming::Parsed(msg) => *msg,
             Incoming::Result(json) => match parse_result_in_tasks(json).await {
                 Ok(msg) => msg,
                 Err(err) => {

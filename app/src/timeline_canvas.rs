@@ -582,7 +582,11 @@ impl Pixels {
         let first = offset.max(0.0) as usize;
         for (y, pixels) in rgba.chunks_mut((width * 4).max(4)).enumerate() {
             let row = (first + y) / ROW_HEIGHT as usize;
-            let [r, g, b] = if row % 2 == 0 { stripe } else { background };
+            let [r, g, b] = if row.is_multiple_of(2) {
+                stripe
+            } else {
+                background
+            };
             for px in pixels.chunks_exact_mut(4) {
                 px[..3].copy_from_slice(&[r, g, b]);
             }
