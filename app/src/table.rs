@@ -175,6 +175,13 @@ where
             }
         }
         now.scroll_px = f64::from(el.scroll_top()) - head;
+        let estimated = seen.get_untracked().row_px;
+        if now.row_px != estimated && now.scroll_px > 0.0 {
+            // The padding was laid out with the estimate: keep the row the box was scrolled
+            // to (its share of the whole) in view once the padding takes the measured height.
+            now.scroll_px *= now.row_px / estimated;
+            el.set_scroll_top((now.scroll_px + head).round() as i32);
+        }
         now.view_px = f64::from(el.client_height());
         if now != seen.get_untracked() {
             seen.set(now);
