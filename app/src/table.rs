@@ -159,6 +159,7 @@ where
         let head = part("thead").map_or(0.0, |h| f64::from(h.offset_height()));
         let mut now = seen.get_untracked();
         let e = epoch.get_untracked();
+        let first_measure = measured.get_value().is_none();
         if measured.get_value() != Some(e) {
             let rows = part("tbody").map(|b| b.children()).map_or(Vec::new(), |c| {
                 (0..c.length())
@@ -176,9 +177,11 @@ where
         }
         now.scroll_px = f64::from(el.scroll_top()) - head;
         let estimated = seen.get_untracked().row_px;
-        if now.row_px != estimated && now.scroll_px > 0.0 {
-            // The padding was laid out with the estimate: keep the row the box was scrolled
-            // to (its share of the whole) in view once the padding takes the measured height.
+        if first_measure && now.row_px != estimated && now.scroll_px > 0.0 {
+            // The padding was laid out with the default estimate: keep the row the box was
+            // scrolled to (its share of the whole) in view once the padding takes the measured
+            // height. Only then: later sets of rows (a file's progress, a filter) are measured
+            // as the user scrolls them, and moving the box under a scroll would fight it.
             now.scroll_px *= now.row_px / estimated;
             el.set_scroll_top((now.scroll_px + head).round() as i32);
         }

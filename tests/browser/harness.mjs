@@ -53,8 +53,8 @@ export const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf
   .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 
 /** Every rank row's cells, as text. */
-export const rankTable = (page) => page.getByTestId('rank-row')
-  .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+export const rankTable = (page) => allRows(page, 'rank-table',
+  (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
 
 /** Clicks the button `testId` and returns the file it saves: its suggested name and its bytes. */
 export async function download(page, testId) {
@@ -169,8 +169,9 @@ export async function allRows(page, testId, mapAll, key = (r) => JSON.stringify(
     }
     const end = await box.evaluate((el) => {
       if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return true;
+      const was = el.scrollTop;
       el.scrollTop += Math.max(20, Math.floor(el.clientHeight * 0.8));
-      return false;
+      return el.scrollTop <= was; // could not move on: the end
     });
     if (end) break;
     await frames(page);
@@ -197,8 +198,9 @@ export async function findRow(page, testId, rowSelector, scope = page) {
     }
     const end = await box.evaluate((el) => {
       if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return true;
+      const was = el.scrollTop;
       el.scrollTop += Math.max(20, Math.floor(el.clientHeight * 0.8));
-      return false;
+      return el.scrollTop <= was; // could not move on: the end
     });
     if (end) break;
     await frames(page);

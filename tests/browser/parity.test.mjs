@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, nativeSummary, FIXTURES } from './harness.mjs';
+import { startSession, withScreenshot, nativeSummary, allRows, FIXTURES } from './harness.mjs';
 
 const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
 const list = (dir) => (haveFixtures ? fs.readdirSync(path.join(FIXTURES, dir)).filter((f) => !f.endsWith('.md')).sort()
@@ -24,20 +24,33 @@ for (const kind of ['nsys', 'nccl']) {
     await withScreenshot(s.page, `parity-${kind}`, async () => {
       await s.page.goto(`${s.url}?digest`);
       await s.page.getByTestId('file-input').setInputFiles(files);
-      const rows = s.page.getByTestId('file-row');
-      await rows.nth(files.length - 1).locator('[data-testid=status]').filter({ hasText: /^(loaded|error)/ })
-        .waitFor({ timeout: 120_000 });
+      // The file list shows only the rows its scroll box holds: read them all, until every
+      // file has its final status.
+      const readRows = () => allRows(s.page, 'file-list', (trs) => trs.map((tr) => ({
+        file: tr.dataset.file,
+        status: tr.querySelector('[data-testid=status]')?.textContent ?? '',
+        kind: tr.querySelector('[data-testid=kind]')?.textContent ?? null,
+        digest: tr.querySelector('[data-testid=digest]')?.textContent.trim() ?? null,
+      })), (r) => r.file);
+      let shown = [];
+      for (const deadline = Date.now() + 120_000; Date.now() < deadline;) {
+        shown = await readRows();
+        if (shown.length === files.length && shown.every((r) => /^(loaded|error)/.test(r.status))) break;
+        await new Promise((r) => { setTimeout(r, 500); });
+      }
+      assert.equal(shown.length, files.length, 'a row per file');
+      const byName = new Map(shown.map((r) => [r.file, r]));
       for (let i = 0; i < files.length; i++) {
         const name = path.basename(files[i]);
-        const row = s.page.locator(`[data-testid=file-row][data-file="${name}"]`);
-        assert.equal(await row.getByTestId('kind').textContent(), native[i].kind, `${name}: kind`);
+        const row = byName.get(name);
+        assert.match(row.status, /^(loaded|error)/, `${name}: status`);
+        assert.equal(row.kind, native[i].kind, `${name}: kind`);
         if (native[i].records_digest === undefined) {
           // Unusable natively (no records at all): unusable in the page too.
-          assert.equal(await row.getByTestId('digest').count(), 0, `${name}: no records`);
+          assert.equal(row.digest, null, `${name}: no records`);
           continue;
         }
-        const digest = (await row.getByTestId('digest').textContent()).trim();
-        assert.equal(digest, native[i].records_digest, `${name}: page vs native records`);
+        assert.equal(row.digest, native[i].records_digest, `${name}: page vs native records`);
       }
       assert.deepEqual(s.errors, []);
     });

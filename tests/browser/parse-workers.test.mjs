@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, dropFiles, ROOT, NATIVE_BIN, demoFiles, rankTable, download } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, ROOT, NATIVE_BIN, demoFiles, rankTable, download, allRows } from './harness.mjs';
 
 const made = [];
 
@@ -67,8 +67,8 @@ function mangled() {
 }
 
 /** Every file row of the page as text (facts, notes, digest; not the load time). */
-const fileRows = (page) => page.getByTestId('file-row')
-  .evaluateAll((trs) => trs.map((tr) => `${tr.dataset.file}: ${tr.textContent}`));
+const fileRows = (page) => allRows(page, 'file-list', (trs) => trs.map((tr) => `${tr.dataset.file}: ${tr.textContent}`),
+  (r) => r.slice(0, r.indexOf(': ')));
 
 /** Loads `files` with the URL query `query` (and `?digest`); returns what the page shows. */
 async function analyse(s, files, query) {
