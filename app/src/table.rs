@@ -129,9 +129,10 @@ where
         row_px: DEFAULT_ROW_PX,
         min_px: DEFAULT_ROW_PX,
     });
-    let range = Memo::new(move |_| {
+    let range = Memo::new(move |prev: Option<&(usize, usize)>| {
         let s = seen.get();
         window(
+            prev.copied(),
             order.with(Vec::len),
             s.scroll_px,
             s.view_px,

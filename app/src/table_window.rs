@@ -24,7 +24,20 @@ pub const FILTER_MIN_ROWS: usize = 12;
 /// measured once and then kept: a measure that followed every scroll made the padding, hence
 /// the scroll range, move with the rows shown, and the box oscillated at the end of a table of
 /// uneven rows.
-pub fn window(n: usize, scroll_px: f64, view_px: f64, row_px: f64, min_px: f64) -> (usize, usize) {
+///
+/// `prev`, the window rendered now, keeps its first row while the box's top row stays within
+/// `2 × OVERSCAN` rows below it: a scroll of a few pixels then changes no padding. (Otherwise
+/// at the end of a table whose rows are taller than their estimate, scrolling to the bottom
+/// moved a row into the top padding, which shrank the table, which scrolled the box back up:
+/// the last pixels were out of reach.)
+pub fn window(
+    prev: Option<(usize, usize)>,
+    n: usize,
+    scroll_px: f64,
+    view_px: f64,
+    row_px: f64,
+    min_px: f64,
+) -> (usize, usize) {
     let px = |v: f64| {
         if v.is_finite() && v >= 1.0 {
             v
@@ -45,7 +58,10 @@ pub fn window(n: usize, scroll_px: f64, view_px: f64, row_px: f64, min_px: f64) 
         DEFAULT_VIEW_PX
     };
     let top = ((scroll / row_px).floor() as usize).min(n);
-    let first = top.saturating_sub(OVERSCAN);
+    let first = match prev {
+        Some((kept, _)) if kept <= top && top <= kept + 2 * OVERSCAN => kept,
+        _ => top.saturating_sub(OVERSCAN),
+    };
     // From `first`: the rows above the box's top (placed `row_px` apart), the box, a margin.
     let cover = (top - first) as f64 * row_px + view;
     let count = (cover / min_px).ceil() as usize + 1 + OVERSCAN;
@@ -98,25 +114,28 @@ mod tests {
     #[test]
     fn renders_the_visible_rows_and_a_margin() {
         // 10 000 rows of 20 px, 400 px shown from row 500 on: rows 500..521 visible.
-        let (first, last) = window(10_000, 500.0 * 20.0, 400.0, 20.0, 20.0);
+        let (first, last) = window(None, 10_000, 500.0 * 20.0, 400.0, 20.0, 20.0);
         assert_eq!(first, 500 - OVERSCAN);
         assert_eq!(last, 500 + 21 + OVERSCAN);
         // At the top and at the bottom the margin is cut.
-        assert_eq!(window(10_000, 0.0, 400.0, 20.0, 20.0), (0, 21 + OVERSCAN));
         assert_eq!(
-            window(10_000, 1e9, 400.0, 20.0, 20.0),
+            window(None, 10_000, 0.0, 400.0, 20.0, 20.0),
+            (0, 21 + OVERSCAN)
+        );
+        assert_eq!(
+            window(None, 10_000, 1e9, 400.0, 20.0, 20.0),
             (10_000 - OVERSCAN, 10_000)
         );
         // A short table renders whole.
-        assert_eq!(window(8, 0.0, 576.0, 26.0, 26.0), (0, 8));
-        assert_eq!(window(0, 0.0, 576.0, 26.0, 26.0), (0, 0));
+        assert_eq!(window(None, 8, 0.0, 576.0, 26.0, 26.0), (0, 8));
+        assert_eq!(window(None, 0, 0.0, 576.0, 26.0, 26.0), (0, 0));
         // Whatever the scroll box says, the count stays bounded.
         for (s, v, r) in [
             (-5.0, 400.0, 20.0),
             (f64::NAN, f64::NAN, 0.0),
             (1e6, 1e3, 0.5),
         ] {
-            let (a, b) = window(50_000, s, v, r, r);
+            let (a, b) = window(None, 50_000, s, v, r, r);
             assert!(
                 a <= b && b <= 50_000 && b - a <= 2_000,
                 "{s} {v} {r}: {a}..{b}"
@@ -125,10 +144,36 @@ mod tests {
     }
 
     #[test]
+    fn a_small_scroll_keeps_the_rendered_rows() {
+        let at = |prev, rows: f64| window(prev, 10_000, rows * 20.0, 400.0, 20.0, 20.0);
+        let start = at(None, 500.0);
+        assert_eq!(start.0, 500 - OVERSCAN);
+        // Down by less than the margin, and a little up: the same first row, the box covered.
+        for rows in [
+            500.5,
+            503.0,
+            500.0 + OVERSCAN as f64,
+            499.0,
+            500.0 - OVERSCAN as f64,
+        ] {
+            let (first, last) = at(Some(start), rows);
+            assert_eq!(first, start.0, "{rows}");
+            assert!(last as f64 >= rows + 20.0, "{rows}: ..{last}");
+        }
+        // Past the margin, or above the first row: placed afresh.
+        assert_eq!(at(Some(start), 600.0), at(None, 600.0));
+        assert_eq!(at(Some(start), 400.0), at(None, 400.0));
+        assert_eq!(
+            at(Some(start), 500.0 - OVERSCAN as f64 - 1.0).0,
+            500 - 2 * OVERSCAN - 1
+        );
+    }
+
+    #[test]
     fn uneven_rows_still_cover_the_box() {
         // Placed 60 px apart, but some rows are one 20 px line: the rows rendered from `first`
         // reach the box's bottom even if every one is that short.
-        let (first, last) = window(10_000, 600.0 * 60.0, 500.0, 60.0, 20.0);
+        let (first, last) = window(None, 10_000, 600.0 * 60.0, 500.0, 60.0, 20.0);
         assert_eq!(first, 600 - OVERSCAN);
         let covered = (last - first) as f64 * 20.0;
         assert!(covered >= OVERSCAN as f64 * 60.0 + 500.0, "{first}..{last}");
