@@ -150,6 +150,14 @@ export const frames = (page, n = 2) => page.evaluate((k) => new Promise((resolve
 /** The scroll box of table `testId` (app/src/table.rs: only its visible rows are in the document). */
 export const tableScroller = (scope, testId) => scope.locator(`.table-scroll:has(> table[data-testid="${testId}"])`);
 
+/** Scrolls a table's box down by most of its height; true when it was already at its end. */
+const scrollOn = (box) => box.evaluate((el) => {
+  if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return true;
+  const was = el.scrollTop;
+  el.scrollTop += Math.max(20, Math.floor(el.clientHeight * 0.8));
+  return el.scrollTop <= was; // could not move on: the end
+});
+
 /**
  * Every row of table `testId` in display order, although only the rows its scroll box shows
  * are in the document: scrolls the box from its top to its bottom and keeps what `mapAll`
@@ -167,13 +175,7 @@ export async function allRows(page, testId, mapAll, key = (r) => JSON.stringify(
       const k = key(r);
       if (!seen.has(k)) seen.set(k, r);
     }
-    const end = await box.evaluate((el) => {
-      if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return true;
-      const was = el.scrollTop;
-      el.scrollTop += Math.max(20, Math.floor(el.clientHeight * 0.8));
-      return el.scrollTop <= was; // could not move on: the end
-    });
-    if (end) break;
+    if (await scrollOn(box)) break;
     await frames(page);
   }
   await box.evaluate((el) => { el.scrollTop = 0; });
@@ -196,13 +198,7 @@ export async function findRow(page, testId, rowSelector, scope = page) {
       await frames(page);
       return row.first();
     }
-    const end = await box.evaluate((el) => {
-      if (el.scrollTop + el.clientHeight >= el.scrollHeight - 1) return true;
-      const was = el.scrollTop;
-      el.scrollTop += Math.max(20, Math.floor(el.clientHeight * 0.8));
-      return el.scrollTop <= was; // could not move on: the end
-    });
-    if (end) break;
+    if (await scrollOn(box)) break;
     await frames(page);
   }
   throw new Error(`no row ${rowSelector} in ${testId}`);

@@ -8,6 +8,7 @@
 //! values; `Debug` and equality are those of the list of kernels.
 
 use crate::nsys::Kernel;
+use crate::rows::{record_store_traits, RowIter};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -108,11 +109,7 @@ impl KernelStore {
 
     /// Every kernel in order, as whole values.
     pub fn iter(&self) -> Iter<'_> {
-        Iter {
-            store: self,
-            next: 0,
-            end: self.len(),
-        }
+        RowIter::new(self, self.len())
     }
 
     // Single fields, without building the whole record (hot loops over millions of kernels).
@@ -262,86 +259,10 @@ impl KernelStore {
     }
 }
 
-impl std::fmt::Debug for KernelStore {
-    /// As the list of kernels it holds (what a `Vec<Kernel>` prints).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl PartialEq for KernelStore {
-    /// The same kernels in the same order, however they are interned.
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl FromIterator<Kernel> for KernelStore {
-    fn from_iter<I: IntoIterator<Item = Kernel>>(iter: I) -> Self {
-        let mut s = KernelStore::new();
-        s.extend(iter);
-        s
-    }
-}
-
-impl Extend<Kernel> for KernelStore {
-    fn extend<I: IntoIterator<Item = Kernel>>(&mut self, iter: I) {
-        for k in iter {
-            self.push(&k);
-        }
-    }
-}
-
-impl<'a> IntoIterator for &'a KernelStore {
-    type Item = Kernel;
-    type IntoIter = Iter<'a>;
-
-    fn into_iter(self) -> Iter<'a> {
-        self.iter()
-    }
-}
+record_store_traits!(KernelStore, Kernel);
 
 /// The kernels of a [`KernelStore`], built one at a time.
-#[derive(Clone)]
-pub struct Iter<'a> {
-    store: &'a KernelStore,
-    next: usize,
-    end: usize,
-}
-
-impl Iterator for Iter<'_> {
-    type Item = Kernel;
-
-    fn next(&mut self) -> Option<Kernel> {
-        if self.next >= self.end {
-            return None;
-        }
-        self.next += 1;
-        self.store.get(self.next - 1)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.end - self.next;
-        (n, Some(n))
-    }
-
-    fn nth(&mut self, n: usize) -> Option<Kernel> {
-        self.next = self.next.saturating_add(n).min(self.end);
-        self.next()
-    }
-}
-
-impl DoubleEndedIterator for Iter<'_> {
-    fn next_back(&mut self) -> Option<Kernel> {
-        if self.next >= self.end {
-            return None;
-        }
-        self.end -= 1;
-        self.store.get(self.end)
-    }
-}
-
-impl ExactSizeIterator for Iter<'_> {}
+pub type Iter<'a> = RowIter<'a, KernelStore>;
 
 #[cfg(test)]
 mod tests {

@@ -14,6 +14,7 @@
 
 use crate::log::{LogOp, ProcessKey, SourceLine};
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
+use crate::rows::{record_store_traits, RowIter};
 use std::collections::HashMap;
 
 /// Everything an operation line says that repeats from call to call: where it was called
@@ -167,11 +168,7 @@ impl LogOps {
 
     /// Every operation in order, as whole values.
     pub fn iter(&self) -> Iter<'_> {
-        Iter {
-            ops: self,
-            next: 0,
-            end: self.len(),
-        }
+        RowIter::new(self, self.len())
     }
 
     /// The processes that printed operations, in order of their first one.
@@ -433,44 +430,7 @@ impl CallSite {
     }
 }
 
-impl std::fmt::Debug for LogOps {
-    /// As the list of operations it holds (what a `Vec<LogOp>` prints).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl PartialEq for LogOps {
-    /// The same operations in the same order, however they are interned.
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().eq(other.iter())
-    }
-}
-
-impl FromIterator<LogOp> for LogOps {
-    fn from_iter<I: IntoIterator<Item = LogOp>>(iter: I) -> Self {
-        let mut ops = LogOps::new();
-        ops.extend(iter);
-        ops
-    }
-}
-
-impl Extend<LogOp> for LogOps {
-    fn extend<I: IntoIterator<Item = LogOp>>(&mut self, iter: I) {
-        for op in iter {
-            self.push(&op);
-        }
-    }
-}
-
-impl<'a> IntoIterator for &'a LogOps {
-    type Item = LogOp;
-    type IntoIter = Iter<'a>;
-
-    fn into_iter(self) -> Iter<'a> {
-        self.iter()
-    }
-}
+record_store_traits!(LogOps, LogOp);
 
 impl IntoIterator for LogOps {
     type Item = LogOp;
@@ -505,46 +465,7 @@ impl Iterator for IntoIter {
 impl ExactSizeIterator for IntoIter {}
 
 /// The operations of a [`LogOps`], built one at a time.
-#[derive(Clone)]
-pub struct Iter<'a> {
-    ops: &'a LogOps,
-    next: usize,
-    end: usize,
-}
-
-impl Iterator for Iter<'_> {
-    type Item = LogOp;
-
-    fn next(&mut self) -> Option<LogOp> {
-        if self.next >= self.end {
-            return None;
-        }
-        self.next += 1;
-        self.ops.get(self.next - 1)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.end - self.next;
-        (n, Some(n))
-    }
-
-    fn nth(&mut self, n: usize) -> Option<LogOp> {
-        self.next = self.next.saturating_add(n).min(self.end);
-        self.next()
-    }
-}
-
-impl DoubleEndedIterator for Iter<'_> {
-    fn next_back(&mut self) -> Option<LogOp> {
-        if self.next >= self.end {
-            return None;
-        }
-        self.end -= 1;
-        self.ops.get(self.end)
-    }
-}
-
-impl ExactSizeIterator for Iter<'_> {}
+pub type Iter<'a> = RowIter<'a, LogOps>;
 
 #[cfg(test)]
 mod tests {

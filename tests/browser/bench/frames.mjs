@@ -1,6 +1,23 @@
 // Shared by the page benchmarks: frame intervals (ms) between animation frames and their summary,
 // the main thread's long tasks, and the scripted pan and zoom of the timeline.
+import fs from 'node:fs';
+import path from 'node:path';
 import { timelineBox } from '../harness.mjs';
+
+/** The input files of the paths given (folders walked, sorted): logs, gzipped logs, exports. */
+export function inputs(paths) {
+  const out = [];
+  for (const p of paths) {
+    if (fs.statSync(p).isDirectory()) {
+      for (const e of fs.readdirSync(p).sort()) {
+        const f = path.join(p, e);
+        if (fs.statSync(f).isDirectory()) out.push(...inputs([f]));
+        else if (/\.(log|log\.gz|sqlite)$/.test(e)) out.push(f);
+      }
+    } else out.push(p);
+  }
+  return out;
+}
 
 export const frameStats = (xs) => {
   const s = [...xs].sort((a, b) => a - b);

@@ -18,21 +18,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { allRows, startSession } from '../harness.mjs';
-import { observeLongTasks, panAndZoom, takeLongTasks } from './frames.mjs';
-
-function inputs(paths) {
-  const out = [];
-  for (const p of paths) {
-    if (fs.statSync(p).isDirectory()) {
-      for (const e of fs.readdirSync(p).sort()) {
-        const f = path.join(p, e);
-        if (fs.statSync(f).isDirectory()) out.push(...inputs([f]));
-        else if (/\.(log|log\.gz|sqlite)$/.test(e)) out.push(f);
-      }
-    } else out.push(p);
-  }
-  return out;
-}
+import { inputs, observeLongTasks, panAndZoom, takeLongTasks } from './frames.mjs';
 
 /** RSS (bytes) of the browser process whose command line names `profile`, and of its descendants. */
 function browserMemory(profile) {

@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { startSession, ROOT } from '../harness.mjs';
-import { observeLongTasks, panAndZoom, takeLongTasks } from './frames.mjs';
+import { inputs, observeLongTasks, panAndZoom, takeLongTasks } from './frames.mjs';
 
 const args = process.argv.slice(2);
 const option = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
@@ -22,19 +22,6 @@ const minMs = Number(option('min-ms') ?? 50);
 const top = Number(option('top') ?? 12);
 const dist = option('dist') ? path.resolve(option('dist')) : path.join(ROOT, 'dist');
 
-function inputs(paths) {
-  const out = [];
-  for (const p of paths) {
-    if (fs.statSync(p).isDirectory()) {
-      for (const e of fs.readdirSync(p).sort()) {
-        const f = path.join(p, e);
-        if (fs.statSync(f).isDirectory()) out.push(...inputs([f]));
-        else if (/\.(log|log\.gz|sqlite)$/.test(e)) out.push(f);
-      }
-    } else out.push(p);
-  }
-  return out;
-}
 const files = inputs(args.filter((a) => !a.startsWith('--')));
 if (!files.length) {
   console.error('usage: node tests/browser/bench/longtasks.mjs [options] PATH...');
