@@ -30,7 +30,7 @@ pub(crate) struct Coll<'a> {
 
 /// The numbers of a per-collective line (what [`Coll`] holds besides the name and RCCL's
 /// fields): what the fast path hands over, a few dozen bytes a line.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Values {
     pub op_count: u64,
     pub sendbuff: u64,
@@ -235,6 +235,22 @@ impl Head {
 /// The first part of a [`canonical`] line and where the rest starts (after `count`'s value
 /// and its space).
 pub(crate) fn canonical_head(rest: &[u8]) -> Option<(Head, usize)> {
+    let mut v = Values::default();
+    let at = canonical_head_into(rest, &mut v)?;
+    let head = Head {
+        op_count: v.op_count,
+        sendbuff: v.sendbuff,
+        recvbuff: v.recvbuff,
+        count: v.count,
+    };
+    Some((head, at))
+}
+
+/// [`canonical_head`] written into `v`'s first four fields (the others are left as they are).
+/// In place: the fast path reads into the buffer that carries the line to the applying thread,
+/// and a copy through a returned `Head` stalled on the just-written bytes.
+#[inline]
+pub(crate) fn canonical_head_into(rest: &[u8], v: &mut Values) -> Option<usize> {
     let mut r = rest;
     lit(&mut r, b"opCount ")?;
     let op_count = hex_value(&mut r)?;
@@ -253,13 +269,11 @@ pub(crate) fn canonical_head(rest: &[u8]) -> Option<(Head, usize)> {
     };
     lit(&mut r, b"count ")?;
     let count = dec_value(&mut r)?;
-    let head = Head {
-        op_count,
-        sendbuff,
-        recvbuff,
-        count,
-    };
-    Some((head, rest.len() - r.len()))
+    v.op_count = op_count;
+    v.sendbuff = sendbuff;
+    v.recvbuff = recvbuff;
+    v.count = count;
+    Some(rest.len() - r.len())
 }
 
 /// The rest of a [`canonical`] line, from `datatype` to the end of the body.
@@ -296,7 +310,21 @@ pub(crate) fn canonical_tail(tail: &[u8]) -> Option<Tail> {
     })
 }
 
+impl Tail {
+    /// Writes the tail's fields into `v` (its head fields are left as they are).
+    #[inline]
+    pub(crate) fn fill(&self, v: &mut Values) {
+        v.root = self.root;
+        v.comm = self.comm;
+        v.stream = self.stream;
+        v.datatype = self.datatype;
+        v.red_op = self.red_op;
+        v.nranks = self.nranks;
+    }
+}
+
 /// A [`canonical`] line's numbers from its two parts.
+#[cfg(test)]
 pub(crate) fn assemble(head: &Head, tail: &Tail) -> Values {
     Values {
         op_count: head.op_count,

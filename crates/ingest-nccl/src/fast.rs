@@ -18,10 +18,13 @@
 //! closed grammar that cannot contain a marker, so they skip that search; any other body is
 //! searched, and a line with a marker in it goes to the general reader.
 
+use crate::coll::Values;
 use crate::prefix::{self, Level, Origin, Split};
 use crate::read::{read_body, FastBody, FastLine, Read};
 use crate::repeats::Repeats;
 use crate::scan;
+use crate::tuning::Facts;
+use model::OpType;
 
 /// How many heads are remembered (direct-mapped on the origin token). A process's threads and
 /// the ranks of a combined log each have their own head.
@@ -106,25 +109,53 @@ impl FastHeads {
     /// head and a body that holds no second marker; `None` otherwise (then read it the general
     /// way and [`FastHeads::learn`] from the result). `line` has its trailing whitespace
     /// trimmed; `seen` remembers bodies for this reader.
-    pub(crate) fn read<'a>(&mut self, line: &'a [u8], seen: &mut Repeats) -> Option<Read<'a>> {
+    ///
+    /// The read is written into `out` (whose old value is dropped) and `true` returned; on
+    /// `false`, `out` holds no read yet (it may hold part of one) and must be written. Written in place rather than returned: a read is 128 bytes,
+    /// and moving it out through the callers' returns cost a tenth of a parse.
+    #[inline]
+    pub(crate) fn read_into<'a>(
+        &mut self,
+        line: &'a [u8],
+        seen: &mut Repeats,
+        out: &mut Read<'a>,
+    ) -> bool {
         let (timestamp_ns, at) = match self.stamp.lead(line) {
             Some((ns, len)) => (Some(ns), len + 1),
             None => (None, 0),
         };
-        let rest = line.get(at..)?;
-        let slot = self.find(rest)?;
-        let head = self.slots.get(slot)?;
-        let host = rest.get(head.host_start..head.host_start + head.host_len)?;
-        let body = rest.get(head.text.len()..)?;
-        if let Some(what) = read_closed(body, seen) {
+        let Some(rest) = line.get(at..) else {
+            return false;
+        };
+        let Some(head) = self.find(rest).and_then(|slot| self.slots.get(slot)) else {
+            return false;
+        };
+        let (Some(host), Some(body)) = (
+            rest.get(head.host_start..head.host_start + head.host_len),
+            rest.get(head.text.len()..),
+        ) else {
+            return false;
+        };
+        if let Some(shape) = closed_shape(body) {
+            // The line's numbers are read straight into `out` (see `coll::canonical_head_into`).
             let who = (head.pid, head.tid, head.dev);
-            if let Some(f) = FastLine::new(line, host, body, who, timestamp_ns, what) {
-                return Some(Read::Fast(f));
+            let read = match (
+                shape,
+                FastLine::write(out, line, host, body, who, timestamp_ns, shape.blank()),
+            ) {
+                (Closed::Op(_, rest), Some(FastBody::Op(_, v))) => seen.op_into(rest, v),
+                (Closed::Tuning(name, rest), Some(FastBody::Tuning(f))) => {
+                    seen.tuning_into(body, name, rest, f)
+                }
+                _ => false,
+            };
+            if read {
+                return true;
             }
         }
         // Any other body: the general split looks for another writer's marker after this one's.
         if prefix::has_marker(body) {
-            return None;
+            return false;
         }
         let split = Split {
             level: Level::Info,
@@ -139,7 +170,15 @@ impl FastHeads {
             body,
             merged: false,
         };
-        Some(Read::nccl(line, split, read_body(body)))
+        *out = Read::nccl(line, split, read_body(body));
+        true
+    }
+
+    /// [`FastHeads::read_into`], returned.
+    #[cfg(test)]
+    pub(crate) fn read<'a>(&mut self, line: &'a [u8], seen: &mut Repeats) -> Option<Read<'a>> {
+        let mut out = Read::Blank;
+        self.read_into(line, seen, &mut out).then_some(out)
     }
 
     /// The slot whose head starts `rest`.
@@ -219,7 +258,28 @@ impl FastHeads {
 /// The two body shapes read by a grammar that admits no `NCCL INFO` inside: an operation line
 /// exactly as NCCL prints it (of an operation this build knows) and a tuning line with NCCL's
 /// own tail. What they give is what [`read_body`] gives for the same body.
-fn read_closed(body: &[u8], seen: &mut Repeats) -> Option<FastBody> {
+#[derive(Clone, Copy)]
+enum Closed<'b> {
+    /// `Name: opCount …`: the operation and the text from `opCount`.
+    Op(OpType, &'b [u8]),
+    /// A tuning line, maybe: its `Name` if it has one, and the text after `Name: `.
+    Tuning(Option<&'b [u8]>, &'b [u8]),
+}
+
+impl Closed<'_> {
+    /// What a read of this shape starts from, before its numbers are read into it.
+    #[inline(always)]
+    fn blank(&self) -> FastBody {
+        match self {
+            Closed::Op(op, _) => FastBody::Op(*op, Values::default()),
+            Closed::Tuning(..) => FastBody::Tuning(Facts::default()),
+        }
+    }
+}
+
+/// Which closed shape `body` may have, from its first word (not yet read to its end).
+#[inline]
+fn closed_shape(body: &[u8]) -> Option<Closed<'_>> {
     // `Name: ` first (both shapes but the oldest tuning lines), read once for both. Longer
     // names (none that NCCL prints) go the general way.
     let w = scan::alnum_run16(body);
@@ -230,13 +290,12 @@ fn read_closed(body: &[u8], seen: &mut Repeats) -> Option<FastBody> {
         (Some(b": "), Some(rest)) => {
             let name = &body[..w];
             if rest.starts_with(b"opCount ") {
-                let op = scan::op_type(name)?;
-                seen.op(rest).map(|v| FastBody::Op(op, v))
+                Some(Closed::Op(scan::op_type(name)?, rest))
             } else {
-                seen.tuning(body, Some(name), rest).map(FastBody::Tuning)
+                Some(Closed::Tuning(Some(name), rest))
             }
         }
-        _ => seen.tuning(body, None, body).map(FastBody::Tuning),
+        _ => Some(Closed::Tuning(None, body)),
     }
 }
 
@@ -279,7 +338,7 @@ mod tests {
                 format!(
                     "{:?} {level:?} {merged} {who} {:?} {:?} {what}",
                     f.line,
-                    f.timestamp_ns,
+                    f.timestamp_ns(),
                     f.body()
                 )
             }

@@ -6,8 +6,8 @@
 //! blocks, duplicates) and the diagnostics. Lines are never turned into `String`s; only kept
 //! records allocate.
 //!
-//! Each line is handled in two steps: [`read_line`] splits and parses it without any state (so
-//! it can run on any thread), then [`LogParser::apply`] does everything that depends on earlier
+//! Each line is handled in two steps: [`read_line_into`] splits and parses it without any state
+//! (so it can run on any thread), then [`LogParser::apply`] does everything that depends on earlier
 //! lines, strictly in file order. Big chunks are read by other threads window by window while the
 //! caller's thread applies, so the result never depends on the thread count or on where chunks
 //! and windows are cut.
@@ -18,7 +18,8 @@
 
 use crate::prefix::{Level, Origin, Split};
 use crate::read::{
-    lines_of, read_body, read_line, windows, Body, FastBody, FastLine, LineCache, Read, MAX_LINE,
+    lines_of, read_body, read_line_into, windows, Body, FastBody, FastLine, LineCache, Read,
+    MAX_LINE,
 };
 use crate::records::{
     CommChannels, CommDestroy, InitTiming, ParsedLog, ProcessInfo, RingNeighbors, RingOrder,
@@ -306,11 +307,10 @@ impl LogParser {
     }
 
     fn end_line(&mut self, line: &[u8], overlong: bool) {
-        let mut r = if overlong {
-            Read::Overlong
-        } else {
-            read_line(line, &mut self.head_cache)
-        };
+        let mut r = Read::Overlong;
+        if !overlong {
+            read_line_into(line, &mut self.head_cache, &mut r);
+        }
         self.apply(&mut r);
     }
 
@@ -335,8 +335,8 @@ impl LogParser {
         self.head_cache = cache;
     }
 
-    /// Applies one line, read by [`read_line`], in file order: everything that depends on the
-    /// lines before it (line numbers, processes, attachments, duplicates) happens here.
+    /// Applies one line, read by [`read_line_into`], in file order: everything that depends on
+    /// the lines before it (line numbers, processes, attachments, duplicates) happens here.
     fn apply(&mut self, r: &mut Read<'_>) {
         self.line_no += 1;
         self.out.counters.total_lines += 1;
@@ -384,14 +384,27 @@ impl LogParser {
             // A topology block in progress reads its process's lines first: the general way.
             let body = f.body();
             let mut read = read_body(body);
-            self.body(Some(p), f.tid, Some(f.dev), f.timestamp_ns, body, &mut read);
+            self.body(
+                Some(p),
+                f.tid,
+                Some(f.dev),
+                f.timestamp_ns(),
+                body,
+                &mut read,
+            );
             return;
         }
-        match f.what {
-            FastBody::Op(op, v) => {
-                self.coll_of(p, op, f.tid, Some(f.dev), f.timestamp_ns, &v, (None, None))
-            }
-            FastBody::Tuning(t) => self.tuning(Some(p), f.tid, Ok(t)),
+        match &f.what {
+            FastBody::Op(op, v) => self.coll_of(
+                p,
+                *op,
+                f.tid,
+                Some(f.dev),
+                f.timestamp_ns(),
+                v,
+                (None, None),
+            ),
+            FastBody::Tuning(t) => self.tuning(Some(p), f.tid, Ok(*t)),
         }
     }
 

@@ -47,9 +47,22 @@ fn slot(text: &[u8]) -> usize {
 impl Repeats {
     /// The numbers of the canonical operation line `Name: rest` (what `coll::canonical`
     /// reads), its tail from a remembered one when the text repeats.
+    #[cfg(test)]
     pub(crate) fn op(&mut self, rest: &[u8]) -> Option<Values> {
-        let (head, at) = coll::canonical_head(rest)?;
-        let text = rest.get(at..)?;
+        let mut v = Values::default();
+        self.op_into(rest, &mut v).then_some(v)
+    }
+
+    /// [`Repeats::op`] written into `v` (in place: see `coll::canonical_head_into`); `false`
+    /// when the line is not canonical, with `v` partly written.
+    #[inline]
+    pub(crate) fn op_into(&mut self, rest: &[u8], v: &mut Values) -> bool {
+        let Some(at) = coll::canonical_head_into(rest, v) else {
+            return false;
+        };
+        let Some(text) = rest.get(at..) else {
+            return false;
+        };
         if self.tails.is_empty() {
             self.tails.resize_with(2 * SLOTS, || None);
             self.newer.resize(SLOTS, 0);
@@ -63,11 +76,15 @@ impl Repeats {
                     if let Some(n) = self.newer.get_mut(i) {
                         *n = way as u8;
                     }
-                    return Some(coll::assemble(&head, tail));
+                    tail.fill(v);
+                    return true;
                 }
             }
         }
-        let tail = coll::canonical_tail(text)?;
+        let Some(tail) = coll::canonical_tail(text) else {
+            return false;
+        };
+        tail.fill(v);
         // The way not used last makes room.
         let way = 1 - usize::from(self.newer.get(i).copied().unwrap_or(0) & 1);
         if let Some(entry) = self.tails.get_mut(2 * i + way) {
@@ -76,34 +93,52 @@ impl Repeats {
         if let Some(n) = self.newer.get_mut(i) {
             *n = way as u8;
         }
-        Some(coll::assemble(&head, &tail))
+        true
     }
 
     /// What [`tuning::parse_shaped`] reads from a tuning body (`rest` is the part after
     /// `name`), from a remembered identical body when there is one.
+    #[cfg(test)]
     pub(crate) fn tuning(
         &mut self,
         body: &[u8],
         name: Option<&[u8]>,
         rest: &[u8],
     ) -> Option<Facts> {
+        let mut f = Facts::default();
+        self.tuning_into(body, name, rest, &mut f).then_some(f)
+    }
+
+    /// [`Repeats::tuning`] written into `f` (in place, as [`Repeats::op_into`]).
+    #[inline]
+    pub(crate) fn tuning_into(
+        &mut self,
+        body: &[u8],
+        name: Option<&[u8]>,
+        rest: &[u8],
+        f: &mut Facts,
+    ) -> bool {
         if self.tunings.is_empty() {
             self.tunings.resize_with(SLOTS, || None);
         }
         let i = slot(body);
         if let Some(Some(t)) = self.tunings.get(i) {
             if scan::same(&t.body, body) {
-                return Some(t.facts);
+                *f = t.facts;
+                return true;
             }
         }
-        let facts = tuning::parse_shaped(name, rest)?.facts();
+        let Some(facts) = tuning::parse_shaped(name, rest).map(|t| t.facts()) else {
+            return false;
+        };
+        *f = facts;
         if let Some(entry) = self.tunings.get_mut(i) {
             *entry = Some(SeenTuning {
                 body: body.to_vec(),
                 facts,
             });
         }
-        Some(facts)
+        true
     }
 }
 

@@ -1,7 +1,7 @@
 //! Reading a block of lines on several threads while the calling thread applies them in order.
 //!
 //! The block is cut at newlines into windows. Helper threads (from rayon's pool, so no thread is
-//! started per chunk) claim windows in order and read them ([`read_line`] holds no parser
+//! started per chunk) claim windows in order and read them ([`read_line_into`] holds no parser
 //! state); the calling thread applies window 0, 1, 2, ... in order, and whenever the next window
 //! is not read yet it claims and reads one itself instead of waiting. So every core works, the
 //! applying thread included, and nothing depends on how fast the helpers are or whether they
@@ -9,7 +9,7 @@
 //! at most [`AHEAD`] windows in front of the applied one, which bounds the memory of reads
 //! waiting to be applied.
 
-use crate::read::{lines_of, read_line, LineCache, Read};
+use crate::read::{lines_of, read_line_into, LineCache, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
@@ -51,7 +51,13 @@ impl<'a> Shared<'a> {
 }
 
 fn read_window<'a>(w: &'a [u8], cache: &mut LineCache, mut buf: Vec<Read<'a>>) -> Vec<Read<'a>> {
-    buf.extend(lines_of(w).map(|l| read_line(l, cache)));
+    for l in lines_of(w) {
+        // Read in place in the buffer (see `FastHeads::read_into`).
+        buf.push(Read::Blank);
+        if let Some(slot) = buf.last_mut() {
+            read_line_into(l, cache, slot);
+        }
+    }
     buf
 }
 

@@ -42,7 +42,7 @@ impl Tuning<'_> {
 
 /// What a tuning line tells about the operation it follows: the operation it names, if any,
 /// its byte count (to find it), and the algorithm, protocol and channels (to give it).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Facts {
     pub op: Option<OpType>,
     pub bytes: u64,
