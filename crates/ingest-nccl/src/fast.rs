@@ -106,13 +106,14 @@ struct Head {
 
 impl FastHeads {
     /// The line read as the general reader reads it, when it is an INFO line with a remembered
-    /// head and a body that holds no second marker; `None` otherwise (then read it the general
+    /// head and a body that holds no second marker; `false` otherwise (then read it the general
     /// way and [`FastHeads::learn`] from the result). `line` has its trailing whitespace
     /// trimmed; `seen` remembers bodies for this reader.
     ///
     /// The read is written into `out` (whose old value is dropped) and `true` returned; on
-    /// `false`, `out` holds no read yet (it may hold part of one) and must be written. Written in place rather than returned: a read is 128 bytes,
-    /// and moving it out through the callers' returns cost a tenth of a parse.
+    /// `false`, `out` holds no read yet (it may hold part of one) and must be written. In place
+    /// rather than returned: copying reads through returns stalled on bytes just stored, about
+    /// a fifth of a parse (docs/PERFORMANCE.md, *Third round*).
     #[inline]
     pub(crate) fn read_into<'a>(
         &mut self,
