@@ -6,10 +6,9 @@
 use crate::growth::exponent;
 use crate::regex_baseline::RegexBaseline;
 use crate::report::{Report, Verdict};
-use crate::{best_of, browser, Options};
+use crate::{best_kept, best_of, browser, Options};
 use ingest_nccl::LogParser;
 use std::process::Command;
-use std::time::Instant;
 
 /// Log sizes, MB.
 pub fn sizes(quick: bool) -> Vec<usize> {
@@ -31,21 +30,6 @@ fn parse(bytes: &[u8], threads: usize, rounds: usize) -> (f64, u64, usize) {
         p.finish()
     });
     (t, log.counters.total_lines, log.ops.len())
-}
-
-/// The best time of `rounds` calls of `f` and the last call's result. Each result is freed
-/// outside the time: freeing a parse's records is not parsing (and `wc -l` keeps nothing).
-fn best_kept<T>(rounds: usize, mut f: impl FnMut() -> T) -> (f64, T) {
-    let t = Instant::now();
-    let mut last = f();
-    let mut best = t.elapsed().as_secs_f64();
-    for _ in 1..rounds {
-        let t = Instant::now();
-        let out = f();
-        best = best.min(t.elapsed().as_secs_f64());
-        drop(std::mem::replace(&mut last, out));
-    }
-    (best, last)
 }
 
 const WASM_TARGET: &str = "wasm parsing in Chromium ≥ 0.5× native (issue 4)";

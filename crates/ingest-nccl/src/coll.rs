@@ -44,6 +44,27 @@ pub(crate) struct Values {
     pub nranks: u32,
 }
 
+impl Values {
+    /// The [`Coll`] of these numbers under operation name `name` (no RCCL fields).
+    fn coll(self, name: &[u8]) -> Coll<'_> {
+        Coll {
+            name,
+            op_count: self.op_count,
+            sendbuff: self.sendbuff,
+            recvbuff: self.recvbuff,
+            count: self.count,
+            datatype: self.datatype,
+            red_op: self.red_op,
+            root: self.root,
+            comm: self.comm,
+            nranks: self.nranks,
+            stream: self.stream,
+            rccl_task: None,
+            rccl_global_rank: None,
+        }
+    }
+}
+
 impl Coll<'_> {
     pub(crate) fn values(&self) -> Values {
         Values {
@@ -186,18 +207,15 @@ fn dec_i64_value(r: &mut &[u8]) -> Option<i64> {
 /// error otherwise). Each value is read as the general parser reads the text up to the next
 /// space; a value followed by anything else is refused.
 fn canonical<'a>(name: &'a [u8], rest: &'a [u8]) -> Option<Coll<'a>> {
-    let (head, at) = canonical_head(rest)?;
-    let tail = canonical_tail(rest.get(at..)?)?;
-    Some(head.with(name, &tail))
+    canonical_values(rest).map(|v| v.coll(name))
 }
 
-/// What changes from call to call: `opCount … sendbuff … recvbuff … count … `.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Head {
-    op_count: u64,
-    sendbuff: u64,
-    recvbuff: u64,
-    count: u64,
+/// The numbers of a [`canonical`] line's text after `Name: `, read in full (no remembered tail).
+pub(crate) fn canonical_values(rest: &[u8]) -> Option<Values> {
+    let mut v = Values::default();
+    let at = canonical_head_into(rest, &mut v)?;
+    canonical_tail(rest.get(at..)?)?.fill(&mut v);
+    Some(v)
 }
 
 /// What repeats from call to call of one site: `datatype … op … root … comm … [nranks=…]
@@ -212,43 +230,11 @@ pub(crate) struct Tail {
     stream: u64,
 }
 
-impl Head {
-    fn with<'a>(&self, name: &'a [u8], t: &Tail) -> Coll<'a> {
-        Coll {
-            name,
-            op_count: self.op_count,
-            sendbuff: self.sendbuff,
-            recvbuff: self.recvbuff,
-            count: self.count,
-            datatype: t.datatype,
-            red_op: t.red_op,
-            root: t.root,
-            comm: t.comm,
-            nranks: t.nranks,
-            stream: t.stream,
-            rccl_task: None,
-            rccl_global_rank: None,
-        }
-    }
-}
-
-/// The first part of a [`canonical`] line and where the rest starts (after `count`'s value
-/// and its space).
-pub(crate) fn canonical_head(rest: &[u8]) -> Option<(Head, usize)> {
-    let mut v = Values::default();
-    let at = canonical_head_into(rest, &mut v)?;
-    let head = Head {
-        op_count: v.op_count,
-        sendbuff: v.sendbuff,
-        recvbuff: v.recvbuff,
-        count: v.count,
-    };
-    Some((head, at))
-}
-
-/// [`canonical_head`] written into `v`'s first four fields (the others are left as they are).
-/// In place: the fast path reads into the buffer that carries the line to the applying thread,
-/// and a copy through a returned `Head` stalled on the just-written bytes.
+/// The part of a [`canonical`] line that changes from call to call (`opCount … sendbuff …
+/// recvbuff … count … `), written into `v`'s first four fields (the others are left as they
+/// are); where the rest starts (after `count`'s value and its space). In place: the fast path
+/// reads into the buffer that carries the line to the applying thread, and a copy through a
+/// returned value stalled on the just-written bytes.
 #[inline]
 pub(crate) fn canonical_head_into(rest: &[u8], v: &mut Values) -> Option<usize> {
     let mut r = rest;
@@ -320,23 +306,6 @@ impl Tail {
         v.datatype = self.datatype;
         v.red_op = self.red_op;
         v.nranks = self.nranks;
-    }
-}
-
-/// A [`canonical`] line's numbers from its two parts.
-#[cfg(test)]
-pub(crate) fn assemble(head: &Head, tail: &Tail) -> Values {
-    Values {
-        op_count: head.op_count,
-        sendbuff: head.sendbuff,
-        recvbuff: head.recvbuff,
-        count: head.count,
-        root: tail.root,
-        comm: tail.comm,
-        stream: tail.stream,
-        datatype: tail.datatype,
-        red_op: tail.red_op,
-        nranks: tail.nranks,
     }
 }
 

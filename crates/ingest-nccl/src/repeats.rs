@@ -174,8 +174,7 @@ mod tests {
                 let mut r = Repeats::default();
                 r.op(teacher);
                 let repeated = r.op(v);
-                let full = coll::canonical_head(v)
-                    .and_then(|(h, at)| Some(coll::assemble(&h, &coll::canonical_tail(&v[at..])?)));
+                let full = coll::canonical_values(v);
                 assert_eq!(repeated, full, "{}", String::from_utf8_lossy(v));
                 if repeated.is_some() {
                     reread += 1;
