@@ -102,6 +102,9 @@ pub fn start() {
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(&ToPage::Ready, None);
+    if scope().name() == crate::worker_pool::WARMING_HELPER {
+        align_pool::start_warm_up();
+    }
 }
 
 async fn serve_queue() {

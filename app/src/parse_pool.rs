@@ -386,6 +386,11 @@ fn post_job(
     helper.post(&msg, &Array::new())
 }
 
+/// The parser is given a slice of the file in pieces of this size. V8 runs a wasm function in
+/// baseline code until it has run a while and swaps in optimised code only at its next call:
+/// one 16 MiB call ran the first slice of every load unoptimised.
+const FEED_BYTES: usize = 1 << 20;
+
 /// Reads `blob` in slices into [`LogLoader`] as file `file_index`; `progress(bytes_read)` after
 /// each slice. How every log of the page is parsed, in the loading worker or on a helper.
 pub async fn parse_blob(
@@ -402,7 +407,9 @@ pub async fn parse_blob(
         buf.resize(part.length() as usize, 0);
         part.copy_to(&mut buf);
         read += buf.len() as u64;
-        loader.feed(&buf);
+        for piece in buf.chunks(FEED_BYTES) {
+            loader.feed(piece);
+        }
         progress(read);
     })
     .await?;
@@ -441,6 +448,13 @@ pub fn serve_job(data: &JsValue) -> bool {
 }
 
 async fn parse_job(job: usize, name: String, blob: Blob, fault: Option<ParseFault>) {
+    // The parse reads its file in slices, each a task of its own: no warm-up round between.
+    crate::align_pool::pause_warm_up();
+    parse_and_answer(job, name, blob, fault).await;
+    crate::align_pool::resume_warm_up();
+}
+
+async fn parse_and_answer(job: usize, name: String, blob: Blob, fault: Option<ParseFault>) {
     let started = js_sys::Date::now();
     let mut last_post = f64::NEG_INFINITY;
     let mut crashed = false;

@@ -10,12 +10,24 @@ use js_sys::{Array, Object, Reflect, Uint8Array};
 use std::cell::RefCell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, MessageEvent, Worker};
+use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions};
 
 use crate::wire::ToPage;
 
 /// The helpers' script: the loading worker's loader, beside it (relative to its own URL).
 const HELPER_URL: &str = "./ncclscope-worker_loader.js";
+
+/// The name of the first helper (`self.name` in it): the one that warms up the alignment
+/// code before its first job ([`crate::align_pool::start_warm_up`]). One is enough: V8 shares
+/// a module's optimised code between the workers that run it (measured: the helper that did
+/// not warm up ran its first jobs as fast as the one that did), and the other cores stay free
+/// for the loading.
+pub const WARMING_HELPER: &str = "ncclscope-helper-0";
+
+/// Helper `index`'s name (its threads are named after it in the browser's tools too).
+fn helper_name(index: usize) -> String {
+    format!("ncclscope-helper-{index}")
+}
 
 /// At most this many helpers, whatever the browser reports.
 pub const MAX_HELPERS: usize = 8;
@@ -161,7 +173,9 @@ pub fn hardware_concurrency() -> usize {
 }
 
 fn start_helper(index: usize, sender: UnboundedSender<(usize, Event)>) -> Result<Helper, String> {
-    let worker = Worker::new(HELPER_URL).map_err(crate::files::js_msg)?;
+    let options = WorkerOptions::new();
+    options.set_name(&helper_name(index));
+    let worker = Worker::new_with_options(HELPER_URL, &options).map_err(crate::files::js_msg)?;
     let on_message_sender = sender.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
         let _ = on_message_sender.unbounded_send((index, read_event(&e.data())));

@@ -14,6 +14,7 @@
 //! * [`runner`] — where the per-process jobs run: threads natively, the page's workers;
 //! * [`consensus`] — which call a collective kernel runs, from the other ranks' kernels;
 //! * [`nvtx_join`] — the exact kernel → NCCL call join through NCCL's own NVTX ranges;
+//! * [`warmup`] — a made-up process the page's workers align first (V8 optimises by use);
 //! * [`baseline`] — the thesis' sliding-window baseline;
 //! * [`metrics`] — precision/recall/F1 against ground truth.
 
@@ -30,6 +31,7 @@ pub mod runner;
 pub mod scoring;
 pub mod symbols;
 mod twins;
+pub mod warmup;
 
 pub use all::{align_all, align_all_reusing, align_all_reusing_with, Aligned, Redone, Reuse};
 pub use consensus::ProcessInput;

@@ -673,8 +673,43 @@ fn penalty(look: Option<&Lookahead>, i: usize, j: usize) -> i64 {
 /// with unreachable cells) and the row's `(pair score, run bonus, fusion limit)` per column.
 /// Returns the row's best cell (score less look-ahead penalty, column) when `ADAPTIVE` (`look`
 /// given). `FUSE`: some column of the row has a fusion limit above 1.
+/// Fills `row` with the pair score, run bonus and fusion limit of each column `l..=h` of row
+/// `i`; returns whether any fusion limit is above 1.
+///
+/// This and [`fill_row`] are called once per row and, in wasm, kept out of line: V8 first runs
+/// wasm in baseline code and swaps in optimised code only at a function's next call, so a loop
+/// inlined into one long [`run_band_k`] call ran unoptimised for the whole first alignment of
+/// each worker (about 6× slower).
+#[cfg_attr(target_arch = "wasm32", inline(never))]
+fn score_row<S: Score + ?Sized>(
+    sc: &S,
+    i: usize,
+    l: usize,
+    h: usize,
+    row: &mut Vec<(i64, i64, usize)>,
+) -> bool {
+    row.clear();
+    row.resize(h + 1 - l, (NEG, 0, 1));
+    let mut fuses = false;
+    for (c, r) in row.iter_mut().enumerate() {
+        let j = l + c;
+        if j >= 1 {
+            r.0 = sc.sub(i - 1, j - 1);
+        }
+        if j >= 2 {
+            if i >= 2 {
+                r.1 = sc.run_bonus(i - 1, j - 1);
+            }
+            r.2 = sc.fuse_max(i - 1, j - 1).min(16);
+            fuses |= r.2 > 1;
+        }
+    }
+    fuses
+}
+
 #[allow(clippy::too_many_arguments)]
-#[inline(always)]
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
+#[cfg_attr(target_arch = "wasm32", inline(never))]
 fn fill_row<
     S: Score + ?Sized,
     const KA: usize,
@@ -836,22 +871,7 @@ fn run_band_k<S: Score + ?Sized, const KA: usize, const KB: usize>(
         let expect = (i * m).checked_div(n).unwrap_or(0);
         // This row's pair scores, run bonuses and fusion limits first, in a loop of their own
         // (the DP loop is long enough without them).
-        row.clear();
-        row.resize(h + 1 - l, (NEG, 0, 1));
-        let mut fuses = false;
-        for (c, r) in row.iter_mut().enumerate() {
-            let j = l + c;
-            if j >= 1 {
-                r.0 = sc.sub(i - 1, j - 1);
-            }
-            if j >= 2 {
-                if i >= 2 {
-                    r.1 = sc.run_bonus(i - 1, j - 1);
-                }
-                r.2 = sc.fuse_max(i - 1, j - 1).min(16);
-                fuses |= r.2 > 1;
-            }
-        }
+        let fuses = score_row(sc, i, l, h, &mut row);
         let rb = RowBand {
             i,
             l,

@@ -225,6 +225,8 @@ pub fn align_process_hinted(
     // 4. Streams.
     let mut groups = vec![(all_k.clone(), all_u.clone())];
     let mut stream_map = Vec::new();
+    // Whether the streams split the process into groups (then aligned group by group, below).
+    let mut split = false;
     if cfg.per_stream {
         let mut votes: HashMap<(u64, u64), usize> = HashMap::new();
         for (k, us) in &matches {
@@ -272,16 +274,15 @@ pub fn align_process_hinted(
             if !k_rest.is_empty() && !u_rest.is_empty() {
                 groups.push((k_rest, u_rest));
             }
-            matches = groups
-                .iter()
-                .flat_map(|(k, u)| align_group(&ctx, k, u, None))
-                .collect();
+            split = true;
         }
     }
 
     // 5. Timestamps: offset from the last unit of each match (the kernel launches after it).
     // The first pass may be shifted by a few operations in long runs of identical symbols; each
     // round's pairs give a better clock model than the last, so a few rounds converge.
+    // The vote reads the symbols alone, so the streams are aligned once, with the clock model
+    // if there is one (aligning them without it first was a whole pass thrown away).
     let mut time = None;
     if cfg.use_timestamps {
         let stamped = |syms: &[Symbol]| -> Vec<(i64, u64)> {
@@ -295,12 +296,14 @@ pub fn align_process_hinted(
             2 * cfg.min_time_scale_ns,
             cfg.min_time_scale_ns,
         );
-        if time.is_some() {
-            matches = groups
-                .iter()
-                .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
-                .collect();
-        }
+    }
+    if split || time.is_some() {
+        matches = groups
+            .iter()
+            .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
+            .collect();
+    }
+    if cfg.use_timestamps {
         for _ in 0..TIME_ROUNDS {
             let samples: Vec<(i64, i64)> = matches
                 .iter()

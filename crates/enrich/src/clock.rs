@@ -527,13 +527,6 @@ mod tests {
         let drift = [0.0, 0.0, 5.0, 5.0];
         let (obs, _) = observe(&off, &drift, 50, 300.0);
         let nodes: BTreeMap<u32, u32> = [(0, 0), (1, 0), (2, 1), (3, 1)].into_iter().collect();
-        for o in &obs {
-            let a = o.iter().find(|p| p.0 == 0);
-            let b = o.iter().find(|p| p.0 == 4);
-            if let (Some(a), Some(b)) = (a, b) {
-                eprintln!("DBG {} {} n={}", a.1, b.1 - a.1, o.len());
-            }
-        }
         let s = synchronise(&obs, Some(&nodes));
         assert!((s.ranks[&2].drift_ppm - 5.0).abs() < 1.0);
         assert_eq!(s.ranks[&2].drift_ppm, s.ranks[&3].drift_ppm);
