@@ -32,8 +32,9 @@ const JOB_KEY: &str = "align_job";
 
 /// The warm-up a helper runs while it has nothing to do: this many made-up alignments
 /// ([`align::warmup`]) of [`WARMUP_STEPS`] steps, one per task so that a job that arrives
-/// waits for one at most (about 5 ms natively, 30 ms before V8 has optimised the code).
-const WARMUP_ROUNDS: u32 = 12;
+/// waits for one at most (about 5 ms natively, 30 ms before V8 has optimised the code). More
+/// rounds (12, 30, 80) made the first jobs no faster.
+const WARMUP_ROUNDS: u32 = 5;
 const WARMUP_STEPS: usize = 300;
 
 thread_local! {

@@ -679,7 +679,7 @@ fn penalty(look: Option<&Lookahead>, i: usize, j: usize) -> i64 {
 /// This and [`fill_row`] are called once per row and, in wasm, kept out of line: V8 first runs
 /// wasm in baseline code and swaps in optimised code only at a function's next call, so a loop
 /// inlined into one long [`run_band_k`] call ran unoptimised for the whole first alignment of
-/// each worker (about 6× slower).
+/// each worker (up to 7× slower).
 #[cfg_attr(target_arch = "wasm32", inline(never))]
 fn score_row<S: Score + ?Sized>(
     sc: &S,

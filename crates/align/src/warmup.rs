@@ -3,9 +3,9 @@
 //!
 //! Why: V8 runs a wasm function in baseline code until it has run enough, then compiles it
 //! optimised in the background and uses that code from its next call on. A fresh worker's
-//! first alignments therefore ran 3–7× slower than its later ones (about 0.7 s of a
-//! 10⁴-operation run's 1.4 s of alignment on two workers). Aligning this process first moves
-//! that cost into the time the worker would otherwise wait for the files.
+//! first alignments therefore ran up to 7× slower than its later ones: the generator's
+//! 8 ranks × 10⁴ operations took 1.3–1.4 s to align on two workers, 0.9 s once one of them
+//! had aligned this process while the files were read (docs/PERFORMANCE.md).
 //!
 //! The process looks like a training rank's: collectives on one stream, grouped Send/Recv
 //! fused into SendRecv kernels on another, log timestamps, a few lines and kernels missing,
