@@ -668,11 +668,6 @@ fn penalty(look: Option<&Lookahead>, i: usize, j: usize) -> i64 {
     look.map_or(0, |l| l.penalty(i, j))
 }
 
-/// Fills the cells of row `rb.i` (`out`, one per column from `rb.l`) and their packed
-/// back-pointers from the previous row `prev` (columns `pl-1..` at index `col + 1 - pl`, padded
-/// with unreachable cells) and the row's `(pair score, run bonus, fusion limit)` per column.
-/// Returns the row's best cell (score less look-ahead penalty, column) when `ADAPTIVE` (`look`
-/// given). `FUSE`: some column of the row has a fusion limit above 1.
 /// Fills `row` with the pair score, run bonus and fusion limit of each column `l..=h` of row
 /// `i`; returns whether any fusion limit is above 1.
 ///
@@ -707,6 +702,11 @@ fn score_row<S: Score + ?Sized>(
     fuses
 }
 
+/// Fills the cells of row `rb.i` (`out`, one per column from `rb.l`) and their packed
+/// back-pointers from the previous row `prev` (columns `pl-1..` at index `col + 1 - pl`, padded
+/// with unreachable cells) and the row's `(pair score, run bonus, fusion limit)` per column.
+/// Returns the row's best cell (score less look-ahead penalty, column) when `ADAPTIVE` (`look`
+/// given). `FUSE`: some column of the row has a fusion limit above 1.
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
 #[cfg_attr(target_arch = "wasm32", inline(never))]
