@@ -102,7 +102,7 @@ pub fn start() {
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(&ToPage::Ready, None);
-    if scope().name() == crate::worker_pool::WARMING_HELPER {
+    if scope().name() == crate::worker_pool::helper_name(0) {
         align_pool::start_warm_up();
     }
 }

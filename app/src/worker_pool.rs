@@ -17,15 +17,12 @@ use crate::wire::ToPage;
 /// The helpers' script: the loading worker's loader, beside it (relative to its own URL).
 const HELPER_URL: &str = "./ncclscope-worker_loader.js";
 
-/// The name of the first helper (`self.name` in it): the one that warms up the alignment
-/// code before its first job ([`crate::align_pool::start_warm_up`]). One is enough: V8 shares
-/// a module's optimised code between the workers that run it (measured: the helper that did
-/// not warm up ran its first jobs as fast as the one that did), and the other cores stay free
-/// for the loading.
-pub const WARMING_HELPER: &str = "ncclscope-helper-0";
-
-/// Helper `index`'s name (its threads are named after it in the browser's tools too).
-fn helper_name(index: usize) -> String {
+/// Helper `index`'s name (`self.name` in it; its thread is named after it in the browser's
+/// tools too). Helper 0 knows by its name that it warms up the alignment code before its first
+/// job ([`crate::align_pool::start_warm_up`]). One is enough: V8 shares a module's optimised
+/// code between the workers that run it (measured: the helper that did not warm up ran its
+/// first jobs as fast as the one that did), and the other cores stay free for the loading.
+pub fn helper_name(index: usize) -> String {
     format!("ncclscope-helper-{index}")
 }
 
