@@ -10,6 +10,7 @@ pub mod align_pool;
 pub mod budget;
 pub mod charts;
 pub mod deferred;
+pub mod export_read;
 pub mod files;
 pub mod link;
 pub mod loader;

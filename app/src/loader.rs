@@ -7,10 +7,10 @@
 
 use js_sys::{Array, Uint8Array};
 use pipeline::{
-    sniff, Analysis, FileReport, InputKind, Session, Timeline, TimelineView, SNIFF_BYTES,
+    sniff, Analysis, FileReport, InputKind, ReadOptions, Session, Timeline, TimelineView,
+    SNIFF_BYTES,
 };
 use sha2::{Digest, Sha256};
-use sqlsource_sqljs::SqlJs;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use theory::TheoryConfig;
@@ -19,18 +19,14 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::align_pool::{self, HelperRunner, Helpers};
-use crate::files::{for_each_slice, js_msg, read_all, read_head};
+use crate::export_read::{read_export_blob, ExportFailure};
+use crate::files::{for_each_slice, read_head};
 use crate::link::LinkFile;
 use crate::panel_data::Panels;
-use crate::parse_pool::{self, ParseBatch};
+use crate::parse_pool::{self, Loaded, ParseBatch};
 use crate::theory_panel::theory_view;
 use crate::views::{CommPanel, FileView, RankView};
 use crate::wire::{encode_timeline, LoadRequest, ToPage};
-
-/// sql.js's loader and wasm, served beside the page (never from a CDN); relative to the
-/// worker's script, which is served from the page's directory.
-const SQLJS_SCRIPT: &str = "sql-wasm.js";
-const SQLJS_WASM: &str = "sql-wasm.wasm";
 
 /// The page needs no more than this many progress messages a second per file.
 pub(crate) const PROGRESS_INTERVAL_MS: f64 = 100.0;
@@ -41,9 +37,6 @@ thread_local! {
     /// Requests not yet served (one runs at a time, in arrival order).
     static QUEUE: RefCell<VecDeque<LoadRequest>> = const { RefCell::new(VecDeque::new()) };
     static BUSY: Cell<bool> = const { Cell::new(false) };
-    /// sql.js, loaded on the first export; dropped after a failure so the next export starts
-    /// from a fresh module.
-    static SQLJS: RefCell<Option<SqlJs>> = const { RefCell::new(None) };
     /// The last analysis, for theory requests that come without files.
     static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
     /// The timeline last sent, with each track's process and GPU, to resolve the page's picks.
@@ -403,9 +396,10 @@ async fn load_and_analyse(req: &LoadRequest) {
         None => Helpers::Auto,
     };
     helpers.prestart(req.files.iter().map(|f| f.blob.size() as u64).sum());
-    // Logs may be parsed on helpers meanwhile; each file joins the session in request order.
+    // Logs and exports may be loaded on helpers meanwhile; each file joins the session in
+    // request order.
     let load_started = js_sys::Date::now();
-    let parsing = ParseBatch::plan(&req.files, &req.options).await;
+    let parsing = ParseBatch::plan(&req.files, &req.options, read_options()).await;
     parsing
         .run_beside(async {
             for (n, item) in req.files.iter().enumerate() {
@@ -418,11 +412,17 @@ async fn load_and_analyse(req: &LoadRequest) {
                 });
                 let mut started = js_sys::Date::now();
                 let report = match parsing.claim(n).await {
-                    Some((log, ms)) => {
-                        // The file's time is its parse's on the helper (not the wait for its
+                    Some((loaded, ms)) => {
+                        // The file's time is its load's on the helper (not the wait for its
                         // turn), plus its decoding and adding here.
                         started = js_sys::Date::now() - ms;
-                        SESSION.with(|s| s.borrow_mut().add_log_parsed_ahead(log))
+                        SESSION.with(|s| match loaded {
+                            Loaded::Log(log) => s.borrow_mut().add_log_parsed_ahead(log),
+                            Loaded::Export(read) => {
+                                let size = item.blob.size() as u64;
+                                s.borrow_mut().add_read_export(&item.name, size, read)
+                            }
+                        })
                     }
                     None => {
                         let mut last_post = f64::NEG_INFINITY;
@@ -558,33 +558,13 @@ pub(crate) fn post(msg: &ToPage, timeline: Option<Vec<u8>>) {
     }
 }
 
-async fn sqljs() -> Result<SqlJs, String> {
-    if let Some(s) = SQLJS.with(|s| s.borrow().clone()) {
-        return Ok(s);
-    }
-    scope()
-        .import_scripts_1(SQLJS_SCRIPT)
-        .map_err(|e| format!("loading {SQLJS_SCRIPT}: {}", js_msg(e)))?;
-    let s = sqlsource_sqljs::init(SQLJS_WASM)
-        .await
-        .map_err(|e| e.to_string())?;
-    SQLJS.with(|cell| *cell.borrow_mut() = Some(s.clone()));
-    Ok(s)
-}
-
 /// Loads one file into the session; `progress(bytes_read)` is called as slices arrive.
 async fn load_blob(id: usize, name: &str, blob: &Blob, progress: impl FnMut(u64)) -> FileReport {
     let size = blob.size() as u64;
     // The same head the command sniffs: a log's first NCCL line may follow a long preamble.
     let head = read_head(blob, SNIFF_BYTES).await;
     match sniff(&head) {
-        InputKind::NsysSqlite => {
-            let report = load_export(id, name, blob, size, progress).await;
-            if report.error.is_some() {
-                SQLJS.with(|cell| cell.borrow_mut().take());
-            }
-            report
-        }
+        InputKind::NsysSqlite => load_export(id, name, blob, size, progress).await,
         InputKind::NcclLog | InputKind::Gzip => load_log(name, blob, size, progress).await,
         InputKind::Unknown => FileReport::failed(
             name,
@@ -614,23 +594,13 @@ async fn load_export(
         let stage = stage.to_string();
         post(&ToPage::Stage { id, stage }, None);
     };
-    let failed = |e: String| FileReport::failed(name, InputKind::NsysSqlite, size, e);
-    let sql = match sqljs().await {
-        Ok(s) => s,
-        Err(e) => return failed(format!("sql.js: {e}")),
-    };
-    // sql.js needs the database in one piece; it is read in slices all the same.
-    let bytes = match read_all(blob, progress).await {
-        Ok(b) => b,
-        Err(e) => return failed(e),
-    };
-    stage("opening in sql.js");
-    let db = match sql.open(&bytes) {
-        Ok(db) => db,
-        Err(e) => return failed(format!("sql.js could not open the database: {e}")),
-    };
-    drop(bytes);
-    stage("querying kernels, NVTX and processes");
-    // The database is freed (dropped) as soon as it has been read.
-    SESSION.with(|s| s.borrow_mut().add_export(&db, name, size))
+    let options = read_options();
+    let read = read_export_blob(name, blob, &options, progress, stage).await;
+    let read = read.map_err(ExportFailure::message);
+    SESSION.with(|s| s.borrow_mut().add_read_export(name, size, read))
+}
+
+/// What exports are read for (the session's; helpers are told the same).
+pub(crate) fn read_options() -> ReadOptions {
+    SESSION.with(|s| s.borrow().read_options.clone())
 }

@@ -1,32 +1,47 @@
-//! Which log of a load is parsed where, when the page parses on helper workers: the portable
-//! bookkeeping of [`crate::parse_pool`], tested natively.
+//! Which file of a load is read where, when the page reads on helper workers: the portable
+//! bookkeeping of [`crate::parse_pool`], tested natively. A job is a log to parse or an export
+//! to read; this module only sees its place in the request and its work.
 //!
-//! Helpers take the largest waiting log first (the longest parse starts at once instead of
-//! finishing last); the loading worker walks the request in order and adds each log to the
-//! session when its turn comes, from a helper's bytes or parsed in place (a helper failed, or,
-//! when it may steal, no helper has taken that log yet). When it may steal and its turn's log
-//! is still on a helper, it parses the earliest waiting log ahead instead of idling. Whatever
-//! happened, every log is added exactly once and in the request's order.
+//! Helpers take the job of most work first (the longest starts at once instead of finishing
+//! last); the loading worker walks the request in order and adds each file to the session when
+//! its turn comes, from a helper's bytes or loaded in place (a helper failed, or, when it may
+//! steal, no helper has taken that file yet). When it may steal and its turn's file is still on
+//! a helper, it loads the earliest waiting file ahead instead of idling. Whatever happened,
+//! every file is added exactly once and in the request's order.
 
-/// Below this many bytes of logs in one load, the page parses them in the loading worker
-/// unless asked otherwise: a helper's start (about 150 ms) and the parsed log's trip back cost
-/// more than they save (docs/PERFORMANCE.md, *In the page: parsing logs on several Web
-/// Workers*).
-pub const MIN_LOG_BYTES: u64 = 32_000_000;
+/// Below this much work in one load (bytes of logs, each export's bytes counted
+/// [`EXPORT_WORK_PER_BYTE`] times), the page loads everything in the loading worker unless
+/// asked otherwise: a helper's start (about 150 ms) and the result's trip back cost more than
+/// they save (docs/PERFORMANCE.md, *In the page: parsing logs on several Web Workers*).
+pub const MIN_WORK: u64 = 32_000_000;
 
-/// At most this many parsing helpers by default: the parser reads 100–400 MB/s in wasm, so
-/// more rarely pay for their memory (each helper is a whole wasm instance).
+/// How much slower a byte of export is to read than a byte of log to parse: sql.js reads about
+/// 30 MB/s in a worker, the parser 100–400 MB/s in wasm. Makes a load's work comparable across
+/// kinds, and hands helpers the exports before logs of the same size.
+pub const EXPORT_WORK_PER_BYTE: u64 = 8;
+
+/// The work of a file of `bytes`: a log's bytes, or an export's weighted.
+pub fn work(bytes: u64, export: bool) -> u64 {
+    if export {
+        bytes.saturating_mul(EXPORT_WORK_PER_BYTE)
+    } else {
+        bytes
+    }
+}
+
+/// At most this many helpers by default: the parser reads 100–400 MB/s in wasm, so more rarely
+/// pay for their memory (each helper is a whole wasm instance, with its own sql.js once it
+/// reads an export).
 pub const MAX_AUTO_HELPERS: usize = 4;
 
-/// How many helpers parse `logs` logs of `log_bytes` in all by default, on a browser that
-/// reports `cores` cores: one core fewer than there are (the loading worker parses too: what
-/// no helper has taken when its turn comes, and it reads the exports), none for one log or a
-/// small load.
-pub fn auto_helpers(cores: usize, logs: usize, log_bytes: u64) -> usize {
-    if logs < 2 || log_bytes < MIN_LOG_BYTES {
+/// How many helpers load `files` files of `work` in all ([`work`]) by default, on a browser
+/// that reports `cores` cores: one core fewer than there are (the loading worker loads too:
+/// what no helper has taken when its turn comes), none for one file or a small load.
+pub fn auto_helpers(cores: usize, files: usize, work: u64) -> usize {
+    if files < 2 || work < MIN_WORK {
         return 0;
     }
-    cores.saturating_sub(1).min(MAX_AUTO_HELPERS).min(logs)
+    cores.saturating_sub(1).min(MAX_AUTO_HELPERS).min(files)
 }
 
 /// Where one log stands.
@@ -36,7 +51,8 @@ pub enum State {
     Queued,
     /// Being parsed by helper `helper`.
     OnHelper { helper: usize },
-    /// Parsed by helper `helper` in `ms`: the log's bytes (`log_wire`), not yet added.
+    /// Loaded by helper `helper` in `ms`: the result's bytes (`log_wire`, `nsys_wire`), not
+    /// yet added.
     Parsed {
         helper: usize,
         bytes: Vec<u8>,
@@ -72,11 +88,12 @@ pub enum Claim {
 struct Job {
     /// The file's position in the request.
     file: usize,
+    /// Its [`work`]: helpers take the most first.
     size: u64,
     state: State,
 }
 
-/// Every log of one request that helpers may parse.
+/// Every file of one request that helpers may load.
 #[derive(Debug, Default)]
 pub struct ParseJobs {
     jobs: Vec<Job>,
@@ -90,7 +107,7 @@ pub struct ParseJobs {
 }
 
 impl ParseJobs {
-    /// The logs of a request: (position in the request, size in bytes), in request order.
+    /// The files of a request: (position in the request, [`work`]), in request order.
     pub fn new(logs: impl IntoIterator<Item = (usize, u64)>, steal: bool) -> ParseJobs {
         ParseJobs {
             jobs: logs
@@ -253,7 +270,7 @@ mod tests {
 
     #[test]
     fn by_default_one_helper_fewer_than_the_cores_for_several_big_logs() {
-        let big = MIN_LOG_BYTES;
+        let big = MIN_WORK;
         assert_eq!(auto_helpers(1, 8, big), 0, "one core");
         assert_eq!(auto_helpers(0, 8, big), 0, "no core reported");
         assert_eq!(auto_helpers(2, 8, big), 1);
@@ -262,6 +279,24 @@ mod tests {
         assert_eq!(auto_helpers(8, 2, big), 2, "at most one per log");
         assert_eq!(auto_helpers(8, 1, 10 * big), 0, "one log");
         assert_eq!(auto_helpers(8, 8, big - 1), 0, "a small load");
+    }
+
+    #[test]
+    fn exports_weigh_more_than_logs_of_their_size() {
+        assert_eq!(work(5, false), 5);
+        assert_eq!(work(5, true), 5 * EXPORT_WORK_PER_BYTE);
+        assert_eq!(work(u64::MAX, true), u64::MAX);
+        // A 19 MB log and two 5 MB exports (the 8-rank benchmark run) are worth a helper; the
+        // log alone is not, and a helper takes an export first.
+        let run = [
+            work(19_000_000, false),
+            work(5_000_000, true),
+            work(5_000_000, true),
+        ];
+        assert_eq!(auto_helpers(2, 3, run.iter().sum()), 1);
+        assert_eq!(auto_helpers(2, 1, run[0]), 0);
+        let mut j = ParseJobs::new([(0, run[0]), (1, run[1]), (2, run[2])], true);
+        assert_eq!(j.next_for_helper(0), Some(2));
     }
 
     #[test]

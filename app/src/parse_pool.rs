@@ -1,27 +1,32 @@
-//! The page's parsing workers, both ends. With more than one core and logs big enough, the
-//! loading worker hands each log of a load (its `Blob`: the browser passes the file, not its
-//! bytes) to a helper worker ([`crate::worker_pool`]'s, the same that align), the largest
-//! first, one log per helper at a time. A helper reads its log in slices and feeds
-//! [`pipeline::LogLoader`] exactly as the loading worker does ([`parse_blob`], shared), as file
-//! 0, and posts back its progress and the parsed log as `log_wire` bytes, transferred.
+//! The page's parsing workers, both ends. With more than one core and files big enough, the
+//! loading worker hands each log and export of a load (its `Blob`: the browser passes the
+//! file, not its bytes) to a helper worker ([`crate::worker_pool`]'s, the same that align), the
+//! most work first (an export's byte counts [`EXPORT_WORK_PER_BYTE`] of a log's), one file per
+//! helper at a time. A helper reads a log in slices and feeds [`pipeline::LogLoader`] exactly
+//! as the loading worker does ([`parse_blob`], shared), as file 0, and posts back its progress
+//! and the parsed log as `log_wire` bytes, transferred. An export it reads in its own sql.js
+//! exactly as the loading worker does ([`crate::export_read`], shared) and posts back as
+//! `nsys_wire` bytes: the export, or the file's error (a bad file does not retire a helper).
 //!
-//! Meanwhile the loading worker walks the load's files in order ([`ParseBatch::claim`]):
-//! exports it reads itself (sql.js lives there), and each log it adds to the session when its
-//! turn comes, renumbered to the index the session gives it then
-//! ([`pipeline::Session::add_log_parsed_ahead`]), so the session, every report and every later
-//! stage are those of a single-worker load. A log whose helper fails (an error event, a panic,
-//! bytes that do not decode) is parsed in the loading worker when its turn comes; a helper
-//! that fails is replaced (at most as many times as there are helpers). By default the
-//! loading worker parses too: a log no helper has taken when its turn comes, and, while its
-//! turn's log is still on a helper, the next waiting logs ahead ([`ParseJobs`]).
+//! Meanwhile the loading worker walks the load's files in order ([`ParseBatch::claim`]) and
+//! adds each to the session when its turn comes: a log renumbered to the index the session
+//! gives it then ([`pipeline::Session::add_log_parsed_ahead`]), an export as it is
+//! ([`pipeline::Session::add_read_export`]), so the session, every report and every later stage
+//! are those of a single-worker load. A file whose helper fails (an error event, a panic, bytes
+//! that do not decode) is loaded in the loading worker when its turn comes; a helper that fails
+//! is replaced (at most as many times as there are helpers). By default the loading worker
+//! loads too: a file no helper has taken when its turn comes, and, while its turn's file is
+//! still on a helper, the next waiting files ahead ([`ParseJobs`]).
 //!
-//! Small loads are parsed in place: starting and feeding helpers costs more than it saves.
+//! Small loads are loaded in place: starting and feeding helpers costs more than it saves.
 
 use futures_channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
 use futures_util::future::{join, select, Either};
 use futures_util::StreamExt;
 use js_sys::{Array, Object, Reflect};
-use pipeline::{sniff, InputKind, LoadedLog, LogLoader, SNIFF_BYTES};
+use model::nsys::NsysExport;
+use nsys_wire::ExportRead;
+use pipeline::{sniff, InputKind, LoadedLog, LogLoader, ReadOptions, SNIFF_BYTES};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -29,9 +34,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope};
 
+use crate::export_read::{read_export_blob, ExportFailure};
 use crate::files::{for_each_slice, read_head};
 use crate::loader::{post, post_bytes, PROGRESS_INTERVAL_MS};
-use crate::parse_jobs::{auto_helpers, Claim, ParseJobs};
+use crate::parse_jobs::{auto_helpers, work, Claim, ParseJobs, EXPORT_WORK_PER_BYTE};
 use crate::wire::{LoadItem, PageOptions, ParseFault, ToPage};
 use crate::worker_pool::{
     hardware_concurrency, Event, Helper, JobKind, Pool, MAX_HELPERS, RESULT_KEY,
@@ -42,6 +48,17 @@ const JOB_KEY: &str = "parse_job";
 const BLOB_KEY: &str = "blob";
 const NAME_KEY: &str = "name";
 const FAULT_KEY: &str = "fault";
+/// Set (to `true`) on a job that is an export to read, not a log to parse.
+const EXPORT_KEY: &str = "export";
+/// An export job's [`ReadOptions::iteration_patterns`].
+const PATTERNS_KEY: &str = "iteration_patterns";
+
+/// A file loaded away from its turn: on a helper, or by the loading worker ahead.
+pub enum Loaded {
+    Log(LoadedLog),
+    /// The export, or the file's error, as reading it in place would give.
+    Export(Result<NsysExport, String>),
+}
 
 /// How many helpers parse: the page's `?parse-workers=N` (0: none), else by the cores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,39 +72,46 @@ enum ParseHelpers {
 }
 
 impl ParseHelpers {
-    /// Whether `files` files of `bytes` in all may be worth sniffing for logs to spread (the
-    /// logs are a part of those bytes: a smaller load cannot pass [`auto_helpers`]).
+    /// Whether `files` files of `bytes` in all may be worth sniffing for files to spread (at
+    /// most, every byte is an export's: a smaller load cannot pass [`auto_helpers`]).
     fn may_help(self, files: usize, bytes: u64) -> bool {
         match self {
             ParseHelpers::Exactly(n) => n > 0 && files > 0,
-            ParseHelpers::Auto => auto_helpers(hardware_concurrency(), files, bytes) > 0,
+            ParseHelpers::Auto => {
+                let most = bytes.saturating_mul(EXPORT_WORK_PER_BYTE);
+                auto_helpers(hardware_concurrency(), files, most) > 0
+            }
         }
     }
 
-    /// How many helpers parse `logs` (request position, size).
-    fn count(self, logs: &[(usize, u64)]) -> usize {
+    /// How many helpers load `jobs` (request position, work).
+    fn count(self, jobs: &[(usize, u64)]) -> usize {
         let n = match self {
             ParseHelpers::Exactly(n) => n,
             ParseHelpers::Auto => {
-                let bytes = logs.iter().map(|(_, size)| size).sum();
-                auto_helpers(hardware_concurrency(), logs.len(), bytes)
+                let work = jobs.iter().map(|(_, work)| work).sum();
+                auto_helpers(hardware_concurrency(), jobs.len(), work)
             }
         };
-        n.min(MAX_HELPERS).min(logs.len())
+        n.min(MAX_HELPERS).min(jobs.len())
     }
 }
 
-/// One load's logs and where each is parsed: driven by [`ParseBatch::drive`] beside the
-/// loading worker's walk over the files ([`ParseBatch::claim`] for each).
+/// One load's logs and exports and where each is loaded: driven by [`ParseBatch::drive`]
+/// beside the loading worker's walk over the files ([`ParseBatch::claim`] for each).
 pub struct ParseBatch<'a> {
     files: &'a [LoadItem],
+    /// Per job: an export (else a log).
+    exports: Vec<bool>,
+    /// What exports are read for (the session's).
+    read_options: ReadOptions,
     /// Helpers to use (0: every file in place).
     helpers: usize,
     fault: Option<ParseFault>,
     jobs: RefCell<ParseJobs>,
-    /// Logs the loading worker parsed ahead of their turn while it waited for a helper, by job,
-    /// with their parse's time (absent: the parse failed, and is done again in its turn).
-    ahead: RefCell<HashMap<usize, (LoadedLog, f64)>>,
+    /// Files the loading worker loaded ahead of their turn while it waited for a helper, by
+    /// job, with their load's time (absent: it failed, and is loaded again in its turn).
+    ahead: RefCell<HashMap<usize, (Loaded, f64)>>,
     /// How many of those were added (for the status line).
     added_ahead: Cell<usize>,
     /// The helpers given a log in this load.
@@ -101,35 +125,47 @@ pub struct ParseBatch<'a> {
 }
 
 impl<'a> ParseBatch<'a> {
-    /// Decides where the logs of `files` are parsed: sniffs each file's head when helpers may
-    /// pay, and starts no helper otherwise.
-    pub async fn plan(files: &'a [LoadItem], options: &PageOptions) -> ParseBatch<'a> {
+    /// Decides where the logs and exports of `files` are loaded: sniffs each file's head when
+    /// helpers may pay, and starts no helper otherwise. Exports are read for `read_options`.
+    pub async fn plan(
+        files: &'a [LoadItem],
+        options: &PageOptions,
+        read_options: ReadOptions,
+    ) -> ParseBatch<'a> {
         let policy = match options.parse_workers {
             Some(n) => ParseHelpers::Exactly(n),
             None => ParseHelpers::Auto,
         };
         let bytes = files.iter().map(|f| f.blob.size() as u64).sum();
-        let mut logs = Vec::new();
+        let mut jobs = Vec::new();
+        let mut exports = Vec::new();
         if policy.may_help(files.len(), bytes) {
             for (n, f) in files.iter().enumerate() {
                 let head = read_head(&f.blob, SNIFF_BYTES).await;
-                if matches!(sniff(&head), InputKind::NcclLog | InputKind::Gzip) {
-                    logs.push((n, f.blob.size() as u64));
-                }
+                let export = match sniff(&head) {
+                    InputKind::NcclLog | InputKind::Gzip => false,
+                    InputKind::NsysSqlite => true,
+                    InputKind::Unknown => continue,
+                };
+                jobs.push((n, work(f.blob.size() as u64, export)));
+                exports.push(export);
             }
         }
-        let helpers = policy.count(&logs);
+        let helpers = policy.count(&jobs);
         if helpers == 0 {
-            logs.clear();
+            jobs.clear();
+            exports.clear();
         }
         let (changed, changes) = unbounded();
         let (wake, wakes) = unbounded();
         ParseBatch {
             files,
+            exports,
+            read_options,
             helpers,
             fault: options.parse_fault,
             jobs: RefCell::new(ParseJobs::new(
-                logs,
+                jobs,
                 policy == ParseHelpers::Auto || options.parse_share,
             )),
             ahead: RefCell::default(),
@@ -152,12 +188,12 @@ impl<'a> ParseBatch<'a> {
         join(walk, self.drive()).await;
     }
 
-    /// The turn of the load's file `file` has come: the log parsed for it elsewhere or ahead
-    /// (renumbered later by the session) and how long its parse took, once it is there; `None`
-    /// when the loading worker loads the file itself now (an export, a log left to it, or one
-    /// whose helper failed). While its log is on a helper, the loading worker parses the next
-    /// waiting logs ahead instead of idling.
-    pub async fn claim(&self, file: usize) -> Option<(LoadedLog, f64)> {
+    /// The turn of the load's file `file` has come: the file loaded for it elsewhere or ahead
+    /// (a log is renumbered later by the session) and how long its load took, once it is
+    /// there; `None` when the loading worker loads the file itself now (one left to it, or one
+    /// whose helper failed). While its file is on a helper, the loading worker loads the next
+    /// waiting files ahead instead of idling.
+    pub async fn claim(&self, file: usize) -> Option<(Loaded, f64)> {
         let job = self.jobs.borrow().job_of(file)?;
         let mut changes = self.changes.take()?;
         let claimed = loop {
@@ -188,20 +224,31 @@ impl<'a> ParseBatch<'a> {
         let (bytes, helper, ms) = claimed?;
         let item = &self.files[file];
         let decoding = js_sys::Date::now();
-        match log_wire::decode(&bytes) {
-            Ok(parsed) => {
-                self.jobs.borrow_mut().added_from(helper);
-                let log = LoadedLog {
+        let decoded = if self.exports[job] {
+            nsys_wire::decode(&bytes).map(|read| {
+                Loaded::Export(match read {
+                    ExportRead::Read(export) => Ok(*export),
+                    ExportRead::Failed(e) => Err(e),
+                })
+            })
+        } else {
+            log_wire::decode(&bytes).map(|parsed| {
+                Loaded::Log(LoadedLog {
                     name: item.name.clone(),
                     bytes: item.blob.size() as u64,
                     parsed,
-                };
-                Some((log, ms + js_sys::Date::now() - decoding))
+                })
+            })
+        };
+        match decoded {
+            Ok(loaded) => {
+                self.jobs.borrow_mut().added_from(helper);
+                Some((loaded, ms + js_sys::Date::now() - decoding))
             }
             Err(e) => {
                 web_sys::console::warn_1(
                     &format!(
-                        "parsing worker {helper}: {e}; {} is parsed in the loading worker",
+                        "parsing worker {helper}: {e}; {} is loaded in the loading worker",
                         item.name
                     )
                     .into(),
@@ -211,29 +258,44 @@ impl<'a> ParseBatch<'a> {
         }
     }
 
-    /// Parses job `job`'s log in the loading worker ahead of its turn, as file 0 like a
-    /// helper's; its progress goes to its row as usual.
+    /// Loads job `job`'s file in the loading worker ahead of its turn (a log as file 0, like a
+    /// helper's); its progress goes to its row as usual.
     async fn parse_ahead(&self, job: usize) {
         let item = &self.files[self.jobs.borrow().file(job)];
         let started = js_sys::Date::now();
         let mut last_post = f64::NEG_INFINITY;
-        let parsed = parse_blob(&item.name, 0, &item.blob, |read| {
+        let progress = |read| {
             let now = js_sys::Date::now();
             if now - last_post >= PROGRESS_INTERVAL_MS {
                 last_post = now;
                 post(&ToPage::Progress { id: item.id, read }, None);
             }
-        })
-        .await;
-        // A failure is not kept: the file is loaded again in its turn, which reports it.
-        if let Ok(log) = parsed {
+        };
+        let loaded = if self.exports[job] {
+            let read =
+                read_export_blob(&item.name, &item.blob, &self.read_options, progress, |_| {})
+                    .await;
+            match read {
+                Ok(export) => Some(Loaded::Export(Ok(export))),
+                Err(ExportFailure::File(e)) => Some(Loaded::Export(Err(e))),
+                // Not the file's fault: it is read again in its turn.
+                Err(ExportFailure::SqlJs(_)) => None,
+            }
+        } else {
+            // A failure is not kept: the file is loaded again in its turn, which reports it.
+            parse_blob(&item.name, 0, &item.blob, progress)
+                .await
+                .ok()
+                .map(Loaded::Log)
+        };
+        if let Some(loaded) = loaded {
             let ms = js_sys::Date::now() - started;
-            self.ahead.borrow_mut().insert(job, (log, ms));
+            self.ahead.borrow_mut().insert(job, (loaded, ms));
         }
     }
 
-    /// For the status line: how many files were read in `ms`, how many logs on how many
-    /// helpers, and how many the loading worker parsed ahead of their turn.
+    /// For the status line: how many files were read in `ms`, how many on how many helpers,
+    /// and how many the loading worker loaded ahead of their turn.
     pub fn summary(&self, ms: f64) -> String {
         let jobs = self.jobs.borrow();
         let files = self.files.len();
@@ -244,8 +306,8 @@ impl<'a> ParseBatch<'a> {
         };
         match jobs.from_helpers() {
             (_, 0) => read,
-            (logs, helpers) => format!(
-                "{read} ({logs} of {} log{} parsed on {helpers} worker{}{ahead})",
+            (done, helpers) => format!(
+                "{read} ({done} of {} file{} read on {helpers} worker{}{ahead})",
                 jobs.len(),
                 plural(jobs.len()),
                 plural(helpers)
@@ -253,7 +315,7 @@ impl<'a> ParseBatch<'a> {
         }
     }
 
-    /// Hands the logs to helpers, largest first, one each, until none is left or on one;
+    /// Hands the files to helpers, most work first, one each, until none is left or on one;
     /// forwards their progress to the page and their results to the walk.
     async fn drive(&self) {
         if self.helpers == 0 {
@@ -310,7 +372,7 @@ impl<'a> ParseBatch<'a> {
                     let lost = self.jobs.borrow_mut().failed(h);
                     let what = lost.map_or(String::new(), |job| {
                         let name = &self.files[self.jobs.borrow().file(job)].name;
-                        format!("; {name} is parsed in the loading worker")
+                        format!("; {name} is loaded in the loading worker")
                     });
                     web_sys::console::warn_1(
                         &format!("parsing worker {h}: {message}{what}").into(),
@@ -329,7 +391,7 @@ impl<'a> ParseBatch<'a> {
         let _ = self.changed.unbounded_send(());
     }
 
-    /// Gives idle helpers the next logs, keeping at most `self.helpers` busy.
+    /// Gives idle helpers the next files, keeping at most `self.helpers` busy.
     fn dispatch(&self, pool: &mut Pool, fault: &mut Option<ParseFault>) {
         let mut busy = pool.busy(JobKind::Parse);
         // Helpers that already parsed in this load first: the pool may hold more than
@@ -348,7 +410,8 @@ impl<'a> ParseBatch<'a> {
                 break;
             };
             let item = &self.files[self.jobs.borrow().file(job)];
-            if let Err(message) = post_job(helper, job, item, fault.take()) {
+            let export = self.exports[job].then_some(&self.read_options);
+            if let Err(message) = post_job(helper, job, item, export, fault.take()) {
                 web_sys::console::warn_1(&format!("parsing worker {h}: {message}").into());
                 helper.retire();
                 self.jobs.borrow_mut().requeue(job);
@@ -369,15 +432,26 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// Posts parse job `job` (`item`'s file, which the browser shares, not copies) to a helper.
+/// Posts job `job` (`item`'s file, which the browser shares, not copies) to a helper: a log to
+/// parse, or an export to read for `export`'s options.
 fn post_job(
     helper: &Helper,
     job: usize,
     item: &LoadItem,
+    export: Option<&ReadOptions>,
     fault: Option<ParseFault>,
 ) -> Result<(), String> {
     let msg = Object::new();
     let _ = Reflect::set(&msg, &JOB_KEY.into(), &JsValue::from_f64(job as f64));
+    if let Some(options) = export {
+        let patterns: Array = options
+            .iteration_patterns
+            .iter()
+            .map(|p| JsValue::from_str(p))
+            .collect();
+        let _ = Reflect::set(&msg, &EXPORT_KEY.into(), &JsValue::TRUE);
+        let _ = Reflect::set(&msg, &PATTERNS_KEY.into(), &patterns);
+    }
     let _ = Reflect::set(&msg, &NAME_KEY.into(), &JsValue::from_str(&item.name));
     let _ = Reflect::set(&msg, &BLOB_KEY.into(), &item.blob);
     if let Some(f) = fault {
@@ -416,8 +490,8 @@ pub async fn parse_blob(
     Ok(loader.finish(blob.size() as u64))
 }
 
-/// The helper's side: if `data` is a parse job, parses its log (asynchronously: the file is
-/// read in slices) and answers; `false` for any other message.
+/// The helper's side: if `data` is a parse job, parses its log or reads its export
+/// (asynchronously: the file is read in slices) and answers; `false` for any other message.
 pub fn serve_job(data: &JsValue) -> bool {
     let Some(job) = Reflect::get(data, &JOB_KEY.into())
         .ok()
@@ -434,7 +508,23 @@ pub fn serve_job(data: &JsValue) -> bool {
         .ok()
         .and_then(|f| f.as_string())
         .and_then(|f| ParseFault::from_query(&f));
+    let export = Reflect::get(data, &EXPORT_KEY.into()).is_ok_and(|e| e.is_truthy());
     match Reflect::get(data, &BLOB_KEY.into()).map(JsCast::dyn_into::<Blob>) {
+        Ok(Ok(blob)) if export => {
+            let patterns = Reflect::get(data, &PATTERNS_KEY.into())
+                .ok()
+                .map(|p| {
+                    Array::from(&p)
+                        .iter()
+                        .filter_map(|p| p.as_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let options = ReadOptions {
+                iteration_patterns: patterns,
+            };
+            wasm_bindgen_futures::spawn_local(export_job(job, name, blob, options, fault))
+        }
         Ok(Ok(blob)) => wasm_bindgen_futures::spawn_local(parse_job(job, name, blob, fault)),
         _ => post(
             &ToPage::ParseFailed {
@@ -452,6 +542,70 @@ async fn parse_job(job: usize, name: String, blob: Blob, fault: Option<ParseFaul
     crate::align_pool::pause_warm_up();
     parse_and_answer(job, name, blob, fault).await;
     crate::align_pool::resume_warm_up();
+}
+
+async fn export_job(
+    job: usize,
+    name: String,
+    blob: Blob,
+    options: ReadOptions,
+    fault: Option<ParseFault>,
+) {
+    crate::align_pool::pause_warm_up();
+    read_and_answer(job, name, blob, options, fault).await;
+    crate::align_pool::resume_warm_up();
+}
+
+/// Reads an export as the loading worker would and answers with it, or with the file's error.
+async fn read_and_answer(
+    job: usize,
+    name: String,
+    blob: Blob,
+    options: ReadOptions,
+    fault: Option<ParseFault>,
+) {
+    let started = js_sys::Date::now();
+    let mut last_post = f64::NEG_INFINITY;
+    let mut crashed = false;
+    let read = read_export_blob(
+        &name,
+        &blob,
+        &options,
+        |read| {
+            if fault == Some(ParseFault::Crash) && !crashed {
+                crashed = true;
+                crash_soon();
+            }
+            let now = js_sys::Date::now();
+            if now - last_post >= PROGRESS_INTERVAL_MS {
+                last_post = now;
+                post(&ToPage::ParseProgress { job, read }, None);
+            }
+        },
+        |_| {},
+    )
+    .await;
+    if crashed {
+        // The uncaught error ends this helper: no answer.
+        return;
+    }
+    let read = match read {
+        Ok(export) => ExportRead::Read(Box::new(export)),
+        Err(ExportFailure::File(e)) => ExportRead::Failed(e),
+        // sql.js did not load here: this helper's fault; the file is read in the loading
+        // worker.
+        Err(ExportFailure::SqlJs(e)) => {
+            let message = format!("sql.js: {e}");
+            return post(&ToPage::ParseFailed { job, message }, None);
+        }
+    };
+    let mut bytes = nsys_wire::encode(&read);
+    drop(read);
+    if fault == Some(ParseFault::Bytes) {
+        bytes.truncate(bytes.len() / 2);
+    }
+    let ms = js_sys::Date::now() - started;
+    post_bytes(&ToPage::Parsed { job, ms }, RESULT_KEY, bytes);
 }
 
 async fn parse_and_answer(job: usize, name: String, blob: Blob, fault: Option<ParseFault>) {

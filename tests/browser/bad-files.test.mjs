@@ -1,7 +1,8 @@
 // Bad files dropped together with good ones: each bad file gets a clear message naming it, the
 // loading worker survives (sql.js errors are caught in it), and the good files still load with
-// the native command's counts. The same with the logs parsed on helper workers
-// (`?parse-workers=3`): where a log is parsed changes no message.
+// the native command's counts. The same with the logs parsed and the exports read on helper
+// workers (`?parse-workers=3`): where a file is loaded changes no message, and a bad export read
+// on a helper is the file's error, not the helper's.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -55,8 +56,14 @@ for (const query of ['', '?parse-workers=3']) test(`bad exports and logs are rep
     }
 
     if (query) {
-      // The good log was parsed on a helper (the refused junk.log never was a log to parse).
-      await s.page.getByTestId('analysis-status').filter({ hasText: /\(1 of 1 log parsed on 1 worker\)/ }).waitFor({ timeout: 60_000 });
+      // Every log and export, good or bad, was loaded on a helper (files that are neither are
+      // refused before): none was handed back to the loading worker.
+      const line = s.page.getByTestId('analysis-status');
+      await line.filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 60_000 });
+      const read = (await line.textContent()).match(/\((\d+) of (\d+) files read on [1-3] workers?\)/);
+      assert.ok(read, await line.textContent());
+      assert.equal(read[1], read[2], await line.textContent());
+      assert.ok(+read[2] >= 3, `${read[2]} files to load on helpers`);
     }
 
     const nativeExport = nativeSummary([goodExport]).inputs[0];

@@ -1,15 +1,16 @@
-// Parsing on several Web Workers (issue 11): the loading worker hands each log of a load to a
-// helper worker (the same helpers that align) and adds the parsed logs to the session in the
-// order of the drop, renumbered to their place. Where a log is parsed must not change anything:
+// Loading on several Web Workers (issue 11): the loading worker hands each log and export of a
+// load to a helper worker (the same helpers that align) and adds the parsed logs and read
+// exports to the session in the order of the drop, logs renumbered to their place. Where a file
+// is loaded must not change anything:
 // with `?parse-workers=3&align-workers=3` the page's every enriched kernel (the kernels CSV),
 // the rank table and every file's row (facts, diagnostics with their line numbers, the records
 // digest of `?digest`) equal those with `?parse-workers=0&align-workers=0` (everything in the
 // loading worker), for the demo run and generator runs with several logs: plain, gzip-compressed
 // with a garbled and truncated log, and with a refused file before the logs (so a log's place
 // in the session is not its place in the drop). A helper that fails mid-job (an uncaught error,
-// or bytes cut short) changes nothing either: its log is parsed in the loading worker, and the
-// console says so as a warning. With `?parse-share` the loading worker parses beside the helper,
-// as it does by default (logs no helper took, and logs ahead of their turn while it waits).
+// or bytes cut short) changes nothing either: its file is loaded in the loading worker, and the
+// console says so as a warning. With `?parse-share` the loading worker loads beside the helper,
+// as it does by default (files no helper took, and files ahead of their turn while it waits).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -104,20 +105,25 @@ after(async () => {
   for (const d of made) fs.rmSync(d, { recursive: true, force: true });
 });
 
-for (const [name, files, logs] of [['demo', demoFiles, 1], ['tp2pp2', () => generated('tp2pp2'), 4],
-  ['tp2pp2 gzip, garbled, refused', mangled, 4]]) {
-  test(`${name}: logs parsed on three workers give what the loading worker alone gives`, async () => {
+/** How many of `files` are logs or exports (the refused file is neither). */
+const loadable = (files) => files.filter((f) => /\.(log|log\.gz|sqlite)$/.test(f) && !f.endsWith('0-notes.log')).length;
+
+for (const [name, files] of [['demo', demoFiles], ['tp2pp2', () => generated('tp2pp2')],
+  ['tp2pp2 gzip, garbled, refused', mangled]]) {
+  test(`${name}: logs and exports loaded on three workers give what the loading worker alone gives`, async () => {
     const inputs = files();
     await withScreenshot(s.page, `parse-workers-${name.replace(/\W+/g, '-')}`, async () => {
       const alone = await analyse(s, inputs, ALONE);
       const helped = await analyse(s, inputs, HELPED);
       assert.match(alone.status, new RegExp(`^Analysed in \\d+ ms: read ${inputs.length} files in \\d+ ms; re-aligned`));
-      // Every log went through a helper (three are started; a fast one may parse two logs
-      // before the last one is ready), and the same helpers then aligned.
-      const parsed = helped.status.match(/\((\d+) of (\d+) logs? parsed on (\d) workers?\)/);
+      // Every log and export went through a helper (three are started; a fast one may load
+      // two files before the last one is ready), and the same helpers then aligned.
+      const n = loadable(inputs);
+      assert.ok(inputs.some((f) => f.endsWith('.sqlite')), `${name}: exports among the files`);
+      const parsed = helped.status.match(/\((\d+) of (\d+) files? read on (\d) workers?\)/);
       assert.ok(parsed, helped.status);
-      assert.deepEqual([+parsed[1], +parsed[2]], [logs, logs], helped.status);
-      assert.ok(+parsed[3] >= 1 && +parsed[3] <= Math.min(3, logs), helped.status);
+      assert.deepEqual([+parsed[1], +parsed[2]], [n, n], helped.status);
+      assert.ok(+parsed[3] >= 1 && +parsed[3] <= Math.min(3, n), helped.status);
       assert.match(helped.status, /\(aligned in \d+ ms on 3 workers\)$/);
       assertSame(helped, alone, name);
       if (name.includes('garbled')) {
@@ -145,7 +151,7 @@ test('the loading worker parsing beside one helper (as by default) gives the sam
     const alone = await analyse(s, inputs, ALONE);
     const shared = await analyse(s, inputs, 'parse-workers=1&parse-share&align-workers=3');
     console.log(shared.status);
-    const parsed = shared.status.match(/^Analysed in \d+ ms: read \d+ files in \d+ ms(?: \((\d+) of 4 logs parsed on 1 worker(?:, (\d+) ahead by the loading worker)?\))?;/);
+    const parsed = shared.status.match(new RegExp(`^Analysed in \\d+ ms: read \\d+ files in \\d+ ms(?: \\((\\d+) of ${loadable(inputs)} files read on 1 worker(?:, (\\d+) ahead by the loading worker)?\\))?;`));
     assert.ok(parsed, shared.status);
     assertSame(shared, alone, 'shared');
     assert.deepEqual(s.errors, []);
@@ -153,21 +159,22 @@ test('the loading worker parsing beside one helper (as by default) gives the sam
 });
 
 for (const fault of ['crash', 'bytes']) {
-  test(`a parsing worker that fails (${fault}) has its log parsed by the loading worker`, async () => {
+  test(`a parsing worker that fails (${fault}) has its file loaded by the loading worker`, async () => {
     const inputs = generated('tp2pp2');
     await withScreenshot(s.page, `parse-workers-fault-${fault}`, async () => {
       const alone = await analyse(s, inputs, ALONE);
       const warnings = [];
       const onConsole = (m) => { if (m.type() === 'warning') warnings.push(m.text()); };
       s.page.on('console', onConsole);
-      // The helper given the first (largest) log fails: it dies with an uncaught error after
-      // its first slice, or answers with its bytes cut short.
+      // The helper given the first job (the most work) fails: it dies with an uncaught error
+      // after its first slice, or answers with its bytes cut short.
       const faulty = await analyse(s, inputs, `${HELPED}&parse-fault=${fault}`);
       s.page.off('console', onConsole);
-      const failures = warnings.filter((w) => /^parsing worker \d+: .* is parsed in the loading worker$/.test(w));
+      const failures = warnings.filter((w) => /^parsing worker \d+: .* is loaded in the loading worker$/.test(w));
       assert.equal(failures.length, 1, warnings.join('\n'));
-      assert.match(failures[0], fault === 'crash' ? /parse fault/ : /not a parsed log/);
-      assert.match(faulty.status, /\(3 of 4 logs parsed on \d workers?\)/);
+      assert.match(failures[0], fault === 'crash' ? /parse fault/ : /not a (parsed log|read export)/);
+      const n = loadable(inputs);
+      assert.match(faulty.status, new RegExp(`\\(${n - 1} of ${n} files read on \\d workers?\\)`));
       assertSame(faulty, alone, `fault ${fault}`);
       // The helper's failure is a warning, never a page error.
       assert.deepEqual(s.errors, []);

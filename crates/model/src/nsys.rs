@@ -42,6 +42,7 @@ pub struct KernelName {
 }
 
 /// One NVTX range (push/pop or start/end).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct NvtxRange {
     pub pid: u32,
@@ -54,6 +55,7 @@ pub struct NvtxRange {
 }
 
 /// Non-NCCL kernels of one process on one device, counted in SQL (the page never needs each row).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OtherKernels {
     pub pid: u32,
@@ -64,6 +66,7 @@ pub struct OtherKernels {
 }
 
 /// A process that ran kernels or emitted NVTX ranges.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Process {
     pub pid: u32,
@@ -71,6 +74,7 @@ pub struct Process {
 }
 
 /// A GPU from `TARGET_INFO_GPU`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gpu {
     pub id: u32,
@@ -81,6 +85,7 @@ pub struct Gpu {
 }
 
 /// One row of `TARGET_INFO_CUDA_DEVICE`: a process' CUDA ordinal mapped to a GPU.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CudaDeviceMap {
     pub gpu_id: Option<u32>,
@@ -89,6 +94,7 @@ pub struct CudaDeviceMap {
 }
 
 /// When the capture began. Wall time of an event = `utc_epoch_ns + (ts − host_clock_ns)`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionStart {
     pub utc_epoch_ns: i64,
@@ -97,6 +103,7 @@ pub struct SessionStart {
 }
 
 /// One entry of an NVTX payload schema (`NVTX_PAYLOAD_SCHEMA_ENTRIES`).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayloadEntry {
     pub idx: u32,
@@ -110,6 +117,7 @@ pub struct PayloadEntry {
 }
 
 /// An NVTX payload schema (`NVTX_PAYLOAD_SCHEMAS` + its entries), deduplicated across processes.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PayloadSchema {
     pub domain_id: u64,
@@ -120,6 +128,7 @@ pub struct PayloadSchema {
 }
 
 /// One decoded payload value.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub enum PayloadValue {
     Int(i64),
@@ -129,6 +138,7 @@ pub enum PayloadValue {
 }
 
 /// One decoded field of a binary NVTX payload.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct PayloadField {
     pub name: String,
@@ -137,6 +147,7 @@ pub struct PayloadField {
 
 /// An NCCL API call seen as an NVTX range in NCCL's own domain (`ncclAllReduce`, `ncclSend`, ...),
 /// with what its typed payload says where the export kept the payload bytes.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct NcclNvtxCall {
     /// Index into [`NsysExport::nvtx`].
@@ -156,6 +167,7 @@ pub struct NcclNvtxCall {
 }
 
 /// Everything read from one Nsight Systems export.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct NsysExport {
     pub path: String,

@@ -28,6 +28,16 @@ pub struct LoadedExport {
     pub export: NsysExport,
 }
 
+/// Reads an export through `db` (which the caller may close right after), for
+/// [`Session::add_read_export`]; a failure is the message the file's report gives.
+pub fn read_export(
+    db: &dyn SqlSource,
+    name: &str,
+    options: &ReadOptions,
+) -> Result<NsysExport, String> {
+    ingest_nsys::read_export(db, name, options).map_err(|d| d.message)
+}
+
 /// Every input loaded so far.
 #[derive(Default)]
 pub struct Session {
@@ -143,33 +153,49 @@ impl Session {
 
     /// Reads an export through `db` (which the caller may close right after) and reports on it.
     pub fn add_export(&mut self, db: &dyn SqlSource, name: &str, bytes: u64) -> FileReport {
+        let read = read_export(db, name, &self.read_options);
+        self.add_read_export(name, bytes, read)
+    }
+
+    /// Keeps the export `name` of `bytes` read elsewhere ([`read_export`], e.g. on another
+    /// worker, with this session's [`Session::read_options`]), or the message of its failure,
+    /// and reports on it exactly as [`Session::add_export`] would have: an export has no file
+    /// index to renumber. Exports read elsewhere must be added in the order of the request,
+    /// like files loaded in place.
+    pub fn add_read_export(
+        &mut self,
+        name: &str,
+        bytes: u64,
+        read: Result<NsysExport, String>,
+    ) -> FileReport {
         self.next_file += 1;
-        match ingest_nsys::read_export(db, name, &self.read_options) {
-            Ok(export) => {
-                let loaded = LoadedExport {
-                    name: name.to_string(),
-                    bytes,
-                    export,
-                };
-                let mut report = export_report(&loaded);
-                if self.digests {
-                    report.digest = Some(export_digest(&loaded.export));
-                }
-                let mine = export_processes(&loaded.export);
-                let earlier = self.exports.iter().map(|e| e.name.as_str());
-                let twice = claimed_twice(
-                    name,
-                    &mine,
-                    earlier.zip(&self.export_processes),
-                    "NCCL kernels",
-                );
-                report.diagnostics.extend(twice);
-                self.exports.push(loaded);
-                self.export_processes.push(mine);
-                report
+        let export = match read {
+            Ok(export) => export,
+            Err(message) => {
+                return FileReport::failed(name, InputKind::NsysSqlite, bytes, message);
             }
-            Err(d) => FileReport::failed(name, InputKind::NsysSqlite, bytes, d.message),
+        };
+        let loaded = LoadedExport {
+            name: name.to_string(),
+            bytes,
+            export,
+        };
+        let mut report = export_report(&loaded);
+        if self.digests {
+            report.digest = Some(export_digest(&loaded.export));
         }
+        let mine = export_processes(&loaded.export);
+        let earlier = self.exports.iter().map(|e| e.name.as_str());
+        let twice = claimed_twice(
+            &loaded.name,
+            &mine,
+            earlier.zip(&self.export_processes),
+            "NCCL kernels",
+        );
+        report.diagnostics.extend(twice);
+        self.exports.push(loaded);
+        self.export_processes.push(mine);
+        report
     }
 
     /// One track per GPU of each process in the exports, NCCL kernels only, labelled and

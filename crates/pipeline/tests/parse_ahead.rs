@@ -1,13 +1,18 @@
-//! Logs parsed ahead of their turn (the page's parsing workers: every log parsed as file 0, in
-//! any order, sent back as `log_wire` bytes) and added to the session in the request's order
-//! with `Session::add_log_parsed_ahead` give the session a single worker gives: every file's
-//! report (records digest included), every log's records and the analysis. The requests mix
+//! Logs parsed and exports read ahead of their turn (the page's helper workers: every log
+//! parsed as file 0, in any order, sent back as `log_wire` bytes; every export read and sent
+//! back as `nsys_wire` bytes) and added to the session in the request's order with
+//! `Session::add_log_parsed_ahead` and `Session::add_read_export` give the session a single
+//! worker gives: every file's report (records digest included), every log's and export's
+//! records and the analysis. The requests mix
 //! logs with exports, gzip-compressed logs, a garbled and truncated log, and a file that is
 //! refused before it gets an index (so later logs' indices are not their positions).
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use pipeline::{analyse, sniff, FileReport, InputKind, LoadedLog, LogLoader, Session, UserSizes};
+use ingest_nsys::ReadOptions;
+use pipeline::{
+    analyse, read_export, sniff, FileReport, InputKind, LoadedLog, LogLoader, Session, UserSizes,
+};
 use rusqlite::Connection;
 use sqlsource_native::NativeDb;
 use std::io::Write;
@@ -84,8 +89,8 @@ fn in_place(inputs: &[Input]) -> (Session, Vec<FileReport>) {
     (s, reports)
 }
 
-/// The request's logs parsed ahead, largest first, as file 0, and through their bytes; then
-/// added in the request's order.
+/// The request's logs parsed ahead, largest first, as file 0, and its exports read ahead, last
+/// first, all through their bytes; then added in the request's order.
 fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
     let mut order: Vec<usize> = (0..inputs.len()).collect();
     order.sort_by_key(|&i| match &inputs[i] {
@@ -94,8 +99,16 @@ fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
     });
     let mut wire: Vec<Option<Vec<u8>>> = inputs.iter().map(|_| None).collect();
     for i in order {
-        if let Input::Log(name, bytes) = &inputs[i] {
-            wire[i] = Some(log_wire::encode(&parse(name, bytes, 0).parsed));
+        match &inputs[i] {
+            Input::Log(name, bytes) => {
+                wire[i] = Some(log_wire::encode(&parse(name, bytes, 0).parsed));
+            }
+            Input::Export(name, db) => {
+                let export = read_export(db, name, &ReadOptions::default()).expect("reads");
+                let read = nsys_wire::ExportRead::Read(Box::new(export));
+                wire[i] = Some(nsys_wire::encode(&read));
+            }
+            Input::Refused => {}
         }
     }
     let mut s = session();
@@ -111,7 +124,14 @@ fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
                 };
                 reports.push(s.add_log_parsed_ahead(log));
             }
-            Input::Export(name, db) => reports.push(s.add_export(db, name, 0)),
+            Input::Export(name, _) => {
+                let Ok(nsys_wire::ExportRead::Read(export)) =
+                    nsys_wire::decode(&wire.expect("read ahead"))
+                else {
+                    panic!("{name}: not an export");
+                };
+                reports.push(s.add_read_export(name, 0, Ok(*export)));
+            }
             Input::Refused => {}
         }
     }
@@ -128,6 +148,11 @@ fn check(preset: &str, gzip_every: Option<usize>) {
     for (x, y) in a.logs().iter().zip(b.logs()) {
         assert_eq!(x.parsed, y.parsed, "{preset}: {}", x.name);
         assert_ne!(x.parsed.file_index, 0, "{preset}: exports come first");
+    }
+    assert!(!a.exports().is_empty(), "{preset}: no exports");
+    assert_eq!(a.exports().len(), b.exports().len(), "{preset}: exports");
+    for (x, y) in a.exports().iter().zip(b.exports()) {
+        assert_eq!(x.export, y.export, "{preset}: {}", x.name);
     }
     let (x, y) = (
         analyse(&a, &UserSizes::default()),

@@ -117,6 +117,8 @@ try {
     timeline_s: timelineS === null ? null : +timelineS.toFixed(2),
     worker_load_s: +(loadMs / 1000).toFixed(1),
     worker_load_mb_per_s: +(bytes / 1e6 / (loadMs / 1000)).toFixed(0),
+    // Each file's load time (on whichever worker loaded it), for small runs.
+    ...(rows.length <= 16 ? { file_load_ms: Object.fromEntries(rows.map((r) => [r.file, Math.round(r.ms)])) } : {}),
     analysis_s: +(analysisMs / 1000).toFixed(2),
     analysis_status: await s.page.getByTestId('analysis-status').textContent().catch(() => ''),
     kernels: Number(/(\d+) kernels/.exec(summary)?.[1] ?? 0),
