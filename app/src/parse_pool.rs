@@ -508,24 +508,23 @@ pub fn serve_job(data: &JsValue) -> bool {
         .ok()
         .and_then(|f| f.as_string())
         .and_then(|f| ParseFault::from_query(&f));
-    let export = Reflect::get(data, &EXPORT_KEY.into()).is_ok_and(|e| e.is_truthy());
-    match Reflect::get(data, &BLOB_KEY.into()).map(JsCast::dyn_into::<Blob>) {
-        Ok(Ok(blob)) if export => {
-            let patterns = Reflect::get(data, &PATTERNS_KEY.into())
-                .ok()
+    // An export job carries the options it is read for.
+    let export = Reflect::get(data, &EXPORT_KEY.into())
+        .is_ok_and(|e| e.is_truthy())
+        .then(|| ReadOptions {
+            iteration_patterns: Reflect::get(data, &PATTERNS_KEY.into())
                 .map(|p| {
                     Array::from(&p)
                         .iter()
                         .filter_map(|p| p.as_string())
                         .collect()
                 })
-                .unwrap_or_default();
-            let options = ReadOptions {
-                iteration_patterns: patterns,
-            };
-            wasm_bindgen_futures::spawn_local(export_job(job, name, blob, options, fault))
+                .unwrap_or_default(),
+        });
+    match Reflect::get(data, &BLOB_KEY.into()).map(JsCast::dyn_into::<Blob>) {
+        Ok(Ok(blob)) => {
+            wasm_bindgen_futures::spawn_local(helper_job(job, name, blob, export, fault))
         }
-        Ok(Ok(blob)) => wasm_bindgen_futures::spawn_local(parse_job(job, name, blob, fault)),
         _ => post(
             &ToPage::ParseFailed {
                 job,
@@ -537,82 +536,33 @@ pub fn serve_job(data: &JsValue) -> bool {
     true
 }
 
-async fn parse_job(job: usize, name: String, blob: Blob, fault: Option<ParseFault>) {
-    // The parse reads its file in slices, each a task of its own: no warm-up round between.
-    crate::align_pool::pause_warm_up();
-    parse_and_answer(job, name, blob, fault).await;
-    crate::align_pool::resume_warm_up();
-}
-
-async fn export_job(
+async fn helper_job(
     job: usize,
     name: String,
     blob: Blob,
-    options: ReadOptions,
+    export: Option<ReadOptions>,
     fault: Option<ParseFault>,
 ) {
+    // The job reads its file in slices, each a task of its own: no warm-up round between.
     crate::align_pool::pause_warm_up();
-    read_and_answer(job, name, blob, options, fault).await;
+    load_and_answer(job, name, blob, export, fault).await;
     crate::align_pool::resume_warm_up();
 }
 
-/// Reads an export as the loading worker would and answers with it, or with the file's error.
-async fn read_and_answer(
+/// Parses the log, or reads the export (`export`'s options), as the loading worker would, and
+/// answers with its bytes: the parsed log, or the export or the file's error. A failure that is
+/// not the file's (its bytes unreadable, sql.js not loading) answers as this helper's failure.
+async fn load_and_answer(
     job: usize,
     name: String,
     blob: Blob,
-    options: ReadOptions,
+    export: Option<ReadOptions>,
     fault: Option<ParseFault>,
 ) {
     let started = js_sys::Date::now();
     let mut last_post = f64::NEG_INFINITY;
     let mut crashed = false;
-    let read = read_export_blob(
-        &name,
-        &blob,
-        &options,
-        |read| {
-            if fault == Some(ParseFault::Crash) && !crashed {
-                crashed = true;
-                crash_soon();
-            }
-            let now = js_sys::Date::now();
-            if now - last_post >= PROGRESS_INTERVAL_MS {
-                last_post = now;
-                post(&ToPage::ParseProgress { job, read }, None);
-            }
-        },
-        |_| {},
-    )
-    .await;
-    if crashed {
-        // The uncaught error ends this helper: no answer.
-        return;
-    }
-    let read = match read {
-        Ok(export) => ExportRead::Read(Box::new(export)),
-        Err(ExportFailure::File(e)) => ExportRead::Failed(e),
-        // sql.js did not load here: this helper's fault; the file is read in the loading
-        // worker.
-        Err(ExportFailure::SqlJs(e)) => {
-            let message = format!("sql.js: {e}");
-            return post(&ToPage::ParseFailed { job, message }, None);
-        }
-    };
-    let mut bytes = nsys_wire::encode(&read);
-    drop(read);
-    if fault == Some(ParseFault::Bytes) {
-        bytes.truncate(bytes.len() / 2);
-    }
-    let ms = js_sys::Date::now() - started;
-    post_bytes(&ToPage::Parsed { job, ms }, RESULT_KEY, bytes);
-}
-
-async fn parse_and_answer(job: usize, name: String, blob: Blob, fault: Option<ParseFault>) {
-    let started = js_sys::Date::now();
-    let mut last_post = f64::NEG_INFINITY;
-    let mut crashed = false;
-    let parsed = parse_blob(&name, 0, &blob, |read| {
+    let progress = |read| {
         if fault == Some(ParseFault::Crash) && !crashed {
             crashed = true;
             crash_soon();
@@ -622,16 +572,23 @@ async fn parse_and_answer(job: usize, name: String, blob: Blob, fault: Option<Pa
             last_post = now;
             post(&ToPage::ParseProgress { job, read }, None);
         }
-    })
-    .await;
+    };
+    let answer = match export {
+        Some(options) => match read_export_blob(&name, &blob, &options, progress, |_| {}).await {
+            Ok(export) => Ok(nsys_wire::encode(&ExportRead::Read(Box::new(export)))),
+            Err(ExportFailure::File(e)) => Ok(nsys_wire::encode(&ExportRead::Failed(e))),
+            Err(ExportFailure::SqlJs(e)) => Err(format!("sql.js: {e}")),
+        },
+        None => parse_blob(&name, 0, &blob, progress)
+            .await
+            .map(|log| log_wire::encode(&log.parsed)),
+    };
     if crashed {
         // The uncaught error ends this helper: no answer.
         return;
     }
-    match parsed {
-        Ok(log) => {
-            let mut bytes = log_wire::encode(&log.parsed);
-            drop(log);
+    match answer {
+        Ok(mut bytes) => {
             if fault == Some(ParseFault::Bytes) {
                 bytes.truncate(bytes.len() / 2);
             }
