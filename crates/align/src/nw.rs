@@ -45,7 +45,7 @@
 //! proof of optimality: it agrees with the reference on the property test and on realistic
 //! inputs, where the true path stays near the anchors.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A score no alignment can reach: "this state is impossible".
 pub const NEG: i64 = i64::MIN / 4;
@@ -1218,12 +1218,14 @@ fn kmer_anchors<S: Score + ?Sized>(sc: &S, n: usize, m: usize, k: usize) -> Vec<
     let ha = hashes(n, &|i| sc.key_a(i));
     let hb = hashes(m, &|j| sc.key_b(j));
     // k-mer hash → (occurrences, first position)
-    let mut ma: HashMap<u64, (u32, usize)> = HashMap::with_capacity(ha.len());
+    let mut ma: HashMap<u64, (u32, usize)> =
+        HashMap::with_capacity_and_hasher(ha.len(), Default::default());
     for (p, &h) in ha.iter().enumerate() {
         let e = ma.entry(h).or_insert((0, p));
         e.0 += 1;
     }
-    let mut mb: HashMap<u64, (u32, usize)> = HashMap::with_capacity(hb.len());
+    let mut mb: HashMap<u64, (u32, usize)> =
+        HashMap::with_capacity_and_hasher(hb.len(), Default::default());
     for (p, &h) in hb.iter().enumerate() {
         let e = mb.entry(h).or_insert((0, p));
         e.0 += 1;

@@ -9,14 +9,17 @@
 //!    consecutive Send/Recv lines (a *fusion move* of the aligner). NCCL counts opCount per
 //!    launch, so the lines of one group share their communicator and opCount; the DP may still
 //!    split a group between kernels (NCCL splits large groups) or leave lines unmatched.
-//! 3. A first alignment on symbols alone.
+//! 3. A first alignment on symbols alone (of a long process's first kernels and log lines, when
+//!    their vote in step 4 splits it into streams that cover all of it).
 //! 4. Streams: the pairs of step 3 vote for a one-to-one map log stream pointer → kernel stream
 //!    id; each mapped pair of streams is then aligned on its own (kernels of concurrent streams
 //!    interleave differently from the log's enqueue order).
 //! 5. Timestamps: the pairs vote for a clock offset (median of kernel − log time, scale from the
 //!    MAD); the alignment is redone with matches far from the offset penalised.
 
-use std::collections::HashMap;
+// Fx: the keys are small integers and tuples, hashed per log line and kernel (SipHash was a tenth
+// of the native analysis).
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::nw::{self, Score, Step, NEG};
 use crate::scoring::{PairTable, Scorer, Scoring, TimeModel};
@@ -193,6 +196,19 @@ pub fn align_process_hinted(
     cfg: &AlignConfig,
     hints: &[Option<(u64, u64)>],
 ) -> ProcessAlignment {
+    align_process_voting_on(log_ops, kernels, names, cfg, hints, VOTE_PREFIX)
+}
+
+/// [`align_process_hinted`], the stream map voted by the first `prefix` kernels when that
+/// settles it ([`prefix_stream_map`]).
+fn align_process_voting_on(
+    log_ops: &[LogOp],
+    kernels: &[Kernel],
+    names: &[Option<KernelName>],
+    cfg: &AlignConfig,
+    hints: &[Option<(u64, u64)>],
+    prefix: usize,
+) -> ProcessAlignment {
     // 1. Kernels.
     let mut kidx: Vec<usize> = Vec::new();
     let mut ksym: Vec<Symbol> = Vec::new();
@@ -217,65 +233,58 @@ pub fn align_process_hinted(
         usym: &usym,
     };
 
-    // 3. First pass on symbols alone.
+    // 3. First pass on symbols alone, and 4. the stream map it votes for.
     let all_u: Vec<usize> = (0..units.len()).collect();
     let all_k: Vec<usize> = (0..ksym.len()).collect();
-    let mut matches = align_group(&ctx, &all_k, &all_u, None);
+    let (first, stream_map) = if cfg.per_stream {
+        match prefix_stream_map(&ctx, &all_k, &all_u, prefix) {
+            Some(map) => (None, map),
+            None => {
+                let m = align_group(&ctx, &all_k, &all_u, None);
+                let map = stream_map_of(&ksym, &usym, &m);
+                (Some(m), map)
+            }
+        }
+    } else {
+        (Some(align_group(&ctx, &all_k, &all_u, None)), Vec::new())
+    };
 
     // 4. Streams.
     let mut groups = vec![(all_k.clone(), all_u.clone())];
-    let mut stream_map = Vec::new();
     // Whether the streams split the process into groups (then aligned group by group, below).
     let mut split = false;
-    if cfg.per_stream {
-        let mut votes: HashMap<(u64, u64), usize> = HashMap::new();
-        for (k, us) in &matches {
-            *votes
-                .entry((usym[us[0]].stream, ksym[*k].stream))
-                .or_default() += 1;
+    if stream_map.len() > 1 {
+        let (used_l, used_k): (Vec<u64>, Vec<u64>) = stream_map.iter().copied().unzip();
+        groups = stream_map
+            .iter()
+            .map(|&(ls, ks)| {
+                let k = all_k
+                    .iter()
+                    .copied()
+                    .filter(|&k| ksym[k].stream == ks)
+                    .collect();
+                let u = all_u
+                    .iter()
+                    .copied()
+                    .filter(|&u| usym[u].stream == ls)
+                    .collect();
+                (k, u)
+            })
+            .collect();
+        let k_rest: Vec<usize> = all_k
+            .iter()
+            .copied()
+            .filter(|&k| !used_k.contains(&ksym[k].stream))
+            .collect();
+        let u_rest: Vec<usize> = all_u
+            .iter()
+            .copied()
+            .filter(|&u| !used_l.contains(&usym[u].stream))
+            .collect();
+        if !k_rest.is_empty() && !u_rest.is_empty() {
+            groups.push((k_rest, u_rest));
         }
-        let mut v: Vec<((u64, u64), usize)> = votes.into_iter().collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let (mut used_l, mut used_k) = (Vec::new(), Vec::new());
-        for ((ls, ks), _) in v {
-            if !used_l.contains(&ls) && !used_k.contains(&ks) {
-                used_l.push(ls);
-                used_k.push(ks);
-                stream_map.push((ls, ks));
-            }
-        }
-        if stream_map.len() > 1 {
-            groups = stream_map
-                .iter()
-                .map(|&(ls, ks)| {
-                    let k = all_k
-                        .iter()
-                        .copied()
-                        .filter(|&k| ksym[k].stream == ks)
-                        .collect();
-                    let u = all_u
-                        .iter()
-                        .copied()
-                        .filter(|&u| usym[u].stream == ls)
-                        .collect();
-                    (k, u)
-                })
-                .collect();
-            let k_rest: Vec<usize> = all_k
-                .iter()
-                .copied()
-                .filter(|&k| !used_k.contains(&ksym[k].stream))
-                .collect();
-            let u_rest: Vec<usize> = all_u
-                .iter()
-                .copied()
-                .filter(|&u| !used_l.contains(&usym[u].stream))
-                .collect();
-            if !k_rest.is_empty() && !u_rest.is_empty() {
-                groups.push((k_rest, u_rest));
-            }
-            split = true;
-        }
+        split = true;
     }
 
     // 5. Timestamps: offset from the last unit of each match (the kernel launches after it).
@@ -297,12 +306,15 @@ pub fn align_process_hinted(
             cfg.min_time_scale_ns,
         );
     }
-    if split || time.is_some() {
-        matches = groups
+    // Not split and no clock model: the first pass is the answer (it was run: a stream map
+    // of one pair or none is never taken from a prefix).
+    let mut matches = match first {
+        Some(m) if !split && time.is_none() => m,
+        _ => groups
             .iter()
             .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
-            .collect();
-    }
+            .collect(),
+    };
     if cfg.use_timestamps {
         for _ in 0..TIME_ROUNDS {
             let samples: Vec<(i64, i64)> = matches
@@ -333,7 +345,7 @@ pub fn align_process_hinted(
     // Output.
     let confidence = confidences(cfg, &ksym, &usym, &matches, time.as_ref());
     let mut per_kernel: Vec<Option<KernelMatch>> = vec![None; kernels.len()];
-    let mut dups_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut dups_of: HashMap<usize, Vec<usize>> = HashMap::default();
     for (l, d) in dup_of.iter().enumerate() {
         if let Some(first) = *d {
             dups_of.entry(first).or_default().push(l);
@@ -399,12 +411,75 @@ pub fn align_process_hinted(
     ProcessAlignment { per_kernel, report }
 }
 
+/// Kernels in the prefix of a process that votes for its stream map (see
+/// [`prefix_stream_map`]).
+const VOTE_PREFIX: usize = 2048;
+
+/// The one-to-one map log stream pointer → kernel stream id that the pairs `m` vote for:
+/// the most-voted pairs first, each stream used once.
+fn stream_map_of(ksym: &[Symbol], usym: &[Symbol], m: &Matches) -> Vec<(u64, u64)> {
+    let mut votes: HashMap<(u64, u64), usize> = HashMap::default();
+    for (k, us) in m {
+        *votes
+            .entry((usym[us[0]].stream, ksym[*k].stream))
+            .or_default() += 1;
+    }
+    let mut v: Vec<((u64, u64), usize)> = votes.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let (mut used_l, mut used_k) = (Vec::new(), Vec::new());
+    let mut map = Vec::new();
+    for ((ls, ks), _) in v {
+        if !used_l.contains(&ls) && !used_k.contains(&ks) {
+            used_l.push(ls);
+            used_k.push(ks);
+            map.push((ls, ks));
+        }
+    }
+    map
+}
+
+/// The stream map voted by the first `prefix` kernels and as large a share of the log units,
+/// aligned on symbols alone; `None` (vote on the whole process) when the process is not longer
+/// than that, or when the prefix's map does not split the process into streams that
+/// cover every stream of both sides.
+///
+/// Why: on a process of several streams the whole first pass only votes for the map (each
+/// stream pair is then aligned on its own), and it was half of all the alignment's work. The
+/// streams interleave from the first iteration, so a prefix of thousands of kernels casts the
+/// same votes in proportion; a stream that only starts later is not in the prefix's map, and
+/// then the whole process votes as before.
+fn prefix_stream_map(
+    ctx: &Ctx<'_>,
+    all_k: &[usize],
+    all_u: &[usize],
+    prefix: usize,
+) -> Option<Vec<(u64, u64)>> {
+    let (n, m) = (all_k.len(), all_u.len());
+    if n <= prefix || m == 0 {
+        return None;
+    }
+    // Log units in proportion: the prefix ends at about the same point of the run on both sides.
+    let mu = (prefix * m).div_ceil(n).min(m);
+    let first = align_group(ctx, &all_k[..prefix], &all_u[..mu], None);
+    let map = stream_map_of(ctx.ksym, ctx.usym, &first);
+    let all_mapped = map.len() > 1
+        && ctx
+            .ksym
+            .iter()
+            .all(|s| map.iter().any(|&(_, ks)| ks == s.stream))
+        && ctx
+            .usym
+            .iter()
+            .all(|s| map.iter().any(|&(ls, _)| ls == s.stream));
+    all_mapped.then_some(map)
+}
+
 /// The log side of the alignment: one unit per kept line, in log order, and (with `gaps`) a
 /// placeholder for each opCount missing between two lines of one communicator. Placeholders
 /// have no members and a symbol with `members == 0`; a jump of more than [`MAX_GAP_FILL`]
 /// (a log cut short, a counter NCCL reset) gets none.
 fn log_units(log_ops: &[LogOp], kept: &[usize], gaps: bool) -> Vec<Unit> {
-    let mut last: HashMap<u64, u64> = HashMap::new();
+    let mut last: HashMap<u64, u64> = HashMap::default();
     let mut units = Vec::with_capacity(kept.len());
     for &l in kept {
         let o = &log_ops[l];
@@ -446,7 +521,7 @@ fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
         return ((0..log_ops.len()).collect(), dup_of);
     }
     type Key = (u64, u64, u8, i64, u64, u32, u64, u64);
-    let mut seen: HashMap<Key, usize> = HashMap::new();
+    let mut seen: HashMap<Key, usize> = HashMap::default();
     let mut kept = Vec::new();
     for (l, o) in log_ops.iter().enumerate() {
         // Grouped operations share an opCount: only a line identical in every field repeats.
@@ -912,6 +987,116 @@ mod tests {
         assert_eq!(map, vec![(0xa, 7), (0xb, 13)]);
         assert_eq!(a.report.matched, 80);
         assert!(a.pairs().iter().all(|&(l, k)| l == k));
+    }
+
+    /// A long process of three streams (kernels interleaved unlike the log, lines and kernels
+    /// dropped), the third starting at iteration `third_from`.
+    fn three_streams(iterations: u64, third_from: u64) -> (Vec<LogOp>, Vec<Kernel>) {
+        let mut log = Vec::new();
+        let mut kernels = Vec::new();
+        let specs = [
+            (
+                0xa,
+                0xc0,
+                OpType::AllReduce,
+                7,
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                500,
+            ),
+            (
+                0xb,
+                0xd0,
+                OpType::AllGather,
+                13,
+                "ncclDevKernel_AllGather_f32_RING_LL",
+                400,
+            ),
+            (
+                0xc,
+                0xe0,
+                OpType::ReduceScatter,
+                21,
+                "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+                450,
+            ),
+        ];
+        for i in 0..iterations {
+            for (s, &(stream, comm, op, kstream, name, at)) in specs.iter().enumerate() {
+                if s == 2 && i < third_from {
+                    continue;
+                }
+                // Drops at different periods on each side and stream.
+                if !(i + s as u64).is_multiple_of(23 + s as u64) {
+                    let mut l = line(op, i + 1, 0);
+                    l.stream = stream;
+                    l.comm = comm;
+                    log.push(l);
+                }
+                if !(i + 2 * s as u64).is_multiple_of(17 + 2 * s as u64) {
+                    let mut k = kernel(name, 1000 * i as i64 + at);
+                    k.stream = kstream;
+                    kernels.push(k);
+                }
+            }
+        }
+        (log, kernels)
+    }
+
+    #[test]
+    fn a_prefix_votes_for_the_same_streams_as_the_whole_process() {
+        let cfg = AlignConfig::rich();
+        // All three streams from the start, and the third only after the prefix (then the
+        // whole process votes).
+        for third_from in [0, 1500] {
+            let (log, kernels) = three_streams(2000, third_from);
+            let names = vec![None; kernels.len()];
+            assert!(kernels.len() > 2 * VOTE_PREFIX);
+            let whole = align_process_voting_on(&log, &kernels, &names, &cfg, &[], usize::MAX);
+            let voted = align_process_voting_on(&log, &kernels, &names, &cfg, &[], VOTE_PREFIX);
+            let mut map = voted.report.stream_map.clone();
+            map.sort();
+            assert_eq!(
+                map,
+                vec![(0xa, 7), (0xb, 13), (0xc, 21)],
+                "third from {third_from}"
+            );
+            assert_eq!(
+                voted.per_kernel, whole.per_kernel,
+                "third from {third_from}"
+            );
+            assert_eq!(voted.report.matched, whole.report.matched);
+            assert!(voted.report.matched * 10 > kernels.len() * 9);
+        }
+    }
+
+    #[test]
+    fn a_prefix_that_misses_a_stream_leaves_the_vote_to_the_whole_process() {
+        let cfg = AlignConfig::rich();
+        let prefix_map = |third_from: u64| {
+            let (log, kernels) = three_streams(2000, third_from);
+            let (kept, _) = dedup(&log, cfg.dedup_log);
+            let units = log_units(&log, &kept, cfg.opcount_gaps);
+            let usym: Vec<Symbol> = units.iter().map(|u| u.sym.clone()).collect();
+            let ksym: Vec<Symbol> = kernels
+                .iter()
+                .filter_map(|k| kernel_symbol(k, None))
+                .collect();
+            let ctx = Ctx {
+                cfg: &cfg,
+                log_ops: &log,
+                units: &units,
+                ksym: &ksym,
+                usym: &usym,
+            };
+            let all_k: Vec<usize> = (0..ksym.len()).collect();
+            let all_u: Vec<usize> = (0..usym.len()).collect();
+            prefix_stream_map(&ctx, &all_k, &all_u, VOTE_PREFIX).map(|mut m| {
+                m.sort();
+                m
+            })
+        };
+        assert_eq!(prefix_map(1500), None);
+        assert_eq!(prefix_map(0), Some(vec![(0xa, 7), (0xb, 13), (0xc, 21)]));
     }
 }
 

@@ -15,8 +15,30 @@
 //! and PAT run inside `_RING_LL`. Callers should treat these fields as hints and prefer the log's
 //! tuning lines or NCCL's NVTX payloads where they have them.
 
+use std::collections::HashMap;
+
 use model::nsys::KernelName;
 use model::{Algo, DataType, OpType, Proto, RedOp};
+
+/// [`decode_kernel_name`] for many kernels: each distinct name is decoded once. A run's
+/// hundreds of thousands of kernels carry a few dozen names, and decoding one (normalising its
+/// spellings) costs far more than looking it up.
+#[derive(Debug, Default)]
+pub struct KernelNameCache {
+    decoded: HashMap<String, Option<KernelName>>,
+}
+
+impl KernelNameCache {
+    /// The decoded `name` (see [`decode_kernel_name`]).
+    pub fn decode(&mut self, name: &str) -> Option<KernelName> {
+        if let Some(&d) = self.decoded.get(name) {
+            return d;
+        }
+        let d = decode_kernel_name(name);
+        self.decoded.insert(name.to_owned(), d);
+        d
+    }
+}
 
 /// Decodes an NCCL kernel name. `None` when the name does not contain `nccl` (any case); an NCCL
 /// name of an unknown shape gives `Some` with every field `None`.
@@ -318,9 +340,14 @@ mod tests {
                 k(Some(AllReduce), Some(RedOp::Sum), Some(Float64), Some(Ring), Some(LL)),
             ),
         ];
-        for (name, want) in cases {
-            assert_eq!(decode_kernel_name(name), want, "{name}");
+        // The cache answers as the decoder does, from its first lookup and from its second.
+        let mut cache = KernelNameCache::default();
+        for (name, want) in cases.iter().chain(&cases) {
+            assert_eq!(decode_kernel_name(name), *want, "{name}");
+            assert_eq!(cache.decode(name), *want, "{name} (cached)");
         }
+        assert_eq!(cache.decode("volta_sgemm_128x64_nn"), None);
+        assert_eq!(cache.decode("volta_sgemm_128x64_nn"), None);
     }
 
     /// Samples of section 2 (DERIVED from NCCL's generators).

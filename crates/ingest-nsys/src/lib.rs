@@ -19,7 +19,7 @@ mod probe;
 mod processes;
 
 pub use export::read_export;
-pub use kernel_name::decode_kernel_name;
+pub use kernel_name::{decode_kernel_name, KernelNameCache};
 pub use kernels::count_nccl_kernels;
 pub use nvtx::{is_iteration, NCCL_DOMAIN};
 pub use payload::decode_payload;

@@ -7,7 +7,7 @@ use align::{
     align_all_reusing_with, AlignConfig, Aligned, KernelMatch, ProcessAlignment, ProcessInput,
     Redone, Reuse, Runner,
 };
-use ingest_nsys::decode_kernel_name;
+use ingest_nsys::KernelNameCache;
 use model::log::LogOps;
 use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, KernelName, KernelStore};
@@ -241,6 +241,7 @@ pub(crate) async fn align_session_reusing(
         names: Vec<Option<KernelName>>,
         previous: Option<Aligned>,
     }
+    let mut name_cache = KernelNameCache::default();
     let mut prepared: Vec<Prepared> = both
         .into_iter()
         .zip(gathered)
@@ -261,10 +262,7 @@ pub(crate) async fn align_session_reusing(
                 },
                 None => {
                     kernels.sort_by_key(|k| (k.start_ns, k.correlation_id));
-                    let names = kernels
-                        .iter()
-                        .map(|k| decode_kernel_name(&k.name))
-                        .collect();
+                    let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
                     Prepared {
                         process,
                         print,

@@ -7,7 +7,7 @@ use crate::sniff::InputKind;
 use crate::timeline::{Lod, Span, Timeline, Track};
 use enrich::ClockSync;
 use ingest_nccl::{LogParser, ParsedLog};
-use ingest_nsys::{decode_kernel_name, ReadOptions};
+use ingest_nsys::{KernelNameCache, ReadOptions};
 use model::log::ProcessKey;
 use model::nsys::NsysExport;
 use model::Diagnostic;
@@ -265,6 +265,7 @@ impl Session {
             }
             by_gpu.insert(gpu, Vec::new());
         }
+        let mut names = KernelNameCache::default();
         for (loaded, wanted) in self.exports.iter().zip(&mut wanted) {
             if wanted.is_empty() {
                 continue;
@@ -274,7 +275,7 @@ impl Session {
                     spans.push(Span::new(
                         k.start_ns,
                         k.end_ns,
-                        decode_kernel_name(&k.name).and_then(|n| n.op),
+                        names.decode(&k.name).and_then(|n| n.op),
                     ));
                 }
             }
