@@ -123,7 +123,7 @@ pub struct AnomalyReport {
     /// Log ops (first copies) with no kernel, and NCCL kernels with no log op (input indices).
     pub orphan_log_ops: Vec<usize>,
     pub orphan_kernels: Vec<usize>,
-    /// Learned (log stream pointer, kernel stream id) pairs.
+    /// Learned (log stream pointer, kernel stream id) pairs, by log stream.
     pub stream_map: Vec<(u64, u64)>,
     /// Kernel time − log time (median over the run), when timestamps were used.
     pub time_offset_ns: Option<i64>,
@@ -209,22 +209,14 @@ fn align_process_voting_on(
     hints: &[Option<(u64, u64)>],
     prefix: usize,
 ) -> ProcessAlignment {
-    // 1. Kernels.
-    let mut kidx: Vec<usize> = Vec::new();
-    let mut ksym: Vec<Symbol> = Vec::new();
-    let mut order: Vec<usize> = (0..kernels.len()).collect();
-    order.sort_by_key(|&k| (kernels[k].start_ns, k));
-    for k in order {
-        if let Some(mut s) = kernel_symbol(&kernels[k], names.get(k).and_then(|n| n.as_ref())) {
-            s.call = hints.get(k).copied().flatten();
-            kidx.push(k);
-            ksym.push(s);
-        }
-    }
-    // 2. Log units.
-    let (kept, dup_of) = dedup(log_ops, cfg.dedup_log);
-    let units = log_units(log_ops, &kept, cfg.opcount_gaps);
-    let usym: Vec<Symbol> = units.iter().map(|u| u.sym.clone()).collect();
+    let Sides {
+        kidx,
+        ksym,
+        kept,
+        dup_of,
+        units,
+        usym,
+    } = sides(log_ops, kernels, names, cfg, hints);
     let ctx = Ctx {
         cfg,
         log_ops,
@@ -342,9 +334,168 @@ fn align_process_voting_on(
         twins::prefer_closer_twins(log_ops, &first_line, &usym, &ksym, tm, &mut matches);
     }
 
-    // Output.
-    let confidence = confidences(cfg, &ksym, &usym, &matches, time.as_ref());
-    let mut per_kernel: Vec<Option<KernelMatch>> = vec![None; kernels.len()];
+    let sides = Sides {
+        kidx,
+        ksym,
+        kept,
+        dup_of,
+        units,
+        usym,
+    };
+    output(
+        log_ops,
+        kernels.len(),
+        cfg,
+        &sides,
+        &matches,
+        stream_map,
+        time.as_ref(),
+    )
+}
+
+/// Whether `first`, a process's alignment without hints, already pairs every hinted kernel with
+/// a line of the call its hint names, and has no clock model. Then aligning again with the
+/// hints cannot do better than `first`'s pairs: a hint adds the same reward to each pair that
+/// agrees with it and takes some from each pair that does not, `first`'s pairs score the most
+/// without the hints and take every reward with them. [`rehinted`] gives them the hints'
+/// confidences instead of a second alignment (a third of the alignment's work on a run without
+/// drops, where every process's first pass agrees with the others).
+pub fn keeps_under_hints(
+    log_ops: &[LogOp],
+    first: &ProcessAlignment,
+    hints: &[Option<(u64, u64)>],
+) -> bool {
+    first.report.time_offset_ns.is_none()
+        && hints.iter().enumerate().all(|(k, hint)| {
+            let Some(call) = hint else { return true };
+            first
+                .per_kernel
+                .get(k)
+                .and_then(Option::as_ref)
+                .and_then(|m| m.log_ops.first())
+                .and_then(|&l| log_ops.get(l))
+                .is_some_and(|o| (o.comm, o.op_count) == *call)
+        })
+}
+
+/// `first`'s pairs with the confidences of an alignment with `hints`, when
+/// [`keeps_under_hints`] holds; `None` (align again) when the log misses lines of a
+/// communicator: pairs with the stand-ins of missing lines count towards confidences but are not
+/// in `first`.
+pub fn rehinted(
+    log_ops: &[LogOp],
+    kernels: &[Kernel],
+    names: &[Option<KernelName>],
+    cfg: &AlignConfig,
+    hints: &[Option<(u64, u64)>],
+    first: &ProcessAlignment,
+) -> Option<ProcessAlignment> {
+    let sides = sides(log_ops, kernels, names, cfg, hints);
+    if sides.units.iter().any(|u| u.members.is_empty()) {
+        return None;
+    }
+    let mut unit_of = vec![usize::MAX; log_ops.len()];
+    for (u, unit) in sides.units.iter().enumerate() {
+        for &l in &unit.members {
+            unit_of[l] = u;
+        }
+    }
+    let mut symbol_of = vec![usize::MAX; kernels.len()];
+    for (s, &k) in sides.kidx.iter().enumerate() {
+        symbol_of[k] = s;
+    }
+    let mut matches: Matches = Vec::new();
+    for (k, m) in first.per_kernel.iter().enumerate() {
+        let Some(m) = m else { continue };
+        let mut us: Vec<usize> = Vec::new();
+        for &l in &m.log_ops {
+            let u = *unit_of.get(l)?;
+            if us.last() != Some(&u) {
+                us.push(u);
+            }
+        }
+        let s = *symbol_of.get(k)?;
+        if s == usize::MAX || us.contains(&usize::MAX) {
+            return None;
+        }
+        matches.push((s, us));
+    }
+    let map = first.report.stream_map.clone();
+    Some(output(
+        log_ops,
+        kernels.len(),
+        cfg,
+        &sides,
+        &matches,
+        map,
+        None,
+    ))
+}
+
+/// Steps 1 and 2: the kernels' and the log's symbols.
+struct Sides {
+    /// Per kernel symbol (NCCL kernels in start order), its index among the input kernels.
+    kidx: Vec<usize>,
+    ksym: Vec<Symbol>,
+    /// The log lines kept (first copies), and each line's first copy if it repeats one.
+    kept: Vec<usize>,
+    dup_of: Vec<Option<usize>>,
+    units: Vec<Unit>,
+    usym: Vec<Symbol>,
+}
+
+fn sides(
+    log_ops: &[LogOp],
+    kernels: &[Kernel],
+    names: &[Option<KernelName>],
+    cfg: &AlignConfig,
+    hints: &[Option<(u64, u64)>],
+) -> Sides {
+    let mut kidx: Vec<usize> = Vec::new();
+    let mut ksym: Vec<Symbol> = Vec::new();
+    let mut order: Vec<usize> = (0..kernels.len()).collect();
+    order.sort_by_key(|&k| (kernels[k].start_ns, k));
+    for k in order {
+        if let Some(mut s) = kernel_symbol(&kernels[k], names.get(k).and_then(|n| n.as_ref())) {
+            s.call = hints.get(k).copied().flatten();
+            kidx.push(k);
+            ksym.push(s);
+        }
+    }
+    let (kept, dup_of) = dedup(log_ops, cfg.dedup_log);
+    let units = log_units(log_ops, &kept, cfg.opcount_gaps);
+    let usym: Vec<Symbol> = units.iter().map(|u| u.sym.clone()).collect();
+    Sides {
+        kidx,
+        ksym,
+        kept,
+        dup_of,
+        units,
+        usym,
+    }
+}
+
+/// The process's alignment from its `matches` (kernel symbol, units): confidences, duplicates,
+/// orphans and the report.
+fn output(
+    log_ops: &[LogOp],
+    n_kernels: usize,
+    cfg: &AlignConfig,
+    sides: &Sides,
+    matches: &Matches,
+    stream_map: Vec<(u64, u64)>,
+    time: Option<&TimeModel>,
+) -> ProcessAlignment {
+    let Sides {
+        kidx,
+        ksym,
+        kept,
+        dup_of,
+        units,
+        usym,
+    } = sides;
+    let confidence = confidences(cfg, ksym, usym, matches, time);
+    let mut per_kernel: Vec<Option<KernelMatch>> = vec![None; n_kernels];
     let mut dups_of: HashMap<usize, Vec<usize>> = HashMap::default();
     for (l, d) in dup_of.iter().enumerate() {
         if let Some(first) = *d {
@@ -355,21 +506,24 @@ fn align_process_voting_on(
         nccl_kernels: ksym.len(),
         log_ops: log_ops.len(),
         duplicate_log_ops: dup_of.iter().filter(|d| d.is_some()).count(),
+        // In log stream order: the vote's order is not the map's meaning.
         stream_map: if cfg.per_stream {
-            stream_map
+            let mut map = stream_map;
+            map.sort_unstable();
+            map
         } else {
             Vec::new()
         },
-        time_offset_ns: time.as_ref().map(TimeModel::typical_offset),
-        time_drift_ppm: time.as_ref().and_then(TimeModel::drift_ppm),
+        time_offset_ns: time.map(TimeModel::typical_offset),
+        time_drift_ppm: time.and_then(TimeModel::drift_ppm),
         ..AnomalyReport::default()
     };
     report.duplication_2to1 = !kept.is_empty() && report.duplicate_log_ops * 5 >= kept.len() * 2;
     let mut log_matched = vec![false; log_ops.len()];
     let plain = Scorer {
         scoring: &cfg.scoring,
-        kernels: &ksym,
-        log: &usym,
+        kernels: ksym,
+        log: usym,
         time: None,
     };
     for ((k, us), &c) in matches.iter().zip(&confidence) {
@@ -1067,6 +1221,58 @@ mod tests {
             assert_eq!(voted.report.matched, whole.report.matched);
             assert!(voted.report.matched * 10 > kernels.len() * 9);
         }
+    }
+
+    #[test]
+    fn hints_that_confirm_the_first_pass_give_the_hinted_alignment_without_one() {
+        let cfg = AlignConfig::rich();
+        // Kernels dropped, no log line missing (stand-ins of missing lines make it re-align).
+        let (log, mut kernels) = three_streams(600, 0);
+        let log: Vec<LogOp> = {
+            let mut full = Vec::new();
+            for i in 0..600u64 {
+                for (stream, comm, op) in [
+                    (0xa, 0xc0, OpType::AllReduce),
+                    (0xb, 0xd0, OpType::AllGather),
+                    (0xc, 0xe0, OpType::ReduceScatter),
+                ] {
+                    let mut l = line(op, i + 1, 0);
+                    l.stream = stream;
+                    l.comm = comm;
+                    full.push(l);
+                }
+            }
+            assert!(full.len() > log.len());
+            full
+        };
+        kernels.truncate(kernels.len() - 5);
+        let names = vec![None; kernels.len()];
+        let first = align_process(&log, &kernels, &names, &cfg);
+        // Hints as the consensus gives them: the call each collective kernel's pair carries.
+        let mut hints: Vec<Option<(u64, u64)>> = first
+            .per_kernel
+            .iter()
+            .map(|m| {
+                m.as_ref()
+                    .map(|m| (log[m.log_ops[0]].comm, log[m.log_ops[0]].op_count))
+            })
+            .collect();
+        assert!(hints.iter().filter(|h| h.is_some()).count() * 10 > kernels.len() * 9);
+        assert!(keeps_under_hints(&log, &first, &hints));
+        let realigned = align_process_hinted(&log, &kernels, &names, &cfg, &hints);
+        let kept = rehinted(&log, &kernels, &names, &cfg, &hints, &first).unwrap();
+        assert_eq!(kept, realigned);
+        // The hints raise the confidences: the result is not `first` again.
+        assert_ne!(kept, first);
+        // One hint naming another call: align again.
+        let k = hints.iter().position(Option::is_some).unwrap();
+        hints[k] = hints[k].map(|(c, n)| (c, n + 1));
+        assert!(!keeps_under_hints(&log, &first, &hints));
+        // A log missing a line: its stand-in is part of the alignment, so align again.
+        let mut cut = log.clone();
+        cut.remove(30);
+        let first = align_process(&cut, &kernels, &names, &cfg);
+        assert_eq!(rehinted(&cut, &kernels, &names, &cfg, &[], &first), None);
     }
 
     #[test]
