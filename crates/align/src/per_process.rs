@@ -209,20 +209,14 @@ fn align_process_voting_on(
     hints: &[Option<(u64, u64)>],
     prefix: usize,
 ) -> ProcessAlignment {
-    let Sides {
-        kidx,
-        ksym,
-        kept,
-        dup_of,
-        units,
-        usym,
-    } = sides(log_ops, kernels, names, cfg, hints);
+    let sides = sides(log_ops, kernels, names, cfg, hints);
+    let (ksym, usym, units) = (&sides.ksym[..], &sides.usym[..], &sides.units[..]);
     let ctx = Ctx {
         cfg,
         log_ops,
-        units: &units,
-        ksym: &ksym,
-        usym: &usym,
+        units,
+        ksym,
+        usym,
     };
 
     // 3. First pass on symbols alone, and 4. the stream map it votes for.
@@ -233,7 +227,7 @@ fn align_process_voting_on(
             Some(map) => (None, map),
             None => {
                 let m = align_group(&ctx, &all_k, &all_u, None);
-                let map = stream_map_of(&ksym, &usym, &m);
+                let map = stream_map_of(ksym, usym, &m);
                 (Some(m), map)
             }
         }
@@ -292,8 +286,8 @@ fn align_process_voting_on(
                 .collect()
         };
         time = TimeModel::vote(
-            &stamped(&usym),
-            &stamped(&ksym),
+            &stamped(usym),
+            &stamped(ksym),
             2 * cfg.min_time_scale_ns,
             cfg.min_time_scale_ns,
         );
@@ -331,17 +325,9 @@ fn align_process_voting_on(
     if let Some(tm) = &time {
         let first_line: Vec<Option<usize>> =
             units.iter().map(|u| u.members.first().copied()).collect();
-        twins::prefer_closer_twins(log_ops, &first_line, &usym, &ksym, tm, &mut matches);
+        twins::prefer_closer_twins(log_ops, &first_line, usym, ksym, tm, &mut matches);
     }
 
-    let sides = Sides {
-        kidx,
-        ksym,
-        kept,
-        dup_of,
-        units,
-        usym,
-    };
     output(
         log_ops,
         kernels.len(),
