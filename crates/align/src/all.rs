@@ -3,7 +3,7 @@
 
 use crate::consensus::{call_hints_from_lines, first_lines, ProcessInput};
 use crate::nvtx_join::{check, join_nvtx};
-use crate::per_process::{keeps_under_hints, rehinted, AlignConfig, ProcessAlignment};
+use crate::per_process::{rehinted, AlignConfig, ProcessAlignment};
 use crate::runner::{now, Job, Runner, Threads};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -152,14 +152,12 @@ pub async fn align_all_reusing_with(
         match first[i].take() {
             Some(a) if hints.is_empty() => fresh[i] = Some(a),
             // Hints that only confirm the first pass' pairs: re-scored, not re-aligned.
-            Some(a) if keeps_under_hints(p.log_ops, &a, hints) => {
-                match rehinted(p.log_ops, p.kernels, p.names, cfg, hints, &a) {
-                    Some(a) => fresh[i] = Some(a),
-                    None => jobs.push(i),
-                }
-            }
-            // Hinted, or unchanged inputs that lost their hints (the first pass is not kept).
-            _ => jobs.push(i),
+            Some(a) => match rehinted(p.log_ops, p.kernels, p.names, cfg, hints, &a) {
+                Some(a) => fresh[i] = Some(a),
+                None => jobs.push(i),
+            },
+            // Unchanged inputs that lost their hints (the first pass is not kept).
+            None => jobs.push(i),
         }
     }
     let second_jobs: Vec<Job<'_>> = jobs

@@ -343,10 +343,8 @@ fn align_process_voting_on(
 /// a line of the call its hint names, and has no clock model. Then aligning again with the
 /// hints cannot do better than `first`'s pairs: a hint adds the same reward to each pair that
 /// agrees with it and takes some from each pair that does not, `first`'s pairs score the most
-/// without the hints and take every reward with them. [`rehinted`] gives them the hints'
-/// confidences instead of a second alignment (a third of the alignment's work on a run without
-/// drops, where every process's first pass agrees with the others).
-pub fn keeps_under_hints(
+/// without the hints and take every reward with them.
+fn keeps_under_hints(
     log_ops: &[LogOp],
     first: &ProcessAlignment,
     hints: &[Option<(u64, u64)>],
@@ -364,10 +362,11 @@ pub fn keeps_under_hints(
         })
 }
 
-/// `first`'s pairs with the confidences of an alignment with `hints`, when
-/// [`keeps_under_hints`] holds; `None` (align again) when the log misses lines of a
-/// communicator: pairs with the stand-ins of missing lines count towards confidences but are not
-/// in `first`.
+/// `first`'s pairs with the confidences of an alignment with `hints`, instead of a second
+/// alignment (a third of the alignment's work on a run without drops, where every process's
+/// first pass agrees with the others), when [`keeps_under_hints`] holds. `None` (align again)
+/// when it does not, or when the log misses lines of a communicator: pairs with the stand-ins
+/// of missing lines count towards confidences but are not in `first`.
 pub fn rehinted(
     log_ops: &[LogOp],
     kernels: &[Kernel],
@@ -376,35 +375,34 @@ pub fn rehinted(
     hints: &[Option<(u64, u64)>],
     first: &ProcessAlignment,
 ) -> Option<ProcessAlignment> {
+    if !keeps_under_hints(log_ops, first, hints) {
+        return None;
+    }
     let sides = sides(log_ops, kernels, names, cfg, hints);
     if sides.units.iter().any(|u| u.members.is_empty()) {
         return None;
     }
-    let mut unit_of = vec![usize::MAX; log_ops.len()];
+    let mut unit_of = vec![None; log_ops.len()];
     for (u, unit) in sides.units.iter().enumerate() {
         for &l in &unit.members {
-            unit_of[l] = u;
+            unit_of[l] = Some(u);
         }
     }
-    let mut symbol_of = vec![usize::MAX; kernels.len()];
+    let mut symbol_of = vec![None; kernels.len()];
     for (s, &k) in sides.kidx.iter().enumerate() {
-        symbol_of[k] = s;
+        symbol_of[k] = Some(s);
     }
     let mut matches: Matches = Vec::new();
     for (k, m) in first.per_kernel.iter().enumerate() {
         let Some(m) = m else { continue };
         let mut us: Vec<usize> = Vec::new();
         for &l in &m.log_ops {
-            let u = *unit_of.get(l)?;
+            let u = (*unit_of.get(l)?)?;
             if us.last() != Some(&u) {
                 us.push(u);
             }
         }
-        let s = *symbol_of.get(k)?;
-        if s == usize::MAX || us.contains(&usize::MAX) {
-            return None;
-        }
-        matches.push((s, us));
+        matches.push(((*symbol_of.get(k)?)?, us));
     }
     let map = first.report.stream_map.clone();
     Some(output(
@@ -492,13 +490,12 @@ fn output(
         nccl_kernels: ksym.len(),
         log_ops: log_ops.len(),
         duplicate_log_ops: dup_of.iter().filter(|d| d.is_some()).count(),
-        // In log stream order: the vote's order is not the map's meaning.
-        stream_map: if cfg.per_stream {
+        // In log stream order: the vote's order is not the map's meaning. (Empty without
+        // `per_stream`: nothing votes.)
+        stream_map: {
             let mut map = stream_map;
             map.sort_unstable();
             map
-        } else {
-            Vec::new()
         },
         time_offset_ns: time.map(TimeModel::typical_offset),
         time_drift_ppm: time.and_then(TimeModel::drift_ppm),
@@ -1254,6 +1251,7 @@ mod tests {
         let k = hints.iter().position(Option::is_some).unwrap();
         hints[k] = hints[k].map(|(c, n)| (c, n + 1));
         assert!(!keeps_under_hints(&log, &first, &hints));
+        assert_eq!(rehinted(&log, &kernels, &names, &cfg, &hints, &first), None);
         // A log missing a line: its stand-in is part of the alignment, so align again.
         let mut cut = log.clone();
         cut.remove(30);
