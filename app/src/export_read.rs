@@ -5,7 +5,7 @@
 
 use model::nsys::NsysExport;
 use pipeline::{read_export, ReadOptions};
-use sqlsource_sqljs::SqlJs;
+use sqlsource_sqljs::{SqlJs, SQL_BATCH_SCRIPT};
 use std::cell::RefCell;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope};
@@ -13,7 +13,8 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope};
 use crate::files::{js_msg, read_all};
 
 /// sql.js's loader and wasm, served beside the page (never from a CDN); relative to the
-/// worker's script, which is served from the page's directory.
+/// worker's script, which is served from the page's directory. `SQL_BATCH_SCRIPT` (the table
+/// scans' reader) is served beside them.
 const SQLJS_SCRIPT: &str = "sql-wasm.js";
 const SQLJS_WASM: &str = "sql-wasm.wasm";
 
@@ -76,7 +77,7 @@ async fn sqljs() -> Result<SqlJs, String> {
     }
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     scope
-        .import_scripts_1(SQLJS_SCRIPT)
+        .import_scripts_2(SQLJS_SCRIPT, SQL_BATCH_SCRIPT)
         .map_err(|e| format!("loading {SQLJS_SCRIPT}: {}", js_msg(e)))?;
     let s = sqlsource_sqljs::init(SQLJS_WASM)
         .await

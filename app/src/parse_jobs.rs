@@ -15,9 +15,10 @@
 /// they save (docs/PERFORMANCE.md, *In the page: parsing logs on several Web Workers*).
 pub const MIN_WORK: u64 = 32_000_000;
 
-/// How much slower a byte of export is to read than a byte of log to parse: sql.js reads about
-/// 30 MB/s in a worker, the parser 100–400 MB/s in wasm. Makes a load's work comparable across
-/// kinds, and hands helpers the exports before logs of the same size.
+/// How much slower a byte of export is to read than a byte of log to parse, at least: sql.js
+/// reads 30–65 MB/s in a worker (cold to warm), the parser several hundred MB/s in wasm. Makes
+/// a load's work comparable across kinds, and hands helpers the exports before logs of the same
+/// size.
 pub const EXPORT_WORK_PER_BYTE: u64 = 8;
 
 /// The work of a file of `bytes`: a log's bytes, or an export's weighted.

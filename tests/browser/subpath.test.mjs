@@ -49,7 +49,7 @@ test('a whole session under a sub-path requests nothing outside it and uploads n
     const outside = s.sent.filter((r) => !r.url.startsWith(base) && !r.url.startsWith('blob:') && !r.url.startsWith('data:'));
     assert.deepEqual(outside, [], 'requests outside the sub-path or the origin');
     // The worker, sql.js and the demo's files came from under the sub-path.
-    for (const want of ['sql-wasm.wasm', 'sql-wasm.js', 'demo/MANIFEST']) {
+    for (const want of ['sql-wasm.wasm', 'sql-wasm.js', 'sql-batch.js', 'demo/MANIFEST']) {
       assert.ok(s.sent.some((r) => r.url === `${base}${want}`), `${want} from ${base}`);
     }
     const uploads = s.sent.filter((r) => r.method !== 'GET' || r.body > 0);

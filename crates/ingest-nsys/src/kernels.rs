@@ -17,7 +17,7 @@
 
 use crate::probe::{ident, int, pid_of, query, tid_of, Schema};
 use model::nsys::{Kernel, KernelStore, OtherKernels};
-use sqlsource::{SqlError, SqlSource, TableScan};
+use sqlsource::{join_halves, wide_halves, SqlError, SqlSource, TableScan};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
@@ -179,13 +179,15 @@ fn read_nccl_kernels(
 ) -> Result<KernelStore, SqlError> {
     let names = nccl_names(db)?;
     let c = |col: &str| schema.col_or_null(KERNEL, "k", col);
+    let global_pid = wide_halves(&c("globalPid"));
     let columns = [
         "k.start".to_string(),
         "k.\"end\"".to_string(),
         c("deviceId"),
         c("streamId"),
         c("correlationId"),
-        c("globalPid"),
+        // Packed past 2^53: read in halves, rejoined below (`sqlsource::wide_halves`).
+        global_pid[0].clone(),
         format!("k.{}", ident(name_col)),
         c("gridX"),
         c("gridY"),
@@ -197,6 +199,7 @@ fn read_nccl_kernels(
         c("dynamicSharedMemory"),
         c("registersPerThread"),
         c("localMemoryTotal"),
+        global_pid[1].clone(),
     ];
     let filter = is_nccl(name_col);
     let scan = TableScan {
@@ -221,7 +224,7 @@ fn read_nccl_kernels(
     }
     db.scan(&scan, &mut |r| {
         let u = |i: usize| r.int(i).unwrap_or(0).max(0) as u32;
-        let global_pid = r.int(5);
+        let global_pid = join_halves(r.int(5), r.int(17));
         if let Some(g) = global_pid {
             global_pids.insert(g);
         }
@@ -396,10 +399,12 @@ fn set_launches(
         return Ok(());
     };
     let hi = cids.values().map(|c| c.1).max().unwrap_or(lo);
+    let [tid_high, tid_low] = wide_halves("r.globalTid");
     let columns = [
         "r.correlationId".to_string(),
-        "r.globalTid".to_string(),
+        tid_high,
         "r.start".to_string(),
+        tid_low,
     ];
     let filter = format!("r.correlationId BETWEEN {lo} AND {hi}");
     let scan = TableScan {
@@ -409,7 +414,7 @@ fn set_launches(
         filter: &filter,
     };
     db.scan(&scan, &mut |r| {
-        let (Some(cid), Some(tid)) = (r.int(0), r.int(1)) else {
+        let (Some(cid), Some(tid)) = (r.int(0), join_halves(r.int(1), r.int(3))) else {
             return Ok(());
         };
         if let Some(slot) = tables.get(&(tid >> 24)).and_then(|t| t.get(cid)) {

@@ -3,11 +3,13 @@
 //! sql.js is loaded by the page itself (`sql-wasm.js` and `sql-wasm.wasm`, copied from the npm
 //! package at build time and served from the page's own origin; never a CDN). Its global
 //! `initSqlJs` is awaited once with [`init`]; after that every call is synchronous, as with
-//! rusqlite. Integers are read as BigInts (`{useBigInt: true}`): packed 64-bit ids such as
-//! `globalPid` would otherwise round through a JS number without any error.
+//! rusqlite. Row by row, integers are read as BigInts (`{useBigInt: true}`): packed 64-bit ids
+//! such as `globalPid` would otherwise round through a JS number without any error. Table scans
+//! go through [`SQL_BATCH_SCRIPT`] instead, which reads numbers and falls back to BigInts only
+//! for a row holding an integer a number cannot hold.
 
-use js_sys::{Array, Function, Object, Promise, Reflect, Uint8Array};
-use sqlsource::{packed, Row, SqlError, SqlSource, TableScan, Value};
+use js_sys::{Array, Float64Array, Function, Object, Promise, Reflect, Uint8Array};
+use sqlsource::{Row, SqlError, SqlSource, TableScan, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -38,7 +40,23 @@ extern "C" {
 
     #[wasm_bindgen(method)]
     fn free(this: &JsStatement) -> bool;
+
+    /// [`SQL_BATCH_SCRIPT`]'s reader: up to `max_rows` rows of `stmt` into `nums` and `tags`
+    /// (`columns` cells a row; texts and blobs into `extra`); returns the rows read.
+    #[wasm_bindgen(js_name = ncclscopeSqlBatch, catch)]
+    fn sql_batch(
+        stmt: &JsStatement,
+        columns: u32,
+        max_rows: u32,
+        nums: &Float64Array,
+        tags: &Uint8Array,
+        extra: &Array,
+    ) -> Result<u32, JsValue>;
 }
+
+/// The script a worker loads right after `sql-wasm.js` (with `importScripts`) for table scans;
+/// its source is this crate's `js/sql-batch.js`, which the page's build copies beside sql.js.
+pub const SQL_BATCH_SCRIPT: &str = "sql-batch.js";
 
 /// The initialised sql.js module (`SQL` in sql.js's documentation).
 #[derive(Clone)]
@@ -124,6 +142,29 @@ impl Cell {
         }
     }
 
+    /// A cell as [`SQL_BATCH_SCRIPT`] tags it (see there).
+    fn from_batch(tag: u8, num: f64, extra: &Array) -> Result<Cell, SqlError> {
+        let item = || extra.get(num as u32);
+        Ok(match tag {
+            0 => Cell::Null,
+            1 => Cell::Integer(num as i64),
+            2 => Cell::Real(num),
+            3 => Cell::Text(item().as_string().unwrap_or_default()),
+            4 => Cell::Blob(Uint8Array::new(&item()).to_vec()),
+            5 => {
+                let text = item().as_string().unwrap_or_default();
+                Cell::Integer(text.parse().map_err(|_| {
+                    SqlError::new(format!("{SQL_BATCH_SCRIPT}: not a 64-bit integer: {text}"))
+                })?)
+            }
+            other => {
+                return Err(SqlError::new(format!(
+                    "{SQL_BATCH_SCRIPT}: unknown cell tag {other}"
+                )))
+            }
+        })
+    }
+
     fn value(&self) -> Value<'_> {
         match self {
             Cell::Null => Value::Null,
@@ -176,20 +217,60 @@ impl SqlSource for SqlJsDb {
         Ok(())
     }
 
-    /// A table scan in packed batches (`sqlsource::packed`): SQLite writes each batch of rows
-    /// into one string, so one JS value crosses per batch instead of one per cell (a BigInt
-    /// each), which was nearly all of an export's read in the page.
+    /// A table scan in batches ([`SQL_BATCH_SCRIPT`]): JavaScript reads each row's cells as
+    /// numbers into typed arrays, which cross into Rust once per batch. Read row by row from
+    /// Rust, every cell was one crossing and every integer a BigInt, nearly all of an export's
+    /// read in the page.
     fn scan(
         &self,
         scan: &TableScan<'_>,
         row_fn: &mut dyn FnMut(&dyn Row) -> Result<(), SqlError>,
     ) -> Result<(), SqlError> {
-        packed::scan_packed(self, scan, SCAN_BATCH, row_fn)
+        let columns = scan.columns.len();
+        let batch_rows = (BATCH_CELLS / columns.max(1)).max(1);
+        let room = batch_rows * columns;
+        let stmt = StatementGuard(self.db.prepare(&scan.sql()).map_err(js_err)?);
+        let (js_nums, js_tags) = (
+            Float64Array::new_with_length(room as u32),
+            Uint8Array::new_with_length(room as u32),
+        );
+        let (mut nums, mut tags) = (vec![0f64; room], vec![0u8; room]);
+        let mut cells: Vec<Cell> = Vec::with_capacity(columns);
+        loop {
+            let extra = Array::new();
+            let rows = sql_batch(
+                &stmt.0,
+                columns as u32,
+                batch_rows as u32,
+                &js_nums,
+                &js_tags,
+                &extra,
+            )
+            .map_err(|e| SqlError::new(format!("{SQL_BATCH_SCRIPT}: {}", js_err(e))))?
+                as usize;
+            let filled = (rows * columns).min(room);
+            js_nums
+                .subarray(0, filled as u32)
+                .copy_to(&mut nums[..filled]);
+            js_tags
+                .subarray(0, filled as u32)
+                .copy_to(&mut tags[..filled]);
+            for at in (0..rows).map(|r| r * columns) {
+                cells.clear();
+                for c in at..(at + columns).min(filled) {
+                    cells.push(Cell::from_batch(tags[c], nums[c], &extra)?);
+                }
+                row_fn(&Cells(&cells))?;
+            }
+            if rows < batch_rows {
+                return Ok(());
+            }
+        }
     }
 }
 
-/// Rows per packed batch of a table scan: a few megabytes of text, one string across.
-const SCAN_BATCH: usize = 16_384;
+/// Cells per batch of a table scan: half a megabyte of numbers, whatever the row's width.
+const BATCH_CELLS: usize = 1 << 16;
 
 /// A JS exception as a [`SqlError`], keeping sql.js's own message.
 fn js_err(e: JsValue) -> SqlError {

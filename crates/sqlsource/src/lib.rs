@@ -9,8 +9,8 @@
 //! Two implementations exist: `sqlsource-native` (rusqlite) and `sqlsource-sqljs` (sql.js through
 //! wasm-bindgen). Callers cannot tell which one they have.
 
-/// One SQLite value of a result row. Integers are full 64-bit (sql.js is asked for BigInts, so
-/// packed ids such as `globalPid` never round through a JS number).
+/// One SQLite value of a result row. Integers are full 64-bit, whichever engine read them (see
+/// [`wide_halves`] for the ids that would not fit a JavaScript number).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value<'a> {
     Null,
@@ -81,11 +81,25 @@ pub trait Row {
     }
 }
 
-pub mod packed;
+/// A 64-bit integer expression as two columns that each fit a JavaScript number exactly: its
+/// high 32 bits (signed) and its low 32 bits. Scans read packed ids such as `globalPid`
+/// (`hardware << 56 | pid << 24 | ...`, past 2^53) this way, so that sql.js can hand them over
+/// as plain numbers, the fast way; [`join_halves`] puts them back together. NULL stays NULL.
+pub fn wide_halves(expr: &str) -> [String; 2] {
+    [
+        format!("(({expr}) >> 32)"),
+        format!("(({expr}) & 4294967295)"),
+    ]
+}
+
+/// The integer whose [`wide_halves`] are `high` and `low`.
+pub fn join_halves(high: Option<i64>, low: Option<i64>) -> Option<i64> {
+    Some((high? << 32) | (low? & 0xffff_ffff))
+}
 
 /// A scan of one table's rows that pass a filter, in rowid order: `SELECT columns FROM table AS
-/// alias WHERE filter ORDER BY alias.rowid`. A back end may fetch it in batches instead of row
-/// by row ([`packed`]); the rows are the same either way.
+/// alias WHERE filter ORDER BY alias.rowid`. A back end may read it in batches instead of row
+/// by row (sql.js does); the rows are the same either way.
 #[derive(Debug, Clone, Copy)]
 pub struct TableScan<'a> {
     pub table: &'a str,
@@ -120,7 +134,7 @@ pub trait SqlSource {
     ) -> Result<(), SqlError>;
 
     /// The rows of `scan`, in order, as [`SqlSource::for_each`] over [`TableScan::sql`] gives
-    /// them. Back ends for which a row-by-row read is costly fetch it in batches instead.
+    /// them. Back ends for which a row-by-row read is costly read it in batches instead.
     fn scan(
         &self,
         scan: &TableScan<'_>,
@@ -145,3 +159,34 @@ pub trait SqlSource {
 
 /// The 16-byte header every SQLite database file starts with.
 pub const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_join_back_to_every_64_bit_integer() {
+        // The halves as SQLite computes them: an arithmetic shift and a mask.
+        let halves = |v: i64| (Some(v >> 32), Some(v & 4_294_967_295));
+        for v in [
+            0,
+            1,
+            -1,
+            4_294_967_295,
+            4_294_967_296,
+            72_064_255_582_535_680, // a generator's globalPid
+            281_477_409_406_976,    // a real export's globalPid
+            (1 << 53) + 1,
+            i64::MAX,
+            i64::MIN,
+            -(1 << 40) - 7,
+        ] {
+            let (high, low) = halves(v);
+            assert_eq!(join_halves(high, low), Some(v), "{v}");
+            // Each half is exact as a JavaScript number.
+            assert!(high.unwrap().unsigned_abs() < 1 << 53 && low.unwrap() < 1 << 53);
+        }
+        assert_eq!(join_halves(None, None), None);
+        assert_eq!(wide_halves("k.globalPid")[0], "((k.globalPid) >> 32)");
+    }
+}

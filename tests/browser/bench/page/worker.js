@@ -1,7 +1,7 @@
 // Times the page's parser and export reader (crates/bench/wasm, built with the page's profile)
-// on one file. A classic worker, loaded like the page's: sql.js's script first, then the
+// on one file. A classic worker, loaded like the page's: sql.js's scripts first, then the
 // wasm-bindgen glue (`--target no-modules`, global `wasm_bindgen`).
-importScripts('sql-wasm.js', 'ncclscope_bench_wasm.js');
+importScripts('sql-wasm.js', 'sql-batch.js', 'ncclscope_bench_wasm.js');
 const ready = wasm_bindgen('ncclscope_bench_wasm_bg.wasm');
 
 const seconds = (t0) => (performance.now() - t0) / 1000;
