@@ -14,63 +14,71 @@
 // A row with an integer that a number cannot hold exactly is read again with BigInts (tag 5);
 // readers that expect such ids split them in SQL instead (`sqlsource::wide_halves`), so this is
 // the rare path. A real that happens to be whole comes as an integer (tag 1).
-self.ncclscopeSqlBatch = function (stmt, columns, maxRows, nums, tags, extra) {
-  var exact = { useBigInt: true };
-  var rows = 0;
-  while (rows < maxRows && stmt.step()) {
-    var cells = stmt.get();
-    var at = rows * columns;
-    var wide = false;
+(function () {
+  // A cell that is not a number: NULL, a text or a blob.
+  function putOther(v, k, nums, tags, extra) {
+    if (v === null || v === undefined) {
+      tags[k] = 0;
+      nums[k] = 0;
+    } else {
+      tags[k] = typeof v === 'string' ? 3 : 4;
+      nums[k] = extra.length;
+      extra.push(v);
+    }
+  }
+
+  // The row's cells as numbers; false if one is an integer past 2^53 (the row is then read
+  // again, and what this put in `extra` stays unused).
+  function putNumbers(cells, at, columns, nums, tags, extra) {
     for (var i = 0; i < columns; i++) {
       var v = i < cells.length ? cells[i] : null;
-      var k = at + i;
-      if (typeof v === 'number') {
-        if (!Number.isInteger(v)) {
-          tags[k] = 2;
-        } else if (Number.isSafeInteger(v)) {
-          tags[k] = 1;
-        } else {
-          wide = true;
-          break;
-        }
-        nums[k] = v;
-      } else if (v === null || v === undefined) {
-        tags[k] = 0;
-        nums[k] = 0;
+      if (typeof v !== 'number') {
+        putOther(v, at + i, nums, tags, extra);
+      } else if (!Number.isInteger(v)) {
+        tags[at + i] = 2;
+        nums[at + i] = v;
+      } else if (Number.isSafeInteger(v)) {
+        tags[at + i] = 1;
+        nums[at + i] = v;
       } else {
-        tags[k] = typeof v === 'string' ? 3 : 4;
-        nums[k] = extra.length;
-        extra.push(v);
+        return false;
       }
     }
-    if (wide) {
-      cells = stmt.get(null, exact);
-      for (var j = 0; j < columns; j++) {
-        var w = j < cells.length ? cells[j] : null;
-        var c = at + j;
-        if (typeof w === 'bigint') {
-          if (w >= -9007199254740991n && w <= 9007199254740991n) {
-            tags[c] = 1;
-            nums[c] = Number(w);
-          } else {
-            tags[c] = 5;
-            nums[c] = extra.length;
-            extra.push(w.toString());
-          }
-        } else if (typeof w === 'number') {
-          tags[c] = 2;
-          nums[c] = w;
-        } else if (w === null || w === undefined) {
-          tags[c] = 0;
-          nums[c] = 0;
-        } else {
-          tags[c] = typeof w === 'string' ? 3 : 4;
-          nums[c] = extra.length;
-          extra.push(w);
-        }
-      }
-    }
-    rows++;
+    return true;
   }
-  return rows;
-};
+
+  // The row's cells read with BigInts: exact integers whatever their size.
+  function putExact(cells, at, columns, nums, tags, extra) {
+    for (var i = 0; i < columns; i++) {
+      var v = i < cells.length ? cells[i] : null;
+      if (typeof v === 'bigint') {
+        if (v >= -9007199254740991n && v <= 9007199254740991n) {
+          tags[at + i] = 1;
+          nums[at + i] = Number(v);
+        } else {
+          tags[at + i] = 5;
+          nums[at + i] = extra.length;
+          extra.push(v.toString());
+        }
+      } else if (typeof v === 'number') {
+        tags[at + i] = 2;
+        nums[at + i] = v;
+      } else {
+        putOther(v, at + i, nums, tags, extra);
+      }
+    }
+  }
+
+  var exact = { useBigInt: true };
+  self.ncclscopeSqlBatch = function (stmt, columns, maxRows, nums, tags, extra) {
+    var rows = 0;
+    while (rows < maxRows && stmt.step()) {
+      var at = rows * columns;
+      if (!putNumbers(stmt.get(), at, columns, nums, tags, extra)) {
+        putExact(stmt.get(null, exact), at, columns, nums, tags, extra);
+      }
+      rows++;
+    }
+    return rows;
+  };
+})();
