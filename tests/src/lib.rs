@@ -2,26 +2,11 @@
 
 use std::path::PathBuf;
 
-/// The real public fixtures (`NCCLSCOPE_REAL_FIXTURES`, default `../shared/fixtures/real`), or
-/// `None` with a printed notice when they are absent (CI sets the variable and checks it exists).
+/// The real public fixtures' root (`real_fixtures`: `NCCLSCOPE_REAL_FIXTURES`, default
+/// `../shared/fixtures/real`), or `None` with a printed notice when they are absent (CI sets the
+/// variable and checks it exists).
 pub fn real_fixtures() -> Option<PathBuf> {
-    let dir = std::env::var_os("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../shared/fixtures/real"
-            ))
-        });
-    if dir.join("nccl").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "notice: real fixtures not found at {}; test skipped",
-            dir.display()
-        );
-        None
-    }
+    real_fixtures::dir("nccl").map(|_| real_fixtures::root())
 }
 
 /// A fresh empty directory for one test's outputs (per process, so parallel runs never share).

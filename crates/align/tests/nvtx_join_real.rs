@@ -13,21 +13,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn fixtures() -> Option<Vec<PathBuf>> {
-    let root = std::env::var_os("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
-            ))
-        });
-    let dir = root.join("nsys");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
+    let dir = real_fixtures::dir("nsys")?;
+    let files: Vec<PathBuf> = real_fixtures::files_in(&dir, "sqlite")
+        .into_iter()
         .filter(|p| p.to_string_lossy().contains("mfu_2gpu"))
         .collect();
-    files.sort();
     if files.is_empty() {
         eprintln!(
             "notice: no mfu_2gpu fixtures in {}: test skipped",

@@ -114,7 +114,7 @@ fn output_matches_the_pinned_digests() {
     let mut checked = 0;
     for (name, d) in &want {
         if name.starts_with("real/") && !have_real {
-            continue; // fixtures absent on this machine (common::nccl_dir said so)
+            continue; // fixtures absent on this machine (common::fixtures said so)
         }
         let g = got.get(name).map(String::as_str);
         assert_eq!(

@@ -4,31 +4,15 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use ingest_nccl::{parse_bytes, ParsedLog};
-use std::path::PathBuf;
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
-    let base = std::env::var_os("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
-            ))
-        });
-    let Ok(dir) = std::fs::read_dir(base.join("nccl")) else {
-        eprintln!("notice: real NCCL fixtures not found; skipping them");
-        return Vec::new();
-    };
-    let mut v: Vec<_> = dir
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+    real_fixtures::files("nccl", "log")
+        .into_iter()
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             (name, std::fs::read(&p).unwrap())
         })
-        .collect();
-    v.sort();
-    v
+        .collect()
 }
 
 fn logs() -> Vec<(String, Vec<u8>)> {

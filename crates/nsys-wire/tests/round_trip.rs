@@ -14,24 +14,7 @@ fn read(path: &Path) -> NsysExport {
 }
 
 fn real_exports() -> Vec<PathBuf> {
-    let base = std::env::var_os("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
-            ))
-        });
-    let Ok(dir) = std::fs::read_dir(base.join("nsys")) else {
-        eprintln!("notice: real Nsight Systems fixtures not found; skipping them");
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = dir
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "sqlite"))
-        .collect();
-    v.sort();
-    v
+    real_fixtures::files("nsys", "sqlite")
 }
 
 /// The generator's exports, written to `dir`.

@@ -11,7 +11,6 @@ use pipeline::{
 };
 use rusqlite::Connection;
 use sqlsource_native::NativeDb;
-use std::path::PathBuf;
 
 /// One input file, held in memory.
 enum File {
@@ -219,35 +218,12 @@ fn an_analysis_of_another_session_is_not_reused() {
 /// The real fixtures (logs and exports of unrelated runs) added one by one.
 #[test]
 fn real_fixtures_added_one_by_one() {
-    let dir = std::env::var_os("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
-            ))
-        });
-    if !dir.join("nccl").is_dir() {
-        eprintln!(
-            "notice: real fixtures not found at {}; test skipped",
-            dir.display()
-        );
+    if real_fixtures::dir("nccl").is_none() {
         return;
     }
     let mut files = Vec::new();
-    for sub in ["nsys", "nccl"] {
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir.join(sub))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                matches!(
-                    p.extension().and_then(|e| e.to_str()),
-                    Some("log" | "sqlite")
-                )
-            })
-            .collect();
-        paths.sort();
-        for p in paths {
+    for (sub, ext) in [("nsys", "sqlite"), ("nccl", "log")] {
+        for p in real_fixtures::files(sub, ext) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             files.push(if sub == "nsys" {
                 File::Export(name, NativeDb::open(&p).unwrap())

@@ -1,51 +1,19 @@
-//! Shared test helpers: where the real fixtures are.
+//! Shared test helpers: the real fixtures, read.
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
-/// `$NCCLSCOPE_REAL_FIXTURES/nccl`, else the shared checkout next to the workspace; `None` (and a
-/// notice) when absent, so the tests skip rather than fail on a machine without them.
-pub fn nccl_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
-            ))
-        });
-    let dir = base.join("nccl");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "notice: real NCCL fixtures not found at {}; skipping",
-            dir.display()
-        );
-        None
-    }
-}
-
-/// Every `*.log` fixture: (file name, bytes), sorted by name.
+/// Every real `*.log` fixture (`real_fixtures`): (file name, bytes), sorted by name; empty, with a
+/// notice, on a machine without them.
 pub fn fixtures() -> Vec<(String, Vec<u8>)> {
-    let Some(dir) = nccl_dir() else {
-        return Vec::new();
-    };
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-        .expect("read fixture dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+    real_fixtures::files("nccl", "log")
+        .into_iter()
         .map(|p| {
             (
                 p.file_name().unwrap().to_string_lossy().into_owned(),
                 std::fs::read(&p).expect("read fixture"),
             )
         })
-        .collect();
-    v.sort();
-    v
+        .collect()
 }
 
 /// The one fixture whose name starts with `prefix`.

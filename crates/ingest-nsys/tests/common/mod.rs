@@ -2,40 +2,17 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// `$NCCLSCOPE_REAL_FIXTURES/nsys`, else the shared fixture tree next to the workspace.
-/// `None` (with a printed notice) when absent, so the tests skip rather than fail.
+/// The real Nsight fixtures' directory (`real_fixtures`); `None`, with a printed notice, when
+/// absent, so the tests skip rather than fail.
 pub fn nsys_fixture_dir() -> Option<PathBuf> {
-    let root = std::env::var_os("NCCLSCOPE_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
-            ))
-        });
-    let dir = root.join("nsys");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "NOTICE: real Nsight fixtures not found at {}: test skipped",
-            dir.display()
-        );
-        None
-    }
+    real_fixtures::dir("nsys")
 }
 
 /// Every `.sqlite` file of the fixture dir, sorted.
-pub fn all_fixtures(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("fixture dir readable")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sqlite"))
-        .collect();
-    v.sort();
-    v
+pub fn all_fixtures(dir: &Path) -> Vec<PathBuf> {
+    real_fixtures::files_in(dir, "sqlite")
 }
 
 /// A read-only rusqlite connection for the independent SQL of the tests.
