@@ -248,7 +248,10 @@ impl SqlSource for SqlJsDb {
             )
             .map_err(|e| SqlError::new(format!("{SQL_BATCH_SCRIPT}: {}", js_err(e))))?
                 as usize;
-            let filled = (rows * columns).min(room);
+            // The script reads at most `batch_rows`; held to it here, every index below is in
+            // the batch's room.
+            let rows = rows.min(batch_rows);
+            let filled = rows * columns;
             js_nums
                 .subarray(0, filled as u32)
                 .copy_to(&mut nums[..filled]);
@@ -257,7 +260,7 @@ impl SqlSource for SqlJsDb {
                 .copy_to(&mut tags[..filled]);
             for at in (0..rows).map(|r| r * columns) {
                 cells.clear();
-                for c in at..(at + columns).min(filled) {
+                for c in at..at + columns {
                     cells.push(Cell::from_batch(tags[c], nums[c], &extra)?);
                 }
                 row_fn(&Cells(&cells))?;
