@@ -232,11 +232,7 @@ fn nvtx_check(p: &ProcessInput<'_>, a: &mut ProcessAlignment) {
     if join.joined() == 0 {
         return;
     }
-    let matched: Vec<Option<&[usize]>> = a
-        .per_kernel
-        .iter()
-        .map(|m| m.as_ref().map(|m| m.log_ops.as_slice()))
-        .collect();
+    let matched: Vec<Option<&[u32]>> = a.per_kernel.iter().map(|m| m.map(|m| m.log_ops)).collect();
     a.report.nvtx = Some(check(&join, p.nvtx, p.log_ops, &matched));
 }
 

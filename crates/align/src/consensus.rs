@@ -121,7 +121,7 @@ pub fn first_lines(first: &ProcessAlignment) -> Vec<Option<usize>> {
     first
         .per_kernel
         .iter()
-        .map(|m| m.as_ref().and_then(|m| m.log_ops.first().copied()))
+        .map(|m| m.map(|m| m.first_line()))
         .collect()
 }
 

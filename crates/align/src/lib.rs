@@ -8,6 +8,7 @@
 //! * [`symbols`] — the only place that knows NCCL op names and weights;
 //! * [`scoring`] — the thesis scoring and a richer one, as [`nw::Score`] implementations;
 //! * [`per_process`] — [`align_process`]: duplicates, Send/Recv fusion, streams, timestamps;
+//! * [`matches`] — each kernel's log lines and confidence, kept as flat columns;
 //! * `twins` — after the alignment, adjacent look-alike lines settled by the clock;
 //! * [`all`] — [`align_all`]: every process, in parallel natively; [`align_all_reusing`] keeps
 //!   what an earlier call computed for processes whose inputs did not change;
@@ -21,6 +22,7 @@
 pub mod all;
 pub mod baseline;
 pub mod consensus;
+pub mod matches;
 pub mod metrics;
 pub mod nvtx_join;
 pub mod nw;
@@ -35,8 +37,9 @@ pub mod warmup;
 
 pub use all::{align_all, align_all_reusing, align_all_reusing_with, Aligned, Redone, Reuse};
 pub use consensus::ProcessInput;
+pub use matches::{KernelMatch, KernelMatches};
 pub use per_process::{
-    align_process, align_process_hinted, AlignConfig, AnomalyReport, KernelMatch, ProcessAlignment,
+    align_process, align_process_hinted, AlignConfig, AnomalyReport, ProcessAlignment,
 };
 pub use runner::{Job, JobsFuture, Runner, Threads};
 pub use scoring::Scoring;

@@ -162,7 +162,7 @@ pub fn check(
     join: &NvtxJoin,
     ranges: &[NvtxRange],
     log_ops: &[LogOp],
-    matched: &[Option<&[usize]>],
+    matched: &[Option<&[u32]>],
 ) -> NvtxCheck {
     let mut c = NvtxCheck::default();
     for (k, calls) in join.calls.iter().enumerate() {
@@ -176,7 +176,7 @@ pub fn check(
         };
         let mut left: Vec<OpType> = calls.iter().filter_map(|&i| range_op(&ranges[i])).collect();
         let fits = lines.iter().all(|&l| {
-            let op = log_ops[l].op;
+            let op = log_ops[l as usize].op;
             match left
                 .iter()
                 .position(|&o| kernel_class(o) == kernel_class(op) && o == op)

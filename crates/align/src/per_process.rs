@@ -21,6 +21,7 @@
 // of the native analysis).
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::matches::{KernelMatches, OwnedMatch};
 use crate::nw::{self, Score, Step, NEG};
 use crate::scoring::{PairTable, Scorer, Scoring, TimeModel};
 use crate::symbols::{class_key, kernel_symbol, log_symbol, Symbol};
@@ -90,18 +91,6 @@ impl AlignConfig {
     }
 }
 
-/// The log side of one matched kernel.
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelMatch {
-    /// The log op, or the grouped Send/Recv lines fused into this kernel, in log order.
-    pub log_ops: Vec<usize>,
-    /// Later copies of those lines (duplicated logging), not separate operations.
-    pub duplicates: Vec<usize>,
-    /// In [0, 1]: how good the pair is and how well its neighbours align.
-    pub confidence: f64,
-}
-
 /// What did not line up, per process.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -137,8 +126,8 @@ pub struct AnomalyReport {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessAlignment {
-    /// Indexed like the input kernels; `None` for unmatched and non-NCCL kernels.
-    pub per_kernel: Vec<Option<KernelMatch>>,
+    /// Indexed like the input kernels; no match for unmatched and non-NCCL kernels.
+    pub per_kernel: KernelMatches,
     pub report: AnomalyReport,
 }
 
@@ -148,7 +137,7 @@ impl ProcessAlignment {
         let mut out = Vec::new();
         for (k, m) in self.per_kernel.iter().enumerate() {
             if let Some(m) = m {
-                out.extend(m.log_ops.iter().map(|&l| (l, k)));
+                out.extend(m.lines().map(|l| (l, k)));
             }
         }
         out
@@ -355,9 +344,7 @@ fn keeps_under_hints(
             first
                 .per_kernel
                 .get(k)
-                .and_then(Option::as_ref)
-                .and_then(|m| m.log_ops.first())
-                .and_then(|&l| log_ops.get(l))
+                .and_then(|m| log_ops.get(m.first_line()))
                 .is_some_and(|o| (o.comm, o.op_count) == *call)
         })
 }
@@ -396,7 +383,7 @@ pub fn rehinted(
     for (k, m) in first.per_kernel.iter().enumerate() {
         let Some(m) = m else { continue };
         let mut us: Vec<usize> = Vec::new();
-        for &l in &m.log_ops {
+        for l in m.lines() {
             let u = (*unit_of.get(l)?)?;
             if us.last() != Some(&u) {
                 us.push(u);
@@ -479,7 +466,7 @@ fn output(
         usym,
     } = sides;
     let confidence = confidences(cfg, ksym, usym, matches, time);
-    let mut per_kernel: Vec<Option<KernelMatch>> = vec![None; n_kernels];
+    let mut per_kernel: Vec<Option<OwnedMatch>> = vec![None; n_kernels];
     let mut dups_of: HashMap<usize, Vec<usize>> = HashMap::default();
     for (l, d) in dup_of.iter().enumerate() {
         if let Some(first) = *d {
@@ -533,11 +520,7 @@ fn output(
             report.fused_kernels += 1;
             report.fused_log_ops += members.len();
         }
-        per_kernel[kidx[*k]] = Some(KernelMatch {
-            log_ops: members,
-            duplicates,
-            confidence: c,
-        });
+        per_kernel[kidx[*k]] = Some((members, duplicates, c));
     }
     report.orphan_log_ops = kept.iter().copied().filter(|&l| !log_matched[l]).collect();
     report.orphan_kernels = kidx
@@ -545,6 +528,7 @@ fn output(
         .copied()
         .filter(|&k| per_kernel[k].is_none())
         .collect();
+    let per_kernel = KernelMatches::from_options(per_kernel);
     ProcessAlignment { per_kernel, report }
 }
 
@@ -982,7 +966,7 @@ mod tests {
         let matched: Vec<Vec<usize>> = a
             .per_kernel
             .iter()
-            .map(|m| m.as_ref().map(|m| m.log_ops.clone()).unwrap_or_default())
+            .map(|m| m.map(|m| m.lines().collect()).unwrap_or_default())
             .collect();
         assert_eq!(matched, [vec![0], vec![1], vec![2]]);
     }
@@ -1006,14 +990,11 @@ mod tests {
         ];
         let names = vec![None; kernels.len()];
         let a = align_process(&log, &kernels, &names, &AlignConfig::rich());
-        let m0 = a.per_kernel[0].as_ref().unwrap();
-        assert_eq!(
-            (m0.log_ops.clone(), m0.duplicates.clone()),
-            (vec![0], vec![1])
-        );
-        assert!(a.per_kernel[1].is_none());
-        assert_eq!(a.per_kernel[2].as_ref().unwrap().log_ops, vec![2, 3]);
-        assert_eq!(a.per_kernel[3].as_ref().unwrap().log_ops, vec![5]);
+        let m0 = a.per_kernel.get(0).unwrap();
+        assert_eq!((m0.log_ops, m0.duplicates), (&[0][..], &[1][..]));
+        assert!(a.per_kernel.get(1).is_none());
+        assert_eq!(a.per_kernel.get(2).unwrap().log_ops, [2, 3]);
+        assert_eq!(a.per_kernel.get(3).unwrap().log_ops, [5]);
         let r = &a.report;
         assert_eq!((r.nccl_kernels, r.matched, r.mismatched), (4, 3, 0));
         assert_eq!(
@@ -1084,11 +1065,8 @@ mod tests {
         let names = vec![None; kernels.len()];
         let a = align_process(log, kernels, &names, &AlignConfig::rich());
         for (k, m) in a.per_kernel.iter().enumerate() {
-            let m = m.as_ref().expect("every kernel matched");
-            assert!(
-                m.log_ops.iter().all(|&l| log[l].op_count == k as u64),
-                "kernel {k}"
-            );
+            let m = m.expect("every kernel matched");
+            assert!(m.lines().all(|l| log[l].op_count == k as u64), "kernel {k}");
         }
     }
 
@@ -1235,10 +1213,7 @@ mod tests {
         let mut hints: Vec<Option<(u64, u64)>> = first
             .per_kernel
             .iter()
-            .map(|m| {
-                m.as_ref()
-                    .map(|m| (log[m.log_ops[0]].comm, log[m.log_ops[0]].op_count))
-            })
+            .map(|m| m.map(|m| (log[m.first_line()].comm, log[m.first_line()].op_count)))
             .collect();
         assert!(hints.iter().filter(|h| h.is_some()).count() * 10 > kernels.len() * 9);
         assert!(keeps_under_hints(&log, &first, &hints));

@@ -178,9 +178,8 @@ mod tests {
         for (k, m) in a.per_kernel.iter().enumerate() {
             let Some(m) = m else { continue };
             let call = p.hints[k].unwrap();
-            if m.log_ops
-                .iter()
-                .all(|&l| (p.log_ops[l].comm, p.log_ops[l].op_count) == call)
+            if m.lines()
+                .all(|l| (p.log_ops[l].comm, p.log_ops[l].op_count) == call)
             {
                 right += 1;
             }

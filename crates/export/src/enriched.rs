@@ -63,7 +63,7 @@ pub fn kernel_record(
         .iter()
         .find(|pm| &pm.process == process)?;
     let k = pm.kernels.get(kernel)?;
-    let m = pm.alignment.per_kernel.get(kernel).and_then(|m| m.as_ref());
+    let m = pm.alignment.per_kernel.get(kernel);
     let bottlenecks = pipeline::comm_bottlenecks(session, analysis);
     let ctx = Ctx {
         process: &pm.process,
@@ -85,7 +85,7 @@ pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
         };
         out.ranks.insert(rank, pm.process.host.to_string());
         for (i, k) in pm.kernels.iter().enumerate() {
-            let m = pm.alignment.per_kernel.get(i).and_then(|m| m.as_ref());
+            let m = pm.alignment.per_kernel.get(i);
             let ctx = Ctx {
                 process: &pm.process,
                 rank,
@@ -198,7 +198,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn record(&self, k: &Kernel, m: Option<(&KernelMatch, &LogOps)>) -> KernelRecord {
+    fn record(&self, k: &Kernel, m: Option<(KernelMatch<'_>, &LogOps)>) -> KernelRecord {
         let mut args = Map::new();
         let mut put = |key: &str, v: Value| {
             args.insert(key.to_string(), v);
@@ -210,7 +210,7 @@ impl Ctx<'_> {
         put(HOST, json!(self.process.host.as_str()));
         put(PROCESS_ID, json!(self.process.pid));
         let owned: Vec<LogOp> = m
-            .map(|(m, ops)| m.log_ops.iter().filter_map(|&i| ops.get(i)).collect())
+            .map(|(m, ops)| m.lines().filter_map(|i| ops.get(i)).collect())
             .unwrap_or_default();
         let ops: Vec<&LogOp> = owned.iter().collect();
         let matched = !ops.is_empty();

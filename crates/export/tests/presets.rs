@@ -115,7 +115,7 @@ fn check(preset: &str) -> (Session, Value) {
             if m.log_ops.len() != 1 {
                 continue;
             }
-            let op = pm.log_ops.get(m.log_ops[0]).expect("a matched line");
+            let op = pm.log_ops.get(m.first_line()).expect("a matched line");
             let key = (
                 pm.process.host.to_string(),
                 pm.process.pid as u64,

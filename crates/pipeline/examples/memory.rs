@@ -99,16 +99,7 @@ fn main() {
     for pm in &analysis.alignments.processes {
         ops_b += pm.log_ops.bytes_per_op() * pm.log_ops.len() as f64;
         kern_b += pm.kernels.bytes_per_kernel() * pm.kernels.len() as f64;
-        match_b += pm.alignment.per_kernel.capacity()
-            * std::mem::size_of::<Option<align::KernelMatch>>()
-            + pm.alignment
-                .per_kernel
-                .iter()
-                .flatten()
-                .map(|m| {
-                    (m.log_ops.capacity() + m.duplicates.capacity()) * std::mem::size_of::<usize>()
-                })
-                .sum::<usize>();
+        match_b += pm.alignment.per_kernel.heap_bytes();
     }
     println!(
         "  of which per operation: aligned operations {:.0} B, kernels {:.0} B, kernel matches {:.0} B",

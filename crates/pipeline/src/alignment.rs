@@ -33,11 +33,11 @@ impl ProcessMatch {
     }
 
     /// Every kernel that carries a log operation, with its match (kernel order).
-    pub fn matched(&self) -> impl Iterator<Item = (Kernel, &KernelMatch)> + '_ {
+    pub fn matched(&self) -> impl Iterator<Item = (Kernel, KernelMatch<'_>)> + '_ {
         self.kernels
             .iter()
-            .zip(&self.alignment.per_kernel)
-            .filter_map(|(k, m)| Some((k, m.as_ref()?)))
+            .zip(self.alignment.per_kernel.iter())
+            .filter_map(|(k, m)| Some((k, m?)))
     }
 
     /// Log lines that no kernel accounts for (neither matched, fused, nor a duplicate of a match).

@@ -28,7 +28,7 @@ pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators
         let node = *hosts.entry(pm.process.host.as_str()).or_insert(next);
         node_of.insert(rank, node);
         for (k, m) in pm.matched() {
-            let Some(&first) = m.log_ops.first() else {
+            let Some(first) = m.lines().next() else {
                 continue;
             };
             let Some(op) = pm.log_ops.get(first) else {

@@ -96,14 +96,9 @@ pub fn kernel_details(
         .iter()
         .enumerate()
         .find(|(_, k)| k.device == device && sync(k.start_ns) == start_ns)?;
-    let m = pm.alignment.per_kernel.get(i).and_then(Option::as_ref);
+    let m = pm.alignment.per_kernel.get(i);
     let ops: Vec<LogOp> = m
-        .map(|m| {
-            m.log_ops
-                .iter()
-                .filter_map(|&j| pm.log_ops.get(j))
-                .collect()
-        })
+        .map(|m| m.lines().filter_map(|j| pm.log_ops.get(j)).collect())
         .unwrap_or_default();
     let file_name = |index: u32| {
         session
@@ -204,7 +199,7 @@ fn kernel_of_call(
     let comms = &analysis.communicators;
     pm.matched()
         .find(|(_, m)| {
-            m.log_ops.iter().any(|&j| {
+            m.lines().any(|j| {
                 pm.log_ops.get(j).is_some_and(|o| {
                     o.op_count == op_count
                         && comms.comm_of(&pm.process, o.comm).is_some_and(&is_comm)

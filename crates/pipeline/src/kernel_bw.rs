@@ -26,7 +26,7 @@ pub fn kernel_bandwidths(analysis: &Analysis, bottlenecks: &[Option<Bottleneck>]
     for pm in &analysis.alignments.processes {
         for (k, m) in pm.matched() {
             let [first] = m.log_ops[..] else { continue };
-            let Some(op) = pm.log_ops.get(first) else {
+            let Some(op) = pm.log_ops.get(first as usize) else {
                 continue;
             };
             let Some(c) = analysis.communicators.comm_of(&pm.process, op.comm) else {

@@ -52,11 +52,7 @@ pub fn predicted_times(analysis: &Analysis, hw: &Hardware) -> Vec<TimeRow> {
     let mut acc: BTreeMap<(OpType, u64), (u64, f64, f64)> = BTreeMap::new();
     for pm in &analysis.alignments.processes {
         for (k, m) in pm.matched() {
-            let ops: Vec<LogOp> = m
-                .log_ops
-                .iter()
-                .filter_map(|&i| pm.log_ops.get(i))
-                .collect();
+            let ops: Vec<LogOp> = m.lines().filter_map(|i| pm.log_ops.get(i)).collect();
             let Some(p) = predict(analysis, pm, &ops, &host_of, hw) else {
                 continue;
             };

@@ -117,8 +117,8 @@ fn kernel_starts(ops: &AllOps<'_>, analysis: &Analysis, clocks: &ClockSync) -> V
         let mut starts = vec![None; pm.log_ops.len()];
         for (k, m) in pm.matched() {
             let t = rank.map_or(k.start_ns, |r| clocks.to_sync(r, k.start_ns));
-            for &j in m.log_ops.iter().chain(&m.duplicates) {
-                if let Some(s) = starts.get_mut(j) {
+            for &j in m.log_ops.iter().chain(m.duplicates) {
+                if let Some(s) = starts.get_mut(j as usize) {
                     *s = Some(t);
                 }
             }

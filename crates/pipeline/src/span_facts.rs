@@ -159,14 +159,10 @@ fn kernel_fact(
     rank: Option<u32>,
     op: Option<OpType>,
 ) -> SpanFact {
-    let Some(m) = pm.alignment.per_kernel.get(k).and_then(Option::as_ref) else {
+    let Some(m) = pm.alignment.per_kernel.get(k) else {
         return SpanFact::unmatched(rank, op);
     };
-    let ops: Vec<_> = m
-        .log_ops
-        .iter()
-        .filter_map(|&j| pm.log_ops.get(j))
-        .collect();
+    let ops: Vec<_> = m.lines().filter_map(|j| pm.log_ops.get(j)).collect();
     let Some(first) = ops.first() else {
         return SpanFact::unmatched(rank, op);
     };

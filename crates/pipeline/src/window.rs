@@ -60,7 +60,7 @@ pub fn window_summary(analysis: &Analysis, start_ns: i64, end_ns: i64) -> Window
         let Some(&rank) = rank_of.get(&pm.process) else {
             continue;
         };
-        for (k, m) in pm.kernels.iter().zip(&pm.alignment.per_kernel) {
+        for (k, m) in pm.kernels.iter().zip(pm.alignment.per_kernel.iter()) {
             let (s, e) = (
                 analysis.clocks.to_sync(rank, k.start_ns),
                 analysis.clocks.to_sync(rank, k.end_ns),
@@ -70,7 +70,7 @@ pub fn window_summary(analysis: &Analysis, start_ns: i64, end_ns: i64) -> Window
             }
             let ops: Vec<LogOp> = m
                 .iter()
-                .flat_map(|m| m.log_ops.iter().filter_map(|&i| pm.log_ops.get(i)))
+                .flat_map(|m| m.lines().filter_map(|i| pm.log_ops.get(i)))
                 .collect();
             if ops.is_empty() {
                 unmatched_kernels += 1;
