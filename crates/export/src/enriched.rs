@@ -12,10 +12,10 @@
 use crate::fields::*;
 use align::KernelMatch;
 use enrich::Bottleneck;
-use model::log::{LogOp, LogOps, ProcessKey};
+use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, NvtxRange};
 use model::OpType;
-use pipeline::{Analysis, Session};
+use pipeline::{Analysis, ProcessOps, Session};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -198,7 +198,7 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn record(&self, k: &Kernel, m: Option<(KernelMatch<'_>, &LogOps)>) -> KernelRecord {
+    fn record(&self, k: &Kernel, m: Option<(KernelMatch<'_>, &ProcessOps)>) -> KernelRecord {
         let mut args = Map::new();
         let mut put = |key: &str, v: Value| {
             args.insert(key.to_string(), v);

@@ -18,7 +18,7 @@ pub struct RowIter<'a, S> {
 
 impl<'a, S> RowIter<'a, S> {
     /// The first `len` rows of `store`.
-    pub(crate) fn new(store: &'a S, len: usize) -> Self {
+    pub fn new(store: &'a S, len: usize) -> Self {
         RowIter {
             store,
             next: 0,

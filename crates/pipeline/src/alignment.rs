@@ -2,27 +2,27 @@
 //! included) against its NCCL kernels (from any export), keyed by host and pid. Processes seen
 //! on one side only are listed, never guessed.
 
+use crate::process_rows::{ProcessKernels, ProcessOps};
 use crate::session::Session;
 use align::{
     align_all_reusing_with, AlignConfig, Aligned, KernelMatch, ProcessAlignment, ProcessInput,
     Redone, Reuse, Runner,
 };
 use ingest_nsys::KernelNameCache;
-use model::log::LogOps;
 use model::log::{LogOp, ProcessKey};
-use model::nsys::{Kernel, KernelName, KernelStore};
+use model::nsys::{Kernel, KernelName};
 use model::OpType;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// The alignment of one process. Its operations and kernels are kept in the compact stores
-/// (a row each, the repeated fields interned): an analysis holds a copy of every operation of
-/// the run, so their size is the analysis' size.
+/// The alignment of one process. Its operations and kernels are rows of the session's loaded
+/// files ([`ProcessOps`], [`ProcessKernels`]), not copies: an analysis refers to every
+/// operation of the run, so what it holds per operation is the analysis' size.
 pub struct ProcessMatch {
     pub process: ProcessKey,
     /// The process's log operations in log order (the alignment's log indices).
-    pub log_ops: LogOps,
+    pub log_ops: ProcessOps,
     /// The process's NCCL kernels in start order (the alignment's kernel indices).
-    pub kernels: KernelStore,
+    pub kernels: ProcessKernels,
     pub alignment: ProcessAlignment,
 }
 
@@ -135,6 +135,16 @@ fn count_from(sources: &mut Vec<(u32, u32)>, file: u32) {
     }
 }
 
+/// One process's records gathered from the session for the aligner, with where each one is.
+#[derive(Default)]
+struct Gathered {
+    log_ops: Vec<LogOp>,
+    /// (log, row) of each of `log_ops`.
+    op_at: Vec<(u32, u32)>,
+    /// Each kernel with its (export, row).
+    kernels: Vec<(Kernel, u32, u32)>,
+}
+
 /// Aligns every process present in both a log and an export.
 pub fn align_session(session: &Session, cfg: &AlignConfig) -> Alignments {
     align::runner::now(align_session_reusing(session, cfg, None, &align::Threads)).0
@@ -202,9 +212,9 @@ pub(crate) async fn align_session_reusing(
         .iter()
         .map(|(key, print)| kept.remove(key).filter(|(_, k)| &k.print == print))
         .collect();
-    // The records of the other processes, in one pass over the session.
-    let mut gathered: Vec<(Vec<LogOp>, Vec<Kernel>)> =
-        both.iter().map(|_| Default::default()).collect();
+    // The records of the other processes, in one pass over the session: whole records for the
+    // aligner, and where each one is for the analysis to keep.
+    let mut gathered: Vec<Gathered> = both.iter().map(|_| Gathered::default()).collect();
     let mut want_ops: BTreeMap<&ProcessKey, usize> = BTreeMap::new();
     let mut want_kernels: HashMap<(u32, u32), usize> = HashMap::new();
     for (i, (key, print)) in both.iter().enumerate() {
@@ -216,19 +226,20 @@ pub(crate) async fn align_session_reusing(
         }
     }
     if !want_ops.is_empty() {
-        for log in session.logs() {
+        for (l, log) in session.logs().iter().enumerate() {
             let ops = &log.parsed.ops;
             for j in 0..ops.len() {
                 let want = ops.process_of(j).and_then(|p| want_ops.get(p));
                 if let (Some(&i), Some(op)) = (want, ops.get(j)) {
-                    gathered[i].0.push(op);
+                    gathered[i].log_ops.push(op);
+                    gathered[i].op_at.push((l as u32, j as u32));
                 }
             }
         }
         for (x, e) in session.exports().iter().enumerate() {
-            for k in &e.export.kernels {
+            for (j, k) in e.export.kernels.iter().enumerate() {
                 if let Some(&i) = want_kernels.get(&(x as u32, k.pid)) {
-                    gathered[i].1.push(k.clone());
+                    gathered[i].kernels.push((k, x as u32, j as u32));
                 }
             }
         }
@@ -238,42 +249,59 @@ pub(crate) async fn align_session_reusing(
         print: InputPrint,
         log_ops: Vec<LogOp>,
         kernels: Vec<Kernel>,
+        op_rows: ProcessOps,
+        kernel_rows: ProcessKernels,
         names: Vec<Option<KernelName>>,
         previous: Option<Aligned>,
     }
+    let (logs, exports) = (session.logs(), session.exports());
     let mut name_cache = KernelNameCache::default();
     let mut prepared: Vec<Prepared> = both
         .into_iter()
         .zip(gathered)
         .zip(reused.iter_mut())
-        .map(
-            |(((process, print), (log_ops, mut kernels)), reused)| match reused.take() {
-                Some((pm, k)) => Prepared {
+        .map(|(((process, print), g), reused)| match reused.take() {
+            Some((pm, k)) => Prepared {
+                process,
+                print,
+                log_ops: pm.log_ops.iter().collect(),
+                kernels: pm.kernels.iter().collect(),
+                op_rows: pm.log_ops,
+                kernel_rows: pm.kernels,
+                names: k.names,
+                previous: Some(Aligned {
+                    alignment: pm.alignment,
+                    reuse: k.reuse,
+                    redone: Redone::Kept,
+                }),
+            },
+            None => {
+                let Gathered {
+                    log_ops,
+                    op_at,
+                    mut kernels,
+                } = g;
+                // Stable: kernels that start together keep their order in the session.
+                kernels.sort_by_key(|(k, _, _)| (k.start_ns, k.correlation_id));
+                let op_rows =
+                    ProcessOps::from_rows(op_at.iter().map(|&(l, j)| (&logs[l as usize], j)));
+                let kernel_rows = ProcessKernels::from_rows(
+                    kernels.iter().map(|&(_, x, j)| (&exports[x as usize], j)),
+                );
+                let kernels: Vec<Kernel> = kernels.into_iter().map(|(k, _, _)| k).collect();
+                let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
+                Prepared {
                     process,
                     print,
-                    log_ops: pm.log_ops.into_iter().collect(),
-                    kernels: pm.kernels.iter().collect(),
-                    names: k.names,
-                    previous: Some(Aligned {
-                        alignment: pm.alignment,
-                        reuse: k.reuse,
-                        redone: Redone::Kept,
-                    }),
-                },
-                None => {
-                    kernels.sort_by_key(|k| (k.start_ns, k.correlation_id));
-                    let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
-                    Prepared {
-                        process,
-                        print,
-                        log_ops,
-                        kernels,
-                        names,
-                        previous: None,
-                    }
+                    log_ops,
+                    kernels,
+                    op_rows,
+                    kernel_rows,
+                    names,
+                    previous: None,
                 }
-            },
-        )
+            }
+        })
         .collect();
     // All processes at once: in parallel natively, and with the cross-rank consensus among
     // the processes of one export (an adopted hostless process keeps its export's clock).
@@ -304,8 +332,8 @@ pub(crate) async fn align_session_reusing(
         redone.push(a.redone);
         out.processes.push(ProcessMatch {
             process: p.process,
-            log_ops: p.log_ops.into_iter().collect(),
-            kernels: p.kernels.into_iter().collect(),
+            log_ops: p.op_rows,
+            kernels: p.kernel_rows,
             alignment: a.alignment,
         });
         out.kept.per_process.push(KeptProcess {

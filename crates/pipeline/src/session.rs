@@ -13,6 +13,7 @@ use model::nsys::NsysExport;
 use model::Diagnostic;
 use sqlsource::SqlSource;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// A parsed log and the name it was loaded under.
 pub struct LoadedLog {
@@ -41,8 +42,9 @@ pub fn read_export(
 /// Every input loaded so far.
 #[derive(Default)]
 pub struct Session {
-    logs: Vec<LoadedLog>,
-    exports: Vec<LoadedExport>,
+    /// Shared with the analyses, which refer to their rows ([`crate::ProcessOps`]).
+    logs: Vec<Arc<LoadedLog>>,
+    exports: Vec<Arc<LoadedExport>>,
     next_file: u32,
     /// The processes of each kept log and export, in order, computed once: every new file is
     /// checked against every earlier one ([`claimed_twice`]), and walking the earlier files'
@@ -114,11 +116,11 @@ impl Session {
         self.next_file
     }
 
-    pub fn logs(&self) -> &[LoadedLog] {
+    pub fn logs(&self) -> &[Arc<LoadedLog>] {
         &self.logs
     }
 
-    pub fn exports(&self) -> &[LoadedExport] {
+    pub fn exports(&self) -> &[Arc<LoadedExport>] {
         &self.exports
     }
 
@@ -137,7 +139,7 @@ impl Session {
             earlier.zip(&self.log_processes),
             "log operations",
         ));
-        self.logs.push(log);
+        self.logs.push(Arc::new(log));
         self.log_processes.push(mine);
         report
     }
@@ -193,7 +195,7 @@ impl Session {
             "NCCL kernels",
         );
         report.diagnostics.extend(twice);
-        self.exports.push(loaded);
+        self.exports.push(Arc::new(loaded));
         self.export_processes.push(mine);
         report
     }

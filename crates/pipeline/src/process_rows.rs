@@ -1,0 +1,334 @@
+//! A process's log operations and kernels as rows of the session's files, not copies.
+//!
+//! An analysis keeps, per process, its operations in log order and its kernels in start order,
+//! and keeps them as long as the run is open. Copied into stores of their own they were 142
+//! bytes of every operation of the run; here they are a row number (4 bytes) into the loaded
+//! log or export, which the session and the analysis share (`Arc`): loaded files never change.
+//! Reading gives the same whole [`LogOp`] and [`Kernel`] values as the stores do.
+
+use crate::session::{LoadedExport, LoadedLog};
+use model::log::LogOp;
+use model::nsys::Kernel;
+use model::rows::{RowIter, Rows};
+use std::sync::Arc;
+
+/// A process's log operations, in log order: rows of one or more loaded logs. `Debug` and
+/// equality are those of the list of operations, wherever they are held.
+#[derive(Default)]
+pub struct ProcessOps {
+    /// The logs holding them, in session order.
+    logs: Vec<Arc<LoadedLog>>,
+    /// Where each log's operations end in `rows` (a process's operations come log by log).
+    log_ends: Vec<u32>,
+    /// Each operation's row in its log.
+    rows: Vec<u32>,
+}
+
+impl ProcessOps {
+    /// From (log, row) pairs in the process's order, logs in session order.
+    pub(crate) fn from_rows<'a>(at: impl IntoIterator<Item = (&'a Arc<LoadedLog>, u32)>) -> Self {
+        let mut out = ProcessOps::default();
+        for (log, row) in at {
+            if !out.logs.last().is_some_and(|l| Arc::ptr_eq(l, log)) {
+                if !out.logs.is_empty() {
+                    out.log_ends.push(out.rows.len() as u32);
+                }
+                out.logs.push(Arc::clone(log));
+            }
+            out.rows.push(row);
+        }
+        if !out.logs.is_empty() {
+            out.log_ends.push(out.rows.len() as u32);
+        }
+        out.rows.shrink_to_fit();
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The `i`-th operation, whole.
+    pub fn get(&self, i: usize) -> Option<LogOp> {
+        let row = *self.rows.get(i)?;
+        let log = match self.logs.len() {
+            1 => &self.logs[0],
+            _ => self
+                .logs
+                .get(self.log_ends.partition_point(|&e| e as usize <= i))?,
+        };
+        log.parsed.ops.get(row as usize)
+    }
+
+    /// Every operation in order, as whole values.
+    pub fn iter(&self) -> RowIter<'_, ProcessOps> {
+        RowIter::new(self, self.len())
+    }
+
+    /// Bytes this view holds per operation (the rows themselves are the session's).
+    pub fn bytes_per_op(&self) -> f64 {
+        (4 * (self.rows.capacity() + self.log_ends.capacity())
+            + std::mem::size_of::<Arc<LoadedLog>>() * self.logs.capacity()) as f64
+            / self.len().max(1) as f64
+    }
+}
+
+impl Rows for ProcessOps {
+    type Row = LogOp;
+
+    fn row(&self, i: usize) -> Option<LogOp> {
+        self.get(i)
+    }
+}
+
+impl<'a> IntoIterator for &'a ProcessOps {
+    type Item = LogOp;
+    type IntoIter = RowIter<'a, ProcessOps>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// A process's NCCL kernels, in start order: rows of one or more loaded exports. `Debug` and
+/// equality are those of the list of kernels.
+#[derive(Default)]
+pub struct ProcessKernels {
+    /// The exports holding them, in session order.
+    exports: Vec<Arc<LoadedExport>>,
+    /// Each kernel's export in `exports`; empty when there is one (the usual case: a process's
+    /// kernels are in its node's export).
+    export_of: Vec<u32>,
+    /// Each kernel's row in its export's kernels.
+    rows: Vec<u32>,
+}
+
+impl ProcessKernels {
+    /// From (export, row) pairs in the process's (start) order; exports compared by identity.
+    pub(crate) fn from_rows<'a>(
+        at: impl IntoIterator<Item = (&'a Arc<LoadedExport>, u32)>,
+    ) -> Self {
+        let mut out = ProcessKernels::default();
+        let mut export_of: Vec<u32> = Vec::new();
+        for (export, row) in at {
+            let x = match out.exports.iter().position(|e| Arc::ptr_eq(e, export)) {
+                Some(x) => x,
+                None => {
+                    out.exports.push(Arc::clone(export));
+                    out.exports.len() - 1
+                }
+            };
+            export_of.push(x as u32);
+            out.rows.push(row);
+        }
+        if out.exports.len() > 1 {
+            export_of.shrink_to_fit();
+            out.export_of = export_of;
+        }
+        out.rows.shrink_to_fit();
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The `i`-th kernel, whole.
+    pub fn get(&self, i: usize) -> Option<Kernel> {
+        let row = *self.rows.get(i)?;
+        let x = self.export_of.get(i).map_or(0, |&x| x as usize);
+        self.exports.get(x)?.export.kernels.get(row as usize)
+    }
+
+    /// Every kernel in order, as whole values.
+    pub fn iter(&self) -> RowIter<'_, ProcessKernels> {
+        RowIter::new(self, self.len())
+    }
+
+    /// Bytes this view holds per kernel (the rows themselves are the session's).
+    pub fn bytes_per_kernel(&self) -> f64 {
+        (4 * (self.rows.capacity() + self.export_of.capacity())
+            + std::mem::size_of::<Arc<LoadedExport>>() * self.exports.capacity()) as f64
+            / self.len().max(1) as f64
+    }
+}
+
+impl Rows for ProcessKernels {
+    type Row = Kernel;
+
+    fn row(&self, i: usize) -> Option<Kernel> {
+        self.get(i)
+    }
+}
+
+impl<'a> IntoIterator for &'a ProcessKernels {
+    type Item = Kernel;
+    type IntoIter = RowIter<'a, ProcessKernels>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// `Debug` and equality of a view as the list of records it reads.
+macro_rules! as_list {
+    ($view:ident) => {
+        impl std::fmt::Debug for $view {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_list().entries(self.iter()).finish()
+            }
+        }
+
+        impl PartialEq for $view {
+            fn eq(&self, other: &Self) -> bool {
+                self.len() == other.len() && self.iter().eq(other.iter())
+            }
+        }
+    };
+}
+as_list!(ProcessOps);
+as_list!(ProcessKernels);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ingest_nccl::ParsedLog;
+    use model::log::{ProcessKey, SourceLine};
+    use model::nccl::{OpType, RedOp};
+    use model::nsys::NsysExport;
+
+    fn op(pid: u32, op_count: u64, file: u32) -> LogOp {
+        LogOp {
+            process: ProcessKey {
+                host: "n1".into(),
+                pid,
+            },
+            tid: 1,
+            cuda_dev: 0,
+            op: OpType::AllReduce,
+            op_count,
+            sendbuff: 0,
+            recvbuff: 0,
+            count: 8 + op_count,
+            datatype: None,
+            datatype_code: 7,
+            red_op: RedOp::Sum,
+            root: 0,
+            comm: 0xc0,
+            nranks: 2,
+            stream: 0,
+            timestamp_ns: None,
+            algo: None,
+            proto: None,
+            nchannels: None,
+            rccl_task: None,
+            rccl_global_rank: None,
+            source: SourceLine {
+                file,
+                line: op_count + 1,
+            },
+        }
+    }
+
+    fn log(file: u32, ops: &[LogOp]) -> Arc<LoadedLog> {
+        Arc::new(LoadedLog {
+            name: format!("{file}.log"),
+            bytes: 0,
+            parsed: ParsedLog {
+                ops: ops.iter().cloned().collect(),
+                ..ParsedLog::default()
+            },
+        })
+    }
+
+    fn kernel(pid: u32, start_ns: i64) -> Kernel {
+        Kernel {
+            pid,
+            start_ns,
+            end_ns: start_ns + 5,
+            device: 0,
+            stream: 7,
+            correlation_id: start_ns as u32,
+            name: "ncclDevKernel_AllReduce_Sum_f32_RING_LL".into(),
+            grid: [1; 3],
+            block: [1; 3],
+            static_shared_bytes: 0,
+            dynamic_shared_bytes: 0,
+            registers_per_thread: 0,
+            local_memory_total: 0,
+            launch_ns: None,
+            launch_tid: None,
+        }
+    }
+
+    fn export(kernels: &[Kernel]) -> Arc<LoadedExport> {
+        Arc::new(LoadedExport {
+            name: "x.sqlite".into(),
+            bytes: 0,
+            export: NsysExport {
+                kernels: kernels.iter().cloned().collect(),
+                ..NsysExport::default()
+            },
+        })
+    }
+
+    /// A process's operations spread over two logs (interleaved with another process's) read
+    /// back as the list of its operations, in order, past the end as nothing.
+    #[test]
+    fn operations_from_several_logs_read_back_in_order() {
+        let a = [op(1, 0, 0), op(2, 0, 0), op(1, 1, 0), op(1, 2, 0)];
+        let b = [op(2, 1, 1), op(1, 3, 1), op(1, 4, 1)];
+        let (la, lb) = (log(0, &a), log(1, &b));
+        let at = [(&la, 0), (&la, 2), (&la, 3), (&lb, 1), (&lb, 2)];
+        let view = ProcessOps::from_rows(at.iter().map(|&(l, r)| (l, r)));
+        let want: Vec<LogOp> = vec![
+            a[0].clone(),
+            a[2].clone(),
+            a[3].clone(),
+            b[1].clone(),
+            b[2].clone(),
+        ];
+        assert_eq!(view.len(), 5);
+        assert_eq!(view.iter().collect::<Vec<_>>(), want);
+        assert_eq!(
+            (0..5).map(|i| view.get(i).unwrap()).collect::<Vec<_>>(),
+            want
+        );
+        assert_eq!(view.get(5), None);
+        // One log: no ends to search.
+        let one = ProcessOps::from_rows([(&la, 1)]);
+        assert_eq!(one.iter().collect::<Vec<_>>(), vec![a[1].clone()]);
+        assert!(ProcessOps::default().get(0).is_none());
+    }
+
+    /// Kernels of one process from two exports, in start order (interleaved), read back as
+    /// that list; equality is that of the lists, wherever the rows are.
+    #[test]
+    fn kernels_from_several_exports_read_back_in_order() {
+        let x = [kernel(1, 10), kernel(9, 15), kernel(1, 30)];
+        let y = [kernel(1, 20), kernel(1, 40)];
+        let (ex, ey) = (export(&x), export(&y));
+        let at = [(&ex, 0), (&ey, 0), (&ex, 2), (&ey, 1)];
+        let view = ProcessKernels::from_rows(at.iter().map(|&(e, r)| (e, r)));
+        let want = vec![x[0].clone(), y[0].clone(), x[2].clone(), y[1].clone()];
+        assert_eq!(view.iter().collect::<Vec<_>>(), want);
+        assert_eq!(view.get(4), None);
+        let copy = export(&want);
+        let same = ProcessKernels::from_rows((0..4).map(|r| (&copy, r)));
+        assert_eq!(view, same);
+        assert!(
+            same.export_of.is_empty(),
+            "one export: no per-kernel export"
+        );
+        let fewer = ProcessKernels::from_rows((0..3).map(|r| (&copy, r)));
+        assert_ne!(view, fewer);
+    }
+}
