@@ -2,6 +2,7 @@
 //! runs its own workers), with the cross-rank consensus ([`crate::consensus`]) in between.
 
 use crate::consensus::{call_hints_from_lines, first_lines, ProcessInput};
+use crate::kept::{FirstLines, KeptHints};
 use crate::nvtx_join::{check, join_nvtx};
 use crate::per_process::{rehinted, AlignConfig, ProcessAlignment};
 use crate::runner::{now, Job, Runner, Threads};
@@ -25,9 +26,9 @@ type Hints = Vec<Option<(u64, u64)>>;
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Reuse {
     /// The first (hint-free) pass as the consensus reads it ([`first_lines`]).
-    pub first: Vec<Option<usize>>,
+    pub first: FirstLines,
     /// The hints the second pass ran with; empty when no second pass ran (no kernel hinted).
-    pub hints: Hints,
+    pub hints: KeptHints,
     /// How many processes its clock domain had when the hints were computed.
     pub domain: usize,
 }
@@ -116,11 +117,20 @@ pub async fn align_all_reusing_with(
     let mut new_hints: Vec<Option<Hints>> = inputs.iter().map(|_| None).collect();
     {
         let sub: Vec<ProcessInput<'_>> = redo.iter().map(|&i| inputs[i]).collect();
-        let lines: Vec<&[Option<usize>]> = redo
+        // The kept first lines of unchanged processes, as the consensus reads them.
+        let kept_lines: Vec<Option<Vec<Option<usize>>>> = redo
             .iter()
             .map(|&i| match (&fresh_lines[i], &previous[i]) {
+                (None, Some(prev)) => Some(prev.reuse.first.to_lines()),
+                _ => None,
+            })
+            .collect();
+        let lines: Vec<&[Option<usize>]> = redo
+            .iter()
+            .zip(&kept_lines)
+            .map(|(&i, kept)| match (&fresh_lines[i], kept) {
                 (Some(l), _) => l.as_slice(),
-                (None, Some(prev)) => prev.reuse.first.as_slice(),
+                (None, Some(l)) => l.as_slice(),
                 (None, None) => &[],
             })
             .collect();
@@ -144,7 +154,8 @@ pub async fn align_all_reusing_with(
         let Some(hints) = &new_hints[i] else {
             continue; // a clean domain: inputs and hints as before
         };
-        let same = matches!(&previous[i], Some(prev) if &prev.reuse.hints == hints);
+        let same = matches!(&previous[i], Some(prev)
+            if prev.reuse.hints.same_as(hints, &prev.reuse.first, inputs[i].log_ops));
         if same {
             continue;
         }
@@ -177,28 +188,38 @@ pub async fn align_all_reusing_with(
     let mut out = Vec::with_capacity(inputs.len());
     for (i, (prev, fresh)) in previous.into_iter().zip(fresh).enumerate() {
         let domain = size[&inputs[i].clock];
+        let log_ops = inputs[i].log_ops;
         let (lines, hints) = (fresh_lines[i].take(), new_hints[i].take());
         out.push(match (fresh, prev) {
-            (Some(alignment), prev) => Aligned {
-                alignment,
-                redone: if prev.is_some() {
+            (Some(alignment), prev) => {
+                let redone = if prev.is_some() {
                     Redone::Hints
                 } else {
                     Redone::Inputs
-                },
-                reuse: Reuse {
-                    first: lines.or(prev.map(|p| p.reuse.first)).unwrap_or_default(),
-                    hints: hints.unwrap_or_default(),
-                    domain,
-                },
-            },
+                };
+                let first = match (lines, prev) {
+                    (Some(lines), _) => FirstLines::from_lines(&lines),
+                    (None, Some(p)) => p.reuse.first,
+                    (None, None) => FirstLines::default(),
+                };
+                let hints = KeptHints::encode(hints.as_deref().unwrap_or(&[]), &first, log_ops);
+                Aligned {
+                    alignment,
+                    redone,
+                    reuse: Reuse {
+                        first,
+                        hints,
+                        domain,
+                    },
+                }
+            }
             (None, Some(prev)) => Aligned {
                 alignment: prev.alignment,
                 redone: Redone::Kept,
                 reuse: match hints {
                     Some(hints) => Reuse {
+                        hints: KeptHints::encode(&hints, &prev.reuse.first, log_ops),
                         first: prev.reuse.first,
-                        hints,
                         domain,
                     },
                     None => prev.reuse,

@@ -9,6 +9,7 @@
 //! * [`scoring`] — the thesis scoring and a richer one, as [`nw::Score`] implementations;
 //! * [`per_process`] — [`align_process`]: duplicates, Send/Recv fusion, streams, timestamps;
 //! * [`matches`] — each kernel's log lines and confidence, kept as flat columns;
+//! * [`kept`] — what a later call reuses of a process's first pass and hints, compactly;
 //! * `twins` — after the alignment, adjacent look-alike lines settled by the clock;
 //! * [`all`] — [`align_all`]: every process, in parallel natively; [`align_all_reusing`] keeps
 //!   what an earlier call computed for processes whose inputs did not change;
@@ -22,6 +23,7 @@
 pub mod all;
 pub mod baseline;
 pub mod consensus;
+pub mod kept;
 pub mod matches;
 pub mod metrics;
 pub mod nvtx_join;
