@@ -135,14 +135,36 @@ fn count_from(sources: &mut Vec<(u32, u32)>, file: u32) {
     }
 }
 
-/// One process's records gathered from the session for the aligner, with where each one is.
-#[derive(Default)]
-struct Gathered {
-    log_ops: Vec<LogOp>,
-    /// (log, row) of each of `log_ops`.
-    op_at: Vec<(u32, u32)>,
-    /// Each kernel with its (export, row).
-    kernels: Vec<(Kernel, u32, u32)>,
+/// Where one of a process's kernels is, and what orders it.
+struct KernelAt {
+    start_ns: i64,
+    correlation_id: u32,
+    export: u32,
+    row: u32,
+}
+
+/// One process to align: where its records are, and its earlier alignment if its inputs did not
+/// change.
+struct Prepared {
+    process: ProcessKey,
+    print: InputPrint,
+    log_ops: ProcessOps,
+    kernels: ProcessKernels,
+    /// Decoded kernel names, once decoded (kept for a later analysis).
+    names: Option<Vec<Option<KernelName>>>,
+    previous: Option<Aligned>,
+}
+
+impl Prepared {
+    /// The first export holding the process's kernels.
+    fn export(&self) -> Option<usize> {
+        self.print.kernels.first().map(|&(x, _)| x as usize)
+    }
+
+    /// The process's clock domain: its first export.
+    fn clock(&self) -> u64 {
+        self.export().map_or(u64::MAX, |x| x as u64)
+    }
 }
 
 /// Aligns every process present in both a log and an export.
@@ -212,9 +234,10 @@ pub(crate) async fn align_session_reusing(
         .iter()
         .map(|(key, print)| kept.remove(key).filter(|(_, k)| &k.print == print))
         .collect();
-    // The records of the other processes, in one pass over the session: whole records for the
-    // aligner, and where each one is for the analysis to keep.
-    let mut gathered: Vec<Gathered> = both.iter().map(|_| Gathered::default()).collect();
+    // Where the records of the other processes are, in one pass over the session (row numbers:
+    // the analysis keeps these, not copies).
+    let mut op_at: Vec<Vec<(u32, u32)>> = both.iter().map(|_| Vec::new()).collect();
+    let mut kernel_at: Vec<Vec<KernelAt>> = both.iter().map(|_| Vec::new()).collect();
     let mut want_ops: BTreeMap<&ProcessKey, usize> = BTreeMap::new();
     let mut want_kernels: HashMap<(u32, u32), usize> = HashMap::new();
     for (i, (key, print)) in both.iter().enumerate() {
@@ -229,116 +252,133 @@ pub(crate) async fn align_session_reusing(
         for (l, log) in session.logs().iter().enumerate() {
             let ops = &log.parsed.ops;
             for j in 0..ops.len() {
-                let want = ops.process_of(j).and_then(|p| want_ops.get(p));
-                if let (Some(&i), Some(op)) = (want, ops.get(j)) {
-                    gathered[i].log_ops.push(op);
-                    gathered[i].op_at.push((l as u32, j as u32));
+                if let Some(&i) = ops.process_of(j).and_then(|p| want_ops.get(p)) {
+                    op_at[i].push((l as u32, j as u32));
                 }
             }
         }
         for (x, e) in session.exports().iter().enumerate() {
-            for (j, k) in e.export.kernels.iter().enumerate() {
-                if let Some(&i) = want_kernels.get(&(x as u32, k.pid)) {
-                    gathered[i].kernels.push((k, x as u32, j as u32));
-                }
+            let ks = &e.export.kernels;
+            for j in 0..ks.len() {
+                let Some(&i) = ks.pid(j).and_then(|pid| want_kernels.get(&(x as u32, pid))) else {
+                    continue;
+                };
+                kernel_at[i].push(KernelAt {
+                    start_ns: ks.start_ns(j).unwrap_or_default(),
+                    correlation_id: ks.correlation_id(j).unwrap_or_default(),
+                    export: x as u32,
+                    row: j as u32,
+                });
             }
         }
     }
-    struct Prepared {
-        process: ProcessKey,
-        print: InputPrint,
-        log_ops: Vec<LogOp>,
-        kernels: Vec<Kernel>,
-        op_rows: ProcessOps,
-        kernel_rows: ProcessKernels,
-        names: Vec<Option<KernelName>>,
-        previous: Option<Aligned>,
-    }
     let (logs, exports) = (session.logs(), session.exports());
-    let mut name_cache = KernelNameCache::default();
     let mut prepared: Vec<Prepared> = both
         .into_iter()
-        .zip(gathered)
+        .zip(op_at.into_iter().zip(kernel_at))
         .zip(reused.iter_mut())
-        .map(|(((process, print), g), reused)| match reused.take() {
-            Some((pm, k)) => Prepared {
-                process,
-                print,
-                log_ops: pm.log_ops.iter().collect(),
-                kernels: pm.kernels.iter().collect(),
-                op_rows: pm.log_ops,
-                kernel_rows: pm.kernels,
-                names: k.names,
-                previous: Some(Aligned {
-                    alignment: pm.alignment,
-                    reuse: k.reuse,
-                    redone: Redone::Kept,
-                }),
-            },
-            None => {
-                let Gathered {
-                    log_ops,
-                    op_at,
-                    mut kernels,
-                } = g;
-                // Stable: kernels that start together keep their order in the session.
-                kernels.sort_by_key(|(k, _, _)| (k.start_ns, k.correlation_id));
-                let op_rows =
-                    ProcessOps::from_rows(op_at.iter().map(|&(l, j)| (&logs[l as usize], j)));
-                let kernel_rows = ProcessKernels::from_rows(
-                    kernels.iter().map(|&(_, x, j)| (&exports[x as usize], j)),
-                );
-                let kernels: Vec<Kernel> = kernels.into_iter().map(|(k, _, _)| k).collect();
-                let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
-                Prepared {
+        .map(
+            |(((process, print), (op_at, mut kernel_at)), reused)| match reused.take() {
+                Some((pm, k)) => Prepared {
                     process,
                     print,
+                    log_ops: pm.log_ops,
+                    kernels: pm.kernels,
+                    names: Some(k.names),
+                    previous: Some(Aligned {
+                        alignment: pm.alignment,
+                        reuse: k.reuse,
+                        redone: Redone::Kept,
+                    }),
+                },
+                None => {
+                    // Start order; stable: kernels that start together keep their order in the
+                    // session.
+                    kernel_at.sort_by_key(|k| (k.start_ns, k.correlation_id));
+                    Prepared {
+                        process,
+                        print,
+                        log_ops: ProcessOps::from_rows(
+                            op_at.iter().map(|&(l, j)| (&logs[l as usize], j)),
+                        ),
+                        kernels: ProcessKernels::from_rows(
+                            kernel_at
+                                .iter()
+                                .map(|k| (&exports[k.export as usize], k.row)),
+                        ),
+                        names: None,
+                        previous: None,
+                    }
+                }
+            },
+        )
+        .collect();
+    // Kernel times of one export share its capture's clock: the consensus compares those only,
+    // and a process's clock is the first export holding its kernels (an adopted hostless
+    // process keeps its export's clock). So the processes are aligned one clock domain at a
+    // time, which is what aligning them all at once gives, and only one domain's records are
+    // ever whole at once (they are the load's peak: a whole record is 2-3 times its row).
+    let mut domains: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, p) in prepared.iter().enumerate() {
+        domains.entry(p.clock()).or_default().push(i);
+    }
+    let mut aligned: Vec<Option<Aligned>> = prepared.iter().map(|_| None).collect();
+    let mut name_cache = KernelNameCache::default();
+    for members in domains.values() {
+        let whole: Vec<(Vec<LogOp>, Vec<Kernel>)> = members
+            .iter()
+            .map(|&i| {
+                let p = &prepared[i];
+                (p.log_ops.iter().collect(), p.kernels.iter().collect())
+            })
+            .collect();
+        for (&i, (_, kernels)) in members.iter().zip(&whole) {
+            let names = &mut prepared[i].names;
+            if names.is_none() {
+                *names = Some(kernels.iter().map(|k| name_cache.decode(&k.name)).collect());
+            }
+        }
+        let previous: Vec<Option<Aligned>> = members
+            .iter()
+            .map(|&i| prepared[i].previous.take())
+            .collect();
+        let inputs: Vec<ProcessInput<'_>> = members
+            .iter()
+            .zip(&whole)
+            .map(|(&i, (log_ops, kernels))| {
+                let p = &prepared[i];
+                ProcessInput {
                     log_ops,
                     kernels,
-                    op_rows,
-                    kernel_rows,
-                    names,
-                    previous: None,
+                    names: p.names.as_deref().unwrap_or_default(),
+                    clock: p.clock(),
+                    // The export's NVTX ranges: where NCCL's own are there, the exact join
+                    // checks the alignment.
+                    nvtx: p
+                        .export()
+                        .and_then(|x| exports.get(x))
+                        .map_or(&[], |e| e.export.nvtx.as_slice()),
                 }
-            }
-        })
-        .collect();
-    // All processes at once: in parallel natively, and with the cross-rank consensus among
-    // the processes of one export (an adopted hostless process keeps its export's clock).
-    let previous: Vec<Option<Aligned>> = prepared.iter_mut().map(|p| p.previous.take()).collect();
-    let inputs: Vec<ProcessInput<'_>> = prepared
-        .iter()
-        .map(|p| {
-            // Kernel times of one export share its capture's clock: the consensus compares
-            // those only. A process's clock is the first export holding its kernels.
-            let x = p.print.kernels.first().map(|&(x, _)| x as usize);
-            ProcessInput {
-                log_ops: &p.log_ops,
-                kernels: &p.kernels,
-                names: &p.names,
-                clock: x.map_or(u64::MAX, |x| x as u64),
-                // The export's NVTX ranges: where NCCL's own are there, the exact join checks
-                // the alignment.
-                nvtx: x
-                    .and_then(|x| session.exports().get(x))
-                    .map_or(&[], |e| e.export.nvtx.as_slice()),
-            }
-        })
-        .collect();
-    let aligned = align_all_reusing_with(&inputs, cfg, previous, runner).await;
-    drop(inputs);
-    let mut redone = Vec::with_capacity(aligned.len());
+            })
+            .collect();
+        let domain = align_all_reusing_with(&inputs, cfg, previous, runner).await;
+        for (&i, a) in members.iter().zip(domain) {
+            aligned[i] = Some(a);
+        }
+    }
+    let mut redone = Vec::with_capacity(prepared.len());
     for (p, a) in prepared.into_iter().zip(aligned) {
+        let a = a.expect("every process is in one domain");
         redone.push(a.redone);
         out.processes.push(ProcessMatch {
             process: p.process,
-            log_ops: p.op_rows,
-            kernels: p.kernel_rows,
+            log_ops: p.log_ops,
+            kernels: p.kernels,
             alignment: a.alignment,
         });
         out.kept.per_process.push(KeptProcess {
             print: p.print,
-            names: p.names,
+            names: p.names.unwrap_or_default(),
             reuse: a.reuse,
         });
     }
