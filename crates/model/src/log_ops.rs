@@ -123,6 +123,14 @@ impl LogOps {
         self.rows.reserve(n);
     }
 
+    /// Gives back the room reserved beyond the operations held.
+    pub fn shrink_to_fit(&mut self) {
+        self.rows.shrink_to_fit();
+        self.sites.shrink_to_fit();
+        self.processes.shrink_to_fit();
+        self.rccl.shrink_to_fit();
+    }
+
     /// The `i`-th operation, whole.
     pub fn get(&self, i: usize) -> Option<LogOp> {
         let r = self.rows.get(i)?;

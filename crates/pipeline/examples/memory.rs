@@ -66,8 +66,16 @@ fn main() {
     files.sort();
     let mb = |b: usize| b as f64 / 1e6;
     let mut session = Session::default();
+    let (mut log_bytes, mut export_bytes) = (0usize, 0usize);
     for f in &files {
+        let before = LIVE.load(Ordering::Relaxed);
         add(&mut session, f);
+        let grew = LIVE.load(Ordering::Relaxed) - before;
+        if f.extension().is_some_and(|e| e == "log") {
+            log_bytes += grew;
+        } else {
+            export_bytes += grew;
+        }
     }
     let ops: usize = session.logs().iter().map(|l| l.parsed.ops.len()).sum();
     let kernels: usize = session
@@ -82,9 +90,25 @@ fn main() {
     );
     let per = |b: usize| b as f64 / ops.max(1) as f64;
     println!(
-        "loaded:   {:8.1} MB live ({:.0} B per operation)",
+        "loaded:   {:8.1} MB live ({:.0} B per operation: logs {:.0} B, exports {:.0} B)",
         mb(loaded),
-        per(loaded)
+        per(loaded),
+        per(log_bytes),
+        per(export_bytes)
+    );
+    let (mut op_rows, mut kernel_rows, mut nvtx) = (0.0, 0.0, 0usize);
+    for l in session.logs() {
+        op_rows += l.parsed.ops.bytes_per_op() * l.parsed.ops.len() as f64;
+    }
+    for e in session.exports() {
+        kernel_rows += e.export.kernels.bytes_per_kernel() * e.export.kernels.len() as f64;
+        nvtx += e.export.nvtx.len();
+    }
+    println!(
+        "  of which per operation: log operations {:.0} B, NCCL kernels {:.0} B; {:.2} NVTX ranges",
+        op_rows / ops.max(1) as f64,
+        kernel_rows / ops.max(1) as f64,
+        nvtx as f64 / ops.max(1) as f64
     );
     let analysis = analyse(&session, &UserSizes::default());
     let analysed = LIVE.load(Ordering::Relaxed);
