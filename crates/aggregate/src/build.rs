@@ -29,68 +29,200 @@ pub fn build(
     records: &Records,
     given: Option<enrich::Sizes>,
 ) -> Vec<u8> {
-    let comm_index: BTreeMap<&str, u32> = analysis
-        .communicators
-        .comms
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.id.as_str(), i as u32))
-        .collect();
-    let mut rows = rank_rows(analysis, records);
-    let mut sections = Vec::with_capacity(rows.len());
-    let mut strips: Vec<Vec<(i64, i64)>> = Vec::with_capacity(rows.len());
-    let mut at = crate::format::HEADER_LEN as u64;
-    let by_rank = kernels_by_rank(records);
-    for row in &mut rows {
-        let kernels = by_rank.get(&row.global_rank).map_or(&[][..], |v| &v[..]);
-        let detail = detail_of(kernels);
-        fill_from_kernels(row, kernels, &detail, &comm_index);
-        let (bytes, raw_len) = encode(&detail);
-        row.section = Block {
-            offset: at,
-            len: bytes.len() as u64,
-            raw_len,
-        };
-        at += bytes.len() as u64;
-        sections.push(bytes);
-        strips.push(busy_intervals(&detail.kernels));
+    let mut builder = Builder::new(session, analysis, given);
+    for (rank, kernels) in kernels_by_rank(records) {
+        builder.add_rank(rank, &kernels);
     }
-    let with_kernels = || rows.iter().filter(|r| r.kernels > 0);
-    let axis = Axis::new(
-        with_kernels().map(|r| r.first_ns).min().unwrap_or(0),
-        with_kernels().map(|r| r.last_ns).max().unwrap_or(0),
-        HEAT_BINS,
-    );
-    let busy: Vec<u8> = strips.iter().flat_map(|s| strip(s, &axis)).collect();
-    let hosts: BTreeSet<&str> = rows.iter().map(|r| r.host.as_str()).collect();
-    let overview = Overview {
-        producer: format!("ncclscope {}", env!("CARGO_PKG_VERSION")),
-        sources: vec![Source {
-            hosts: hosts.into_iter().collect::<Vec<_>>().join(","),
-            inputs: (session.logs().len() + session.exports().len()) as u32,
-            input_bytes: session.logs().iter().map(|l| l.bytes).sum::<u64>()
-                + session.exports().iter().map(|e| e.bytes).sum::<u64>(),
-        }],
-        comms: comm_rows(session, analysis, records),
-        layout: Layout {
-            sizes: analysis.layout.sizes.map(Into::into),
-            given: given.map(Into::into),
-            evidence: analysis.layout.evidence.clone(),
-            confidence: analysis.layout.confidence,
-            world_size: analysis.communicators.world_size,
-            iterations: analysis.iterations,
-        },
-        heat: Heat {
-            start_ns: axis.start_ns,
-            end_ns: axis.end_ns,
-            bins: axis.bins,
-            busy,
-        },
-        notes: Vec::new(),
-        ranks: rows,
-    };
-    let anchors = anchors(analysis, &by_rank, &comm_index);
-    assemble(&overview, &anchors, &sections)
+    builder.finish()
+}
+
+/// [`build`] fed one rank's records at a time (ranks ascending, each rank once:
+/// [`export::records_by_rank`]), so that the run's records are never held at once: what it keeps
+/// of a rank is its encoded section (about 18 bytes a kernel), its busy intervals and its figures.
+pub struct Builder<'a> {
+    session: &'a Session,
+    analysis: &'a Analysis,
+    given: Option<enrich::Sizes>,
+    comm_index: BTreeMap<&'a str, u32>,
+    /// Communicators with members on other nodes: their instances are clock anchors.
+    spans_elsewhere: BTreeSet<u32>,
+    ranks: BTreeMap<u32, RankPart>,
+    /// Every matched kernel's bus bandwidth, per communicator id, in record order.
+    bus_bw: BTreeMap<String, Vec<f64>>,
+    /// (comm, opCount) → end on the lowest rank that ran it (ranks come ascending).
+    ends: BTreeMap<(u32, u64), i64>,
+}
+
+/// What the aggregate keeps of one rank's records.
+struct RankPart {
+    /// Host and pid of its first record, for a rank that only the exports show.
+    host: String,
+    pid: u32,
+    /// The row's figures from its kernels ([`fill_from_kernels`]).
+    filled: RankRow,
+    section: (Vec<u8>, u64),
+    strip: Vec<(i64, i64)>,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(
+        session: &'a Session,
+        analysis: &'a Analysis,
+        given: Option<enrich::Sizes>,
+    ) -> Builder<'a> {
+        let comm_index: BTreeMap<&str, u32> = analysis
+            .communicators
+            .comms
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.id.as_str(), i as u32))
+            .collect();
+        let spans_elsewhere: BTreeSet<u32> = analysis
+            .communicators
+            .comms
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| (c.global_ranks.len() as u64) < u64::from(c.size))
+            .map(|(i, _)| i as u32)
+            .collect();
+        Builder {
+            session,
+            analysis,
+            given,
+            comm_index,
+            spans_elsewhere,
+            ranks: BTreeMap::new(),
+            bus_bw: BTreeMap::new(),
+            ends: BTreeMap::new(),
+        }
+    }
+
+    /// Adds one rank's records, by start; ranks must come ascending (the lowest rank's end of an
+    /// instance is its anchor).
+    pub fn add_rank(&mut self, rank: u32, kernels: &[&KernelRecord]) {
+        debug_assert!(self.ranks.keys().next_back().is_none_or(|&r| r < rank));
+        let detail = detail_of(kernels);
+        let mut filled = RankRow::default();
+        fill_from_kernels(&mut filled, kernels, &detail, &self.comm_index);
+        for k in kernels.iter().filter(|k| k.matched) {
+            if let Some(id) = k.args.get(COMMUNICATOR_ID).and_then(Value::as_str) {
+                let values = self.bus_bw.entry(id.to_string()).or_default();
+                values.extend(float(k.args.get(BUS_BW)));
+            }
+        }
+        add_anchor_ends(
+            &mut self.ends,
+            kernels,
+            &self.comm_index,
+            &self.spans_elsewhere,
+        );
+        let first = kernels.first();
+        self.ranks.insert(
+            rank,
+            RankPart {
+                host: first
+                    .and_then(|r| text(r.args.get(HOST)))
+                    .unwrap_or_default(),
+                pid: first
+                    .and_then(|r| number(r.args.get(PROCESS_ID)))
+                    .unwrap_or(0) as u32,
+                filled,
+                strip: busy_intervals(&detail.kernels),
+                section: encode(&detail),
+            },
+        );
+    }
+
+    /// The aggregate file.
+    pub fn finish(self) -> Vec<u8> {
+        let Builder {
+            session,
+            analysis,
+            given,
+            comm_index: _,
+            spans_elsewhere: _,
+            mut ranks,
+            bus_bw,
+            ends,
+        } = self;
+        // Ranks with kernels and no log line (the exports' processes the logs do not name).
+        let export_only: BTreeMap<u32, (String, u32)> = ranks
+            .iter()
+            .filter(|(_, p)| p.filled.kernels > 0)
+            .map(|(&r, p)| (r, (p.host.clone(), p.pid)))
+            .collect();
+        let mut rows = rank_rows(analysis, &export_only);
+        let mut sections = Vec::with_capacity(rows.len());
+        let mut strips: Vec<Vec<(i64, i64)>> = Vec::with_capacity(rows.len());
+        let mut at = crate::format::HEADER_LEN as u64;
+        for row in &mut rows {
+            let part = ranks.remove(&row.global_rank).unwrap_or_else(|| {
+                let detail = detail_of(&[]);
+                let mut filled = RankRow::default();
+                fill_from_kernels(&mut filled, &[], &detail, &BTreeMap::new());
+                RankPart {
+                    host: String::new(),
+                    pid: 0,
+                    filled,
+                    strip: busy_intervals(&detail.kernels),
+                    section: encode(&detail),
+                }
+            });
+            let f = part.filled;
+            row.kernels = f.kernels;
+            row.matched = f.matched;
+            row.first_ns = f.first_ns;
+            row.last_ns = f.last_ns;
+            row.busy_ns = f.busy_ns;
+            row.median_bus_bw_gbps = f.median_bus_bw_gbps;
+            row.comms = f.comms;
+            row.clock = f.clock;
+            let (bytes, raw_len) = part.section;
+            row.section = Block {
+                offset: at,
+                len: bytes.len() as u64,
+                raw_len,
+            };
+            at += bytes.len() as u64;
+            sections.push(bytes);
+            strips.push(part.strip);
+        }
+        let with_kernels = || rows.iter().filter(|r| r.kernels > 0);
+        let axis = Axis::new(
+            with_kernels().map(|r| r.first_ns).min().unwrap_or(0),
+            with_kernels().map(|r| r.last_ns).max().unwrap_or(0),
+            HEAT_BINS,
+        );
+        let busy: Vec<u8> = strips.iter().flat_map(|s| strip(s, &axis)).collect();
+        let hosts: BTreeSet<&str> = rows.iter().map(|r| r.host.as_str()).collect();
+        let overview = Overview {
+            producer: format!("ncclscope {}", env!("CARGO_PKG_VERSION")),
+            sources: vec![Source {
+                hosts: hosts.into_iter().collect::<Vec<_>>().join(","),
+                inputs: (session.logs().len() + session.exports().len()) as u32,
+                input_bytes: session.logs().iter().map(|l| l.bytes).sum::<u64>()
+                    + session.exports().iter().map(|e| e.bytes).sum::<u64>(),
+            }],
+            comms: comm_rows(session, analysis, &bus_bw),
+            layout: Layout {
+                sizes: analysis.layout.sizes.map(Into::into),
+                given: given.map(Into::into),
+                evidence: analysis.layout.evidence.clone(),
+                confidence: analysis.layout.confidence,
+                world_size: analysis.communicators.world_size,
+                iterations: analysis.iterations,
+            },
+            heat: Heat {
+                start_ns: axis.start_ns,
+                end_ns: axis.end_ns,
+                bins: axis.bins,
+                busy,
+            },
+            notes: Vec::new(),
+            ranks: rows,
+        };
+        assemble(&overview, &anchors(ends), &sections)
+    }
 }
 
 /// The records of each rank, by start (kernel_records orders them so).
@@ -105,7 +237,7 @@ fn kernels_by_rank(records: &Records) -> BTreeMap<u32, Vec<&KernelRecord>> {
 /// One row per process the logs show, plus one per rank that only the exports show; global ranks
 /// unique (a process whose rank another already has is numbered after the last, as not from an
 /// init line).
-fn rank_rows(analysis: &Analysis, records: &Records) -> Vec<RankRow> {
+fn rank_rows(analysis: &Analysis, export_only: &BTreeMap<u32, (String, u32)>) -> Vec<RankRow> {
     let mut rows: BTreeMap<u32, RankRow> = BTreeMap::new();
     let mut clashes = Vec::new();
     for p in &analysis.processes {
@@ -135,11 +267,11 @@ fn rank_rows(analysis: &Analysis, records: &Records) -> Vec<RankRow> {
         }
     }
     // Ranks with kernels and no log line (the exports' processes the logs do not name).
-    for r in &records.kernels {
-        rows.entry(r.rank).or_insert_with(|| RankRow {
-            global_rank: r.rank,
-            host: text(r.args.get(HOST)).unwrap_or_default(),
-            pid: number(r.args.get(PROCESS_ID)).unwrap_or(0) as u32,
+    for (&rank, (host, pid)) in export_only {
+        rows.entry(rank).or_insert_with(|| RankRow {
+            global_rank: rank,
+            host: host.clone(),
+            pid: *pid,
             ..RankRow::default()
         });
     }
@@ -277,15 +409,12 @@ fn fill_from_kernels(
 }
 
 /// Every communicator with its label, signature, bottleneck and its kernels' bus bandwidths.
-fn comm_rows(session: &Session, analysis: &Analysis, records: &Records) -> Vec<CommRow> {
+fn comm_rows(
+    session: &Session,
+    analysis: &Analysis,
+    bw: &BTreeMap<String, Vec<f64>>,
+) -> Vec<CommRow> {
     let bottlenecks = pipeline::comm_bottlenecks(session, analysis);
-    let mut bw: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for k in records.kernels.iter().filter(|k| k.matched) {
-        if let Some(id) = k.args.get(COMMUNICATOR_ID).and_then(Value::as_str) {
-            let v = bw.entry(id).or_default();
-            v.extend(float(k.args.get(BUS_BW)));
-        }
-    }
     let layout = &analysis.layout;
     analysis
         .communicators
@@ -320,44 +449,38 @@ fn comm_rows(session: &Session, analysis: &Analysis, records: &Records) -> Vec<C
         .collect()
 }
 
+/// Adds one rank's ends of the instances of communicators with members elsewhere (`ends` keeps
+/// the first rank's: ranks come ascending).
+fn add_anchor_ends(
+    ends: &mut BTreeMap<(u32, u64), i64>,
+    kernels: &[&KernelRecord],
+    comm_index: &BTreeMap<&str, u32>,
+    spans_elsewhere: &BTreeSet<u32>,
+) {
+    for k in kernels.iter().filter(|k| k.matched && !is_p2p(&k.name)) {
+        let comm = k
+            .args
+            .get(COMMUNICATOR_ID)
+            .and_then(Value::as_str)
+            .and_then(|id| comm_index.get(id));
+        let op_count = k
+            .args
+            .get(OP_COUNT_HEX)
+            .and_then(Value::as_str)
+            .and_then(|h| u64::from_str_radix(h, 16).ok());
+        if let (Some(&c), Some(oc)) = (comm, op_count) {
+            if spans_elsewhere.contains(&c) {
+                ends.entry((c, oc)).or_insert(k.end_ns);
+            }
+        }
+    }
+}
+
 /// A sample of the instances of every communicator with members elsewhere: each kept instance's
 /// end on the lowest rank here that ran it. The sample is every opCount divisible by a power of
 /// two, the same rule on every node, so that nodes keep the same instances (a node that saw a
 /// few instances fewer may keep every other one of another's: still shared).
-fn anchors(
-    analysis: &Analysis,
-    by_rank: &BTreeMap<u32, Vec<&KernelRecord>>,
-    comm_index: &BTreeMap<&str, u32>,
-) -> Vec<Anchor> {
-    let spans_elsewhere: BTreeSet<u32> = analysis
-        .communicators
-        .comms
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| (c.global_ranks.len() as u64) < u64::from(c.size))
-        .map(|(i, _)| i as u32)
-        .collect();
-    // (comm, opCount) → end, the lowest rank's (ranks are visited ascending).
-    let mut ends: BTreeMap<(u32, u64), i64> = BTreeMap::new();
-    for kernels in by_rank.values() {
-        for k in kernels.iter().filter(|k| k.matched && !is_p2p(&k.name)) {
-            let comm = k
-                .args
-                .get(COMMUNICATOR_ID)
-                .and_then(Value::as_str)
-                .and_then(|id| comm_index.get(id));
-            let op_count = k
-                .args
-                .get(OP_COUNT_HEX)
-                .and_then(Value::as_str)
-                .and_then(|h| u64::from_str_radix(h, 16).ok());
-            if let (Some(&c), Some(oc)) = (comm, op_count) {
-                if spans_elsewhere.contains(&c) {
-                    ends.entry((c, oc)).or_insert(k.end_ns);
-                }
-            }
-        }
-    }
+fn anchors(ends: BTreeMap<(u32, u64), i64>) -> Vec<Anchor> {
     let mut per_comm: BTreeMap<u32, u64> = BTreeMap::new();
     for (c, _) in ends.keys() {
         *per_comm.entry(*c).or_default() += 1;

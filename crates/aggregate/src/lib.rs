@@ -21,7 +21,7 @@ pub mod merge;
 pub mod overview;
 pub mod section;
 
-pub use build::build;
+pub use build::{build, Builder};
 pub use file::{read_anchors, read_overview, read_rank, Aggregate, Anchor};
 pub use format::{is_aggregate, Error, Header, HEADER_LEN, MAGIC, VERSION};
 pub use merge::{merge_files, Input, Merge};

@@ -2,7 +2,7 @@
 
 use crate::{inputs, summary};
 use clap::Args;
-use pipeline::{Session, UserSizes};
+use pipeline::{Analysis, Session, UserSizes};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -96,28 +96,12 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
         let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())? + "\n";
         write_output(path, text.as_bytes())?;
     }
-    // The enriched kernel records behind every export, built once for all of them.
-    let wants_records = args.chrome_trace.is_some()
-        || args.csv.is_some()
-        || args.parquet.is_some()
-        || args.aggregate.is_some();
-    let records = wants_records.then(|| export::kernel_records(&session, &analysis));
-    if let (Some(path), Some(records)) = (&args.chrome_trace, &records) {
-        let text = serde_json::to_string(&export::trace_of(records)).map_err(|e| e.to_string())?;
-        write_output(path, text.as_bytes())?;
-    }
-    if let (Some(path), Some(records)) = (&args.csv, &records) {
-        write_output(path, export::csv_of(records).as_bytes())?;
-    }
-    if let (Some(path), Some(records)) = (&args.parquet, &records) {
-        let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        export_parquet::write_parquet(records, std::io::BufWriter::new(file))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    if let (Some(path), Some(records)) = (&args.aggregate, &records) {
-        let given = sizes.resolve(analysis.communicators.world_size);
-        write_output(path, &aggregate::build(&session, &analysis, records, given))?;
-    }
+    write_exports(
+        &session,
+        &analysis,
+        args,
+        sizes.resolve(analysis.communicators.world_size),
+    )?;
     let any_read = reports.iter().any(|r| r.error.is_none());
     Ok(if any_read {
         ExitCode::SUCCESS
@@ -209,6 +193,111 @@ fn theory_config(args: &AnalyzeArgs) -> Result<Option<TheoryConfig>, String> {
     cfg.validate()
         .map_err(|e| format!("{} with the command-line sizes: {e}", path.display()))?;
     Ok(Some(cfg))
+}
+
+/// Writes the exports of the enriched kernel records, rank by rank: the records are built once
+/// for every export asked for, one rank's at a time (a record is a few KB; the run's would be
+/// thousands of times its operations, and a per-node job must fit any node).
+fn write_exports(
+    session: &Session,
+    analysis: &Analysis,
+    args: &AnalyzeArgs,
+    given: Option<pipeline::Sizes>,
+) -> Result<(), String> {
+    if args.chrome_trace.is_none()
+        && args.csv.is_none()
+        && args.parquet.is_none()
+        && args.aggregate.is_none()
+    {
+        return Ok(());
+    }
+    let (hosts, nvtx) = match args.chrome_trace {
+        Some(_) => (
+            export::rank_hosts(session, analysis),
+            export::nvtx_ranges(session, analysis),
+        ),
+        None => Default::default(),
+    };
+    let mut trace = match &args.chrome_trace {
+        Some(p) => Some((
+            p,
+            export::TraceWriter::new(open_output(p)?, &hosts, &nvtx).map_err(at(p))?,
+        )),
+        None => None,
+    };
+    let mut csv = match &args.csv {
+        Some(p) => Some((p, export::CsvWriter::new(open_output(p)?).map_err(at(p))?)),
+        None => None,
+    };
+    let mut parquet = match &args.parquet {
+        Some(p) => {
+            let file = std::fs::File::create(p).map_err(at(p))?;
+            let w = export_parquet::ParquetWriter::new(std::io::BufWriter::new(file));
+            Some((p, w.map_err(at_text(p))?))
+        }
+        None => None,
+    };
+    let mut aggregate = args
+        .aggregate
+        .as_ref()
+        .map(|p| (p, aggregate::Builder::new(session, analysis, given)));
+    for batch in export::records_by_rank(session, analysis) {
+        if let Some((p, w)) = &mut trace {
+            w.write(&batch.kernels).map_err(at(p))?;
+        }
+        if let Some((p, w)) = &mut csv {
+            w.write(&batch.kernels).map_err(at(p))?;
+        }
+        if let Some((p, w)) = &mut parquet {
+            w.write(&batch.kernels).map_err(at_text(p))?;
+        }
+        if let Some((_, b)) = &mut aggregate {
+            let kernels: Vec<&export::KernelRecord> = batch.kernels.iter().collect();
+            b.add_rank(batch.rank, &kernels);
+        }
+    }
+    if let Some((p, w)) = trace {
+        w.finish().map_err(at(p))?;
+    }
+    if let Some((p, w)) = csv {
+        w.finish().map_err(at(p))?;
+    }
+    if let Some((p, w)) = parquet {
+        w.finish().map_err(at_text(p))?;
+    }
+    if let Some((p, b)) = aggregate {
+        write_output(p, &b.finish())?;
+    }
+    Ok(())
+}
+
+/// An I/O error of writing `path`, as the message names it.
+fn at(path: &Path) -> impl Fn(std::io::Error) -> String + '_ {
+    move |e| format!("{}: {e}", shown(path))
+}
+
+/// An error of writing `path` given as text (Parquet's), as the message names it.
+fn at_text(path: &Path) -> impl Fn(String) -> String + '_ {
+    move |e| format!("{}: {e}", path.display())
+}
+
+/// An output file to write to, or standard output for `-`.
+fn open_output(path: &Path) -> Result<Box<dyn Write>, String> {
+    if path.as_os_str() == "-" {
+        Ok(Box::new(std::io::BufWriter::new(std::io::stdout())))
+    } else {
+        let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Box::new(std::io::BufWriter::new(file)))
+    }
+}
+
+/// A path as messages name it (`-` is standard output).
+fn shown(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "standard output".to_string()
+    } else {
+        path.display().to_string()
+    }
 }
 
 /// Writes an output file, or standard output for `-`.

@@ -24,9 +24,10 @@ use parquet::schema::parser::parse_message_type;
 use std::io::Write;
 use std::sync::Arc;
 
-/// Rows per row group: large enough for engines to scan fast, small enough to bound the
-/// writer's buffers.
-const ROW_GROUP_ROWS: usize = 1 << 20;
+/// Rows per row group: large enough for engines to scan fast, small enough to bound the writer's
+/// buffers (the cells of one group, a few hundred bytes a row). DuckDB's own row groups have as
+/// many rows.
+const ROW_GROUP_ROWS: usize = 122_880;
 
 /// The Parquet schema of [`write_parquet`], in Parquet's message syntax.
 pub fn schema() -> String {
@@ -40,54 +41,131 @@ pub fn schema() -> String {
 
 /// Writes every kernel record as one row. Errors are Parquet's (I/O included), as text.
 pub fn write_parquet<W: Write + Send>(records: &Records, out: W) -> Result<(), String> {
-    let schema = parse_message_type(&schema()).map_err(|e| e.to_string())?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::SNAPPY)
-        .set_created_by("ncclscope".into())
-        .build();
-    let mut writer = SerializedFileWriter::new(out, Arc::new(schema), Arc::new(props))
-        .map_err(|e| e.to_string())?;
-    for rows in records.kernels.chunks(ROW_GROUP_ROWS) {
-        let mut group = writer.next_row_group().map_err(|e| e.to_string())?;
-        for c in COLUMNS {
+    let mut w = ParquetWriter::new(out)?;
+    w.write(&records.kernels)?;
+    w.finish()
+}
+
+/// The file written as the records come (one rank's at a time: [`export::records_by_rank`]): each
+/// record's cells are converted to the columns' types as it is given (a few hundred bytes a row,
+/// where the record is a few KB) and written as a row group every [`ROW_GROUP_ROWS`] rows, so that
+/// the file is the same however the records are split between calls.
+pub struct ParquetWriter<W: Write + Send> {
+    writer: SerializedFileWriter<W>,
+    /// The cells of the rows not yet written, a column each (in [`COLUMNS`] order).
+    cells: Vec<Cells>,
+    rows: usize,
+}
+
+impl<W: Write + Send> ParquetWriter<W> {
+    pub fn new(out: W) -> Result<Self, String> {
+        let schema = parse_message_type(&schema()).map_err(|e| e.to_string())?;
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_created_by("ncclscope".into())
+            .build();
+        let writer = SerializedFileWriter::new(out, Arc::new(schema), Arc::new(props))
+            .map_err(|e| e.to_string())?;
+        Ok(ParquetWriter {
+            writer,
+            cells: COLUMNS.iter().map(|c| Cells::of(c.kind)).collect(),
+            rows: 0,
+        })
+    }
+
+    /// Adds `kernels` as rows, writing a row group whenever one is full.
+    pub fn write(&mut self, kernels: &[KernelRecord]) -> Result<(), String> {
+        for r in kernels {
+            for (cells, c) in self.cells.iter_mut().zip(COLUMNS) {
+                cells.push(c, r);
+            }
+            self.rows += 1;
+            if self.rows == ROW_GROUP_ROWS {
+                self.write_group()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the rows given so far as one row group.
+    fn write_group(&mut self) -> Result<(), String> {
+        let mut group = self.writer.next_row_group().map_err(|e| e.to_string())?;
+        for (cells, c) in self.cells.iter_mut().zip(COLUMNS) {
             let mut col = group
                 .next_column()
                 .map_err(|e| e.to_string())?
                 .ok_or("the schema has fewer columns than the writer")?;
-            write_column(&mut col, c, rows)?;
+            cells.write(&mut col, c)?;
             col.close().map_err(|e| e.to_string())?;
         }
         group.close().map_err(|e| e.to_string())?;
+        self.rows = 0;
+        Ok(())
     }
-    writer.close().map_err(|e| e.to_string())?;
-    Ok(())
+
+    /// Writes the last rows and the file's footer.
+    pub fn finish(mut self) -> Result<(), String> {
+        if self.rows > 0 {
+            self.write_group()?;
+        }
+        self.writer.close().map_err(|e| e.to_string())?;
+        Ok(())
+    }
 }
 
-/// One column of one row group: the present values, and a definition level per row (1 present,
-/// 0 null) for optional columns.
-fn write_column(
-    col: &mut parquet::file::writer::SerializedColumnWriter<'_>,
-    c: &Column,
-    rows: &[KernelRecord],
-) -> Result<(), String> {
-    let levels = |present: &[bool]| -> Vec<i16> { present.iter().map(|&p| i16::from(p)).collect() };
-    macro_rules! typed {
-        ($ty:ty, $get:ident, $conv:expr) => {{
-            let cells: Vec<_> = rows.iter().map(|r| c.$get(r)).collect();
-            let present: Vec<bool> = cells.iter().map(|v| v.is_some()).collect();
-            let values: Vec<_> = cells.into_iter().flatten().map($conv).collect();
-            let def = levels(&present);
-            col.typed::<$ty>()
-                .write_batch(&values, c.optional.then_some(&def[..]), None)
-                .map_err(|e| e.to_string())?;
-        }};
+/// One column's cells of the rows not yet written, as the column's type reads them.
+enum Cells {
+    Int(Vec<Option<i64>>),
+    Float(Vec<Option<f64>>),
+    Bool(Vec<Option<bool>>),
+    Text(Vec<Option<String>>),
+}
+
+impl Cells {
+    fn of(kind: columns::Kind) -> Cells {
+        match kind {
+            columns::Kind::Int32 | columns::Kind::Int64 => Cells::Int(Vec::new()),
+            columns::Kind::Double => Cells::Float(Vec::new()),
+            columns::Kind::Bool => Cells::Bool(Vec::new()),
+            columns::Kind::Text => Cells::Text(Vec::new()),
+        }
     }
-    match c.kind {
-        columns::Kind::Int32 => typed!(Int32Type, int, |v: i64| v as i32),
-        columns::Kind::Int64 => typed!(Int64Type, int, |v: i64| v),
-        columns::Kind::Double => typed!(DoubleType, float, |v: f64| v),
-        columns::Kind::Bool => typed!(BoolType, boolean, |v: bool| v),
-        columns::Kind::Text => typed!(ByteArrayType, text, |v: String| ByteArray::from(v.as_str())),
+
+    fn push(&mut self, c: &Column, r: &KernelRecord) {
+        match self {
+            Cells::Int(v) => v.push(c.int(r)),
+            Cells::Float(v) => v.push(c.float(r)),
+            Cells::Bool(v) => v.push(c.boolean(r)),
+            Cells::Text(v) => v.push(c.text(r)),
+        }
     }
-    Ok(())
+
+    /// Writes the cells as one column chunk (the present values, and a definition level per
+    /// row, 1 present and 0 null, for optional columns) and empties them.
+    fn write(
+        &mut self,
+        col: &mut parquet::file::writer::SerializedColumnWriter<'_>,
+        c: &Column,
+    ) -> Result<(), String> {
+        macro_rules! typed {
+            ($cells:expr, $ty:ty, $conv:expr) => {{
+                let cells = std::mem::take($cells);
+                let def: Vec<i16> = cells.iter().map(|v| i16::from(v.is_some())).collect();
+                let values: Vec<_> = cells.into_iter().flatten().map($conv).collect();
+                col.typed::<$ty>()
+                    .write_batch(&values, c.optional.then_some(&def[..]), None)
+                    .map_err(|e| e.to_string())?;
+            }};
+        }
+        match (self, c.kind) {
+            (Cells::Int(v), columns::Kind::Int32) => typed!(v, Int32Type, |v: i64| v as i32),
+            (Cells::Int(v), _) => typed!(v, Int64Type, |v: i64| v),
+            (Cells::Float(v), _) => typed!(v, DoubleType, |v: f64| v),
+            (Cells::Bool(v), _) => typed!(v, BoolType, |v: bool| v),
+            (Cells::Text(v), _) => {
+                typed!(v, ByteArrayType, |v: String| ByteArray::from(v.as_str()))
+            }
+        }
+        Ok(())
+    }
 }

@@ -5,11 +5,12 @@
 //! (`ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)`, templates with `, `), and hosts
 //! or NVTX text may carry anything; an unquoted comma would shift every later column.
 
-use crate::enriched::{kernel_records, Records};
+use crate::enriched::{kernel_records, KernelRecord, Records};
 use crate::fields::{all_fields, DURATION_NS, END_NS, NAME, START_NS};
 use pipeline::{Analysis, Session};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::io::Write;
 
 /// The session's enriched kernels as CSV text (CRLF line ends, as RFC 4180 has them).
 pub fn enriched_csv(session: &Session, analysis: &Analysis) -> String {
@@ -18,23 +19,66 @@ pub fn enriched_csv(session: &Session, analysis: &Analysis) -> String {
 
 /// The CSV for already built records.
 pub fn csv_of(records: &Records) -> String {
-    let mut out = String::new();
-    let header: Vec<&str> = [NAME, START_NS, END_NS, DURATION_NS]
-        .into_iter()
-        .chain(all_fields())
-        .collect();
-    push_row(&mut out, header.iter().map(|h| Cow::Borrowed(*h)));
-    for k in &records.kernels {
-        let timing = [
-            k.name.clone(),
-            k.start_ns.to_string(),
-            k.end_ns.to_string(),
-            (k.end_ns - k.start_ns).to_string(),
-        ];
-        let fields = all_fields().map(|f| cell(k.args.get(f).unwrap_or(&Value::Null)));
-        push_row(&mut out, timing.into_iter().map(Cow::Owned).chain(fields));
+    let mut w = CsvWriter::new(Vec::new()).expect("writing to memory");
+    w.write(&records.kernels).expect("writing to memory");
+    let bytes = w.finish().expect("writing to memory");
+    String::from_utf8(bytes).expect("every cell is text")
+}
+
+/// The CSV written as the records come (one rank's at a time: [`crate::records_by_rank`]), to any
+/// writer: the header first, then a row per kernel.
+pub struct CsvWriter<W: Write> {
+    out: W,
+    /// One row's text, reused.
+    row: String,
+}
+
+impl<W: Write> CsvWriter<W> {
+    /// Writes the header.
+    pub fn new(out: W) -> std::io::Result<Self> {
+        let mut w = CsvWriter {
+            out,
+            row: String::new(),
+        };
+        let header: Vec<&str> = [NAME, START_NS, END_NS, DURATION_NS]
+            .into_iter()
+            .chain(all_fields())
+            .collect();
+        push_row(&mut w.row, header.iter().map(|h| Cow::Borrowed(*h)));
+        w.flush_row()?;
+        Ok(w)
     }
-    out
+
+    /// Writes a row per record.
+    pub fn write(&mut self, kernels: &[KernelRecord]) -> std::io::Result<()> {
+        for k in kernels {
+            let timing = [
+                k.name.clone(),
+                k.start_ns.to_string(),
+                k.end_ns.to_string(),
+                (k.end_ns - k.start_ns).to_string(),
+            ];
+            let fields = all_fields().map(|f| cell(k.args.get(f).unwrap_or(&Value::Null)));
+            push_row(
+                &mut self.row,
+                timing.into_iter().map(Cow::Owned).chain(fields),
+            );
+            self.flush_row()?;
+        }
+        Ok(())
+    }
+
+    /// Flushes and gives the writer back.
+    pub fn finish(mut self) -> std::io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    fn flush_row(&mut self) -> std::io::Result<()> {
+        self.out.write_all(self.row.as_bytes())?;
+        self.row.clear();
+        Ok(())
+    }
 }
 
 fn push_row<'a>(out: &mut String, cells: impl Iterator<Item = Cow<'a, str>>) {

@@ -76,63 +76,157 @@ pub fn kernel_record(
 
 /// Builds the enriched records of every NCCL kernel in the session's exports.
 pub fn kernel_records(session: &Session, analysis: &Analysis) -> Records {
+    let mut out = Records::default();
+    for batch in records_by_rank(session, analysis) {
+        out.kernels.extend(batch.kernels);
+    }
+    out.ranks = rank_hosts(session, analysis);
+    out.nvtx = nvtx_ranges(session, analysis);
+    out
+}
+
+/// One rank's enriched kernels, ordered by start then end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankRecords {
+    pub rank: u32,
+    pub kernels: Vec<KernelRecord>,
+}
+
+/// Where one rank's kernels come from, in the order [`kernel_records`] lists them before sorting.
+#[derive(Default)]
+struct RankSources {
+    /// Aligned processes (indices into `analysis.alignments.processes`).
+    aligned: Vec<usize>,
+    /// Kernels of processes with kernels only: (export, row).
+    kernels_only: Vec<(usize, usize)>,
+}
+
+/// The enriched kernels rank by rank, ranks ascending: [`kernel_records`]' kernels, one rank at a
+/// time, so that a writer holds one rank's records instead of the run's (a record is a few KB: the
+/// run's would be thousands of times its operations). Every rank that has an aligned process or a
+/// kernel comes, with no kernels when it has none.
+pub fn records_by_rank<'a>(
+    session: &'a Session,
+    analysis: &'a Analysis,
+) -> impl Iterator<Item = RankRecords> + 'a {
     let ranks = assign_ranks(analysis);
     let bottlenecks = pipeline::comm_bottlenecks(session, analysis);
-    let mut out = Records::default();
-    for pm in &analysis.alignments.processes {
-        let Some(&rank) = ranks.get(&pm.process) else {
-            continue;
-        };
-        out.ranks.insert(rank, pm.process.host.to_string());
-        for (i, k) in pm.kernels.iter().enumerate() {
-            let m = pm.alignment.per_kernel.get(i);
+    let mut sources: BTreeMap<u32, RankSources> = BTreeMap::new();
+    for (i, pm) in analysis.alignments.processes.iter().enumerate() {
+        if let Some(&rank) = ranks.get(&pm.process) {
+            sources.entry(rank).or_default().aligned.push(i);
+        }
+    }
+    let kernels_only: BTreeSet<&ProcessKey> = analysis.alignments.kernels_only.iter().collect();
+    if !kernels_only.is_empty() {
+        for (x, e) in session.exports().iter().enumerate() {
+            let host = e.export.hosts.first().cloned().unwrap_or_default();
+            for (row, pid) in
+                (0..e.export.kernels.len()).filter_map(|j| Some((j, e.export.kernels.pid(j)?)))
+            {
+                let key = ProcessKey {
+                    host: host.as_str().into(),
+                    pid,
+                };
+                if !kernels_only.contains(&key) {
+                    continue;
+                }
+                if let Some(&rank) = ranks.get(&key) {
+                    sources.entry(rank).or_default().kernels_only.push((x, row));
+                }
+            }
+        }
+    }
+    sources.into_iter().map(move |(rank, from)| {
+        let mut kernels = Vec::new();
+        for &i in &from.aligned {
+            let pm = &analysis.alignments.processes[i];
             let ctx = Ctx {
                 process: &pm.process,
                 rank,
                 analysis,
                 bottlenecks: &bottlenecks,
             };
-            out.kernels
-                .push(ctx.record(&k, m.map(|m| (m, &pm.log_ops))));
+            for (j, k) in pm.kernels.iter().enumerate() {
+                let m = pm.alignment.per_kernel.get(j);
+                kernels.push(ctx.record(&k, m.map(|m| (m, &pm.log_ops))));
+            }
         }
-    }
-    // Kernels-only processes: their kernels straight from the exports.
-    let kernels_only: BTreeSet<&ProcessKey> = analysis.alignments.kernels_only.iter().collect();
-    for e in session.exports() {
-        let host = e.export.hosts.first().cloned().unwrap_or_default();
-        for k in &e.export.kernels {
+        for &(x, row) in &from.kernels_only {
+            let e = &session.exports()[x];
+            let Some(k) = e.export.kernels.get(row) else {
+                continue;
+            };
             let key = ProcessKey {
-                host: host.as_str().into(),
+                host: e.export.hosts.first().map_or("", String::as_str).into(),
                 pid: k.pid,
             };
-            if !kernels_only.contains(&key) {
-                continue;
-            }
-            let Some(&rank) = ranks.get(&key) else {
-                continue;
-            };
-            out.ranks.insert(rank, key.host.to_string());
             let ctx = Ctx {
                 process: &key,
                 rank,
                 analysis,
                 bottlenecks: &bottlenecks,
             };
-            out.kernels.push(ctx.record(&k, None));
+            kernels.push(ctx.record(&k, None));
+        }
+        // Stable, as the whole list's sort by (rank, start, end) orders one rank's.
+        kernels.sort_by_key(|r| (r.start_ns, r.end_ns));
+        RankRecords { rank, kernels }
+    })
+}
+
+/// The host of every rank that has kernels or NVTX ranges ([`Records::ranks`]): an aligned
+/// process's host, else a kernels-only process's, else the host of the export its NVTX ranges
+/// are in.
+pub fn rank_hosts(session: &Session, analysis: &Analysis) -> BTreeMap<u32, String> {
+    let ranks = assign_ranks(analysis);
+    let mut out = BTreeMap::new();
+    for pm in &analysis.alignments.processes {
+        if let Some(&rank) = ranks.get(&pm.process) {
+            out.insert(rank, pm.process.host.to_string());
         }
     }
-    out.kernels.sort_by_key(|r| (r.rank, r.start_ns, r.end_ns));
-    // NVTX ranges of every process that has a rank.
+    let kernels_only: BTreeSet<&ProcessKey> = analysis.alignments.kernels_only.iter().collect();
+    for e in session.exports() {
+        let host = e.export.hosts.first().cloned().unwrap_or_default();
+        let ks = &e.export.kernels;
+        if !kernels_only.is_empty() {
+            for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
+                let key = ProcessKey {
+                    host: host.as_str().into(),
+                    pid,
+                };
+                if let (true, Some(&rank)) = (kernels_only.contains(&key), ranks.get(&key)) {
+                    out.insert(rank, key.host.to_string());
+                }
+            }
+        }
+    }
     for e in session.exports() {
         let host = e.export.hosts.first().cloned().unwrap_or_default();
         for r in &e.export.nvtx {
             if let Some(rank) = rank_of_export_pid(&ranks, &host, r.pid) {
-                out.ranks.entry(rank).or_insert_with(|| host.clone());
+                out.entry(rank).or_insert_with(|| host.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The NVTX ranges of every process that has a rank, with that rank, in synchronised time
+/// ([`Records::nvtx`]).
+pub fn nvtx_ranges(session: &Session, analysis: &Analysis) -> Vec<(u32, NvtxRange)> {
+    let ranks = assign_ranks(analysis);
+    let mut out = Vec::new();
+    for e in session.exports() {
+        let host = e.export.hosts.first().cloned().unwrap_or_default();
+        for r in &e.export.nvtx {
+            if let Some(rank) = rank_of_export_pid(&ranks, &host, r.pid) {
                 let clocks = &analysis.clocks;
                 let mut r = r.clone();
                 r.start_ns = clocks.to_sync(rank, r.start_ns);
                 r.end_ns = r.end_ns.map(|t| clocks.to_sync(rank, t));
-                out.nvtx.push((rank, r));
+                out.push((rank, r));
             }
         }
     }
