@@ -84,7 +84,6 @@ pub(crate) struct Kept {
 
 pub(crate) struct KeptProcess {
     print: InputPrint,
-    names: Vec<Option<KernelName>>,
     reuse: Reuse,
 }
 
@@ -150,8 +149,9 @@ struct Prepared {
     print: InputPrint,
     log_ops: ProcessOps,
     kernels: ProcessKernels,
-    /// Decoded kernel names, once decoded (kept for a later analysis).
-    names: Option<Vec<Option<KernelName>>>,
+    /// Decoded kernel names, while the process's domain is aligned (decoded from its kernels'
+    /// names, few distinct ones: not worth keeping for a later analysis).
+    names: Vec<Option<KernelName>>,
     previous: Option<Aligned>,
 }
 
@@ -284,7 +284,7 @@ pub(crate) async fn align_session_reusing(
                     print,
                     log_ops: pm.log_ops,
                     kernels: pm.kernels,
-                    names: Some(k.names),
+                    names: Vec::new(),
                     previous: Some(Aligned {
                         alignment: pm.alignment,
                         reuse: k.reuse,
@@ -306,7 +306,7 @@ pub(crate) async fn align_session_reusing(
                                 .iter()
                                 .map(|k| (&exports[k.export as usize], k.row)),
                         ),
-                        names: None,
+                        names: Vec::new(),
                         previous: None,
                     }
                 }
@@ -333,10 +333,7 @@ pub(crate) async fn align_session_reusing(
             })
             .collect();
         for (&i, (_, kernels)) in members.iter().zip(&whole) {
-            let names = &mut prepared[i].names;
-            if names.is_none() {
-                *names = Some(kernels.iter().map(|k| name_cache.decode(&k.name)).collect());
-            }
+            prepared[i].names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
         }
         let previous: Vec<Option<Aligned>> = members
             .iter()
@@ -350,7 +347,7 @@ pub(crate) async fn align_session_reusing(
                 ProcessInput {
                     log_ops,
                     kernels,
-                    names: p.names.as_deref().unwrap_or_default(),
+                    names: &p.names,
                     clock: p.clock(),
                     // The export's NVTX ranges: where NCCL's own are there, the exact join
                     // checks the alignment.
@@ -362,8 +359,10 @@ pub(crate) async fn align_session_reusing(
             })
             .collect();
         let domain = align_all_reusing_with(&inputs, cfg, previous, runner).await;
+        drop(inputs);
         for (&i, a) in members.iter().zip(domain) {
             aligned[i] = Some(a);
+            prepared[i].names = Vec::new();
         }
     }
     let mut redone = Vec::with_capacity(prepared.len());
@@ -378,7 +377,6 @@ pub(crate) async fn align_session_reusing(
         });
         out.kept.per_process.push(KeptProcess {
             print: p.print,
-            names: p.names.unwrap_or_default(),
             reuse: a.reuse,
         });
     }
