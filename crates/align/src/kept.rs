@@ -107,38 +107,6 @@ impl KeptHints {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use model::log::{ProcessKey, SourceLine};
-    use model::nccl::{OpType, RedOp};
-
-    fn line(comm: u64, op_count: u64) -> LogOp {
-        LogOp {
-            process: ProcessKey {
-                host: "n".into(),
-                pid: 1,
-            },
-            tid: 1,
-            cuda_dev: 0,
-            op: OpType::AllReduce,
-            op_count,
-            sendbuff: 0,
-            recvbuff: 0,
-            count: 1,
-            datatype: None,
-            datatype_code: 7,
-            red_op: RedOp::Sum,
-            root: 0,
-            comm,
-            nranks: 2,
-            stream: 0,
-            timestamp_ns: None,
-            algo: None,
-            proto: None,
-            nchannels: None,
-            rccl_task: None,
-            rccl_global_rank: None,
-            source: SourceLine { file: 0, line: 1 },
-        }
-    }
 
     #[test]
     fn first_lines_read_back() {
@@ -150,21 +118,35 @@ mod tests {
 
     #[test]
     fn hints_are_equal_exactly_when_their_encodings_are() {
-        let log = vec![line(5, 0), line(5, 1), line(6, 0)];
-        let first = FirstLines::from_lines(&[Some(0), Some(1), None, Some(2)]);
+        let log = crate::warmup::process(4).log_ops;
+        let call = |l: usize| (log[l].comm, log[l].op_count);
+        // Three lines of three calls (grouped Send/Recv lines share one).
+        let mut lines: Vec<usize> = Vec::new();
+        for l in 0..log.len() {
+            if lines.len() < 3 && lines.iter().all(|&m| call(m) != call(l)) {
+                lines.push(l);
+            }
+        }
+        let [l0, l1, l2] = lines[..] else {
+            panic!("the made-up log has three calls")
+        };
+        // A call no line of the log has.
+        let other = (call(l0).0, u64::MAX);
+        let first = FirstLines::from_lines(&[Some(l0), Some(l1), None, Some(l2)]);
+        let (a, b, c) = (Some(call(l0)), Some(call(l1)), Some(call(l2)));
         let lists: Vec<Vec<Option<(u64, u64)>>> = vec![
             vec![],
             vec![None, None, None, None],
-            vec![Some((5, 0)), Some((5, 1)), None, Some((6, 0))],
-            vec![Some((5, 0)), Some((5, 2)), None, Some((6, 0))],
-            vec![Some((5, 0)), Some((5, 1)), Some((6, 0)), Some((6, 0))],
-            vec![Some((5, 1)), Some((5, 0)), None, Some((6, 0))],
-            vec![Some((5, 0)), Some((5, 1)), None],
+            vec![a, b, None, c],
+            vec![a, Some(other), None, c],
+            vec![a, b, c, c],
+            vec![b, a, None, c],
+            vec![a, b, None],
         ];
-        for a in &lists {
-            let kept = KeptHints::encode(a, &first, &log);
-            for b in &lists {
-                assert_eq!(kept.same_as(b, &first, &log), a == b, "{a:?} vs {b:?}");
+        for x in &lists {
+            let kept = KeptHints::encode(x, &first, &log);
+            for y in &lists {
+                assert_eq!(kept.same_as(y, &first, &log), x == y, "{x:?} vs {y:?}");
             }
         }
         // Hints that confirm the first lines are a byte each.

@@ -44,14 +44,6 @@ impl ProcessOps {
         out
     }
 
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// The `i`-th operation, whole.
     pub fn get(&self, i: usize) -> Option<LogOp> {
         let row = *self.rows.get(i)?;
@@ -64,33 +56,11 @@ impl ProcessOps {
         log.parsed.ops.get(row as usize)
     }
 
-    /// Every operation in order, as whole values.
-    pub fn iter(&self) -> RowIter<'_, ProcessOps> {
-        RowIter::new(self, self.len())
-    }
-
     /// Bytes this view holds per operation (the rows themselves are the session's).
     pub fn bytes_per_op(&self) -> f64 {
         (4 * (self.rows.capacity() + self.log_ends.capacity())
             + std::mem::size_of::<Arc<LoadedLog>>() * self.logs.capacity()) as f64
             / self.len().max(1) as f64
-    }
-}
-
-impl Rows for ProcessOps {
-    type Row = LogOp;
-
-    fn row(&self, i: usize) -> Option<LogOp> {
-        self.get(i)
-    }
-}
-
-impl<'a> IntoIterator for &'a ProcessOps {
-    type Item = LogOp;
-    type IntoIter = RowIter<'a, ProcessOps>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
     }
 }
 
@@ -133,24 +103,11 @@ impl ProcessKernels {
         out
     }
 
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// The `i`-th kernel, whole.
     pub fn get(&self, i: usize) -> Option<Kernel> {
         let row = *self.rows.get(i)?;
         let x = self.export_of.get(i).map_or(0, |&x| x as usize);
         self.exports.get(x)?.export.kernels.get(row as usize)
-    }
-
-    /// Every kernel in order, as whole values.
-    pub fn iter(&self) -> RowIter<'_, ProcessKernels> {
-        RowIter::new(self, self.len())
     }
 
     /// Bytes this view holds per kernel (the rows themselves are the session's).
@@ -161,26 +118,42 @@ impl ProcessKernels {
     }
 }
 
-impl Rows for ProcessKernels {
-    type Row = Kernel;
-
-    fn row(&self, i: usize) -> Option<Kernel> {
-        self.get(i)
-    }
-}
-
-impl<'a> IntoIterator for &'a ProcessKernels {
-    type Item = Kernel;
-    type IntoIter = RowIter<'a, ProcessKernels>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
-/// `Debug` and equality of a view as the list of records it reads.
+/// What a view shares with the list of records it reads: `len`, `iter` (whole records, one at a time),
+/// `&view` in a `for` loop, and `Debug` and equality of that list.
 macro_rules! as_list {
-    ($view:ident) => {
+    ($view:ident, $record:ty) => {
+        impl $view {
+            pub fn len(&self) -> usize {
+                self.rows.len()
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.rows.is_empty()
+            }
+
+            /// Every record in order, as whole values.
+            pub fn iter(&self) -> RowIter<'_, $view> {
+                RowIter::new(self, self.len())
+            }
+        }
+
+        impl Rows for $view {
+            type Row = $record;
+
+            fn row(&self, i: usize) -> Option<$record> {
+                self.get(i)
+            }
+        }
+
+        impl<'a> IntoIterator for &'a $view {
+            type Item = $record;
+            type IntoIter = RowIter<'a, $view>;
+
+            fn into_iter(self) -> Self::IntoIter {
+                self.iter()
+            }
+        }
+
         impl std::fmt::Debug for $view {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_list().entries(self.iter()).finish()
@@ -194,15 +167,14 @@ macro_rules! as_list {
         }
     };
 }
-as_list!(ProcessOps);
-as_list!(ProcessKernels);
+as_list!(ProcessOps, LogOp);
+as_list!(ProcessKernels, Kernel);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use ingest_nccl::ParsedLog;
     use model::log::{ProcessKey, SourceLine};
-    use model::nccl::{OpType, RedOp};
     use model::nsys::NsysExport;
 
     fn op(pid: u32, op_count: u64, file: u32) -> LogOp {
@@ -211,30 +183,14 @@ mod tests {
                 host: "n1".into(),
                 pid,
             },
-            tid: 1,
-            cuda_dev: 0,
-            op: OpType::AllReduce,
             op_count,
-            sendbuff: 0,
-            recvbuff: 0,
             count: 8 + op_count,
-            datatype: None,
-            datatype_code: 7,
-            red_op: RedOp::Sum,
-            root: 0,
-            comm: 0xc0,
-            nranks: 2,
-            stream: 0,
-            timestamp_ns: None,
-            algo: None,
-            proto: None,
-            nchannels: None,
-            rccl_task: None,
-            rccl_global_rank: None,
             source: SourceLine {
                 file,
                 line: op_count + 1,
             },
+            // The other fields as a made-up process's first line has them.
+            ..align::warmup::process(1).log_ops[0].clone()
         }
     }
 
@@ -254,18 +210,9 @@ mod tests {
             pid,
             start_ns,
             end_ns: start_ns + 5,
-            device: 0,
-            stream: 7,
             correlation_id: start_ns as u32,
-            name: "ncclDevKernel_AllReduce_Sum_f32_RING_LL".into(),
-            grid: [1; 3],
-            block: [1; 3],
-            static_shared_bytes: 0,
-            dynamic_shared_bytes: 0,
-            registers_per_thread: 0,
-            local_memory_total: 0,
-            launch_ns: None,
-            launch_tid: None,
+            // The other fields as a made-up process's first kernel has them.
+            ..align::warmup::process(1).kernels[0].clone()
         }
     }
 
