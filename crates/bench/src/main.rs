@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p ncclscope-bench -- [--quick | --full] [--no-browser] [--out FILE]
-//!     [parse] [sqlite] [align] [e2e] [render]
+//!     [parse] [sqlite] [align] [memory] [e2e] [render]
 //! ```
 //! With no benchmark named, all of them run. `--quick` uses small inputs (a smoke run); `--full`
 //! adds the end-to-end target runs at their full size (see `end_to_end`);
@@ -20,6 +20,7 @@ mod browser;
 mod end_to_end;
 mod growth;
 mod inputs;
+mod memory;
 mod parse;
 mod regex_baseline;
 mod render;
@@ -30,7 +31,7 @@ use report::Report;
 use std::time::Instant;
 
 /// The families, in the order they run (cheapest first, so that a smoke run fails early).
-const FAMILIES: [&str; 5] = ["parse", "sqlite", "align", "e2e", "render"];
+const FAMILIES: [&str; 6] = ["parse", "sqlite", "align", "memory", "e2e", "render"];
 
 /// How big the inputs are.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -132,7 +133,7 @@ fn main() {
             .iter()
             .for_each(|&it| drop(sqlite::export_of(it)));
     }
-    if wants("e2e") || wants("render") {
+    if wants("e2e") || wants("render") || wants("memory") {
         end_to_end::runs(&layouts)
             .iter()
             .for_each(|r| drop(r.dir()));
@@ -152,6 +153,16 @@ fn main() {
     }
     if wants("align") {
         align::run(&opts, &mut report);
+    }
+    if wants("memory") {
+        // The 64-rank layout's runs below its target size (the target run is minutes long).
+        let runs: Vec<_> = end_to_end::runs(&layouts)
+            .into_iter()
+            .filter(|r| {
+                r.layout.label == "64 ranks" && r.ops_per_rank < r.layout.target_ops_per_rank
+            })
+            .collect();
+        memory::run(&runs, &mut report);
     }
     if wants("e2e") || wants("render") {
         end_to_end::run(&layouts, wants("e2e"), wants("render"), &opts, &mut report);

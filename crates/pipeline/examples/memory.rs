@@ -1,8 +1,10 @@
 //! What a loaded and analysed run holds in memory, per operation: the heap live after each
 //! stage (a counting allocator), for the memory figures of docs/PERFORMANCE.md (issue 11).
 //!
-//! `cargo run --release -p pipeline --example memory -- DIR` loads every log and export of a
-//! generated run, analyses it and builds its timeline, as the page's worker does.
+//! `cargo run --release -p pipeline --example memory -- DIR [--tsv]` loads every log and export of
+//! a generated run, analyses it and builds its timeline, as the page's worker does. `--tsv` adds a
+//! last line for the benchmark command (`ncclscope-bench memory`): operations, then the bytes live
+//! when loaded, analysed and with the timeline, then the peak.
 
 use pipeline::{analyse, sniff, InputKind, LogLoader, Session, UserSizes};
 use sqlsource_native::NativeDb;
@@ -144,4 +146,10 @@ fn main() {
         per(with_timeline),
         timeline.tracks.len()
     );
+    if std::env::args().any(|a| a == "--tsv") {
+        println!(
+            "{ops}\t{loaded}\t{analysed}\t{with_timeline}\t{}",
+            PEAK.load(Ordering::Relaxed)
+        );
+    }
 }
