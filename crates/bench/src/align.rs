@@ -3,11 +3,9 @@
 //! allocator gives the peak heap; this crate keeps no allocator of its own), which is built and
 //! run as a child process and prints one line per length.
 
-use crate::browser::root;
 use crate::growth::exponent;
 use crate::report::{Report, Verdict};
 use crate::Options;
-use std::process::Command;
 
 /// Lengths per side, and the longest the full matrix runs at (its back-pointers take 4 bytes a
 /// cell: 0.4 GB at 10⁴, 40 GB at 10⁵).
@@ -146,39 +144,16 @@ pub fn run(opts: &Options, report: &mut Report) {
 
 /// Builds and runs `bench_scale --tsv` over `sizes`.
 fn measure(sizes: &[usize], full_max: usize) -> Result<Vec<Row>, String> {
-    let built = Command::new("cargo")
-        .args([
-            "build",
-            "-q",
-            "--release",
-            "-p",
-            "align",
-            "--example",
-            "bench_scale",
-        ])
-        .current_dir(root())
-        .status()
-        .map_err(|e| format!("cargo: {e}"))?;
-    if !built.success() {
-        return Err("building align's bench_scale example failed".into());
-    }
-    let target = std::env::var("CARGO_TARGET_DIR").map_or(root().join("target"), Into::into);
     let list: Vec<String> = sizes.iter().map(usize::to_string).collect();
     let max = sizes.iter().max().copied().unwrap_or(0);
-    let out = Command::new(target.join("release/examples/bench_scale"))
-        .arg(max.to_string())
-        .arg(full_max.to_string())
-        .arg(format!("--sizes={}", list.join(",")))
-        .arg("--tsv")
-        .output()
-        .map_err(|e| format!("bench_scale: {e}"))?;
-    if !out.status.success() {
-        return Err("bench_scale failed".into());
-    }
-    let rows = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(parse_line)
-        .collect::<Vec<_>>();
+    let args = [
+        max.to_string(),
+        full_max.to_string(),
+        format!("--sizes={}", list.join(",")),
+        "--tsv".to_string(),
+    ];
+    let out = crate::example::run("align", "bench_scale", &args)?;
+    let rows = out.lines().filter_map(parse_line).collect::<Vec<_>>();
     if rows.len() != sizes.len() {
         return Err(format!(
             "bench_scale printed {} of {} lengths",

@@ -18,6 +18,7 @@
 mod align;
 mod browser;
 mod end_to_end;
+mod example;
 mod growth;
 mod inputs;
 mod memory;

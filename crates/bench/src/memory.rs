@@ -4,11 +4,9 @@
 //! this crate keeps no allocator of its own), built and run as a child process on the end-to-end
 //! benchmark's 64-rank runs; the page's own wasm memory is in the end-to-end section.
 
-use crate::browser::root;
 use crate::end_to_end::Run;
 use crate::growth::exponent;
 use crate::report::{Report, Verdict};
-use std::process::Command;
 
 /// The budget per operation: 1 GB for 10⁷ operations.
 const BUDGET_BYTES_PER_OP: f64 = 100.0;
@@ -92,34 +90,13 @@ pub fn run(runs: &[Run<'_>], report: &mut Report) {
     );
 }
 
-/// Builds (once) and runs `memory DIR --tsv` on one run.
+/// Runs `memory DIR --tsv` on one run (built the first time).
 fn measure(run: &Run<'_>) -> Result<Row, String> {
-    let built = Command::new("cargo")
-        .args([
-            "build",
-            "-q",
-            "--release",
-            "-p",
-            "pipeline",
-            "--example",
-            "memory",
-        ])
-        .current_dir(root())
-        .status()
-        .map_err(|e| format!("cargo: {e}"))?;
-    if !built.success() {
-        return Err("building pipeline's memory example failed".into());
-    }
-    let target = std::env::var("CARGO_TARGET_DIR").map_or(root().join("target"), Into::into);
-    let out = Command::new(target.join("release/examples/memory"))
-        .arg(run.dir())
-        .arg("--tsv")
-        .output()
-        .map_err(|e| format!("memory: {e}"))?;
-    if !out.status.success() {
-        return Err("the memory example failed".into());
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = crate::example::run(
+        "pipeline",
+        "memory",
+        &[run.dir().display().to_string(), "--tsv".to_string()],
+    )?;
     let f: Vec<f64> = text
         .lines()
         .last()
