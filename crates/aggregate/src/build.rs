@@ -64,6 +64,27 @@ struct RankPart {
     strip: Vec<(i64, i64)>,
 }
 
+impl RankPart {
+    /// What the aggregate keeps of one rank's records (by start).
+    fn of(kernels: &[&KernelRecord], comm_index: &BTreeMap<&str, u32>) -> RankPart {
+        let detail = detail_of(kernels);
+        let mut filled = RankRow::default();
+        fill_from_kernels(&mut filled, kernels, &detail, comm_index);
+        let first = kernels.first();
+        RankPart {
+            host: first
+                .and_then(|r| text(r.args.get(HOST)))
+                .unwrap_or_default(),
+            pid: first
+                .and_then(|r| number(r.args.get(PROCESS_ID)))
+                .unwrap_or(0) as u32,
+            filled,
+            strip: busy_intervals(&detail.kernels),
+            section: encode(&detail),
+        }
+    }
+}
+
 impl<'a> Builder<'a> {
     pub fn new(
         session: &'a Session,
@@ -101,9 +122,6 @@ impl<'a> Builder<'a> {
     /// instance is its anchor).
     pub fn add_rank(&mut self, rank: u32, kernels: &[&KernelRecord]) {
         debug_assert!(self.ranks.keys().next_back().is_none_or(|&r| r < rank));
-        let detail = detail_of(kernels);
-        let mut filled = RankRow::default();
-        fill_from_kernels(&mut filled, kernels, &detail, &self.comm_index);
         for k in kernels.iter().filter(|k| k.matched) {
             if let Some(id) = k.args.get(COMMUNICATOR_ID).and_then(Value::as_str) {
                 let values = self.bus_bw.entry(id.to_string()).or_default();
@@ -116,21 +134,8 @@ impl<'a> Builder<'a> {
             &self.comm_index,
             &self.spans_elsewhere,
         );
-        let first = kernels.first();
-        self.ranks.insert(
-            rank,
-            RankPart {
-                host: first
-                    .and_then(|r| text(r.args.get(HOST)))
-                    .unwrap_or_default(),
-                pid: first
-                    .and_then(|r| number(r.args.get(PROCESS_ID)))
-                    .unwrap_or(0) as u32,
-                filled,
-                strip: busy_intervals(&detail.kernels),
-                section: encode(&detail),
-            },
-        );
+        self.ranks
+            .insert(rank, RankPart::of(kernels, &self.comm_index));
     }
 
     /// The aggregate file.
@@ -139,7 +144,7 @@ impl<'a> Builder<'a> {
             session,
             analysis,
             given,
-            comm_index: _,
+            comm_index,
             spans_elsewhere: _,
             mut ranks,
             bus_bw,
@@ -156,18 +161,9 @@ impl<'a> Builder<'a> {
         let mut strips: Vec<Vec<(i64, i64)>> = Vec::with_capacity(rows.len());
         let mut at = crate::format::HEADER_LEN as u64;
         for row in &mut rows {
-            let part = ranks.remove(&row.global_rank).unwrap_or_else(|| {
-                let detail = detail_of(&[]);
-                let mut filled = RankRow::default();
-                fill_from_kernels(&mut filled, &[], &detail, &BTreeMap::new());
-                RankPart {
-                    host: String::new(),
-                    pid: 0,
-                    filled,
-                    strip: busy_intervals(&detail.kernels),
-                    section: encode(&detail),
-                }
-            });
+            let part = ranks
+                .remove(&row.global_rank)
+                .unwrap_or_else(|| RankPart::of(&[], &comm_index));
             let f = part.filled;
             row.kernels = f.kernels;
             row.matched = f.matched;

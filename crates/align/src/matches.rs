@@ -49,8 +49,8 @@ pub struct KernelMatches {
 }
 
 impl KernelMatches {
-    /// `n` kernels, none matched yet; [`KernelMatches::push`] adds them in kernel order.
-    pub fn with_capacity(n: usize) -> Self {
+    /// Room for `n` kernels, none added yet; [`KernelMatches::push`] adds them in kernel order.
+    fn with_capacity(n: usize) -> Self {
         KernelMatches {
             line_ends: Vec::with_capacity(n),
             lines: Vec::with_capacity(n),
@@ -145,11 +145,6 @@ impl KernelMatches {
             matches: self,
             next: 0,
         }
-    }
-
-    /// Whether kernel `k` has a match.
-    pub fn is_matched(&self, k: usize) -> bool {
-        self.get(k).is_some()
     }
 
     /// Bytes held (the columns' capacities), for the memory figures.

@@ -286,7 +286,7 @@ fn open_output(path: &Path) -> Result<Box<dyn Write>, String> {
     if path.as_os_str() == "-" {
         Ok(Box::new(std::io::BufWriter::new(std::io::stdout())))
     } else {
-        let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let file = std::fs::File::create(path).map_err(at(path))?;
         Ok(Box::new(std::io::BufWriter::new(file)))
     }
 }
@@ -302,11 +302,8 @@ fn shown(path: &Path) -> String {
 
 /// Writes an output file, or standard output for `-`.
 fn write_output(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    if path.as_os_str() == "-" {
-        std::io::stdout()
-            .write_all(bytes)
-            .map_err(|e| format!("standard output: {e}"))
-    } else {
-        std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
-    }
+    let mut out = open_output(path)?;
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .map_err(at(path))
 }

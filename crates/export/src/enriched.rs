@@ -15,7 +15,7 @@ use enrich::Bottleneck;
 use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, NvtxRange};
 use model::OpType;
-use pipeline::{Analysis, ProcessOps, Session};
+use pipeline::{Analysis, LoadedExport, ProcessOps, Session};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -117,25 +117,8 @@ pub fn records_by_rank<'a>(
             sources.entry(rank).or_default().aligned.push(i);
         }
     }
-    let kernels_only: BTreeSet<&ProcessKey> = analysis.alignments.kernels_only.iter().collect();
-    if !kernels_only.is_empty() {
-        for (x, e) in session.exports().iter().enumerate() {
-            let host = e.export.hosts.first().cloned().unwrap_or_default();
-            for (row, pid) in
-                (0..e.export.kernels.len()).filter_map(|j| Some((j, e.export.kernels.pid(j)?)))
-            {
-                let key = ProcessKey {
-                    host: host.as_str().into(),
-                    pid,
-                };
-                if !kernels_only.contains(&key) {
-                    continue;
-                }
-                if let Some(&rank) = ranks.get(&key) {
-                    sources.entry(rank).or_default().kernels_only.push((x, row));
-                }
-            }
-        }
+    for (rank, x, row) in kernels_only_rows(session, analysis, &ranks) {
+        sources.entry(rank).or_default().kernels_only.push((x, row));
     }
     sources.into_iter().map(move |(rank, from)| {
         let mut kernels = Vec::new();
@@ -158,7 +141,7 @@ pub fn records_by_rank<'a>(
                 continue;
             };
             let key = ProcessKey {
-                host: e.export.hosts.first().map_or("", String::as_str).into(),
+                host: export_host(e).into(),
                 pid: k.pid,
             };
             let ctx = Ctx {
@@ -186,29 +169,11 @@ pub fn rank_hosts(session: &Session, analysis: &Analysis) -> BTreeMap<u32, Strin
             out.insert(rank, pm.process.host.to_string());
         }
     }
-    let kernels_only: BTreeSet<&ProcessKey> = analysis.alignments.kernels_only.iter().collect();
-    for e in session.exports() {
-        let host = e.export.hosts.first().cloned().unwrap_or_default();
-        let ks = &e.export.kernels;
-        if !kernels_only.is_empty() {
-            for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
-                let key = ProcessKey {
-                    host: host.as_str().into(),
-                    pid,
-                };
-                if let (true, Some(&rank)) = (kernels_only.contains(&key), ranks.get(&key)) {
-                    out.insert(rank, key.host.to_string());
-                }
-            }
-        }
+    for (rank, x, _) in kernels_only_rows(session, analysis, &ranks) {
+        out.insert(rank, export_host(&session.exports()[x]).to_string());
     }
-    for e in session.exports() {
-        let host = e.export.hosts.first().cloned().unwrap_or_default();
-        for r in &e.export.nvtx {
-            if let Some(rank) = rank_of_export_pid(&ranks, &host, r.pid) {
-                out.entry(rank).or_insert_with(|| host.clone());
-            }
-        }
+    for (rank, host, _) in ranked_nvtx(session, &ranks) {
+        out.entry(rank).or_insert_with(|| host.to_string());
     }
     out
 }
@@ -217,20 +182,62 @@ pub fn rank_hosts(session: &Session, analysis: &Analysis) -> BTreeMap<u32, Strin
 /// ([`Records::nvtx`]).
 pub fn nvtx_ranges(session: &Session, analysis: &Analysis) -> Vec<(u32, NvtxRange)> {
     let ranks = assign_ranks(analysis);
+    let clocks = &analysis.clocks;
+    ranked_nvtx(session, &ranks)
+        .map(|(rank, _, r)| {
+            let mut r = r.clone();
+            r.start_ns = clocks.to_sync(rank, r.start_ns);
+            r.end_ns = r.end_ns.map(|t| clocks.to_sync(rank, t));
+            (rank, r)
+        })
+        .collect()
+}
+
+/// An export's host: its first one names every process in it (empty when it names none).
+fn export_host(e: &LoadedExport) -> &str {
+    e.export.hosts.first().map_or("", String::as_str)
+}
+
+/// Every kernel of a process with kernels and no log line, with its rank: (rank, export, row),
+/// in session order.
+fn kernels_only_rows(
+    session: &Session,
+    analysis: &Analysis,
+    ranks: &BTreeMap<ProcessKey, u32>,
+) -> Vec<(u32, usize, usize)> {
+    let kernels_only: BTreeSet<&ProcessKey> = analysis.alignments.kernels_only.iter().collect();
     let mut out = Vec::new();
-    for e in session.exports() {
-        let host = e.export.hosts.first().cloned().unwrap_or_default();
-        for r in &e.export.nvtx {
-            if let Some(rank) = rank_of_export_pid(&ranks, &host, r.pid) {
-                let clocks = &analysis.clocks;
-                let mut r = r.clone();
-                r.start_ns = clocks.to_sync(rank, r.start_ns);
-                r.end_ns = r.end_ns.map(|t| clocks.to_sync(rank, t));
-                out.push((rank, r));
+    if kernels_only.is_empty() {
+        return out;
+    }
+    for (x, e) in session.exports().iter().enumerate() {
+        let ks = &e.export.kernels;
+        for (row, pid) in (0..ks.len()).filter_map(|j| Some((j, ks.pid(j)?))) {
+            let key = ProcessKey {
+                host: export_host(e).into(),
+                pid,
+            };
+            if let (true, Some(&rank)) = (kernels_only.contains(&key), ranks.get(&key)) {
+                out.push((rank, x, row));
             }
         }
     }
     out
+}
+
+/// Every NVTX range of a process that has a rank, with that rank and its export's host, in
+/// session order.
+fn ranked_nvtx<'a>(
+    session: &'a Session,
+    ranks: &'a BTreeMap<ProcessKey, u32>,
+) -> impl Iterator<Item = (u32, &'a str, &'a NvtxRange)> + 'a {
+    session.exports().iter().flat_map(move |e| {
+        let host = export_host(e);
+        e.export
+            .nvtx
+            .iter()
+            .filter_map(move |r| Some((rank_of_export_pid(ranks, host, r.pid)?, host, r)))
+    })
 }
 
 /// Global rank per process: known ranks first, kernels-only processes after the last one.

@@ -134,6 +134,9 @@ fn count_from(sources: &mut Vec<(u32, u32)>, file: u32) {
     }
 }
 
+/// One process's records as the aligner reads them: log operations, kernels, decoded names.
+type Whole = (Vec<LogOp>, Vec<Kernel>, Vec<Option<KernelName>>);
+
 /// Where one of a process's kernels is, and what orders it.
 struct KernelAt {
     start_ns: i64,
@@ -149,9 +152,6 @@ struct Prepared {
     print: InputPrint,
     log_ops: ProcessOps,
     kernels: ProcessKernels,
-    /// Decoded kernel names, while the process's domain is aligned (decoded from its kernels'
-    /// names, few distinct ones: not worth keeping for a later analysis).
-    names: Vec<Option<KernelName>>,
     previous: Option<Aligned>,
 }
 
@@ -196,8 +196,9 @@ pub(crate) async fn align_session_reusing(
         // An export covers one node (or one rank): its first host names every process in it.
         let host = e.export.hosts.first().cloned().unwrap_or_default();
         let mut per_pid: BTreeMap<u32, u32> = BTreeMap::new();
-        for k in &e.export.kernels {
-            *per_pid.entry(k.pid).or_default() += 1;
+        let ks = &e.export.kernels;
+        for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
+            *per_pid.entry(pid).or_default() += 1;
         }
         for (pid, n) in per_pid {
             let key = ProcessKey {
@@ -284,7 +285,6 @@ pub(crate) async fn align_session_reusing(
                     print,
                     log_ops: pm.log_ops,
                     kernels: pm.kernels,
-                    names: Vec::new(),
                     previous: Some(Aligned {
                         alignment: pm.alignment,
                         reuse: k.reuse,
@@ -306,7 +306,6 @@ pub(crate) async fn align_session_reusing(
                                 .iter()
                                 .map(|k| (&exports[k.export as usize], k.row)),
                         ),
-                        names: Vec::new(),
                         previous: None,
                     }
                 }
@@ -325,16 +324,17 @@ pub(crate) async fn align_session_reusing(
     let mut aligned: Vec<Option<Aligned>> = prepared.iter().map(|_| None).collect();
     let mut name_cache = KernelNameCache::default();
     for members in domains.values() {
-        let whole: Vec<(Vec<LogOp>, Vec<Kernel>)> = members
+        // The domain's whole records and decoded kernel names (decoded again when a domain is
+        // re-aligned: few distinct names, not worth keeping for a later analysis).
+        let whole: Vec<Whole> = members
             .iter()
             .map(|&i| {
                 let p = &prepared[i];
-                (p.log_ops.iter().collect(), p.kernels.iter().collect())
+                let kernels: Vec<Kernel> = p.kernels.iter().collect();
+                let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
+                (p.log_ops.iter().collect(), kernels, names)
             })
             .collect();
-        for (&i, (_, kernels)) in members.iter().zip(&whole) {
-            prepared[i].names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
-        }
         let previous: Vec<Option<Aligned>> = members
             .iter()
             .map(|&i| prepared[i].previous.take())
@@ -342,12 +342,12 @@ pub(crate) async fn align_session_reusing(
         let inputs: Vec<ProcessInput<'_>> = members
             .iter()
             .zip(&whole)
-            .map(|(&i, (log_ops, kernels))| {
+            .map(|(&i, (log_ops, kernels, names))| {
                 let p = &prepared[i];
                 ProcessInput {
                     log_ops,
                     kernels,
-                    names: &p.names,
+                    names,
                     clock: p.clock(),
                     // The export's NVTX ranges: where NCCL's own are there, the exact join
                     // checks the alignment.
@@ -359,10 +359,8 @@ pub(crate) async fn align_session_reusing(
             })
             .collect();
         let domain = align_all_reusing_with(&inputs, cfg, previous, runner).await;
-        drop(inputs);
         for (&i, a) in members.iter().zip(domain) {
             aligned[i] = Some(a);
-            prepared[i].names = Vec::new();
         }
     }
     let mut redone = Vec::with_capacity(prepared.len());

@@ -47,12 +47,9 @@ impl ProcessOps {
     /// The `i`-th operation, whole.
     pub fn get(&self, i: usize) -> Option<LogOp> {
         let row = *self.rows.get(i)?;
-        let log = match self.logs.len() {
-            1 => &self.logs[0],
-            _ => self
-                .logs
-                .get(self.log_ends.partition_point(|&e| e as usize <= i))?,
-        };
+        let log = self
+            .logs
+            .get(self.log_ends.partition_point(|&e| e as usize <= i))?;
         log.parsed.ops.get(row as usize)
     }
 
