@@ -152,7 +152,8 @@ fn measure(sizes: &[usize], full_max: usize) -> Result<Vec<Row>, String> {
         format!("--sizes={}", list.join(",")),
         "--tsv".to_string(),
     ];
-    let out = crate::example::run("align", "bench_scale", &args)?;
+    let binary = crate::example::built("align", "bench_scale")?;
+    let out = crate::example::output(&binary, &args)?;
     let rows = out.lines().filter_map(parse_line).collect::<Vec<_>>();
     if rows.len() != sizes.len() {
         return Err(format!(

@@ -3,10 +3,11 @@
 //! none of its own).
 
 use crate::browser::root;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Builds `package`'s `example` (release) and runs it with `args`; its standard output.
-pub fn run(package: &str, example: &str, args: &[String]) -> Result<String, String> {
+/// Builds `package`'s `example` (release); the path of its binary.
+pub fn built(package: &str, example: &str) -> Result<PathBuf, String> {
     let built = Command::new("cargo")
         .args([
             "build",
@@ -24,12 +25,20 @@ pub fn run(package: &str, example: &str, args: &[String]) -> Result<String, Stri
         return Err(format!("building {package}'s {example} example failed"));
     }
     let target = std::env::var("CARGO_TARGET_DIR").map_or(root().join("target"), Into::into);
-    let out = Command::new(target.join("release/examples").join(example))
+    Ok(target.join("release/examples").join(example))
+}
+
+/// Runs a built example with `args`; its standard output.
+pub fn output(binary: &Path, args: &[String]) -> Result<String, String> {
+    let name = binary
+        .file_name()
+        .map_or("example".into(), |n| n.to_string_lossy());
+    let out = Command::new(binary)
         .args(args)
         .output()
-        .map_err(|e| format!("{example}: {e}"))?;
+        .map_err(|e| format!("{name}: {e}"))?;
     if !out.status.success() {
-        return Err(format!("the {example} example failed"));
+        return Err(format!("the {name} example failed"));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -7,6 +7,7 @@
 use crate::end_to_end::Run;
 use crate::growth::exponent;
 use crate::report::{Report, Verdict};
+use std::path::Path;
 
 /// The budget per operation: 1 GB for 10⁷ operations.
 const BUDGET_BYTES_PER_OP: f64 = 100.0;
@@ -32,7 +33,8 @@ pub fn run(runs: &[Run<'_>], report: &mut Report) {
          1 GB of wasm memory, i.e. under 100 B an operation held and at the peak (a wasm memory \
          never shrinks: its size is the peak's).",
     );
-    let rows: Result<Vec<Row>, String> = runs.iter().map(measure).collect();
+    let rows: Result<Vec<Row>, String> = crate::example::built("pipeline", "memory")
+        .and_then(|binary| runs.iter().map(|r| measure(&binary, r)).collect());
     let rows = match rows {
         Ok(rows) if !rows.is_empty() => rows,
         Ok(_) => {
@@ -90,11 +92,10 @@ pub fn run(runs: &[Run<'_>], report: &mut Report) {
     );
 }
 
-/// Runs `memory DIR --tsv` on one run (built the first time).
-fn measure(run: &Run<'_>) -> Result<Row, String> {
-    let text = crate::example::run(
-        "pipeline",
-        "memory",
+/// Runs the built `memory DIR --tsv` on one run.
+fn measure(binary: &Path, run: &Run<'_>) -> Result<Row, String> {
+    let text = crate::example::output(
+        binary,
         &[run.dir().display().to_string(), "--tsv".to_string()],
     )?;
     let f: Vec<f64> = text
