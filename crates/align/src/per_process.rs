@@ -641,7 +641,7 @@ fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
     if !on {
         return ((0..log_ops.len()).collect(), dup_of);
     }
-    type Key = (u64, u64, u8, i64, u64, u32, u64, u64);
+    type Key = (u64, u64, u16, i64, u64, u32, u64, u64);
     let mut seen: HashMap<Key, usize> = HashMap::default();
     let mut kept = Vec::new();
     for (l, o) in log_ops.iter().enumerate() {
@@ -649,7 +649,7 @@ fn dedup(log_ops: &[LogOp], on: bool) -> (Vec<usize>, Vec<Option<usize>>) {
         let key = (
             o.comm,
             o.op_count,
-            o.op as u8,
+            o.op.code(),
             o.root,
             o.count,
             o.datatype_code,
@@ -907,6 +907,8 @@ mod tests {
             nchannels: None,
             rccl_task: None,
             rccl_global_rank: None,
+            rccl_acc: None,
+            sym_kernel: None,
             source: SourceLine::default(),
         }
     }

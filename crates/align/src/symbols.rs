@@ -38,6 +38,7 @@ pub fn weight(op: Option<OpType>) -> f64 {
         Some(OpType::Send | OpType::Recv | OpType::SendRecv) => 0.5,
         // Not in the thesis: as rare as Broadcast.
         Some(OpType::Reduce | OpType::AllToAll | OpType::Gather | OpType::Scatter) => 2.0,
+        Some(OpType::Other(_)) => 2.0,
     }
 }
 
@@ -162,7 +163,7 @@ pub fn op_symbol(op: OpType) -> Symbol {
 
 /// A small integer per op class, for anchoring keys.
 pub fn class_key(op: Option<OpType>) -> u64 {
-    op.map_or(0, |o| 1 + kernel_class(o) as u64)
+    op.map_or(0, |o| 1 + u64::from(kernel_class(o).code()))
 }
 
 #[cfg(test)]

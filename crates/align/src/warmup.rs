@@ -149,6 +149,8 @@ fn line(op: OpType, datatype: DataType, op_count: u64, comm: u64, stream: u64, t
         nchannels: None,
         rccl_task: None,
         rccl_global_rank: None,
+        rccl_acc: None,
+        sym_kernel: None,
         source: SourceLine::default(),
     }
 }

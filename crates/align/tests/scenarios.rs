@@ -211,6 +211,8 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
                 nchannels: (!lop.is_p2p()).then_some(nch),
                 rccl_task: None,
                 rccl_global_rank: None,
+                rccl_acc: None,
+                sym_kernel: None,
                 source: SourceLine {
                     file: 0,
                     line: log.len() as u64 + 1,

@@ -41,6 +41,8 @@ pub fn bus_factor(op: OpType, algo: Option<Algo>, n: u32) -> f64 {
         // nccl-tests Broadcast / Reduce, and point-to-point: every byte crosses one link: 1.
         (OpType::Broadcast | OpType::Reduce, _) => 1.0,
         (OpType::Send | OpType::Recv | OpType::SendRecv, _) => 1.0,
+        // An operation this build does not name: no traffic pattern is assumed, bus = algo BW.
+        (OpType::Other(_), _) => 1.0,
     }
 }
 

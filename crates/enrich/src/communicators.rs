@@ -413,6 +413,8 @@ mod tests {
             nchannels: None,
             rccl_task: None,
             rccl_global_rank: None,
+            rccl_acc: None,
+            sym_kernel: None,
             source: SourceLine::default(),
         }
     }

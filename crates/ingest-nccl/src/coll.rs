@@ -26,6 +26,7 @@ pub(crate) struct Coll<'a> {
     pub stream: u64,
     pub rccl_task: Option<u64>,
     pub rccl_global_rank: Option<u32>,
+    pub rccl_acc: Option<u64>,
 }
 
 /// The numbers of a per-collective line (what [`Coll`] holds besides the name and RCCL's
@@ -61,6 +62,7 @@ impl Values {
             stream: self.stream,
             rccl_task: None,
             rccl_global_rank: None,
+            rccl_acc: None,
         }
     }
 }
@@ -330,6 +332,7 @@ fn general<'a>(name: &'a [u8], rest: &'a [u8]) -> Result<Coll<'a>, &'static str>
         stream: 0,
         rccl_task: None,
         rccl_global_rank: None,
+        rccl_acc: None,
     };
     // Bit per required field, so a line cut short anywhere is caught.
     const ALL: u32 = (1 << 10) - 1;
@@ -383,7 +386,7 @@ fn general<'a>(name: &'a [u8], rest: &'a [u8]) -> Result<Coll<'a>, &'static str>
                 9
             }
             b"acc" => {
-                val.and_then(scan::ptr).ok_or("bad acc")?;
+                c.rccl_acc = Some(val.and_then(scan::ptr).ok_or("bad acc")?);
                 continue;
             }
             b"task" => {

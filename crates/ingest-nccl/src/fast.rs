@@ -170,6 +170,7 @@ impl FastHeads {
             timestamp_text: timestamp_ns.and_then(|_| line.get(..at - 1)),
             body,
             merged: false,
+            first_host: None,
         };
         *out = Read::nccl(line, split, read_body(body));
         true

@@ -30,6 +30,10 @@ pub(crate) struct CommFields<'a> {
     pub parent: Option<u64>,
     pub color: Option<i64>,
     pub key: Option<i64>,
+    pub n_nodes: Option<u32>,
+    pub local_ranks: Option<u32>,
+    pub local_rank: Option<u32>,
+    pub mnnvl: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +97,13 @@ pub(crate) fn fields(body: &[u8]) -> Result<CommFields<'_>, &'static str> {
             b"parent" => f.parent = Some(v.and_then(scan::ptr).ok_or("bad parent")?),
             b"color" => f.color = Some(v.and_then(scan::dec_i64).ok_or("bad color")?),
             b"key" => f.key = Some(v.and_then(scan::dec_i64).ok_or("bad key")?),
-            // nNodes, localRanks, localRank, MNNVL, ...: not needed.
+            b"nNodes" => f.n_nodes = Some(v.and_then(scan::dec_u32).ok_or("bad nNodes")?),
+            b"localRanks" => {
+                f.local_ranks = Some(v.and_then(scan::dec_u32).ok_or("bad localRanks")?)
+            }
+            b"localRank" => f.local_rank = Some(v.and_then(scan::dec_u32).ok_or("bad localRank")?),
+            b"MNNVL" => f.mnnvl = Some(v.and_then(scan::dec_u32).ok_or("bad MNNVL")?),
+            // splitCount, ...: not needed.
             _ => {}
         }
     }

@@ -36,7 +36,7 @@ mod tuning;
 pub use parser::{LogParser, SKIPPED};
 pub use records::{
     CommChannels, CommDestroy, Counters, InitTiming, ParsedLog, ProcessInfo, RingNeighbors,
-    RingOrder, RunWarning,
+    RingOrder, RunWarning, TreeLinks,
 };
 pub use topo::{LinkKind, NodeKind, TopoHeader, TopoLink, TopoNode, Topology};
 
@@ -75,7 +75,7 @@ fn sniff_text(b: &[u8]) -> bool {
         if let Some(s) = prefix::split_line(line) {
             return s.dev.is_some();
         }
-        line.trim_ascii_start().starts_with(b"NCCL version ")
+        scan::banner_version(line).is_some()
     })
 }
 

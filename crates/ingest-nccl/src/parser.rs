@@ -153,6 +153,8 @@ const PAR_MIN: usize = 64 * 1024;
 /// Bytes read per parallel round: small enough that applying starts soon after a chunk arrives
 /// and that the reads waiting to be applied stay small, big enough to pay for the hand-over.
 const WINDOW: usize = 128 * 1024;
+/// How far back (operations of the file) a line printed twice is looked for.
+const REPEAT_WINDOW: usize = 4096;
 /// How many recent ops per process a tuning line may attach to.
 const RECENT_OPS: usize = 64;
 
@@ -191,6 +193,9 @@ pub struct LogParser {
     /// Keeps `pending_channels` flush order deterministic.
     pending_order: Vec<(usize, u32)>,
     pending_banner: Option<String>,
+    /// The last `comm .. nRanks .. nNodes ..` line of each (process, thread), for the
+    /// `Init COMPLETE` of its communicator that follows.
+    pending_shape: HashMap<(usize, u32), init::CommFields<'static>>,
     last_proc: Option<usize>,
     /// (host, pid, process index) of the previous header.
     last_origin: Option<(Vec<u8>, u32, usize)>,
@@ -223,6 +228,7 @@ impl LogParser {
             pending_channels: HashMap::new(),
             pending_order: Vec::new(),
             pending_banner: None,
+            pending_shape: HashMap::new(),
             last_proc: None,
             last_origin: None,
             head_cache: LineCache::default(),
@@ -402,9 +408,9 @@ impl LogParser {
                 Some(f.dev),
                 f.timestamp_ns(),
                 v,
-                (None, None),
+                (None, None, None),
             ),
-            FastBody::Tuning(t) => self.tuning(Some(p), f.tid, Ok(*t)),
+            FastBody::Tuning(t) => self.tuning(Some(p), f.tid, Ok(*t), None),
         }
     }
 
@@ -455,6 +461,7 @@ impl LogParser {
         if let (Some(v), None) = (self.pending_banner.take(), &self.out.nccl_version) {
             self.out.nccl_version = Some(v);
         }
+        self.note_unfinished_inits();
         for (reason, n) in &self.diag_counts {
             if *n > DIAG_CAP {
                 let msg = format!("{} more lines: {reason}", n - DIAG_CAP);
@@ -479,6 +486,31 @@ impl LogParser {
         // on average).
         self.out.ops.shrink_to_fit();
         self.out
+    }
+
+    /// A communicator that printed `Init START` and never `Init COMPLETE` (a hang or a crash
+    /// during set-up): noted at its start line.
+    fn note_unfinished_inits(&mut self) {
+        let done: HashSet<(&ProcessKey, u64)> = self
+            .out
+            .inits
+            .iter()
+            .map(|i| (&i.process, i.comm))
+            .collect();
+        let notes: Vec<Diagnostic> = self
+            .out
+            .init_starts
+            .iter()
+            .filter(|s| !done.contains(&(&s.process, s.comm)))
+            .map(|s| {
+                let msg = format!(
+                    "communicator 0x{:x} (rank {} of {}) printed Init START and no Init COMPLETE: its set-up did not finish in this log",
+                    s.comm, s.rank, s.nranks
+                );
+                Diagnostic::new(&self.out.path, s.source.line, Severity::Warning, msg)
+            })
+            .collect();
+        self.out.diagnostics.extend(notes);
     }
 
     fn src(&self) -> SourceLine {
@@ -580,6 +612,30 @@ impl LogParser {
         idx
     }
 
+    /// `o` with its host cut to the longest host it ends with, of the file's or the line's
+    /// first writer (`first`), when it is not a host of the file itself (the first writer's
+    /// text glued in front of it); as it is otherwise (a writer whose first line this is).
+    fn unglued<'a>(&self, o: Origin<'a>, first: Option<&[u8]>) -> Origin<'a> {
+        if self.hosts.contains_key(o.host) {
+            return o;
+        }
+        let known = self
+            .hosts
+            .keys()
+            .map(Vec::as_slice)
+            .chain(first)
+            .filter(|h| !h.is_empty() && h.len() < o.host.len() && o.host.ends_with(h))
+            .map(<[u8]>::len)
+            .max();
+        match known {
+            Some(n) => Origin {
+                host: o.host.get(o.host.len() - n..).unwrap_or(o.host),
+                ..o
+            },
+            None => o,
+        }
+    }
+
     fn key(&self, p: usize) -> ProcessKey {
         self.out
             .processes
@@ -605,7 +661,13 @@ impl LogParser {
                 "two log lines merged into one; the first writer's text is lost",
             );
         }
-        let (proc, tid) = match s.origin {
+        // In a merged line the second header may be glued to the first writer's text
+        // (`Launch mode Parallelnode1:12:34`): its host is a known host's name with a prefix.
+        let origin = match s.origin {
+            Some(o) if s.merged => Some(self.unglued(o, s.first_host)),
+            o => o,
+        };
+        let (proc, tid) = match origin {
             Some(o) => (Some(self.intern(o, s.dev)), o.tid),
             None => match self.only_process() {
                 Some(p) => {
@@ -645,15 +707,10 @@ impl LogParser {
 
     /// A line without `NCCL INFO`/`NCCL WARN`: a bare banner, a header-less NCCL line, or foreign text.
     fn headerless(&mut self, line: &[u8]) {
-        if let Some(pos) = scan::find(line, b"NCCL version ") {
-            if pos == 0 || line.get(pos - 1) == Some(&b' ') {
-                self.out.counters.nccl_lines += 1;
-                let v = version_token(line.get(pos + 13..).unwrap_or_default());
-                if let Some(v) = v {
-                    self.set_version(self.last_proc, v);
-                }
-                return;
-            }
+        if let Some(v) = scan::banner_version(line) {
+            self.out.counters.nccl_lines += 1;
+            self.set_version(self.last_proc, scan::text(v));
+            return;
         }
         // Body of a per-collective or tuning line whose header was lost (garbled writes).
         let body = match memchr::memchr(b':', line) {
@@ -740,6 +797,10 @@ impl LogParser {
             if let Some(TopoState::Building(b)) = self.procs.get_mut(p).map(|s| &mut s.topo) {
                 match b.line(body) {
                     Step::Consumed => return,
+                    Step::Garbled => {
+                        self.garbled("garbled topology link line");
+                        return;
+                    }
                     Step::End => {
                         if let Some(st) = self.procs.get_mut(p) {
                             if let TopoState::Building(b) =
@@ -758,14 +819,13 @@ impl LogParser {
         }
         match parsed {
             Body::Coll(c) => self.coll(proc, tid, dev, ts, *c),
-            Body::Tuning(t) => self.tuning(proc, tid, t.map(|t| t.facts())),
+            Body::Tuning(t) => {
+                let kernel = t.as_ref().ok().and_then(|t| t.kernel);
+                self.tuning(proc, tid, t.map(|t| t.facts()), kernel)
+            }
             Body::Init(ev, f) => self.init_event(proc, tid, *ev, *f),
             Body::Timings(t) => self.timings(proc, tid, t.as_ref()),
-            Body::Version(rest) => {
-                if let Some(v) = version_token(rest) {
-                    self.set_version(proc, v);
-                }
-            }
+            Body::Version(v) => self.set_version(proc, scan::text(v)),
             Body::TopoHeader => self.topo_header(proc, body),
             Body::Ring(r) => {
                 if let Some(p) = proc {
@@ -774,6 +834,7 @@ impl LogParser {
                     self.ring_line(p, tid, r);
                 }
             }
+            Body::Garbled(why) => self.garbled(why),
             Body::Other => {}
         }
     }
@@ -815,7 +876,7 @@ impl LogParser {
             dev,
             ts,
             &c.values(),
-            (c.rccl_task, c.rccl_global_rank),
+            (c.rccl_task, c.rccl_global_rank, c.rccl_acc),
         );
     }
 
@@ -830,10 +891,11 @@ impl LogParser {
         dev: Option<u32>,
         ts: Option<i64>,
         c: &coll::Values,
-        rccl: (Option<u64>, Option<u32>),
+        rccl: (Option<u64>, Option<u32>, Option<u64>),
     ) {
         let peer = if op.is_p2p() { c.root } else { 0 };
-        if !self.seen_ops.insert((p, c.comm, op, peer), c.op_count) {
+        if !self.seen_ops.insert((p, c.comm, op, peer), c.op_count) && self.printed_before(p, op, c)
+        {
             self.out.counters.duplicate_ops += 1;
             self.diag_msg(
                 Severity::Warning,
@@ -884,7 +946,7 @@ impl LogParser {
             timestamp_ns: ts,
             line: self.line_no,
         };
-        let idx = if rccl == (None, None) {
+        let idx = if rccl == (None, None, None) {
             self.out.ops.push_call(site, &call)
         } else {
             self.push_rccl(site, &call, rccl)
@@ -897,12 +959,44 @@ impl LogParser {
         }
     }
 
+    /// Whether an operation line of process `p` whose (communicator, operation, peer, opCount)
+    /// was seen before repeats an earlier line: grouped operations share an opCount, so two
+    /// Sends to one peer in a group differ in their buffers or count, while a line printed twice
+    /// is the same in every field. Looked for among the last [`REPEAT_WINDOW`] operations; a
+    /// repeat of one further back (none found) still counts as printed twice.
+    fn printed_before(&self, p: usize, op: OpType, c: &coll::Values) -> bool {
+        let ops = &self.out.ops;
+        let Some(me) = self.procs.get(p).and_then(|st| st.ops_process) else {
+            return true;
+        };
+        let mut same_call = false;
+        for i in (0..ops.len()).rev().take(REPEAT_WINDOW) {
+            if ops.op_count(i) != Some(c.op_count) || ops.comm(i) != Some(c.comm) {
+                continue;
+            }
+            let Some(o) = ops.get(i) else { continue };
+            if ops.process_index(i) != Some(me) || o.op != op {
+                continue;
+            }
+            if o.op.is_p2p() && o.root != c.root {
+                continue;
+            }
+            same_call = true;
+            if (o.sendbuff, o.recvbuff, o.count, o.datatype_code, o.stream)
+                == (c.sendbuff, c.recvbuff, c.count, c.datatype, c.stream)
+            {
+                return true;
+            }
+        }
+        !same_call
+    }
+
     /// An RCCL operation line (with `task`/`globalrank`): kept whole.
     fn push_rccl(
         &mut self,
         site: CallSite,
         call: &Call,
-        rccl: (Option<u64>, Option<u32>),
+        rccl: (Option<u64>, Option<u32>, Option<u64>),
     ) -> usize {
         let op = LogOp {
             // `push_for` takes the process from `site`.
@@ -928,19 +1022,27 @@ impl LogParser {
             algo: None,
             proto: None,
             nchannels: None,
+            sym_kernel: None,
             rccl_task: rccl.0,
             rccl_global_rank: rccl.1,
+            rccl_acc: rccl.2,
             source: self.src(),
         };
         self.out.ops.push_for(site.process, &op);
         self.out.ops.len() - 1
     }
 
+    /// A tuning line: given to the operation it describes, the most recent free one of its
+    /// process with its operation and byte count (on the same thread first). NCCL's byte count
+    /// ([`tuning::Facts::expects`]) is tried before the other reading (per-rank for AllGather and
+    /// ReduceScatter, or the reverse), which older or other builds may print, and a line that
+    /// matches no size goes to the last free operation, as before.
     fn tuning(
         &mut self,
         proc: Option<usize>,
         tid: u32,
         parsed: Result<tuning::Facts, &'static str>,
+        kernel: Option<&[u8]>,
     ) {
         let t = match parsed {
             Ok(t) => t,
@@ -954,28 +1056,34 @@ impl LogParser {
         let want_op = t.op;
         let Some(st) = self.procs.get(p) else { return };
         let ops = &self.out.ops;
-        // What each recent op offers: free for this line's operation, the right size, the
-        // same thread. Read once per op looked at.
+        // How well each recent op fits: free for this line's operation; its size as NCCL
+        // prints it (2) or the other reading (1); the same thread. Read once per op looked at.
         let fits = |i: usize| {
             let f = ops.tuning_facts(i)?;
             let free = !f.tuned && want_op.is_none_or(|w| w == f.op);
-            let bytes = f.msg_bytes == t.bytes
-                || f.msg_bytes.saturating_mul(u64::from(f.nranks)) == t.bytes;
-            Some((free, bytes, f.tid == tid))
+            let size = if t.expects(f.op, f.msg_bytes, f.nranks) {
+                2
+            } else if f.msg_bytes == t.bytes
+                || f.msg_bytes.saturating_mul(u64::from(f.nranks)) == t.bytes
+            {
+                1
+            } else {
+                0
+            };
+            Some((free, size, f.tid == tid))
         };
         let recent = &st.recent_ops;
-        let target = recent
-            .iter()
-            .rev()
-            .copied()
-            .find(|&i| fits(i) == Some((true, true, true)))
-            .or_else(|| {
-                recent
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(|&i| fits(i).is_some_and(|(free, bytes, _)| free && bytes))
-            })
+        let find = |ok: &dyn Fn((bool, u8, bool)) -> bool| {
+            recent
+                .iter()
+                .rev()
+                .copied()
+                .find(|&i| fits(i).is_some_and(ok))
+        };
+        let target = find(&|(free, size, same)| free && size == 2 && same)
+            .or_else(|| find(&|(free, size, _)| free && size == 2))
+            .or_else(|| find(&|(free, size, same)| free && size == 1 && same))
+            .or_else(|| find(&|(free, size, _)| free && size == 1))
             .or_else(|| {
                 recent
                     .back()
@@ -984,6 +1092,9 @@ impl LogParser {
             });
         if let Some(i) = target {
             self.out.ops.set_tuning(i, t.algo, t.proto, t.nchannels);
+            if let Some(k) = kernel {
+                self.out.ops.set_sym_kernel(i, &scan::text(k));
+            }
             self.out.counters.tuning_attached += 1;
         }
     }
@@ -1011,23 +1122,33 @@ impl LogParser {
             f.rank.unwrap_or(0),
             f.nranks.unwrap_or(0),
         );
+        let record = |me: &Self, shape: Option<init::CommFields<'_>>| CommInit {
+            process: me.key(p),
+            func: f.func.map(scan::text),
+            comm,
+            rank,
+            nranks,
+            cuda_dev: f.cuda_dev,
+            nvml_dev: f.nvml_dev,
+            bus_id: f.bus_id.map(scan::text),
+            comm_id: f.comm_id,
+            split_parent: f.parent,
+            split_color: f.color,
+            split_key: f.key,
+            n_nodes: shape.and_then(|s| s.n_nodes),
+            local_ranks: shape.and_then(|s| s.local_ranks),
+            local_rank: shape.and_then(|s| s.local_rank),
+            mnnvl: shape.and_then(|s| s.mnnvl).map(|m| m != 0),
+            source: me.src(),
+        };
         match ev {
             init::Event::InitComplete => {
                 self.out.counters.init_lines += 1;
-                let rec = CommInit {
-                    process: self.key(p),
-                    comm,
-                    rank,
-                    nranks,
-                    cuda_dev: f.cuda_dev,
-                    nvml_dev: f.nvml_dev,
-                    bus_id: f.bus_id.map(scan::text),
-                    comm_id: f.comm_id,
-                    split_parent: f.parent,
-                    split_color: f.color,
-                    split_key: f.key,
-                    source: self.src(),
-                };
+                let shape = self
+                    .pending_shape
+                    .remove(&(p, tid))
+                    .filter(|s| s.comm == Some(comm));
+                let rec = record(self, shape);
                 self.out.inits.push(rec);
                 if let Some(ch) = self.pending_channels.get_mut(&(p, tid)) {
                     if ch.comm.is_none_or(|c| c == comm) {
@@ -1039,6 +1160,21 @@ impl LogParser {
                 }
             }
             init::Event::InitStart | init::Event::Summary => {
+                if ev == init::Event::InitStart {
+                    let rec = record(self, None);
+                    self.out.init_starts.push(rec);
+                } else {
+                    // Only its numbers are kept: no text outlives the line.
+                    let shape = init::CommFields {
+                        comm: f.comm,
+                        n_nodes: f.n_nodes,
+                        local_ranks: f.local_ranks,
+                        local_rank: f.local_rank,
+                        mnnvl: f.mnnvl,
+                        ..init::CommFields::default()
+                    };
+                    self.pending_shape.insert((p, tid), shape);
+                }
                 let key = (p, tid);
                 if self
                     .pending_channels
@@ -1122,6 +1258,7 @@ impl LogParser {
                 p2p_channels: None,
                 rings: Vec::new(),
                 ring_neighbors: Vec::new(),
+                trees: Vec::new(),
                 source: self.src(),
             };
             self.pending_channels.insert(key, ch);
@@ -1136,8 +1273,16 @@ impl LogParser {
             if ch.nchannels.is_none() {
                 ch.nchannels = ch.coll_channels;
             }
-            let empty =
-                ch.rings.is_empty() && ch.ring_neighbors.is_empty() && ch.coll_channels.is_none();
+            if ch.nchannels.is_none() && !ch.rings.is_empty() {
+                // 2.4 prints `Channel cc : ranks` without the count: one such line per channel.
+                let distinct: std::collections::BTreeSet<u32> =
+                    ch.rings.iter().map(|r| r.channel).collect();
+                ch.nchannels = Some(distinct.len() as u32);
+            }
+            let empty = ch.rings.is_empty()
+                && ch.ring_neighbors.is_empty()
+                && ch.trees.is_empty()
+                && ch.coll_channels.is_none();
             if !empty {
                 self.out.channels.push(ch);
             }
@@ -1166,9 +1311,12 @@ impl LogParser {
                 nchannels,
                 order,
             } => {
-                ch.nchannels = Some(nchannels);
+                if nchannels.is_some() {
+                    ch.nchannels = nchannels;
+                }
                 ch.rings.push(RingOrder { channel, order });
             }
+            RingLine::Trees(trees) => ch.trees.extend(trees),
             RingLine::Neighbors {
                 channel,
                 prev,
@@ -1218,14 +1366,6 @@ fn excerpt(line: &[u8]) -> String {
         q.push('…');
     }
     q
-}
-
-/// `2.18.3+cuda12.2` from the text after `NCCL version `.
-fn version_token(rest: &[u8]) -> Option<String> {
-    let v = scan::tokens(rest).next()?;
-    v.first()
-        .is_some_and(|c| c.is_ascii_digit())
-        .then(|| scan::text(v))
 }
 
 #[cfg(test)]

@@ -44,6 +44,9 @@ pub(crate) struct Split<'a> {
     pub body: &'a [u8],
     /// Another writer's header was glued in front of this one.
     pub merged: bool,
+    /// In a merged line, the host of its first writer (whose text may be glued to this
+    /// header's host).
+    pub first_host: Option<&'a [u8]>,
 }
 
 /// Finds the first `NCCL INFO` / `NCCL WARN` marker at or after `from`: (position, level).
@@ -165,10 +168,10 @@ fn timestamp<'a>(h: &mut Head<'a>, pre: &'a [u8], rest: &'a [u8]) {
         .strip_prefix(b"[")
         .and_then(|t| t.strip_suffix(b"]"))
         .unwrap_or(tok);
-    if let Some(ns) = epoch_ts(bare) {
+    if let Some(ns) = epoch_ts(bare).or_else(|| epoch_secs(bare)) {
         h.ts_ns = Some(ns);
         h.ts_text = Some(tok);
-    } else if tok.ends_with(b"]") {
+    } else if tok.ends_with(b"]") || tok.get(2) == Some(&b':') {
         let (_, date) = pop_token(rest2);
         if let Some(ns) = civil_ts(date, tok) {
             h.ts_ns = Some(ns);
@@ -312,6 +315,15 @@ fn epoch_ts(tok: &[u8]) -> Option<i64> {
     i64::try_from(secs * 1_000_000_000 + f * scale).ok()
 }
 
+/// Whole epoch seconds (`NCCL_DEBUG_TIMESTAMP_FORMAT="%s"`): 9 to 11 digits (years 1973 to
+/// 5138), so that a short number (a rank, a pid) is not taken for a time.
+fn epoch_secs(tok: &[u8]) -> Option<i64> {
+    if !(9..=11).contains(&tok.len()) || !tok.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    i64::try_from(scan::dec_u64(tok)?.checked_mul(1_000_000_000)?).ok()
+}
+
 use scan::POW10;
 
 /// A line that starts with an epoch timestamp and one space (`1712345678.123456 host...`): the
@@ -356,8 +368,12 @@ pub(crate) fn has_marker(text: &[u8]) -> bool {
 /// `[2026-04-28` `14:14:49]` (optionally `14:14:49.123456]`) → epoch ns. NCCL formats it in local
 /// time and does not say which zone; it is taken as UTC, so it orders lines but is not absolute.
 fn civil_ts(date: &[u8], time: &[u8]) -> Option<i64> {
-    let date = date.strip_prefix(b"[")?;
-    let time = time.strip_suffix(b"]")?;
+    // `[%F %T]` (NCCL's default) or `%F %T` (a format without the brackets): both or neither.
+    let (date, time) = match (date.strip_prefix(b"["), time.strip_suffix(b"]")) {
+        (Some(d), Some(t)) => (d, t),
+        (None, None) => (date, time),
+        _ => return None,
+    };
     let mut d = date.split(|c| *c == b'-');
     let y = scan::dec_u64(d.next()?)? as i64;
     let mo = scan::dec_u64(d.next()?)? as i64;
@@ -404,6 +420,7 @@ pub(crate) fn split_line_cached<'a>(
     let (mut at, mut level) = marker(line, 0)?;
     let mut seg_start = 0usize;
     let mut merged = false;
+    let first_at = at;
     // Two writers interleaved: `A [2] NCCL INFO B [7] NCCL INFO body`. If the text between this
     // marker and the next one ends in a valid header, the first writer's message was lost.
     while let Some((next, next_level)) = marker(line, at + 9) {
@@ -423,6 +440,13 @@ pub(crate) fn split_line_cached<'a>(
         _ => head(pre, level),
     };
     let body = line.get(at + 10..).unwrap_or_default().trim_ascii_end();
+    let first_host = if merged {
+        line.get(..first_at)
+            .and_then(|pre| head(pre, Level::Info).origin)
+            .map(|o| o.host)
+    } else {
+        None
+    };
     Some(Split {
         level,
         origin: h.origin,
@@ -431,6 +455,7 @@ pub(crate) fn split_line_cached<'a>(
         timestamp_text: h.ts_text,
         body,
         merged,
+        first_host,
     })
 }
 
@@ -479,6 +504,31 @@ mod tests {
     }
 
     /// The one-pass epoch reader answers like the straightforward one it replaced.
+    #[test]
+    fn other_timestamp_formats() {
+        for (line, ns) in [
+            (
+                "1712345678 node1:12:34 [0] NCCL INFO X",
+                Some(1_712_345_678_000_000_000),
+            ),
+            (
+                "2025-03-01 10:00:00 node1:12:34 [0] NCCL INFO X",
+                Some(1_740_823_200_000_000_000),
+            ),
+            (
+                "[2025-03-01 10:00:00] node1:12:34 [0] NCCL INFO X",
+                Some(1_740_823_200_000_000_000),
+            ),
+            ("[2025-03-01 10:00:00 node1:12:34 [0] NCCL INFO X", None),
+            ("12345 node1:12:34 [0] NCCL INFO X", None),
+            ("3: node1:12:34 [0] NCCL INFO X", None),
+        ] {
+            let s = split_line(line.as_bytes()).unwrap();
+            assert_eq!(s.timestamp_ns, ns, "{line}");
+            assert_eq!(s.origin.unwrap().host, b"node1", "{line}");
+        }
+    }
+
     #[test]
     fn epoch_ts_matches_reference() {
         fn reference(tok: &[u8]) -> Option<i64> {

@@ -186,10 +186,13 @@ pub(crate) enum Body<'a> {
     Tuning(Result<tuning::Tuning<'a>, &'static str>),
     Init(init::Event, Result<init::CommFields<'a>, &'static str>),
     Timings(Result<init::Timings<'a>, &'static str>),
-    /// The text after `NCCL version `.
+    /// The version an `NCCL version ` / `RCCL version : ` line names.
     Version(&'a [u8]),
     TopoHeader,
     Ring(RingLine),
+    /// A line of a family this parser reads, damaged past reading (cut short, glued to other
+    /// text): counted and listed as skipped, never silently taken for another NCCL line.
+    Garbled(&'static str),
     Other,
 }
 
@@ -251,15 +254,61 @@ pub(crate) fn read_body(body: &[u8]) -> Body<'_> {
         Body::Init(ev, init::fields(body))
     } else if init::is_timings(body) {
         Body::Timings(init::timings(body))
-    } else if let Some(rest) = body.trim_ascii_start().strip_prefix(b"NCCL version ") {
-        Body::Version(rest)
+    } else if let Some(v) = version_line(body) {
+        Body::Version(v)
     } else if body.trim_ascii_start().starts_with(b"=== System") {
         Body::TopoHeader
     } else if let Some(r) = rings::parse(body) {
-        Body::Ring(r)
+        match r {
+            Ok(r) => Body::Ring(r),
+            Err(why) => Body::Garbled(why),
+        }
+    } else if let Some(why) = damaged(body) {
+        Body::Garbled(why)
     } else {
         Body::Other
     }
+}
+
+/// The version of an INFO body that is a version banner (it starts with one).
+fn version_line(body: &[u8]) -> Option<&[u8]> {
+    let b = body.trim_ascii_start();
+    if b.starts_with(b"NCCL version ") || b.starts_with(b"RCCL version ") {
+        crate::scan::banner_version(b)
+    } else {
+        None
+    }
+}
+
+/// Why a body no family read is a damaged line of one of them: it starts like an operation or
+/// tuning line (an operation's name and a colon) or like a communicator's life-cycle line
+/// (`[ncclCommInitRank ]comm 0x.. rank N nranks N`, which always ends in `- Init COMPLETE`,
+/// `- Init START`, `- Destroy COMPLETE` or `- Abort COMPLETE`), but is not one. NCCL prints
+/// hundreds of other INFO lines; none starts this way.
+fn damaged(body: &[u8]) -> Option<&'static str> {
+    let b = body.trim_ascii_start();
+    let word_end = b
+        .iter()
+        .position(|c| !c.is_ascii_alphanumeric() && *c != b'_')
+        .unwrap_or(b.len());
+    let (word, rest) = b.split_at(word_end);
+    if (rest.starts_with(b":") || rest.starts_with(b" [Symmetric]"))
+        && crate::scan::known_op_type(word).is_some()
+    {
+        return Some("truncated or garbled per-collective or tuning line");
+    }
+    let comm = if word.starts_with(b"nccl") {
+        rest.trim_ascii_start()
+    } else {
+        b
+    };
+    let mut t = crate::scan::tokens(comm);
+    let shaped = t.next() == Some(b"comm")
+        && t.next().is_some_and(|p| p.starts_with(b"0x"))
+        && t.next() == Some(b"rank")
+        && t.next().and_then(crate::scan::dec_u32).is_some()
+        && t.next() == Some(b"nranks");
+    shaped.then_some("truncated communicator line (no `- Init COMPLETE`, `- Init START` or `- Destroy COMPLETE` at its end)")
 }
 
 /// The lines of a block that ends with `\n` (or is empty), without their `\n`.

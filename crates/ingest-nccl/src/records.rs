@@ -1,5 +1,6 @@
 //! What a parsed log holds besides the shared [`model::log`] records.
 
+pub use crate::rings::TreeLinks;
 use crate::topo::Topology;
 use model::log::{CommInit, LogOps, ProcessKey, SourceLine};
 use model::{Diagnostic, OpType};
@@ -16,6 +17,9 @@ pub struct ParsedLog {
     pub ops: LogOps,
     /// One per `Init COMPLETE` line, in file order.
     pub inits: Vec<CommInit>,
+    /// One per `Init START` line, in file order (one without a later `Init COMPLETE` of its
+    /// communicator is also noted in the diagnostics).
+    pub init_starts: Vec<CommInit>,
     /// Every process that printed a line, in order of first appearance.
     pub processes: Vec<ProcessInfo>,
     /// Channel counts and ring orders, per communicator set-up (where printed).
@@ -41,6 +45,7 @@ impl ParsedLog {
         let sources = self
             .inits
             .iter_mut()
+            .chain(self.init_starts.iter_mut())
             .map(|r| &mut r.source)
             .chain(self.processes.iter_mut().flat_map(|p| {
                 std::iter::once(&mut p.first_line).chain(p.topology.as_mut().map(|t| &mut t.source))
@@ -90,7 +95,8 @@ pub struct CommChannels {
     pub comm: Option<u64>,
     pub rank: Option<u32>,
     pub nranks: Option<u32>,
-    /// From `Channel cc/NN` (NN) or, failing that, `N coll channels`.
+    /// From `Channel cc/NN` (NN) or, failing that, `N coll channels`, or (2.4, which prints
+    /// `Channel cc : ranks`) the number of channels with a ring order.
     pub nchannels: Option<u32>,
     pub coll_channels: Option<u32>,
     pub nvls_channels: Option<u32>,
@@ -99,6 +105,8 @@ pub struct CommChannels {
     pub rings: Vec<RingOrder>,
     /// `Ring cc : prev -> me -> next`.
     pub ring_neighbors: Vec<RingNeighbors>,
+    /// `Trees [cc] d/d/d->me->up ...` (or older `Tree cc : up -> me -> d/d/d`), per channel.
+    pub trees: Vec<TreeLinks>,
     /// The first line of the group.
     pub source: SourceLine,
 }

@@ -1,7 +1,11 @@
 //! Channel and ring lines printed while a communicator is set up, body after `NCCL INFO `:
 //! ```text
 //! Channel 00/02 :    0   1   2   3                    (ring order of channel 0; 2 channels)
+//! Channel 00 :    0   1                                (2.4: the same without the channel count)
 //! Ring 00 : 1 -> 0 -> 1                                (prev -> me -> next, older versions)
+//! Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1          (per channel: down/down/down->me->up)
+//! Trees [0] 1/-1/-1->0->-1|-1->0->1/-1/-1 [1] ...      (split trees: the part after `|` is the second tree)
+//! Tree 0 : -1 -> 0 -> 1/-1/-1                          (older: up -> me -> down/down/down)
 //! 2 coll channels, 2 p2p channels, 2 p2p channels per peer
 //! 16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p channels, 2 p2p channels per peer
 //! comm:0x2bc1f840, nRanks:2, nNodes:1, coll channels:2 collnet channels:2, nvls channels:0, p2p channels:2, ...  (RCCL)
@@ -14,12 +18,14 @@ use crate::scan;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RingLine {
-    /// `Channel cc/nn : r r r`
+    /// `Channel cc/nn : r r r` (`nchannels` is `None` for 2.4's `Channel cc : r r r`)
     Order {
         channel: u32,
-        nchannels: u32,
+        nchannels: Option<u32>,
         order: Vec<u32>,
     },
+    /// `Trees [c] d/d/d->me->up ...` (one line, every channel) or `Tree c : up -> me -> d/d/d`
+    Trees(Vec<TreeLinks>),
     /// `Ring cc : prev -> me -> next`
     Neighbors {
         channel: u32,
@@ -36,6 +42,17 @@ pub(crate) enum RingLine {
     },
 }
 
+/// One channel's tree around the printing rank: its parent and children (`-1`: none).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeLinks {
+    pub channel: u32,
+    pub up: i64,
+    pub rank: i64,
+    /// The children as printed (NCCL prints three slots, `-1` where empty).
+    pub down: Vec<i64>,
+}
+
 impl RingLine {
     /// A summary that says nothing (what is left where a line was taken from).
     pub(crate) const EMPTY: RingLine = RingLine::Summary {
@@ -46,27 +63,121 @@ impl RingLine {
     };
 }
 
-pub(crate) fn parse(body: &[u8]) -> Option<RingLine> {
+/// The line's channel or ring facts; `None` for any other line, `Err` for a ring-order line
+/// whose ranks are damaged (cut short or glued to other text).
+pub(crate) fn parse(body: &[u8]) -> Option<Result<RingLine, &'static str>> {
     let b = body.trim_ascii();
     if let Some(rest) = b.strip_prefix(b"Channel ") {
-        let colon = scan::find(rest, b" : ")?;
-        let head = rest.get(..colon)?;
-        let slash = memchr::memchr(b'/', head)?;
-        let channel = scan::dec_u32(head.get(..slash)?)?;
-        let nchannels = scan::dec_u32(head.get(slash + 1..)?)?;
-        let mut order = Vec::new();
-        for t in scan::tokens(rest.get(colon + 3..)?) {
-            order.push(scan::dec_u32(t)?);
+        return channel_order(rest);
+    }
+    if let Some(rest) = b.strip_prefix(b"Trees ") {
+        return Some(trees(rest).map(RingLine::Trees).ok_or("garbled tree line"));
+    }
+    if let Some(rest) = b.strip_prefix(b"Tree ") {
+        return old_tree(rest).map(|t| Ok(RingLine::Trees(vec![t])));
+    }
+    other(b).map(Ok)
+}
+
+/// `cc/nn : r r r` or `cc : r r r` after `Channel `. Connection lines (`cc/nn : 5[2c000] -> 0[26000]
+/// via ...`) are `None`; a line of ranks only, one of them damaged (`3xx`), is `Err`.
+fn channel_order(rest: &[u8]) -> Option<Result<RingLine, &'static str>> {
+    let colon = scan::find(rest, b" : ")?;
+    let head = rest.get(..colon)?;
+    let (channel, nchannels) = match memchr::memchr(b'/', head) {
+        Some(slash) => (
+            scan::dec_u32(head.get(..slash)?)?,
+            Some(scan::dec_u32(head.get(slash + 1..)?)?),
+        ),
+        None => (scan::dec_u32(head)?, None),
+    };
+    let tail = rest.get(colon + 3..)?;
+    let mut order = Vec::new();
+    let mut damaged = false;
+    for t in scan::tokens(tail) {
+        match scan::dec_u32(t) {
+            Some(r) => order.push(r),
+            // A connection line's peers (`5[2c000]`, `->`, `via`) are not damage.
+            None if t.first().is_some_and(u8::is_ascii_digit)
+                && !t.contains(&b'[')
+                && !scan::contains(tail, b"->") =>
+            {
+                damaged = true
+            }
+            None => return None,
         }
-        if order.is_empty() {
+    }
+    if damaged {
+        return Some(Err("garbled ring order line"));
+    }
+    if order.is_empty() {
+        return None;
+    }
+    Some(Ok(RingLine::Order {
+        channel,
+        nchannels,
+        order,
+    }))
+}
+
+/// `[0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1|...` after `Trees `.
+fn trees(rest: &[u8]) -> Option<Vec<TreeLinks>> {
+    let mut out = Vec::new();
+    let mut it = scan::tokens(rest);
+    while let Some(tok) = it.next() {
+        let channel = scan::dec_u32(tok.strip_prefix(b"[")?.strip_suffix(b"]")?)?;
+        let links = it.next()?;
+        // A split tree prints its second tree after `|`: the first describes the channel.
+        let first = links.split(|c| *c == b'|').next()?;
+        let mut parts = first
+            .split(|c| *c == b'>')
+            .map(|p| p.strip_suffix(b"-").unwrap_or(p));
+        let (Some(down), Some(me), Some(up), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return None;
-        }
-        return Some(RingLine::Order {
+        };
+        out.push(TreeLinks {
             channel,
-            nchannels,
-            order,
+            up: scan::dec_i64(up)?,
+            rank: scan::dec_i64(me)?,
+            down: down
+                .split(|c| *c == b'/')
+                .map(scan::dec_i64)
+                .collect::<Option<Vec<_>>>()?,
         });
     }
+    (!out.is_empty()).then_some(out)
+}
+
+/// `c : up -> me -> d/d/d` after `Tree ` (older versions).
+fn old_tree(rest: &[u8]) -> Option<TreeLinks> {
+    let mut t = scan::tokens(rest);
+    let channel = scan::dec_u32(t.next()?)?;
+    let (Some(b":"), Some(up), Some(b"->"), Some(me), Some(b"->"), Some(down), None) = (
+        t.next(),
+        t.next(),
+        t.next(),
+        t.next(),
+        t.next(),
+        t.next(),
+        t.next(),
+    ) else {
+        return None;
+    };
+    Some(TreeLinks {
+        channel,
+        up: scan::dec_i64(up)?,
+        rank: scan::dec_i64(me)?,
+        down: down
+            .split(|c| *c == b'/')
+            .map(scan::dec_i64)
+            .collect::<Option<Vec<_>>>()?,
+    })
+}
+
+/// `Ring cc : prev -> me -> next` and the channel-count summaries.
+fn other(b: &[u8]) -> Option<RingLine> {
     if let Some(rest) = b.strip_prefix(b"Ring ") {
         let mut t = scan::tokens(rest);
         let channel = scan::dec_u32(t.next()?)?;
@@ -148,13 +259,52 @@ mod tests {
 
     #[test]
     fn shapes() {
+        let parse = |b: &[u8]| super::parse(b).map(|r| r.unwrap());
         assert_eq!(
             parse(b"Channel 01/02 :    0   3   2   1"),
             Some(RingLine::Order {
                 channel: 1,
-                nchannels: 2,
+                nchannels: Some(2),
                 order: vec![0, 3, 2, 1]
             })
+        );
+        assert_eq!(
+            parse(b"Channel 00 :    0   1"),
+            Some(RingLine::Order {
+                channel: 0,
+                nchannels: None,
+                order: vec![0, 1]
+            })
+        );
+        assert_eq!(
+            parse(b"Channel 00 : 0[a000] -> 1[c000] via P2P/IPC/read"),
+            None
+        );
+        assert_eq!(
+            parse(b"Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1|1->0->-1/-1/-1"),
+            Some(RingLine::Trees(vec![
+                TreeLinks {
+                    channel: 0,
+                    up: -1,
+                    rank: 0,
+                    down: vec![1, -1, -1]
+                },
+                TreeLinks {
+                    channel: 1,
+                    up: 1,
+                    rank: 0,
+                    down: vec![-1, -1, -1]
+                },
+            ]))
+        );
+        assert_eq!(
+            parse(b"Tree 0 : -1 -> 0 -> 1/-1/-1"),
+            Some(RingLine::Trees(vec![TreeLinks {
+                channel: 0,
+                up: -1,
+                rank: 0,
+                down: vec![1, -1, -1]
+            }]))
         );
         assert_eq!(
             parse(b"Channel 00/0 : 5[2c000] -> 0[26000] [receive] via NET/IB/0/GDRDMA"),
@@ -180,6 +330,27 @@ mod tests {
         assert_eq!(
             parse(b"comm:0x2bc1f840, nRanks:2, nNodes:1, coll channels:2 collnet channels:2, nvls channels:0, p2p channels:2, p2p channels per peer:2"),
             Some(RingLine::Summary { comm: Some(0x2bc1f840), coll: Some(2), nvls: Some(0), p2p: Some(2) })
+        );
+    }
+
+    /// Ring-order lines cut short or glued to other text are damaged, not other lines.
+    #[test]
+    fn damaged_ring_orders() {
+        for b in [
+            &b"Channel 00/02 :    0   1   2   3xx"[..],
+            b"Channel 01/04 :    0   1   2   3   4   5   6   7h1:2:3",
+            b"Channel 00 :    0   1x",
+        ] {
+            assert_eq!(
+                parse(b),
+                Some(Err("garbled ring order line")),
+                "{:?}",
+                String::from_utf8_lossy(b)
+            );
+        }
+        assert_eq!(
+            parse(b"Trees [0] 1/-1/-1->0"),
+            Some(Err("garbled tree line"))
         );
     }
 }

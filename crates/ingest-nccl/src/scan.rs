@@ -395,8 +395,18 @@ pub(crate) fn value_after<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
 }
 
 /// An operation name as NCCL prints it, without going through `str`: by length first, then
-/// one fixed-size compare (this runs for every operation and tuning line).
+/// one fixed-size compare (this runs for every operation and tuning line). A name this build
+/// has no variant for (NCCL 2.28's `AlltoAll`, ...) is `OpType::Other` when it has the shape
+/// of one ([`model::OpType::intern`]).
 pub(crate) fn op_type(name: &[u8]) -> Option<model::OpType> {
+    known_op_type(name).or_else(|| {
+        std::str::from_utf8(name)
+            .ok()
+            .and_then(model::OpType::intern)
+    })
+}
+
+pub(crate) fn known_op_type(name: &[u8]) -> Option<model::OpType> {
     use model::OpType;
     let is = |want: &[u8]| name == want;
     Some(match name.len() {
@@ -413,6 +423,32 @@ pub(crate) fn op_type(name: &[u8]) -> Option<model::OpType> {
         13 if is(b"ReduceScatter") => OpType::ReduceScatter,
         _ => return None,
     })
+}
+
+/// The version a banner names: NCCL's `NCCL version 2.18.3+cuda12.2` or RCCL's `RCCL version :
+/// 2.27.7-HEAD:0d2c4fd` (also without the colon), at the start of `text` or after a launcher's
+/// prefix (`0: `, `[1,0]<stdout>:`, `[default0]:`, `(pid=12) `): the version token, which
+/// starts with a digit.
+pub(crate) fn banner_version(text: &[u8]) -> Option<&[u8]> {
+    for key in [&b"NCCL version "[..], b"RCCL version "] {
+        let Some(pos) = find(text, key) else {
+            continue;
+        };
+        let before_ok = pos == 0
+            || text
+                .get(pos - 1)
+                .is_some_and(|c| matches!(c, b' ' | b'\t' | b':' | b']' | b'>' | b')'));
+        if !before_ok {
+            continue;
+        }
+        let mut rest = text.get(pos + key.len()..)?.trim_ascii_start();
+        if let Some(r) = rest.strip_prefix(b":") {
+            rest = r.trim_ascii_start();
+        }
+        let v = tokens(rest).next()?;
+        return v.first().is_some_and(u8::is_ascii_digit).then_some(v);
+    }
+    None
 }
 
 /// Lossy text for kept strings (hosts, versions, messages).
@@ -434,6 +470,38 @@ pub(crate) fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn banners() {
+        for (line, v) in [
+            (
+                &b"NCCL version 2.4.8+cuda9.0"[..],
+                Some(&b"2.4.8+cuda9.0"[..]),
+            ),
+            (
+                b"[1,0]<stdout>:NCCL version 2.5.6+cuda10.2",
+                Some(b"2.5.6+cuda10.2"),
+            ),
+            (
+                b"[default0]:NCCL version 2.22.3+cuda12.4",
+                Some(b"2.22.3+cuda12.4"),
+            ),
+            (b"0: NCCL version 2.21.5+cuda12.4", Some(b"2.21.5+cuda12.4")),
+            (
+                b"RCCL version : 2.27.7-HEAD:0d2c4fd",
+                Some(b"2.27.7-HEAD:0d2c4fd"),
+            ),
+            (
+                b"RCCL version 2.18.3+hip6.1 HEAD:ab12",
+                Some(b"2.18.3+hip6.1"),
+            ),
+            (b"xNCCL version 2.4.8", None),
+            (b"NCCL version unknown", None),
+            (b"Using NCCL version", None),
+        ] {
+            assert_eq!(banner_version(line), v, "{}", String::from_utf8_lossy(line));
+        }
+    }
 
     #[test]
     fn numbers() {

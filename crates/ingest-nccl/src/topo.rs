@@ -1,6 +1,8 @@
 //! The topology dump NCCL prints once per process (`NCCL_DEBUG_SUBSYS` incl. GRAPH), body after `NCCL INFO `:
 //! ```text
-//! === System : maxBw 24.0 totalBw 24.0 ===            (`maxWidth` instead of `maxBw` before 2.14)
+//! === System : maxBw 24.0 totalBw 24.0 ===            (`maxWidth` instead of `maxBw` before 2.14;
+//!                                                      2.5–2.6 print `maxWidth 24 ===` alone or
+//!                                                      `maxWidth 24 maxSpeed 12 ===`)
 //! CPU/0-0 (1/2/-1)                                   (a root: CPU/0 before 2.21 — no `system-`)
 //! + SYS[16.0] - CPU/0-1
 //! + PCI[24.0] - GPU/0-1000 (0)                       (`(n)` after a GPU is its local rank)
@@ -105,7 +107,7 @@ pub struct TopoLink {
 pub enum TopoHeader {
     /// `maxBw X totalBw Y` (2.14+).
     MaxBw,
-    /// `maxWidth X totalWidth Y` (older).
+    /// `maxWidth X totalWidth Y`, `maxWidth X maxSpeed Y` or `maxWidth X` (older).
     MaxWidth,
 }
 
@@ -115,7 +117,10 @@ pub enum TopoHeader {
 pub struct Topology {
     pub header: TopoHeader,
     pub max_bw_gbps: f64,
-    pub total_bw_gbps: f64,
+    /// `totalBw` / `totalWidth` (absent from 2.5–2.6 headers).
+    pub total_bw_gbps: Option<f64>,
+    /// `maxSpeed` (2.5–2.6 headers that print it).
+    pub max_speed_gbps: Option<f64>,
     pub nodes: Vec<TopoNode>,
     pub links: Vec<TopoLink>,
     /// The header line.
@@ -138,11 +143,18 @@ pub(crate) fn header(body: &[u8], source: SourceLine) -> Option<Topology> {
         Some(v) => (TopoHeader::MaxBw, v),
         None => (TopoHeader::MaxWidth, scan::value_after(b, b"maxWidth")?),
     };
-    let total = scan::value_after(b, b"totalBw").or_else(|| scan::value_after(b, b"totalWidth"))?;
+    // An optional field is read when present; present and unreadable, the header is garbled.
+    let optional = |keys: &[&[u8]]| -> Option<Option<f64>> {
+        match keys.iter().find_map(|k| scan::value_after(b, k)) {
+            Some(v) => scan::float(v).map(Some),
+            None => Some(None),
+        }
+    };
     Some(Topology {
         header: style,
         max_bw_gbps: scan::float(max)?,
-        total_bw_gbps: scan::float(total)?,
+        total_bw_gbps: optional(&[b"totalBw", b"totalWidth"])?,
+        max_speed_gbps: optional(&[b"maxSpeed"])?,
         nodes: Vec::new(),
         links: Vec::new(),
         source,
@@ -160,6 +172,9 @@ pub(crate) struct Builder {
 pub(crate) enum Step {
     /// The line belonged to the block.
     Consumed,
+    /// A link line (`+ ...`) of the block too damaged to read (cut short, glued to other text):
+    /// the block goes on without it.
+    Garbled,
     /// The closing `=====` line.
     End,
     /// The line is not part of a topology block (the block ended without its closing line).
@@ -232,11 +247,11 @@ impl Builder {
             // `+ PCI[24.0] - GPU/0-1000 (0)`
             let mut t = scan::tokens(rest);
             let (Some(link), Some(b"-"), Some(target)) = (t.next(), t.next(), t.next()) else {
-                return Step::NotTopo;
+                return Step::Garbled;
             };
             let attrs = t.next().and_then(paren);
             let Some(open) = memchr::memchr(b'[', link) else {
-                return Step::NotTopo;
+                return Step::Garbled;
             };
             let label = link.get(..open).unwrap_or_default();
             let Some(bw) = link
@@ -244,10 +259,10 @@ impl Builder {
                 .and_then(|v| v.strip_suffix(b"]"))
                 .and_then(scan::float)
             else {
-                return Step::NotTopo;
+                return Step::Garbled;
             };
             let Some(to) = self.node(target, attrs) else {
-                return Step::NotTopo;
+                return Step::Garbled;
             };
             while self.stack.last().is_some_and(|(d, _)| *d >= indent) {
                 self.stack.pop();

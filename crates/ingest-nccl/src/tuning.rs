@@ -7,7 +7,8 @@
 //! ```
 //! Algo numbers: 0 Tree, 1 Ring, 2 CollNetDirect, 3 CollNetChain, 4 NVLS, 5 NVLSTree, 6 PAT;
 //! proto numbers: 0 LL, 1 LL128, 2 Simple. `Bytes` is NCCL's nBytes, which for AllGather and
-//! ReduceScatter is the whole buffer (`count × size × nranks`), hence the two-way match later.
+//! ReduceScatter is the whole buffer (`count × size × nranks`); a `[Symmetric]` line prints
+//! `count × size` for every operation ([`Facts::expects`]).
 
 use crate::scan;
 use model::{Algo, OpType, Proto};
@@ -36,6 +37,7 @@ impl Tuning<'_> {
             algo: self.algo,
             proto: self.proto,
             nchannels: self.nchannels,
+            symmetric: self.symmetric,
         }
     }
 }
@@ -49,6 +51,23 @@ pub(crate) struct Facts {
     pub algo: Option<Algo>,
     pub proto: Option<Proto>,
     pub nchannels: Option<u32>,
+    /// A 2.27+ `[Symmetric]` kernel line.
+    pub symmetric: bool,
+}
+
+impl Facts {
+    /// Whether this line's byte count is the one NCCL prints for an operation of type `op`,
+    /// `msg_bytes` (`count × size`) and `nranks`: the whole buffer for AllGather and
+    /// ReduceScatter, except on `[Symmetric]` lines.
+    pub(crate) fn expects(&self, op: OpType, msg_bytes: u64, nranks: u32) -> bool {
+        let whole = matches!(op, OpType::AllGather | OpType::ReduceScatter) && !self.symmetric;
+        let want = if whole {
+            msg_bytes.saturating_mul(u64::from(nranks))
+        } else {
+            msg_bytes
+        };
+        want == self.bytes
+    }
 }
 
 /// Cheap gate first (a digit, or a word then `:`/` [`), so most lines skip the search.

@@ -342,7 +342,7 @@ fn topology_new_ids_with_nvswitch() {
     assert_eq!(log.processes[0].process.host, "node_2");
     assert_eq!(
         (t.header, t.max_bw_gbps, t.total_bw_gbps),
-        (TopoHeader::MaxBw, 48.0, 370.8)
+        (TopoHeader::MaxBw, 48.0, Some(370.8))
     );
     let gpus: Vec<_> = t
         .gpus()
@@ -403,7 +403,7 @@ fn topology_old_ids_and_channels() {
     let t = p.topology.as_ref().expect("topology");
     assert_eq!(
         (t.header, t.max_bw_gbps, t.total_bw_gbps),
-        (TopoHeader::MaxBw, 24.0, 24.0)
+        (TopoHeader::MaxBw, 24.0, Some(24.0))
     );
     let gpu = t.gpus().next().unwrap();
     assert_eq!(

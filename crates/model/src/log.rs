@@ -62,9 +62,13 @@ pub struct LogOp {
     pub algo: Option<Algo>,
     pub proto: Option<Proto>,
     pub nchannels: Option<u32>,
-    /// RCCL's extra fields.
+    /// The kernel a 2.27+ `[Symmetric]` tuning line named for this operation
+    /// (`ncclSymDevKernel_AllReduce_...`): it ran on symmetric (registered window) buffers.
+    pub sym_kernel: Option<std::sync::Arc<str>>,
+    /// RCCL's extra fields (`acc` is a pointer, 0 for `(nil)`).
     pub rccl_task: Option<u64>,
     pub rccl_global_rank: Option<u32>,
+    pub rccl_acc: Option<u64>,
     pub source: SourceLine,
 }
 
@@ -76,11 +80,14 @@ impl LogOp {
     }
 }
 
-/// A communicator's `Init COMPLETE` line (all shapes since NCCL 2.4).
+/// A communicator's `Init COMPLETE` line (all shapes since NCCL 2.4), or its `Init START`
+/// line (the parser keeps those apart).
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommInit {
     pub process: ProcessKey,
+    /// The function that printed it (`ncclCommInitRank`, `ncclCommSplit`, ...), 2.19+.
+    pub func: Option<String>,
     pub comm: u64,
     pub rank: u32,
     pub nranks: u32,
@@ -93,5 +100,12 @@ pub struct CommInit {
     pub split_parent: Option<u64>,
     pub split_color: Option<i64>,
     pub split_key: Option<i64>,
+    /// From the `comm 0x.. rank N nRanks N nNodes N localRanks N localRank N MNNVL N` line
+    /// (2.19+) printed before it on the same thread.
+    pub n_nodes: Option<u32>,
+    pub local_ranks: Option<u32>,
+    pub local_rank: Option<u32>,
+    /// Multi-node NVLink (`MNNVL 1`).
+    pub mnnvl: Option<bool>,
     pub source: SourceLine,
 }

@@ -16,6 +16,7 @@ use crate::log::{LogOp, ProcessKey, SourceLine};
 use crate::nccl::{Algo, DataType, OpType, Proto, RedOp};
 use crate::rows::{record_store_traits, RowIter};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Everything an operation line says that repeats from call to call: where it was called
 /// from. [`LogOps`] stores each distinct one once.
@@ -81,11 +82,32 @@ struct Row {
 
 const HAS_TIMESTAMP: u8 = 1;
 const HAS_NCHANNELS: u8 = 2;
-/// The row has RCCL's extra fields, in [`LogOps::rccl`].
-const HAS_RCCL: u8 = 4;
+/// The row has fields few operations have (RCCL's, a symmetric kernel), in [`LogOps::extras`].
+const HAS_EXTRAS: u8 = 4;
 
 /// How many recently used sites are remembered for interning without hashing.
 const RECENT_SITES: usize = 16;
+
+/// What few operations say: RCCL's fields, the kernel of a `[Symmetric]` tuning line.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Extras {
+    rccl_task: Option<u64>,
+    rccl_global_rank: Option<u32>,
+    rccl_acc: Option<u64>,
+    sym_kernel: Option<Arc<str>>,
+}
+
+impl Extras {
+    fn of(op: &LogOp) -> Extras {
+        Extras {
+            rccl_task: op.rccl_task,
+            rccl_global_rank: op.rccl_global_rank,
+            rccl_acc: op.rccl_acc,
+            sym_kernel: op.sym_kernel.clone(),
+        }
+    }
+}
 
 /// Per-collective lines in file order, stored compactly (see the module comment).
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -94,8 +116,8 @@ pub struct LogOps {
     processes: Vec<ProcessKey>,
     sites: Vec<CallSite>,
     rows: Vec<Row>,
-    /// RCCL's `task` and `globalrank` of the rows that have them, by row index (ascending).
-    rccl: Vec<(u32, Option<u64>, Option<u32>)>,
+    /// The fields few operations have, of the rows that have them, by row index (ascending).
+    extras: Vec<(u32, Extras)>,
     /// Interning tables: derived from the above, rebuilt when missing.
     #[cfg_attr(feature = "serde", serde(skip))]
     process_ids: HashMap<ProcessKey, u32>,
@@ -128,17 +150,17 @@ impl LogOps {
         self.rows.shrink_to_fit();
         self.sites.shrink_to_fit();
         self.processes.shrink_to_fit();
-        self.rccl.shrink_to_fit();
+        self.extras.shrink_to_fit();
     }
 
     /// The `i`-th operation, whole.
     pub fn get(&self, i: usize) -> Option<LogOp> {
         let r = self.rows.get(i)?;
         let s = self.sites.get(r.site as usize)?;
-        let (rccl_task, rccl_global_rank) = if r.flags & HAS_RCCL != 0 {
-            self.rccl_of(i)
+        let extras = if r.flags & HAS_EXTRAS != 0 {
+            self.extras_of(i).cloned().unwrap_or_default()
         } else {
-            (None, None)
+            Extras::default()
         };
         Some(LogOp {
             process: self.processes.get(s.process as usize)?.clone(),
@@ -160,8 +182,10 @@ impl LogOps {
             algo: r.algo,
             proto: r.proto,
             nchannels: (r.flags & HAS_NCHANNELS != 0).then_some(r.nchannels),
-            rccl_task,
-            rccl_global_rank,
+            sym_kernel: extras.sym_kernel,
+            rccl_task: extras.rccl_task,
+            rccl_global_rank: extras.rccl_global_rank,
+            rccl_acc: extras.rccl_acc,
             source: SourceLine {
                 file: s.file,
                 line: r.line,
@@ -233,12 +257,9 @@ impl LogOps {
         if op.algo.is_some() || op.proto.is_some() || op.nchannels.is_some() {
             self.set_tuning(i, op.algo, op.proto, op.nchannels);
         }
-        if op.rccl_task.is_some() || op.rccl_global_rank.is_some() {
-            if let Some(r) = self.rows.last_mut() {
-                r.flags |= HAS_RCCL;
-            }
-            self.rccl
-                .push((i as u32, op.rccl_task, op.rccl_global_rank));
+        let extras = Extras::of(op);
+        if extras != Extras::default() {
+            *self.extras_mut(i) = extras;
         }
     }
 
@@ -269,7 +290,7 @@ impl LogOps {
     fn intern_site(&mut self, site: CallSite) -> u32 {
         // A run cycles through a few sites (one per communicator and operation): remember the
         // recent ones by a cheap hash of the fields that differ most, and hash fully on a miss.
-        let slot = ((site.comm ^ site.stream ^ (site.op as u64) << 7 ^ site.count_key())
+        let slot = ((site.comm ^ site.stream ^ u64::from(site.op.code()) << 7 ^ site.count_key())
             .wrapping_mul(0x9e37_79b9_7f4a_7c15)
             >> 60) as usize
             % RECENT_SITES;
@@ -329,11 +350,43 @@ impl LogOps {
             .collect();
     }
 
-    fn rccl_of(&self, i: usize) -> (Option<u64>, Option<u32>) {
-        match self.rccl.binary_search_by_key(&(i as u32), |r| r.0) {
-            Ok(k) => self.rccl.get(k).map_or((None, None), |r| (r.1, r.2)),
-            Err(_) => (None, None),
+    fn extras_of(&self, i: usize) -> Option<&Extras> {
+        let k = self
+            .extras
+            .binary_search_by_key(&(i as u32), |e| e.0)
+            .ok()?;
+        self.extras.get(k).map(|e| &e.1)
+    }
+
+    /// The `i`-th row's extras, made (empty) and flagged when it had none. Rows get them in
+    /// order but for a symmetric kernel, which comes with a later line: an insertion, rare.
+    fn extras_mut(&mut self, i: usize) -> &mut Extras {
+        if let Some(r) = self.rows.get_mut(i) {
+            r.flags |= HAS_EXTRAS;
         }
+        let k = match self.extras.binary_search_by_key(&(i as u32), |e| e.0) {
+            Ok(k) => k,
+            Err(k) => {
+                self.extras.insert(k, (i as u32, Extras::default()));
+                k
+            }
+        };
+        &mut self.extras[k].1
+    }
+
+    /// Names the kernel a `[Symmetric]` tuning line gave the `i`-th operation (each distinct
+    /// name stored once).
+    pub fn set_sym_kernel(&mut self, i: usize, kernel: &str) {
+        if i >= self.rows.len() {
+            return;
+        }
+        let shared = self
+            .extras
+            .iter()
+            .rev()
+            .find_map(|(_, e)| e.sym_kernel.as_ref().filter(|k| &***k == kernel).cloned());
+        let name = shared.unwrap_or_else(|| Arc::from(kernel));
+        self.extras_mut(i).sym_kernel = Some(name);
     }
 
     fn site(&self, i: usize) -> Option<&CallSite> {
@@ -346,6 +399,11 @@ impl LogOps {
     /// The process that printed the `i`-th operation (a reference into the process table).
     pub fn process_of(&self, i: usize) -> Option<&ProcessKey> {
         self.processes.get(self.site(i)?.process as usize)
+    }
+
+    /// The `i`-th operation's process, as [`LogOps::intern_process`] numbered it.
+    pub fn process_index(&self, i: usize) -> Option<u32> {
+        self.site(i).map(|s| s.process)
     }
 
     pub fn op_type(&self, i: usize) -> Option<OpType> {
@@ -425,7 +483,7 @@ impl LogOps {
     pub fn bytes_per_op(&self) -> f64 {
         let fixed = self.sites.len() * std::mem::size_of::<CallSite>()
             + self.processes.len() * std::mem::size_of::<ProcessKey>()
-            + self.rccl.len() * std::mem::size_of::<(u32, Option<u64>, Option<u32>)>();
+            + self.extras.len() * std::mem::size_of::<(u32, Extras)>();
         let total = self.rows.capacity() * std::mem::size_of::<Row>() + fixed;
         total as f64 / self.len().max(1) as f64
     }
@@ -512,8 +570,12 @@ mod tests {
             algo: i.is_multiple_of(2).then_some(Algo::Ring),
             proto: i.is_multiple_of(3).then_some(Proto::LL128),
             nchannels: (!i.is_multiple_of(5)).then_some((i % 9) as u32),
+            sym_kernel: i
+                .is_multiple_of(17)
+                .then(|| Arc::from(format!("ncclSymDevKernel_{}", i % 2))),
             rccl_task: i.is_multiple_of(11).then_some(i * 3),
             rccl_global_rank: i.is_multiple_of(13).then_some(i as u32),
+            rccl_acc: i.is_multiple_of(26).then_some(i * 7),
             source: SourceLine {
                 file: ((i / 7) % 2) as u32,
                 line: 1 + i * 2,
@@ -592,5 +654,20 @@ mod tests {
         );
         assert!(!ops.is_tuned(5));
         assert_eq!(ops.get(4), Some(op(4)));
+    }
+
+    /// A symmetric kernel set after later rows were pushed lands on its row only.
+    #[test]
+    fn sym_kernel_is_set_in_place() {
+        let mut ops: LogOps = (1..40).map(op).collect();
+        ops.set_sym_kernel(3, "ncclSymDevKernel_AllReduce_RSxLD_AGxST_sum_f32");
+        ops.set_sym_kernel(1, "ncclSymDevKernel_AllReduce_RSxLD_AGxST_sum_f32");
+        for i in 0..ops.len() {
+            let mut want = op(i as u64 + 1);
+            if i == 1 || i == 3 {
+                want.sym_kernel = Some(Arc::from("ncclSymDevKernel_AllReduce_RSxLD_AGxST_sum_f32"));
+            }
+            assert_eq!(ops.get(i), Some(want), "{i}");
+        }
     }
 }

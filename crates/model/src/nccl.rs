@@ -2,8 +2,13 @@
 
 /// An NCCL operation as named in the per-collective log line (`AllReduce: opCount ...`).
 /// `SendRecv` never appears in logs; it is the fused kernel of grouped Send/Recv.
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// `Other` is an operation this build has no variant for that a log printed in the same line
+/// shape (NCCL 2.28's `AlltoAll`, RCCL's `AllToAllPivot`, whatever comes next): its name is
+/// interned process-wide ([`OpName`]), so the value stays `Copy` and two bytes. Ordering puts
+/// the named variants first, in declaration order, then the others by name; serde writes the
+/// name, so two processes (the page's workers) agree on it whatever order they interned in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OpType {
     AllReduce,
     AllGather,
@@ -16,9 +21,11 @@ pub enum OpType {
     AllToAll,
     Gather,
     Scatter,
+    Other(OpName),
 }
 
 impl OpType {
+    /// The operations this build names; [`OpType::Other`] holds the rest.
     pub const ALL: [OpType; 11] = [
         OpType::AllReduce,
         OpType::AllGather,
@@ -58,16 +65,142 @@ impl OpType {
             OpType::AllToAll => "AllToAll",
             OpType::Gather => "Gather",
             OpType::Scatter => "Scatter",
+            OpType::Other(n) => n.as_str(),
         }
     }
 
+    /// The operation of a known name, or of one [`OpType::intern`] has seen; `None` otherwise
+    /// (a lookup never adds a name).
     pub fn from_name(s: &str) -> Option<OpType> {
-        OpType::ALL.iter().copied().find(|op| op.name() == s)
+        OpType::ALL
+            .iter()
+            .copied()
+            .find(|op| op.name() == s)
+            .or_else(|| OpName::lookup(s).map(OpType::Other))
+    }
+
+    /// The operation a log line names: a known one, or `Other` for a name of NCCL's shape
+    /// (an ASCII identifier starting with an upper-case letter, at most [`OpName::MAX_LEN`]
+    /// bytes). `None` for anything else, or once [`OpName::CAPACITY`] other names are taken.
+    pub fn intern(s: &str) -> Option<OpType> {
+        OpType::ALL
+            .iter()
+            .copied()
+            .find(|op| op.name() == s)
+            .or_else(|| OpName::intern(s).map(OpType::Other))
     }
 
     /// Point-to-point operations (peer in the `root` field).
     pub fn is_p2p(self) -> bool {
         matches!(self, OpType::Send | OpType::Recv | OpType::SendRecv)
+    }
+
+    /// A small number that tells operations apart within this process (hashing, packing): the
+    /// named ones their place in [`OpType::ALL`], the others past it. Not stable across
+    /// processes (names are interned in the order met): never write it out.
+    pub fn code(self) -> u16 {
+        match self {
+            OpType::Other(n) => OpType::ALL.len() as u16 + u16::from(n.0),
+            op => OpType::ALL.iter().position(|o| *o == op).unwrap_or(0) as u16,
+        }
+    }
+
+    /// Rank of the variant for ordering: named ones in declaration order, then `Other`.
+    fn order_key(self) -> (usize, &'static str) {
+        match self {
+            OpType::Other(n) => (OpType::ALL.len(), n.as_str()),
+            op => (OpType::ALL.iter().position(|o| *o == op).unwrap_or(0), ""),
+        }
+    }
+}
+
+impl PartialOrd for OpType {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OpType {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.order_key().cmp(&other.order_key())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for OpType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for OpType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        OpType::intern(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("not an operation name: {name:?}")))
+    }
+}
+
+/// The name of an [`OpType::Other`]: an index into a process-wide, append-only table of names
+/// (at most [`OpName::CAPACITY`], each leaked once: a log cannot make it grow without bound).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OpName(u8);
+
+static OP_NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+impl OpName {
+    /// How many other names one process keeps; names past it are not operations.
+    pub const CAPACITY: usize = 255;
+    /// The longest name taken (NCCL's longest is `ReduceScatter`, 13 bytes).
+    pub const MAX_LEN: usize = 32;
+
+    fn names() -> std::sync::MutexGuard<'static, Vec<&'static str>> {
+        // A panic while holding the lock cannot leave the list half-written (push is the only
+        // change), so a poisoned lock's list is still good.
+        OP_NAMES.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `s` has the shape of an NCCL operation name.
+    pub fn is_valid(s: &str) -> bool {
+        let b = s.as_bytes();
+        (2..=Self::MAX_LEN).contains(&b.len())
+            && b.first().is_some_and(u8::is_ascii_uppercase)
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    }
+
+    fn lookup(s: &str) -> Option<OpName> {
+        let names = Self::names();
+        let i = names.iter().position(|n| *n == s)?;
+        Some(OpName(u8::try_from(i).ok()?))
+    }
+
+    fn intern(s: &str) -> Option<OpName> {
+        if !Self::is_valid(s) {
+            return None;
+        }
+        let mut names = Self::names();
+        if let Some(i) = names.iter().position(|n| *n == s) {
+            return Some(OpName(u8::try_from(i).ok()?));
+        }
+        if names.len() >= Self::CAPACITY {
+            return None;
+        }
+        names.push(Box::leak(s.to_string().into_boxed_str()));
+        Some(OpName(u8::try_from(names.len() - 1).ok()?))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::names()
+            .get(usize::from(self.0))
+            .copied()
+            .unwrap_or("Other")
+    }
+}
+
+impl std::fmt::Debug for OpName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
     }
 }
 
@@ -293,6 +426,27 @@ mod tests {
     fn op_names_round_trip() {
         for op in OpType::ALL {
             assert_eq!(OpType::from_name(op.name()), Some(op));
+            assert_eq!(OpType::intern(op.name()), Some(op));
+        }
+    }
+
+    /// A newer operation's name becomes `Other` with that name: looked up only once interned,
+    /// the same value every time, ordered after the named ones and among others by name.
+    #[test]
+    fn other_operations_keep_their_names() {
+        assert_eq!(OpType::from_name("ZetaTestOp"), None);
+        let z = OpType::intern("ZetaTestOp").unwrap();
+        let a = OpType::intern("AlphaTestOp").unwrap();
+        assert!(matches!(z, OpType::Other(_)));
+        assert_eq!(z.name(), "ZetaTestOp");
+        assert_eq!(OpType::from_name("ZetaTestOp"), Some(z));
+        assert_eq!(OpType::intern("ZetaTestOp"), Some(z));
+        assert_ne!(a, z);
+        let mut v = vec![z, OpType::Recv, a, OpType::AllReduce];
+        v.sort();
+        assert_eq!(v, [OpType::AllReduce, OpType::Recv, a, z]);
+        for bad in ["", "x", "lowerCase", "Has space", "Dots.", &"A".repeat(33)] {
+            assert_eq!(OpType::intern(bad), None, "{bad:?}");
         }
     }
 }

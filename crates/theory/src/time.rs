@@ -224,7 +224,8 @@ pub fn p2p_time_s(hw: &Hardware, bytes: f64, same_domain: bool) -> f64 {
 /// - AllReduce: twice that (ReduceScatter then AllGather);
 /// - Broadcast, Reduce: the same latency, bandwidth factor 1 instead of `(n−1)/n`;
 /// - Send, Recv, SendRecv: [`p2p_time_s`], on the fast link if `ranks <= per_domain`;
-/// - **\[derived\]** AllToAll, Gather, Scatter: like AllGather (each rank moves `(n−1)/n` of the buffer).
+/// - **\[derived\]** AllToAll, Gather, Scatter: like AllGather (each rank moves `(n−1)/n` of the buffer);
+///   so is an operation this build does not name (`OpType::Other`: NCCL 2.28's `AlltoAll`, ...).
 pub fn collective_time_s(
     hw: &Hardware,
     op: OpType,
@@ -241,7 +242,8 @@ pub fn collective_time_s(
         | OpType::ReduceScatter
         | OpType::AllToAll
         | OpType::Gather
-        | OpType::Scatter => allgather_time_s(hw, bytes, ranks, per_domain),
+        | OpType::Scatter
+        | OpType::Other(_) => allgather_time_s(hw, bytes, ranks, per_domain),
         OpType::AllReduce => 2.0 * allgather_time_s(hw, bytes, ranks, per_domain),
         OpType::Broadcast | OpType::Reduce => {
             // Undo the ring factor: the whole buffer crosses the slowest link once.
