@@ -1,8 +1,15 @@
-//! Every real fixture against an independent regex count, plus field checks for the quirky ones.
+//! Every real fixture against its own text read line by line with regular expressions
+//! (`real_fixtures/by_regex.rs`), plus field checks for the quirky ones.
 
+#[path = "real_fixtures/against_text.rs"]
+mod against_text;
+#[path = "real_fixtures/by_regex.rs"]
+mod by_regex;
 mod common;
 
+use against_text::{mismatches, Mismatch, Text, CONNECTION, INIT_START, OP, TREE};
 use ingest_nccl::{parse_bytes, LinkKind, NodeKind, ParsedLog, TopoHeader};
+use model::log::LogOps;
 use model::{Algo, DataType, OpType, Proto, Severity};
 use regex::Regex;
 use std::collections::BTreeMap;
@@ -12,76 +19,156 @@ fn parse(prefix: &str) -> Option<ParsedLog> {
     Some(parse_bytes(&name, 0, &bytes))
 }
 
-struct Independent {
-    ops_by_type: BTreeMap<String, u64>,
-    inits: u64,
-    tuning: u64,
+/// The families of [`INIT_START`], [`TREE`] and [`CONNECTION`]: the text has them, no record of
+/// `ParsedLog` holds them. Waived in the default suite, failing in the `parser_gap_*` tests.
+const UNRECORDED: [&str; 3] = [INIT_START, TREE, CONNECTION];
+
+/// Single lines the parser gets wrong today, found by `every_fixture_matches_its_text_line_by_line`
+/// and waived there so that the default suite stays green while the parser is being fixed:
+/// (fixture name prefix, line, what). Each entry must still fail (a fixed one is reported, to be
+/// removed here); `parser_gap_listed_lines` fails while any is left.
+const KNOWN_GAPS: &[(&str, u64, &str)] = &[];
+
+fn is_known_gap(file: &str, m: &Mismatch) -> bool {
+    UNRECORDED.contains(&m.what)
+        || KNOWN_GAPS
+            .iter()
+            .any(|(f, l, w)| file.starts_with(f) && *l == m.line && *w == m.what)
 }
 
-/// Counts done without the crate: one regex per line family, at most one match per line.
-fn independent(text: &str) -> Independent {
-    let op = Regex::new(
-        r"\S+:\d+:\d+ \[\d+\] NCCL INFO ([A-Za-z]+): opCount [0-9a-f]+ sendbuff \S+ recvbuff \S+ (?:acc \S+ )?count \d+ datatype \d+ op \d+ root -?\d+ comm \S+ \[nranks=\d+\] stream \S+",
-    )
-    .unwrap();
-    let init = Regex::new(r"\S+:\d+:\d+ \[\d+\] NCCL INFO (?:\S+ )?comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*- Init COMPLETE\s*$").unwrap();
-    let tuning = Regex::new(
-        r"\[\d+\] NCCL INFO (?:[A-Za-z]+(?: \[Symmetric\])?: )?\d+ Bytes -> (?:Algo|Kernel) \S+",
-    )
-    .unwrap();
-    let mut ind = Independent {
-        ops_by_type: BTreeMap::new(),
-        inits: 0,
-        tuning: 0,
-    };
-    for line in text.lines() {
-        if let Some(c) = op.captures(line) {
-            *ind.ops_by_type.entry(c[1].to_string()).or_insert(0) += 1;
+/// Every fixture's mismatches: (file name, mismatch).
+fn all_mismatches() -> Vec<(String, Mismatch)> {
+    let mut out = Vec::new();
+    for (name, bytes) in common::fixtures() {
+        let log = parse_bytes(&name, 3, &bytes);
+        for m in mismatches(&bytes, 3, &log) {
+            out.push((name.clone(), m));
         }
-        ind.inits += u64::from(init.is_match(line));
-        ind.tuning += u64::from(tuning.is_match(line));
     }
-    ind
+    out
+}
+
+fn listing(ms: &[&(String, Mismatch)]) -> String {
+    ms.iter()
+        .map(|(f, m)| format!("  {f}:{m}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every line of every fixture, read with `by_regex`'s regular expressions, against the parser's
+/// records: each per-collective, Init COMPLETE, Init timings, Destroy/Abort and WARN line carried
+/// by exactly one record at that line with the text's fields, and no record on any other line;
+/// tuning lines counted, and every tuned operation's algorithm, protocol and channels found on a
+/// tuning line after it; the processes in order with their first line and NCCL version; each
+/// process's first topology block (header line, nodes, links); every thread's ring orders,
+/// neighbours and channel counts; the skipped lines exactly the text's foreign, cut-off and
+/// unattributable ones; the counters. The known parser gaps are waived here and fail in the
+/// `parser_gap_*` tests.
+#[test]
+fn every_fixture_matches_its_text_line_by_line() {
+    let fixtures = common::fixtures();
+    if fixtures.is_empty() {
+        return;
+    }
+    let all = all_mismatches();
+    let unexpected: Vec<_> = all.iter().filter(|(f, m)| !is_known_gap(f, m)).collect();
+    assert!(
+        unexpected.is_empty(),
+        "{} lines where the parser and the text disagree:\n{}",
+        unexpected.len(),
+        listing(&unexpected)
+    );
+    for (f, l, w) in KNOWN_GAPS {
+        assert!(
+            all.iter()
+                .any(|(file, m)| file.starts_with(f) && m.line == *l && m.what == *w),
+            "{f}:{l} [{w}] is listed in KNOWN_GAPS but passes now: remove it from the list"
+        );
+    }
+    // The reading itself found what the fixtures are known to hold (read by hand).
+    let texts: Vec<Text> = fixtures.iter().map(|(_, b)| Text::read(b)).collect();
+    let sum = |f: fn(&Text) -> usize| texts.iter().map(f).sum::<usize>();
+    assert!(sum(|t| t.ops.len()) > 50);
+    assert!(sum(|t| t.inits.len()) > 20);
+    assert!(sum(|t| t.skipped.len()) > 20);
+    assert!(sum(|t| t.warnings.len()) >= 5);
+    assert!(sum(|t| t.timings.len()) >= 10);
+    assert!(sum(|t| t.topology.len()) >= 2);
+}
+
+fn gaps(what: &str) -> Vec<(String, Mismatch)> {
+    all_mismatches()
+        .into_iter()
+        .filter(|(_, m)| m.what == what)
+        .collect()
+}
+
+fn assert_none(ms: &[(String, Mismatch)]) {
+    let refs: Vec<_> = ms.iter().collect();
+    assert!(ms.is_empty(), "{} lines:\n{}", ms.len(), listing(&refs));
 }
 
 #[test]
-fn every_fixture_matches_independent_counts() {
-    let all = common::fixtures();
-    if all.is_empty() {
+#[ignore = "parser gap: `Init START` lines (comm, rank, nranks, busId, commId) have no record"]
+fn parser_gap_init_start_lines() {
+    assert_none(&gaps(INIT_START));
+}
+
+#[test]
+#[ignore = "parser gap: `Trees [0] ...` and `Tree 0 : ...` lines have no record"]
+fn parser_gap_tree_lines() {
+    assert_none(&gaps(TREE));
+}
+
+#[test]
+#[ignore = "parser gap: connection lines (`Channel 00/0 : 1[..] -> 0[..] via ...`, 2.5's `Ring 00 : a[..] -> b[..] via ...`) have no record"]
+fn parser_gap_connection_lines() {
+    assert_none(&gaps(CONNECTION));
+}
+
+#[test]
+#[ignore = "parser gap: the lines listed in KNOWN_GAPS"]
+fn parser_gap_listed_lines() {
+    let listed: Vec<_> = all_mismatches()
+        .into_iter()
+        .filter(|(f, m)| is_known_gap(f, m) && !UNRECORDED.contains(&m.what))
+        .collect();
+    assert_none(&listed);
+}
+
+/// The line-by-line check is not fooled by a dropped per-collective line and a doubled one of
+/// the same operation: the totals the old check compared stay equal, the lines do not.
+#[test]
+fn a_dropped_and_a_doubled_op_line_are_caught() {
+    let Some((name, bytes)) = common::fixture("pytorch-torchtitan_issue1369") else {
         return;
-    }
-    let mut total_ops = 0;
-    for (name, bytes) in &all {
-        let log = parse_bytes(name, 3, bytes);
-        let ind = independent(&String::from_utf8_lossy(bytes));
-        let mine: BTreeMap<String, u64> = log
-            .ops_by_type()
-            .into_iter()
-            .map(|(k, v)| (k.name().to_string(), v))
-            .collect();
-        assert_eq!(mine, ind.ops_by_type, "{name}: ops by type");
-        assert_eq!(log.ops.len() as u64, log.counters.op_lines, "{name}");
-        assert_eq!(log.inits.len() as u64, ind.inits, "{name}: inits");
-        assert_eq!(
-            log.counters.tuning_lines, ind.tuning,
-            "{name}: tuning lines"
-        );
-        assert_eq!(
-            log.counters.total_lines,
-            bytes.iter().filter(|b| **b == b'\n').count() as u64
-                + u64::from(!bytes.ends_with(b"\n") && !bytes.is_empty()),
-            "{name}: lines"
-        );
-        for d in &log.diagnostics {
-            assert_eq!(d.path, *name);
+    };
+    let log = parse_bytes(&name, 0, &bytes);
+    assert!(mismatches(&bytes, 0, &log).is_empty());
+    // Lines 1 and 3 are both AllGather (read by hand).
+    let mut bad = log.clone();
+    bad.ops = LogOps::new();
+    for op in log.ops.iter() {
+        match op.source.line {
+            1 => {}
+            3 => {
+                bad.ops.push(&op);
+                bad.ops.push(&op);
+            }
+            _ => bad.ops.push(&op),
         }
-        for op in &log.ops {
-            assert_eq!(op.source.file, 3);
-            assert!(op.source.line >= 1);
-        }
-        total_ops += log.ops.len();
     }
-    assert!(total_ops > 50, "fixtures hold many ops, got {total_ops}");
+    assert_eq!(bad.ops.len(), log.ops.len());
+    assert_eq!(bad.ops_by_type(), log.ops_by_type());
+    let found = mismatches(&bytes, 0, &bad);
+    let lines: Vec<(u64, &str)> = found.iter().map(|m| (m.line, m.what)).collect();
+    assert_eq!(lines, [(1, OP), (3, OP)], "{found:?}");
+    assert!(
+        found[0].detail.contains("no record carries"),
+        "{}",
+        found[0]
+    );
+    assert!(found[1].detail.contains("2 records"), "{}", found[1]);
 }
 
 /// Every skipped line is listed (not capped): one finding per skipped line, at that line, quoting
