@@ -346,12 +346,15 @@ fn every_skipped_line_is_listed_with_its_text() {
     );
 }
 
+// The per-fixture tests below state facts read by hand from the fixtures. Counts of lines and
+// records, and each record's line and fields, are the line-by-line test's: the counts these
+// tests used to hard-code are gone from them.
+
 #[test]
 fn rccl_acc_task_globalrank() {
     let Some(log) = parse("ROCm-ROCm_issue6074") else {
         return;
     };
-    assert_eq!(log.ops.len(), 6);
     assert!(log
         .ops
         .iter()
@@ -364,11 +367,9 @@ fn rccl_acc_task_globalrank() {
     assert_eq!(ranks, [0, 1, 1, 0, 0, 1]);
     assert_eq!(log.ops.get(0).unwrap().sendbuff, 0x7973d6e00400);
     assert_eq!(log.ops.get(0).unwrap().msg_bytes(), 4);
-    assert_eq!(log.inits.len(), 2);
     assert_eq!(log.inits[0].comm, 0x2bc1f840);
     assert_eq!(log.inits[0].comm_id, Some(0xcde2ea451c75c2ba));
     assert_eq!(log.inits[1].bus_id.as_deref(), Some("d000"));
-    assert_eq!(log.init_timings.len(), 2);
     assert_eq!(
         log.init_timings[0].func.as_deref(),
         Some("ncclCommInitRankConfig_impl")
@@ -391,7 +392,6 @@ fn send_with_nil_sendbuff() {
         return;
     };
     assert_eq!(log.nccl_version.as_deref(), Some("2.21.5+cuda12.4"));
-    assert_eq!(log.ops.len(), 4);
     let s = &log.ops.get(0).unwrap();
     assert_eq!(
         (s.op, s.sendbuff, s.recvbuff, s.root),
@@ -414,7 +414,6 @@ fn garbled_merged_lines() {
     let Some(log) = parse("NVIDIA-nccl_issue147") else {
         return;
     };
-    assert_eq!(log.ops.len(), 5);
     let first = &log.ops.get(0).unwrap();
     assert_eq!(
         (first.process.pid, first.tid, first.cuda_dev),
@@ -434,8 +433,6 @@ fn garbled_merged_lines() {
         .find(|d| d.line == 6)
         .expect("header-less line reported");
     assert_eq!(orphan.severity, Severity::Warning);
-    assert!(log.counters.garbled_lines >= 2);
-    assert_eq!(log.counters.skipped_lines, 1);
 }
 
 #[test]
@@ -443,14 +440,12 @@ fn markdown_quote_prefix_and_duplicates() {
     let Some(log) = parse("NVIDIA-nccl_issue1238") else {
         return;
     };
-    assert_eq!(log.ops.len(), 4, "duplicates still count");
     assert!(log
         .ops
         .iter()
         .all(|o| o.process.host == "ip-172-31-54-74" && o.op_count == 0));
     assert_eq!(log.ops.get(0).unwrap().stream, 0x5631f0021140);
     assert_eq!(log.ops.get(0).unwrap().datatype, Some(DataType::Float32));
-    assert_eq!(log.counters.duplicate_ops, 3);
     let dups: Vec<_> = log
         .diagnostics
         .iter()
@@ -466,7 +461,6 @@ fn srun_prefix_and_hex_opcount() {
     let Some(log) = parse("awslabs-ai-on-eks") else {
         return;
     };
-    assert_eq!(log.ops.len(), 9);
     let o = &log.ops.get(0).unwrap();
     assert_eq!(
         (o.process.host.as_str(), o.process.pid, o.op_count),
@@ -474,9 +468,6 @@ fn srun_prefix_and_hex_opcount() {
     );
     assert_eq!(o.comm, 0x555e2c6387e0);
     assert_eq!(o.msg_bytes(), 2359808 * 4);
-    let counts = log.ops_by_type();
-    assert_eq!(counts.get(&OpType::AllGather), Some(&6));
-    assert_eq!(counts.get(&OpType::Broadcast), Some(&3));
     assert_eq!(log.ops.last().unwrap().op_count, 0x1609);
     assert_eq!(log.ops.last().unwrap().datatype, Some(DataType::Uint8));
     // The only tuning line comes from node-0 before any op of that process: counted, not attached.
@@ -484,7 +475,6 @@ fn srun_prefix_and_hex_opcount() {
         (log.counters.tuning_lines, log.counters.tuning_attached),
         (1, 0)
     );
-    assert_eq!(log.processes.len(), 4);
 }
 
 #[test]
@@ -492,7 +482,6 @@ fn sglang_new_tuning_format() {
     let Some(log) = parse("unknown-sglang-notes_tpgds-2node") else {
         return;
     };
-    assert_eq!(log.counters.tuning_lines, 1);
     assert_eq!(log.counters.tuning_attached, 1);
     let tuned: Vec<_> = log.ops.iter().filter(|o| o.algo.is_some()).collect();
     assert_eq!(tuned.len(), 1);
@@ -509,9 +498,6 @@ fn sglang_subsys_all_inits() {
     let Some(log) = parse("unknown-sglang-notes_tpgds-node0008") else {
         return;
     };
-    assert_eq!(log.inits.len(), 8);
-    assert_eq!(log.init_timings.len(), 8);
-    assert_eq!(log.ops.len(), 8);
     let i = &log.inits[0];
     assert_eq!(
         (i.rank, i.nranks, i.cuda_dev, i.nvml_dev),
@@ -540,13 +526,10 @@ fn old_numeric_tuning_format() {
     let Some(log) = parse("NVIDIA-nccl_issue1453") else {
         return;
     };
-    assert_eq!(log.counters.tuning_lines, 14);
-    assert_eq!(log.processes.len(), 1);
     assert_eq!(log.processes[0].process.host, "h100clust-worker-1");
     let Some(nohost) = parse("NVIDIA-nccl_issue1595") else {
         return;
     };
-    assert_eq!(nohost.counters.tuning_lines, 21);
     assert!(nohost.processes.is_empty());
 }
 
@@ -653,8 +636,6 @@ fn topology_old_ids_and_channels() {
         .links
         .iter()
         .any(|l| l.from == nic && l.to == idx(NodeKind::Net, "1") && l.bw_gbps == 25.0));
-    assert_eq!(t.nodes.len(), 7, "{:?}", t.nodes);
-    assert_eq!(log.inits.len(), 1);
     assert_eq!(log.inits[0].comm_id, Some(0xb2f794396f6d0bd1));
     assert_eq!(log.inits[0].nvml_dev, None);
     let ch = log
@@ -677,7 +658,6 @@ fn topology_old_ids_and_channels() {
 #[test]
 fn init_shapes_across_versions() {
     if let Some(log) = parse("NVIDIA-nccl_issue214") {
-        assert_eq!(log.inits.len(), 2);
         assert_eq!(
             (
                 log.inits[0].bus_id.as_deref(),
@@ -686,7 +666,6 @@ fn init_shapes_across_versions() {
             ),
             (None, Some(1), None)
         );
-        assert_eq!(log.warnings.len(), 4);
         assert!(log.warnings[0]
             .message
             .starts_with("Mismatched collective detected"));
@@ -694,14 +673,12 @@ fn init_shapes_across_versions() {
         assert_eq!(log.warnings[0].source.line, 1);
     }
     if let Some(log) = parse("NVIDIA-nccl_issue629") {
-        assert_eq!(log.inits.len(), 8);
         assert_eq!(
             (log.inits[0].bus_id.as_deref(), log.inits[0].nvml_dev),
             (Some("e7000"), None)
         );
     }
     if let Some(log) = parse("NVIDIA-nccl-tests_issue273") {
-        assert_eq!(log.inits.len(), 6);
         assert_eq!(log.init_timings[0].func, None);
         assert_eq!(
             log.init_timings[0].phases.first().map(|(n, _)| n.as_str()),
@@ -709,7 +686,6 @@ fn init_shapes_across_versions() {
         );
     }
     if let Some(log) = parse("NVIDIA-nccl_issue1038") {
-        assert_eq!(log.inits.len(), 0, "Init START is not an init");
         assert_eq!(
             log.processes[0].nccl_version.as_deref(),
             Some("2.18.3+cuda12.2")
@@ -717,17 +693,6 @@ fn init_shapes_across_versions() {
     }
     if let Some(log) = parse("NVIDIA-nccl_issue262") {
         assert_eq!(log.nccl_version.as_deref(), Some("2.4.8+cuda9.0"));
-        assert_eq!(log.warnings.len(), 1);
-        assert!(log.counters.blank_lines >= 17);
-    }
-    if let Some(log) = parse("NVIDIA-nccl_issue1646") {
-        assert_eq!(
-            log.processes
-                .iter()
-                .filter(|p| p.nccl_version.as_deref() == Some("2.25.1+cuda12.2"))
-                .count(),
-            2
-        );
     }
 }
 
@@ -735,10 +700,7 @@ fn init_shapes_across_versions() {
 fn channels_and_prefixes() {
     if let Some(log) = parse("NVIDIA-nccl_issue1267") {
         let ch = &log.channels[0];
-        assert_eq!(
-            (ch.comm, ch.nchannels, ch.rings.len()),
-            (Some(0x558ef922a470), Some(32), 3)
-        );
+        assert_eq!((ch.comm, ch.nchannels), (Some(0x558ef922a470), Some(32)));
     }
     if let Some(log) = parse("NVIDIA-nccl_issue1644") {
         assert_eq!(
@@ -781,7 +743,5 @@ fn channels_and_prefixes() {
             log.processes[0].process.host,
             "t-20260428141043-cmz7n-worker-0"
         );
-        assert!(log.counters.blank_lines > 50);
-        assert_eq!(log.counters.skipped_lines, 0);
     }
 }
