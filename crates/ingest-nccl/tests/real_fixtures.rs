@@ -1,8 +1,18 @@
-//! Every real fixture against an independent regex count, plus field checks for the quirky ones.
+//! Every real fixture against its own text read line by line with regular expressions
+//! (`real_fixtures/by_regex.rs`), plus field checks for the quirky ones.
 
+#[path = "real_fixtures/against_text.rs"]
+mod against_text;
+#[path = "real_fixtures/by_regex.rs"]
+mod by_regex;
 mod common;
 
+use against_text::{
+    mismatches, Mismatch, Text, CHANNELS, CONNECTION, INIT, INIT_START, OP, PROCESS, SKIPPED,
+    TIMINGS, TOPOLOGY, TREE, TUNING, VERSION, WARN,
+};
 use ingest_nccl::{parse_bytes, LinkKind, NodeKind, ParsedLog, TopoHeader};
+use model::log::LogOps;
 use model::{Algo, DataType, OpType, Proto, Severity};
 use regex::Regex;
 use std::collections::BTreeMap;
@@ -12,76 +22,283 @@ fn parse(prefix: &str) -> Option<ParsedLog> {
     Some(parse_bytes(&name, 0, &bytes))
 }
 
-struct Independent {
-    ops_by_type: BTreeMap<String, u64>,
-    inits: u64,
-    tuning: u64,
+/// The families of [`INIT_START`], [`TREE`] and [`CONNECTION`]: the text has them, no record of
+/// `ParsedLog` holds them. Waived in the default suite, failing in the `parser_gap_*` tests.
+const UNRECORDED: [&str; 3] = [INIT_START, TREE, CONNECTION];
+
+/// Single lines the parser gets wrong today, found by `every_fixture_matches_its_text_line_by_line`
+/// and waived there so that the default suite stays green while the parser is being fixed:
+/// (fixture name prefix, line, what). Each entry must still fail (a fixed one is reported, to be
+/// removed here); `parser_gap_listed_lines` fails while any is left.
+const KNOWN_GAPS: &[(&str, u64, &str)] = &[];
+
+fn is_known_gap(file: &str, m: &Mismatch) -> bool {
+    UNRECORDED.contains(&m.what)
+        || KNOWN_GAPS
+            .iter()
+            .any(|(f, l, w)| file.starts_with(f) && *l == m.line && *w == m.what)
 }
 
-/// Counts done without the crate: one regex per line family, at most one match per line.
-fn independent(text: &str) -> Independent {
-    let op = Regex::new(
-        r"\S+:\d+:\d+ \[\d+\] NCCL INFO ([A-Za-z]+): opCount [0-9a-f]+ sendbuff \S+ recvbuff \S+ (?:acc \S+ )?count \d+ datatype \d+ op \d+ root -?\d+ comm \S+ \[nranks=\d+\] stream \S+",
-    )
-    .unwrap();
-    let init = Regex::new(r"\S+:\d+:\d+ \[\d+\] NCCL INFO (?:\S+ )?comm 0x[0-9a-f]+ rank \d+ nranks \d+ .*- Init COMPLETE\s*$").unwrap();
-    let tuning = Regex::new(
-        r"\[\d+\] NCCL INFO (?:[A-Za-z]+(?: \[Symmetric\])?: )?\d+ Bytes -> (?:Algo|Kernel) \S+",
-    )
-    .unwrap();
-    let mut ind = Independent {
-        ops_by_type: BTreeMap::new(),
-        inits: 0,
-        tuning: 0,
-    };
-    for line in text.lines() {
-        if let Some(c) = op.captures(line) {
-            *ind.ops_by_type.entry(c[1].to_string()).or_insert(0) += 1;
+/// Every fixture's mismatches: (file name, mismatch).
+fn all_mismatches() -> Vec<(String, Mismatch)> {
+    let mut out = Vec::new();
+    for (name, bytes) in common::fixtures() {
+        let log = parse_bytes(&name, 3, &bytes);
+        for m in mismatches(&bytes, 3, &log) {
+            out.push((name.clone(), m));
         }
-        ind.inits += u64::from(init.is_match(line));
-        ind.tuning += u64::from(tuning.is_match(line));
     }
-    ind
+    out
+}
+
+fn listing(ms: &[&(String, Mismatch)]) -> String {
+    ms.iter()
+        .map(|(f, m)| format!("  {f}:{m}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every line of every fixture, read with `by_regex`'s regular expressions, against the parser's
+/// records: each per-collective, Init COMPLETE, Init timings, Destroy/Abort and WARN line carried
+/// by exactly one record at that line with the text's fields, and no record on any other line;
+/// tuning lines counted, and every tuned operation's algorithm, protocol and channels found on a
+/// tuning line after it; the processes in order with their first line and NCCL version; each
+/// process's first topology block (header line, nodes, links); every thread's ring orders,
+/// neighbours and channel counts; the skipped lines exactly the text's foreign, cut-off and
+/// unattributable ones; the counters. The known parser gaps are waived here and fail in the
+/// `parser_gap_*` tests.
+#[test]
+fn every_fixture_matches_its_text_line_by_line() {
+    let fixtures = common::fixtures();
+    if fixtures.is_empty() {
+        return;
+    }
+    let all = all_mismatches();
+    let unexpected: Vec<_> = all.iter().filter(|(f, m)| !is_known_gap(f, m)).collect();
+    assert!(
+        unexpected.is_empty(),
+        "{} lines where the parser and the text disagree:\n{}",
+        unexpected.len(),
+        listing(&unexpected)
+    );
+    for (f, l, w) in KNOWN_GAPS {
+        assert!(
+            all.iter()
+                .any(|(file, m)| file.starts_with(f) && m.line == *l && m.what == *w),
+            "{f}:{l} [{w}] is listed in KNOWN_GAPS but passes now: remove it from the list"
+        );
+    }
+    // The reading itself found what the fixtures are known to hold (read by hand).
+    let texts: Vec<Text> = fixtures.iter().map(|(_, b)| Text::read(b)).collect();
+    let sum = |f: fn(&Text) -> usize| texts.iter().map(f).sum::<usize>();
+    assert!(sum(|t| t.ops.len()) > 50);
+    assert!(sum(|t| t.inits.len()) > 20);
+    assert!(sum(|t| t.skipped.len()) > 20);
+    assert!(sum(|t| t.warnings.len()) >= 5);
+    assert!(sum(|t| t.timings.len()) >= 10);
+    assert!(sum(|t| t.topology.len()) >= 2);
+}
+
+fn gaps(what: &str) -> Vec<(String, Mismatch)> {
+    all_mismatches()
+        .into_iter()
+        .filter(|(_, m)| m.what == what)
+        .collect()
+}
+
+fn assert_none(ms: &[(String, Mismatch)]) {
+    let refs: Vec<_> = ms.iter().collect();
+    assert!(ms.is_empty(), "{} lines:\n{}", ms.len(), listing(&refs));
 }
 
 #[test]
-fn every_fixture_matches_independent_counts() {
-    let all = common::fixtures();
-    if all.is_empty() {
+#[ignore = "parser gap: `Init START` lines (comm, rank, nranks, busId, commId) have no record"]
+fn parser_gap_init_start_lines() {
+    assert_none(&gaps(INIT_START));
+}
+
+#[test]
+#[ignore = "parser gap: `Trees [0] ...` and `Tree 0 : ...` lines have no record"]
+fn parser_gap_tree_lines() {
+    assert_none(&gaps(TREE));
+}
+
+#[test]
+#[ignore = "parser gap: connection lines (`Channel 00/0 : 1[..] -> 0[..] via ...`, 2.5's `Ring 00 : a[..] -> b[..] via ...`) have no record"]
+fn parser_gap_connection_lines() {
+    assert_none(&gaps(CONNECTION));
+}
+
+#[test]
+#[ignore = "parser gap: the lines listed in KNOWN_GAPS"]
+fn parser_gap_listed_lines() {
+    let listed: Vec<_> = all_mismatches()
+        .into_iter()
+        .filter(|(f, m)| is_known_gap(f, m) && !UNRECORDED.contains(&m.what))
+        .collect();
+    assert_none(&listed);
+}
+
+/// The line-by-line check is not fooled by a dropped per-collective line and a doubled one of
+/// the same operation: the totals the old check compared stay equal, the lines do not.
+#[test]
+fn a_dropped_and_a_doubled_op_line_are_caught() {
+    let Some((name, bytes)) = common::fixture("pytorch-torchtitan_issue1369") else {
         return;
+    };
+    let log = parse_bytes(&name, 0, &bytes);
+    assert!(mismatches(&bytes, 0, &log).is_empty());
+    // Lines 1 and 3 are both AllGather (read by hand).
+    let mut bad = log.clone();
+    bad.ops = LogOps::new();
+    for op in log.ops.iter() {
+        match op.source.line {
+            1 => {}
+            3 => {
+                bad.ops.push(&op);
+                bad.ops.push(&op);
+            }
+            _ => bad.ops.push(&op),
+        }
     }
-    let mut total_ops = 0;
-    for (name, bytes) in &all {
-        let log = parse_bytes(name, 3, bytes);
-        let ind = independent(&String::from_utf8_lossy(bytes));
-        let mine: BTreeMap<String, u64> = log
-            .ops_by_type()
+    assert_eq!(bad.ops.len(), log.ops.len());
+    assert_eq!(bad.ops_by_type(), log.ops_by_type());
+    let found = mismatches(&bytes, 0, &bad);
+    let lines: Vec<(u64, &str)> = found.iter().map(|m| (m.line, m.what)).collect();
+    assert_eq!(lines, [(1, OP), (3, OP)], "{found:?}");
+    assert!(
+        found[0].detail.contains("no record carries"),
+        "{}",
+        found[0]
+    );
+    assert!(found[1].detail.contains("2 records"), "{}", found[1]);
+}
+
+/// Each family's check bites: one changed record of each kind is reported, at its line.
+#[test]
+fn a_changed_record_of_each_family_is_caught() {
+    type Change = fn(&mut ParsedLog);
+    let cases: [(&str, &str, Change); 9] = [
+        ("unknown-sglang-notes_tpgds-2node", TUNING, |l| {
+            // The op at line 10 took `Algo TREE proto LL` from line 12; say SIMPLE instead.
+            let i = l.ops.iter().position(|o| o.source.line == 10).unwrap();
+            l.ops
+                .set_tuning(i, Some(Algo::Tree), Some(Proto::Simple), Some(1));
+        }),
+        ("unknown-sglang-notes_tpgds-node0008", INIT, |l| {
+            l.inits[3].bus_id = Some("1".into());
+        }),
+        ("unknown-sglang-notes_tpgds-node0008", TIMINGS, |l| {
+            l.init_timings.remove(2);
+        }),
+        ("NVIDIA-nccl_issue214", WARN, |l| {
+            l.warnings[1].source.line += 1
+        }),
+        ("NVIDIA-nccl-tests_issue350", TOPOLOGY, |l| {
+            l.processes[0].topology.as_mut().unwrap().links.pop();
+        }),
+        ("NVIDIA-nccl-tests_issue350", CHANNELS, |l| {
+            l.channels[0].ring_neighbors[1].next = 0;
+        }),
+        ("NVIDIA-nccl-tests_issue350", SKIPPED, |l| {
+            let i = l.diagnostics.iter().position(|d| d.line == 76).unwrap();
+            l.diagnostics.remove(i);
+        }),
+        ("NVIDIA-nccl_issue1646", VERSION, |l| {
+            l.processes[2].nccl_version = None;
+        }),
+        ("huggingface-accelerate_issue1317", PROCESS, |l| {
+            l.processes.swap(1, 2);
+        }),
+    ];
+    for (prefix, what, change) in cases {
+        let Some((name, bytes)) = common::fixture(prefix) else {
+            return;
+        };
+        let mut log = parse_bytes(&name, 0, &bytes);
+        assert!(mismatches(&bytes, 0, &log)
+            .iter()
+            .all(|m| is_known_gap(&name, m)));
+        change(&mut log);
+        let found: Vec<_> = mismatches(&bytes, 0, &log)
             .into_iter()
-            .map(|(k, v)| (k.name().to_string(), v))
+            .filter(|m| !is_known_gap(&name, m))
             .collect();
-        assert_eq!(mine, ind.ops_by_type, "{name}: ops by type");
-        assert_eq!(log.ops.len() as u64, log.counters.op_lines, "{name}");
-        assert_eq!(log.inits.len() as u64, ind.inits, "{name}: inits");
-        assert_eq!(
-            log.counters.tuning_lines, ind.tuning,
-            "{name}: tuning lines"
-        );
-        assert_eq!(
-            log.counters.total_lines,
-            bytes.iter().filter(|b| **b == b'\n').count() as u64
-                + u64::from(!bytes.ends_with(b"\n") && !bytes.is_empty()),
-            "{name}: lines"
-        );
-        for d in &log.diagnostics {
-            assert_eq!(d.path, *name);
-        }
-        for op in &log.ops {
-            assert_eq!(op.source.file, 3);
-            assert!(op.source.line >= 1);
-        }
-        total_ops += log.ops.len();
+        assert!(!found.is_empty(), "{name}: [{what}] change not caught");
+        assert!(found.iter().all(|m| m.what == what), "{name}: {found:?}");
     }
-    assert!(total_ops > 50, "fixtures hold many ops, got {total_ops}");
+}
+
+/// Launcher prefixes, timestamps and line endings the fixtures have too few of, one line each
+/// (written for this test from NCCL's format strings and the launchers' documented prefixes):
+/// the regexes and the parser read them alike.
+const PREFIXED: &str = "0: nodeA:100:101 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x7f00 recvbuff 0x7f80 count 4 datatype 7 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x9a0\r
+[1,1]<stdout>:nodeB:200:201 [1] NCCL INFO AllReduce: opCount 1 sendbuff 0x7e00 recvbuff 0x7e80 count 4 datatype 7 op 0 root 0 comm 0xdef0 [nranks=2] stream 0x9b0\r
+(RayTrainWorker pid=300, ip=10.72.7.6) nodeC:300:301 [0] NCCL INFO Broadcast: opCount 2 sendbuff 0x1 recvbuff 0x1 count 8 datatype 1 op 0 root 1 comm 0x5550 [nranks=4] stream 0x0\r
+(pid=400) nodeD:400:401 [2] NCCL INFO ReduceScatter: opCount a sendbuff 0x2 recvbuff 0x3 count 16 datatype 9 op 2 root 0 comm 0x6660 [nranks=4] stream 0x10\r
+nodeE: nodeE:500:501 [3] NCCL INFO Recv: opCount 0 sendbuff (nil) recvbuff 0x4 count 1 datatype 0 op 0 root 2 comm 0x7770 [nranks=4] stream 0x20\r
+[rank0]:nodeF:600:601 [0] NCCL INFO AllGather: opCount 0 sendbuff 0x5 recvbuff 0x6 count 2 datatype 4 op 0 root 0 comm 0x8880 [nranks=8] stream 0x30\r
+> nodeG:700:701 [0] NCCL INFO Reduce: opCount 3 sendbuff 0x7 recvbuff 0x8 count 5 datatype 6 op 1 root 3 comm 0x9990 [nranks=8] stream 0x40\r
+1712345678.123456 nodeA:100:101 [0] NCCL INFO AllReduce: opCount 2 sendbuff 0x7f00 recvbuff 0x7f80 count 4 datatype 7 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x9a0\r
+[1712345679.5] nodeA:100:101 [0] NCCL INFO AllReduce: opCount 3 sendbuff 0x7f00 recvbuff 0x7f80 count 4 datatype 7 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x9a0\r
+[2026-04-28 14:14:49] nodeA:100:102 [0] misc/socket.cc:50 NCCL WARN Net : Connection closed by remote peer\r
+1712345680.000001 nodeA:100:102 [0] transport/net_ib.cc:1200 NCCL WARN NET/IB : Got completion with error 12\r
+nodeA:100:101 [0] NCCL INFO ncclCommSplit comm 0xfed0 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 1b000 parent 0xabc0 color 1 key -1 commId 0x1234 - Init COMPLETE\r
+nodeA:100:101 [0] NCCL INFO comm 0xfed0 rank 0 nRanks 1 cudaDev 0 busId 1b000 - Destroy COMPLETE\r
+nodeA:100:101 [0] NCCL INFO comm 0xabc0 rank 0 nRanks 2 cudaDev 0 busId 1b000 - Abort COMPLETE\r
+srun: error: nodeA: task 0: Exited with exit code 1\r
+";
+
+#[test]
+fn prefixes_timestamps_and_crlf_read_alike() {
+    let bytes = PREFIXED.as_bytes();
+    let text = Text::read(bytes);
+    // What the regexes must find (read by hand from the lines above).
+    assert_eq!(text.ops.len(), 9);
+    assert_eq!(text.processes.len(), 7);
+    assert_eq!(text.ops[&5].process.host, "nodeE");
+    assert_eq!(text.ops[&8].timestamp.as_deref(), Some("1712345678.123456"));
+    assert_eq!(text.warnings.len(), 2);
+    assert_eq!(
+        text.warnings[&10].2.as_deref(),
+        Some("[2026-04-28 14:14:49]")
+    );
+    assert_eq!(text.inits[&12].1.key, Some(-1));
+    assert_eq!(text.destroys.len(), 2);
+    assert_eq!(text.skipped.iter().copied().collect::<Vec<_>>(), [15]);
+    let log = parse_bytes("prefixed", 1, bytes);
+    let found = mismatches(bytes, 1, &log);
+    assert!(
+        found.is_empty(),
+        "{}",
+        found.iter().map(|m| format!("\n  {m}")).collect::<String>()
+    );
+}
+
+/// Shapes the parser does not read yet and the fixtures do not hold (written for this test from
+/// NCCL's and RCCL's format strings).
+const NOT_IN_FIXTURES: &str = "nodeA:100:101 [0] NCCL INFO Channel 00 :    0   1
+nodeA:100:101 [0] NCCL INFO Channel 01 :    0   1
+nodeA:100:101 [0] NCCL INFO === System : maxWidth 24 ===
+nodeA:100:101 [0] NCCL INFO CPU/0 (1/1/2)
+nodeA:100:101 [0] NCCL INFO + PCI[12.0] - GPU/1000 (0)
+nodeA:100:101 [0] NCCL INFO AlltoAll: opCount 0 sendbuff 0x10 recvbuff 0x20 count 64 datatype 7 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x9a0
+RCCL version : 2.27.7-HEAD:0d2c4fd
+nodeA:100:101 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x10 recvbuff
+nodeA:100:101 [0] NCCL INFO comm 0xabc0 rank 0 nranks 2 cudaDev 0 bus
+";
+
+#[test]
+#[ignore = "parser gap: 2.4 `Channel 00 :    0   1` ring lines, `=== System : maxWidth 24 ===`, `AlltoAll`, the bare RCCL banner and cut-off known lines (not in the fixtures)"]
+fn parser_gap_shapes_not_in_fixtures() {
+    let bytes = NOT_IN_FIXTURES.as_bytes();
+    let log = parse_bytes("not-in-fixtures", 0, bytes);
+    let found = mismatches(bytes, 0, &log);
+    assert!(
+        found.is_empty(),
+        "{}",
+        found.iter().map(|m| format!("\n  {m}")).collect::<String>()
+    );
 }
 
 /// Every skipped line is listed (not capped): one finding per skipped line, at that line, quoting
@@ -129,12 +346,15 @@ fn every_skipped_line_is_listed_with_its_text() {
     );
 }
 
+// The per-fixture tests below state facts read by hand from the fixtures. Counts of lines and
+// records, and each record's line and fields, are the line-by-line test's: the counts these
+// tests used to hard-code are gone from them.
+
 #[test]
 fn rccl_acc_task_globalrank() {
     let Some(log) = parse("ROCm-ROCm_issue6074") else {
         return;
     };
-    assert_eq!(log.ops.len(), 6);
     assert!(log
         .ops
         .iter()
@@ -147,11 +367,9 @@ fn rccl_acc_task_globalrank() {
     assert_eq!(ranks, [0, 1, 1, 0, 0, 1]);
     assert_eq!(log.ops.get(0).unwrap().sendbuff, 0x7973d6e00400);
     assert_eq!(log.ops.get(0).unwrap().msg_bytes(), 4);
-    assert_eq!(log.inits.len(), 2);
     assert_eq!(log.inits[0].comm, 0x2bc1f840);
     assert_eq!(log.inits[0].comm_id, Some(0xcde2ea451c75c2ba));
     assert_eq!(log.inits[1].bus_id.as_deref(), Some("d000"));
-    assert_eq!(log.init_timings.len(), 2);
     assert_eq!(
         log.init_timings[0].func.as_deref(),
         Some("ncclCommInitRankConfig_impl")
@@ -174,7 +392,6 @@ fn send_with_nil_sendbuff() {
         return;
     };
     assert_eq!(log.nccl_version.as_deref(), Some("2.21.5+cuda12.4"));
-    assert_eq!(log.ops.len(), 4);
     let s = &log.ops.get(0).unwrap();
     assert_eq!(
         (s.op, s.sendbuff, s.recvbuff, s.root),
@@ -197,7 +414,6 @@ fn garbled_merged_lines() {
     let Some(log) = parse("NVIDIA-nccl_issue147") else {
         return;
     };
-    assert_eq!(log.ops.len(), 5);
     let first = &log.ops.get(0).unwrap();
     assert_eq!(
         (first.process.pid, first.tid, first.cuda_dev),
@@ -217,8 +433,6 @@ fn garbled_merged_lines() {
         .find(|d| d.line == 6)
         .expect("header-less line reported");
     assert_eq!(orphan.severity, Severity::Warning);
-    assert!(log.counters.garbled_lines >= 2);
-    assert_eq!(log.counters.skipped_lines, 1);
 }
 
 #[test]
@@ -226,14 +440,12 @@ fn markdown_quote_prefix_and_duplicates() {
     let Some(log) = parse("NVIDIA-nccl_issue1238") else {
         return;
     };
-    assert_eq!(log.ops.len(), 4, "duplicates still count");
     assert!(log
         .ops
         .iter()
         .all(|o| o.process.host == "ip-172-31-54-74" && o.op_count == 0));
     assert_eq!(log.ops.get(0).unwrap().stream, 0x5631f0021140);
     assert_eq!(log.ops.get(0).unwrap().datatype, Some(DataType::Float32));
-    assert_eq!(log.counters.duplicate_ops, 3);
     let dups: Vec<_> = log
         .diagnostics
         .iter()
@@ -249,7 +461,6 @@ fn srun_prefix_and_hex_opcount() {
     let Some(log) = parse("awslabs-ai-on-eks") else {
         return;
     };
-    assert_eq!(log.ops.len(), 9);
     let o = &log.ops.get(0).unwrap();
     assert_eq!(
         (o.process.host.as_str(), o.process.pid, o.op_count),
@@ -257,9 +468,6 @@ fn srun_prefix_and_hex_opcount() {
     );
     assert_eq!(o.comm, 0x555e2c6387e0);
     assert_eq!(o.msg_bytes(), 2359808 * 4);
-    let counts = log.ops_by_type();
-    assert_eq!(counts.get(&OpType::AllGather), Some(&6));
-    assert_eq!(counts.get(&OpType::Broadcast), Some(&3));
     assert_eq!(log.ops.last().unwrap().op_count, 0x1609);
     assert_eq!(log.ops.last().unwrap().datatype, Some(DataType::Uint8));
     // The only tuning line comes from node-0 before any op of that process: counted, not attached.
@@ -267,7 +475,6 @@ fn srun_prefix_and_hex_opcount() {
         (log.counters.tuning_lines, log.counters.tuning_attached),
         (1, 0)
     );
-    assert_eq!(log.processes.len(), 4);
 }
 
 #[test]
@@ -275,7 +482,6 @@ fn sglang_new_tuning_format() {
     let Some(log) = parse("unknown-sglang-notes_tpgds-2node") else {
         return;
     };
-    assert_eq!(log.counters.tuning_lines, 1);
     assert_eq!(log.counters.tuning_attached, 1);
     let tuned: Vec<_> = log.ops.iter().filter(|o| o.algo.is_some()).collect();
     assert_eq!(tuned.len(), 1);
@@ -292,9 +498,6 @@ fn sglang_subsys_all_inits() {
     let Some(log) = parse("unknown-sglang-notes_tpgds-node0008") else {
         return;
     };
-    assert_eq!(log.inits.len(), 8);
-    assert_eq!(log.init_timings.len(), 8);
-    assert_eq!(log.ops.len(), 8);
     let i = &log.inits[0];
     assert_eq!(
         (i.rank, i.nranks, i.cuda_dev, i.nvml_dev),
@@ -323,13 +526,10 @@ fn old_numeric_tuning_format() {
     let Some(log) = parse("NVIDIA-nccl_issue1453") else {
         return;
     };
-    assert_eq!(log.counters.tuning_lines, 14);
-    assert_eq!(log.processes.len(), 1);
     assert_eq!(log.processes[0].process.host, "h100clust-worker-1");
     let Some(nohost) = parse("NVIDIA-nccl_issue1595") else {
         return;
     };
-    assert_eq!(nohost.counters.tuning_lines, 21);
     assert!(nohost.processes.is_empty());
 }
 
@@ -436,8 +636,6 @@ fn topology_old_ids_and_channels() {
         .links
         .iter()
         .any(|l| l.from == nic && l.to == idx(NodeKind::Net, "1") && l.bw_gbps == 25.0));
-    assert_eq!(t.nodes.len(), 7, "{:?}", t.nodes);
-    assert_eq!(log.inits.len(), 1);
     assert_eq!(log.inits[0].comm_id, Some(0xb2f794396f6d0bd1));
     assert_eq!(log.inits[0].nvml_dev, None);
     let ch = log
@@ -460,7 +658,6 @@ fn topology_old_ids_and_channels() {
 #[test]
 fn init_shapes_across_versions() {
     if let Some(log) = parse("NVIDIA-nccl_issue214") {
-        assert_eq!(log.inits.len(), 2);
         assert_eq!(
             (
                 log.inits[0].bus_id.as_deref(),
@@ -469,7 +666,6 @@ fn init_shapes_across_versions() {
             ),
             (None, Some(1), None)
         );
-        assert_eq!(log.warnings.len(), 4);
         assert!(log.warnings[0]
             .message
             .starts_with("Mismatched collective detected"));
@@ -477,14 +673,12 @@ fn init_shapes_across_versions() {
         assert_eq!(log.warnings[0].source.line, 1);
     }
     if let Some(log) = parse("NVIDIA-nccl_issue629") {
-        assert_eq!(log.inits.len(), 8);
         assert_eq!(
             (log.inits[0].bus_id.as_deref(), log.inits[0].nvml_dev),
             (Some("e7000"), None)
         );
     }
     if let Some(log) = parse("NVIDIA-nccl-tests_issue273") {
-        assert_eq!(log.inits.len(), 6);
         assert_eq!(log.init_timings[0].func, None);
         assert_eq!(
             log.init_timings[0].phases.first().map(|(n, _)| n.as_str()),
@@ -492,7 +686,6 @@ fn init_shapes_across_versions() {
         );
     }
     if let Some(log) = parse("NVIDIA-nccl_issue1038") {
-        assert_eq!(log.inits.len(), 0, "Init START is not an init");
         assert_eq!(
             log.processes[0].nccl_version.as_deref(),
             Some("2.18.3+cuda12.2")
@@ -500,17 +693,6 @@ fn init_shapes_across_versions() {
     }
     if let Some(log) = parse("NVIDIA-nccl_issue262") {
         assert_eq!(log.nccl_version.as_deref(), Some("2.4.8+cuda9.0"));
-        assert_eq!(log.warnings.len(), 1);
-        assert!(log.counters.blank_lines >= 17);
-    }
-    if let Some(log) = parse("NVIDIA-nccl_issue1646") {
-        assert_eq!(
-            log.processes
-                .iter()
-                .filter(|p| p.nccl_version.as_deref() == Some("2.25.1+cuda12.2"))
-                .count(),
-            2
-        );
     }
 }
 
@@ -518,10 +700,7 @@ fn init_shapes_across_versions() {
 fn channels_and_prefixes() {
     if let Some(log) = parse("NVIDIA-nccl_issue1267") {
         let ch = &log.channels[0];
-        assert_eq!(
-            (ch.comm, ch.nchannels, ch.rings.len()),
-            (Some(0x558ef922a470), Some(32), 3)
-        );
+        assert_eq!((ch.comm, ch.nchannels), (Some(0x558ef922a470), Some(32)));
     }
     if let Some(log) = parse("NVIDIA-nccl_issue1644") {
         assert_eq!(
@@ -564,7 +743,5 @@ fn channels_and_prefixes() {
             log.processes[0].process.host,
             "t-20260428141043-cmz7n-worker-0"
         );
-        assert!(log.counters.blank_lines > 50);
-        assert_eq!(log.counters.skipped_lines, 0);
     }
 }
