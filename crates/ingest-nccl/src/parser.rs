@@ -1259,6 +1259,7 @@ impl LogParser {
                 rings: Vec::new(),
                 ring_neighbors: Vec::new(),
                 trees: Vec::new(),
+                connections: Vec::new(),
                 source: self.src(),
             };
             self.pending_channels.insert(key, ch);
@@ -1282,6 +1283,7 @@ impl LogParser {
             let empty = ch.rings.is_empty()
                 && ch.ring_neighbors.is_empty()
                 && ch.trees.is_empty()
+                && ch.connections.is_empty()
                 && ch.coll_channels.is_none();
             if !empty {
                 self.out.channels.push(ch);
@@ -1317,6 +1319,7 @@ impl LogParser {
                 ch.rings.push(RingOrder { channel, order });
             }
             RingLine::Trees(trees) => ch.trees.extend(trees),
+            RingLine::Connection(c) => ch.connections.push(c),
             RingLine::Neighbors {
                 channel,
                 prev,

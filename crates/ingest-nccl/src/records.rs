@@ -1,6 +1,6 @@
 //! What a parsed log holds besides the shared [`model::log`] records.
 
-pub use crate::rings::TreeLinks;
+pub use crate::rings::{Connection, TreeLinks};
 use crate::topo::Topology;
 use model::log::{CommInit, LogOps, ProcessKey, SourceLine};
 use model::{Diagnostic, OpType};
@@ -107,6 +107,8 @@ pub struct CommChannels {
     pub ring_neighbors: Vec<RingNeighbors>,
     /// `Trees [cc] d/d/d->me->up ...` (or older `Tree cc : up -> me -> d/d/d`), per channel.
     pub trees: Vec<TreeLinks>,
+    /// `Channel cc/nn : a[gpu] -> b[gpu] via T`: each channel's transport to its peers.
+    pub connections: Vec<Connection>,
     /// The first line of the group.
     pub source: SourceLine,
 }

@@ -10,9 +10,13 @@
 //! 16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p channels, 2 p2p channels per peer
 //! comm:0x2bc1f840, nRanks:2, nNodes:1, coll channels:2 collnet channels:2, nvls channels:0, p2p channels:2, ...  (RCCL)
 //! ```
-//! Connection lines (`Channel 00/0 : 5[2c000] -> 0[26000] [receive] via NET/IB/0`, `Ring 00 : 155[3d000] ->
-//! 157[b2000] via P2P/IPC`) are not ring orders and are left alone. These lines do not name their
-//! communicator; the parser ties them to one by the thread that prints them (see `parser.rs`).
+//! Channel 00/0 : 5[2c000] -> 0[26000] [receive] via NET/IB/0/GDRDMA   (a connection: the transport
+//! Channel 00 : 0[a000] -> 1[c000] via P2P/IPC/read                     to a ring or tree neighbour;
+//! Ring 00 : 155[3d000] -> 157[b2000] via P2P/IPC                       2.4 and 2.5 shapes)
+//! ```
+//! These lines do not name their communicator; the parser ties them to one by the thread that
+//! prints them (see `parser.rs`).
+//! ```text
 
 use crate::scan;
 
@@ -26,6 +30,8 @@ pub(crate) enum RingLine {
     },
     /// `Trees [c] d/d/d->me->up ...` (one line, every channel) or `Tree c : up -> me -> d/d/d`
     Trees(Vec<TreeLinks>),
+    /// `Channel cc/nn : a[bus] -> b[bus] [send] via NET/IB/0/GDRDMA`
+    Connection(Connection),
     /// `Ring cc : prev -> me -> next`
     Neighbors {
         channel: u32,
@@ -53,6 +59,22 @@ pub struct TreeLinks {
     pub down: Vec<i64>,
 }
 
+/// One channel's connection to a peer and the transport NCCL chose for it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    pub channel: u32,
+    pub from_rank: u32,
+    /// What NCCL prints in brackets after the rank: the GPU's bus id (or its index).
+    pub from_gpu: String,
+    pub to_rank: u32,
+    pub to_gpu: String,
+    /// `[send]` / `[receive]` for network connections, `None` otherwise.
+    pub direction: Option<String>,
+    /// The transport as printed after `via` (`P2P/IPC/read`, `NET/IB/0/GDRDMA/Shared`, `SHM`).
+    pub via: String,
+}
+
 impl RingLine {
     /// A summary that says nothing (what is left where a line was taken from).
     pub(crate) const EMPTY: RingLine = RingLine::Summary {
@@ -67,6 +89,9 @@ impl RingLine {
 /// whose ranks are damaged (cut short or glued to other text).
 pub(crate) fn parse(body: &[u8]) -> Option<Result<RingLine, &'static str>> {
     let b = body.trim_ascii();
+    if let Some(c) = connection(b) {
+        return Some(Ok(RingLine::Connection(c)));
+    }
     if let Some(rest) = b.strip_prefix(b"Channel ") {
         return channel_order(rest);
     }
@@ -118,6 +143,46 @@ fn channel_order(rest: &[u8]) -> Option<Result<RingLine, &'static str>> {
         nchannels,
         order,
     }))
+}
+
+/// `Channel cc[/nn] : a[gpu] -> b[gpu] [dir] via T` or 2.5's `Ring cc : a[gpu] -> b[gpu] via T`.
+fn connection(b: &[u8]) -> Option<Connection> {
+    let rest = b
+        .strip_prefix(b"Channel ")
+        .or_else(|| b.strip_prefix(b"Ring "))?;
+    let colon = scan::find(rest, b" : ")?;
+    let head = rest.get(..colon)?;
+    let channel = scan::dec_u32(head.split(|c| *c == b'/').next()?)?;
+    let tail = rest.get(colon + 3..)?;
+    let via_at = scan::find(tail, b" via ")?;
+    let via = tail.get(via_at + 5..)?.trim_ascii();
+    let mut t = scan::tokens(tail.get(..via_at)?);
+    let peer = |tok: &[u8]| -> Option<(u32, String)> {
+        let open = memchr::memchr(b'[', tok)?;
+        let gpu = tok.get(open + 1..)?.strip_suffix(b"]")?;
+        Some((scan::dec_u32(tok.get(..open)?)?, scan::text(gpu)))
+    };
+    let (from_rank, from_gpu) = peer(t.next()?)?;
+    if t.next()? != b"->" {
+        return None;
+    }
+    let (to_rank, to_gpu) = peer(t.next()?)?;
+    let direction = match t.next() {
+        Some(d) => Some(scan::text(d.strip_prefix(b"[")?.strip_suffix(b"]")?)),
+        None => None,
+    };
+    if t.next().is_some() || via.is_empty() {
+        return None;
+    }
+    Some(Connection {
+        channel,
+        from_rank,
+        from_gpu,
+        to_rank,
+        to_gpu,
+        direction,
+        via: scan::text(via),
+    })
 }
 
 /// `[0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1|...` after `Trees `.
@@ -276,10 +341,15 @@ mod tests {
                 order: vec![0, 1]
             })
         );
-        assert_eq!(
+        assert!(matches!(
             parse(b"Channel 00 : 0[a000] -> 1[c000] via P2P/IPC/read"),
-            None
-        );
+            Some(RingLine::Connection(Connection {
+                channel: 0,
+                from_rank: 0,
+                to_rank: 1,
+                ..
+            }))
+        ));
         assert_eq!(
             parse(b"Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1|1->0->-1/-1/-1"),
             Some(RingLine::Trees(vec![
@@ -308,7 +378,27 @@ mod tests {
         );
         assert_eq!(
             parse(b"Channel 00/0 : 5[2c000] -> 0[26000] [receive] via NET/IB/0/GDRDMA"),
-            None
+            Some(RingLine::Connection(Connection {
+                channel: 0,
+                from_rank: 5,
+                from_gpu: "2c000".into(),
+                to_rank: 0,
+                to_gpu: "26000".into(),
+                direction: Some("receive".into()),
+                via: "NET/IB/0/GDRDMA".into(),
+            }))
+        );
+        assert_eq!(
+            parse(b"Channel 02/1 : 0[0] -> 1[1] via P2P/direct pointer"),
+            Some(RingLine::Connection(Connection {
+                channel: 2,
+                from_rank: 0,
+                from_gpu: "0".into(),
+                to_rank: 1,
+                to_gpu: "1".into(),
+                direction: None,
+                via: "P2P/direct pointer".into(),
+            }))
         );
         assert_eq!(
             parse(b"Ring 00 : 6 -> 7 -> 0"),
@@ -319,10 +409,15 @@ mod tests {
                 next: 0
             })
         );
-        assert_eq!(
+        assert!(matches!(
             parse(b"Ring 00 : 155[3d000] -> 157[b2000] via P2P/IPC"),
-            None
-        );
+            Some(RingLine::Connection(Connection {
+                channel: 0,
+                from_rank: 155,
+                to_rank: 157,
+                ..
+            }))
+        ));
         assert_eq!(
             parse(b"16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p channels, 2 p2p channels per peer"),
             Some(RingLine::Summary { comm: None, coll: Some(16), nvls: Some(0), p2p: Some(16) })

@@ -833,7 +833,7 @@ fn check_topology(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) {
         };
         d.eq("header", got.header, style);
         d.eq("max", got.max_bw_gbps, t.max);
-        d.eq("total", Some(got.total_bw_gbps), t.total);
+        d.eq("total", got.total_bw_gbps, t.total);
         // The model's nodes, in the words of `describe_node`.
         let mut nodes: Vec<String> = got
             .nodes
