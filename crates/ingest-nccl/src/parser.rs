@@ -82,11 +82,23 @@ struct SeenSlot {
     bits: Vec<u64>,
     n: usize,
     extra: HashSet<u64, FxBuild>,
+    /// The slot's latest operation: its row and opCount.
+    last_row: Option<u32>,
+    last_op_count: u64,
+}
+
+/// What [`SeenOps::insert`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    New,
+    /// Seen before; `last` is the row of the slot's previous operation when it had the same
+    /// opCount (a repeat printed right after, or another call of the same group).
+    Again { last: Option<u32> },
 }
 
 impl SeenOps {
-    /// True when the op was not seen before (like `HashSet::insert`).
-    fn insert(&mut self, key: (usize, u64, OpType, i64), op_count: u64) -> bool {
+    /// Records that the operation at `row` has `key` and `op_count`.
+    fn insert(&mut self, key: (usize, u64, OpType, i64), op_count: u64, row: u32) -> Seen {
         let slot = match self.last {
             Some((k, i)) if k == key => i,
             _ => {
@@ -102,9 +114,16 @@ impl SeenOps {
                 i
             }
         };
-        match self.slots.get_mut(slot) {
-            Some(s) => s.insert(op_count),
-            None => true,
+        let Some(s) = self.slots.get_mut(slot) else {
+            return Seen::New;
+        };
+        let before = s.last_row.filter(|_| s.last_op_count == op_count);
+        s.last_row = Some(row);
+        s.last_op_count = op_count;
+        if s.insert(op_count) {
+            Seen::New
+        } else {
+            Seen::Again { last: before }
         }
     }
 }
@@ -153,8 +172,6 @@ const PAR_MIN: usize = 64 * 1024;
 /// Bytes read per parallel round: small enough that applying starts soon after a chunk arrives
 /// and that the reads waiting to be applied stay small, big enough to pay for the hand-over.
 const WINDOW: usize = 128 * 1024;
-/// How far back (operations of the file) a line printed twice is looked for.
-const REPEAT_WINDOW: usize = 4096;
 /// How many recent ops per process a tuning line may attach to.
 const RECENT_OPS: usize = 64;
 
@@ -894,8 +911,9 @@ impl LogParser {
         rccl: (Option<u64>, Option<u32>, Option<u64>),
     ) {
         let peer = if op.is_p2p() { c.root } else { 0 };
-        if !self.seen_ops.insert((p, c.comm, op, peer), c.op_count) && self.printed_before(p, op, c)
-        {
+        let row = u32::try_from(self.out.ops.len()).unwrap_or(u32::MAX);
+        let seen = self.seen_ops.insert((p, c.comm, op, peer), c.op_count, row);
+        if self.printed_twice(seen, c) {
             self.out.counters.duplicate_ops += 1;
             self.diag_msg(
                 Severity::Warning,
@@ -959,36 +977,23 @@ impl LogParser {
         }
     }
 
-    /// Whether an operation line of process `p` whose (communicator, operation, peer, opCount)
-    /// was seen before repeats an earlier line: grouped operations share an opCount, so two
-    /// Sends to one peer in a group differ in their buffers or count, while a line printed twice
-    /// is the same in every field. Looked for among the last [`REPEAT_WINDOW`] operations; a
-    /// repeat of one further back (none found) still counts as printed twice.
-    fn printed_before(&self, p: usize, op: OpType, c: &coll::Values) -> bool {
+    /// Whether an operation line repeats an earlier one. Grouped operations share an opCount,
+    /// so two Sends to one peer in one group come one after the other with the same
+    /// (communicator, operation, peer, opCount) but other buffers or counts: not a repeat. A line
+    /// printed twice is the same in every field; and a (communicator, operation, peer, opCount)
+    /// seen before but not right before is a repeat, as NCCL never reuses an opCount otherwise.
+    fn printed_twice(&self, seen: Seen, c: &coll::Values) -> bool {
+        let last = match seen {
+            Seen::New => return false,
+            Seen::Again { last: None } => return true,
+            Seen::Again { last: Some(row) } => row as usize,
+        };
         let ops = &self.out.ops;
-        let Some(me) = self.procs.get(p).and_then(|st| st.ops_process) else {
+        let Some(o) = ops.get(last) else {
             return true;
         };
-        let mut same_call = false;
-        for i in (0..ops.len()).rev().take(REPEAT_WINDOW) {
-            if ops.op_count(i) != Some(c.op_count) || ops.comm(i) != Some(c.comm) {
-                continue;
-            }
-            let Some(o) = ops.get(i) else { continue };
-            if ops.process_index(i) != Some(me) || o.op != op {
-                continue;
-            }
-            if o.op.is_p2p() && o.root != c.root {
-                continue;
-            }
-            same_call = true;
-            if (o.sendbuff, o.recvbuff, o.count, o.datatype_code, o.stream)
-                == (c.sendbuff, c.recvbuff, c.count, c.datatype, c.stream)
-            {
-                return true;
-            }
-        }
-        !same_call
+        (o.sendbuff, o.recvbuff, o.count, o.datatype_code, o.stream)
+            == (c.sendbuff, c.recvbuff, c.count, c.datatype, c.stream)
     }
 
     /// An RCCL operation line (with `task`/`globalrank`): kept whole.
@@ -1412,7 +1417,7 @@ mod tests {
             };
             let key = (p, comm, op, peer);
             assert_eq!(
-                fast.insert(key, v),
+                fast.insert(key, v, i) == Seen::New,
                 slow.insert((p, comm, op, peer, v)),
                 "step {i}: {key:?} {v}"
             );

@@ -287,6 +287,14 @@ fn version_line(body: &[u8]) -> Option<&[u8]> {
 /// hundreds of other INFO lines; none starts this way.
 fn damaged(body: &[u8]) -> Option<&'static str> {
     let b = body.trim_ascii_start();
+    // Operation names start with an upper-case letter, the communicator lines with `comm` or
+    // `nccl`: most other lines are settled by their first byte.
+    if !b
+        .first()
+        .is_some_and(|c| c.is_ascii_uppercase() || *c == b'c' || *c == b'n')
+    {
+        return None;
+    }
     let word_end = b
         .iter()
         .position(|c| !c.is_ascii_alphanumeric() && *c != b'_')

@@ -19,6 +19,7 @@
 //! ```text
 
 use crate::scan;
+use smol_str::SmolStr;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RingLine {
@@ -59,20 +60,25 @@ pub struct TreeLinks {
     pub down: Vec<i64>,
 }
 
-/// One channel's connection to a peer and the transport NCCL chose for it.
+/// One channel's connection to a peer and the transport NCCL chose for it. Its texts are short
+/// and inline (`SmolStr`): a run prints thousands of these lines.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
     pub channel: u32,
     pub from_rank: u32,
     /// What NCCL prints in brackets after the rank: the GPU's bus id (or its index).
-    pub from_gpu: String,
+    pub from_gpu: SmolStr,
     pub to_rank: u32,
-    pub to_gpu: String,
+    pub to_gpu: SmolStr,
     /// `[send]` / `[receive]` for network connections, `None` otherwise.
-    pub direction: Option<String>,
+    pub direction: Option<SmolStr>,
     /// The transport as printed after `via` (`P2P/IPC/read`, `NET/IB/0/GDRDMA/Shared`, `SHM`).
-    pub via: String,
+    pub via: SmolStr,
+}
+
+fn small(b: &[u8]) -> SmolStr {
+    SmolStr::new(String::from_utf8_lossy(b))
 }
 
 impl RingLine {
@@ -157,10 +163,10 @@ fn connection(b: &[u8]) -> Option<Connection> {
     let via_at = scan::find(tail, b" via ")?;
     let via = tail.get(via_at + 5..)?.trim_ascii();
     let mut t = scan::tokens(tail.get(..via_at)?);
-    let peer = |tok: &[u8]| -> Option<(u32, String)> {
+    let peer = |tok: &[u8]| -> Option<(u32, SmolStr)> {
         let open = memchr::memchr(b'[', tok)?;
         let gpu = tok.get(open + 1..)?.strip_suffix(b"]")?;
-        Some((scan::dec_u32(tok.get(..open)?)?, scan::text(gpu)))
+        Some((scan::dec_u32(tok.get(..open)?)?, small(gpu)))
     };
     let (from_rank, from_gpu) = peer(t.next()?)?;
     if t.next()? != b"->" {
@@ -168,7 +174,7 @@ fn connection(b: &[u8]) -> Option<Connection> {
     }
     let (to_rank, to_gpu) = peer(t.next()?)?;
     let direction = match t.next() {
-        Some(d) => Some(scan::text(d.strip_prefix(b"[")?.strip_suffix(b"]")?)),
+        Some(d) => Some(small(d.strip_prefix(b"[")?.strip_suffix(b"]")?)),
         None => None,
     };
     if t.next().is_some() || via.is_empty() {
@@ -181,7 +187,7 @@ fn connection(b: &[u8]) -> Option<Connection> {
         to_rank,
         to_gpu,
         direction,
-        via: scan::text(via),
+        via: small(via),
     })
 }
 

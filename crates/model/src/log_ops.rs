@@ -401,11 +401,6 @@ impl LogOps {
         self.processes.get(self.site(i)?.process as usize)
     }
 
-    /// The `i`-th operation's process, as [`LogOps::intern_process`] numbered it.
-    pub fn process_index(&self, i: usize) -> Option<u32> {
-        self.site(i).map(|s| s.process)
-    }
-
     pub fn op_type(&self, i: usize) -> Option<OpType> {
         self.site(i).map(|s| s.op)
     }
