@@ -93,7 +93,9 @@ enum Seen {
     New,
     /// Seen before; `last` is the row of the slot's previous operation when it had the same
     /// opCount (a repeat printed right after, or another call of the same group).
-    Again { last: Option<u32> },
+    Again {
+        last: Option<u32>,
+    },
 }
 
 impl SeenOps {
@@ -213,6 +215,9 @@ pub struct LogParser {
     /// The last `comm .. nRanks .. nNodes ..` line of each (process, thread), for the
     /// `Init COMPLETE` of its communicator that follows.
     pending_shape: HashMap<(usize, u32), init::CommFields<'static>>,
+    /// The operations of names this build does not know that the file printed, for
+    /// [`LogParser::names_other_op`].
+    other_ops: Vec<OpType>,
     last_proc: Option<usize>,
     /// (host, pid, process index) of the previous header.
     last_origin: Option<(Vec<u8>, u32, usize)>,
@@ -246,6 +251,7 @@ impl LogParser {
             pending_order: Vec::new(),
             pending_banner: None,
             pending_shape: HashMap::new(),
+            other_ops: Vec::new(),
             last_proc: None,
             last_origin: None,
             head_cache: LineCache::default(),
@@ -508,17 +514,21 @@ impl LogParser {
     /// A communicator that printed `Init START` and never `Init COMPLETE` (a hang or a crash
     /// during set-up): noted at its start line.
     fn note_unfinished_inits(&mut self) {
-        let done: HashSet<(&ProcessKey, u64)> = self
-            .out
-            .inits
-            .iter()
-            .map(|i| (&i.process, i.comm))
-            .collect();
+        // The last Init COMPLETE line of each (process, communicator): a start after it (the
+        // address reused by a later communicator) did not finish either.
+        let mut done: HashMap<(&ProcessKey, u64), u64> = HashMap::new();
+        for i in &self.out.inits {
+            let last = done.entry((&i.process, i.comm)).or_insert(0);
+            *last = (*last).max(i.source.line);
+        }
         let notes: Vec<Diagnostic> = self
             .out
             .init_starts
             .iter()
-            .filter(|s| !done.contains(&(&s.process, s.comm)))
+            .filter(|s| {
+                done.get(&(&s.process, s.comm))
+                    .is_none_or(|&line| line < s.source.line)
+            })
             .map(|s| {
                 let msg = format!(
                     "communicator 0x{:x} (rank {} of {}) printed Init START and no Init COMPLETE: its set-up did not finish in this log",
@@ -852,7 +862,11 @@ impl LogParser {
                 }
             }
             Body::Garbled(why) => self.garbled(why),
-            Body::Other => {}
+            Body::Other => {
+                if self.names_other_op(body) {
+                    self.garbled("truncated or garbled per-collective or tuning line");
+                }
+            }
         }
     }
 
@@ -897,6 +911,23 @@ impl LogParser {
         );
     }
 
+    /// Whether `body` starts like an operation or tuning line of an operation this build does
+    /// not name that this file printed before (`AlltoAll: opCo`): the read side, which keeps
+    /// nothing, can only tell the named ones.
+    fn names_other_op(&self, body: &[u8]) -> bool {
+        if self.other_ops.is_empty() {
+            return false;
+        }
+        let b = body.trim_ascii_start();
+        let end = b
+            .iter()
+            .position(|c| !c.is_ascii_alphanumeric() && *c != b'_')
+            .unwrap_or(b.len());
+        let (word, rest) = b.split_at(end);
+        (rest.starts_with(b":") || rest.starts_with(b" [Symmetric]"))
+            && self.other_ops.iter().any(|o| o.name().as_bytes() == word)
+    }
+
     /// A per-collective line of process `p` and a known operation: counted, checked for a
     /// repeat, kept.
     #[allow(clippy::too_many_arguments)]
@@ -910,6 +941,9 @@ impl LogParser {
         c: &coll::Values,
         rccl: (Option<u64>, Option<u32>, Option<u64>),
     ) {
+        if matches!(op, OpType::Other(_)) && !self.other_ops.contains(&op) {
+            self.other_ops.push(op);
+        }
         let peer = if op.is_p2p() { c.root } else { 0 };
         let row = u32::try_from(self.out.ops.len()).unwrap_or(u32::MAX);
         let seen = self.seen_ops.insert((p, c.comm, op, peer), c.op_count, row);
@@ -1238,7 +1272,7 @@ impl LogParser {
         let Some(p) = proc else { return };
         let src = self.src();
         let Some(t) = topo::header(body, src) else {
-            self.skip(Severity::Warning, "garbled topology header");
+            self.garbled("garbled topology header");
             return;
         };
         if let Some(st) = self.procs.get_mut(p) {

@@ -283,7 +283,8 @@ fn version_line(body: &[u8]) -> Option<&[u8]> {
 /// Why a body no family read is a damaged line of one of them: it starts like an operation or
 /// tuning line (an operation's name and a colon) or like a communicator's life-cycle line
 /// (`[ncclCommInitRank ]comm 0x.. rank N nranks N`, which always ends in `- Init COMPLETE`,
-/// `- Init START`, `- Destroy COMPLETE` or `- Abort COMPLETE`), but is not one. NCCL prints
+/// `- Init START`, `- Destroy COMPLETE` or `- Abort COMPLETE`, or `nRanks N` on 2.19+'s
+/// Destroy lines and its `nNodes` summary line), but is not one. NCCL prints
 /// hundreds of other INFO lines; none starts this way.
 fn damaged(body: &[u8]) -> Option<&'static str> {
     let b = body.trim_ascii_start();
@@ -315,7 +316,7 @@ fn damaged(body: &[u8]) -> Option<&'static str> {
         && t.next().is_some_and(|p| p.starts_with(b"0x"))
         && t.next() == Some(b"rank")
         && t.next().and_then(crate::scan::dec_u32).is_some()
-        && t.next() == Some(b"nranks");
+        && matches!(t.next(), Some(b"nranks" | b"nRanks"));
     shaped.then_some("truncated communicator line (no `- Init COMPLETE`, `- Init START` or `- Destroy COMPLETE` at its end)")
 }
 

@@ -108,6 +108,14 @@ pub(crate) fn arrow(body: &[u8]) -> Option<usize> {
     scan::FINDERS.bytes_arrow.find(b).map(|i| i + lead)
 }
 
+/// An algorithm's or protocol's name as NCCL prints them: upper-case letters, digits, `_`.
+fn is_name(v: &[u8]) -> bool {
+    v.first().is_some_and(u8::is_ascii_uppercase)
+        && v.len() <= 32
+        && v.iter()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
+}
+
 /// `channel{Lo..Hi}={0..7}` → 8.
 fn channel_range(tok: &[u8]) -> Option<u32> {
     let v = tok.strip_prefix(b"channel{Lo..Hi}={")?.strip_suffix(b"}")?;
@@ -297,7 +305,9 @@ fn tokens_tail<'a>(mut t: Tuning<'a>, tail: &'a [u8]) -> Result<Tuning<'a>, &'st
                     Some(code) => Algo::from_code(code),
                     None => algo_name(v),
                 };
-                if t.algo.is_none() {
+                // A name of NCCL's shape this build does not know (a newer algorithm) is still
+                // a tuning line: its operation gets the channels, without an algorithm.
+                if t.algo.is_none() && !is_name(v) {
                     return Err("unknown algorithm in tuning line");
                 }
                 any = true;
@@ -308,7 +318,7 @@ fn tokens_tail<'a>(mut t: Tuning<'a>, tail: &'a [u8]) -> Result<Tuning<'a>, &'st
                     Some(code) => Proto::from_code(code),
                     None => proto_name(v),
                 };
-                if t.proto.is_none() {
+                if t.proto.is_none() && !is_name(v) {
                     return Err("unknown protocol in tuning line");
                 }
             }

@@ -324,3 +324,49 @@ fn timestamps_without_a_fraction_or_brackets() {
     assert_eq!(w.timestamp.as_deref(), Some("2025-03-01 10:00:01"));
     assert_eq!(w.timestamp_ns, Some(1_740_823_201_000_000_000));
 }
+
+/// Found by the line-by-line fixture test's author on hand-written lines.
+#[test]
+fn review_findings() {
+    // A cut-off 2.19+ Destroy line (capital `nRanks`) and a damaged topology header are
+    // skipped and counted as garbled.
+    let log = parse(
+        "\
+h:1:2 [0] NCCL INFO comm 0x5 rank 0 nRanks 2 cudaDev 0 busId 1000 - Destroy COMPLE
+h:1:2 [0] NCCL INFO === System : max
+",
+    );
+    assert_eq!(skipped(&log), [1, 2]);
+    assert_eq!(log.counters.garbled_lines, 2);
+    // A start after the last completion of a reused address did not finish.
+    let log = parse(
+        "\
+h:1:2 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START
+h:1:2 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE
+h:1:2 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE
+h:1:2 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START
+",
+    );
+    let notes: Vec<u64> = log.diagnostics.iter().map(|d| d.line).collect();
+    assert_eq!(notes, [4]);
+    // A cut-off line of an operation this file printed under a name this build does not know.
+    let log = parse(
+        "\
+h:1:2 [0] NCCL INFO AlltoAll: opCount 3 sendbuff 0x1 recvbuff 0x2 count 4 datatype 7 op 0 root 0 comm 0x5 [nranks=2] stream 0x6
+h:1:2 [0] NCCL INFO AlltoAll: opCo
+",
+    );
+    assert_eq!(skipped(&log), [2]);
+    // A tuning line naming an algorithm this build does not know is still a tuning line: its
+    // operation gets the channels.
+    let log = parse(
+        "\
+h:1:2 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x1 count 1024 datatype 7 op 0 root 0 comm 0x5 [nranks=4] stream 0x6
+h:1:2 [0] NCCL INFO AllReduce: 4096 Bytes -> Algo FOO proto BAR channel{Lo..Hi}={0..3}
+",
+    );
+    assert!(log.diagnostics.is_empty(), "{:?}", log.diagnostics);
+    let o = log.ops.get(0).unwrap();
+    assert_eq!((o.algo, o.proto, o.nchannels), (None, None, Some(4)));
+    assert_eq!(log.counters.tuning_attached, 1);
+}

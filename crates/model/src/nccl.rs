@@ -79,6 +79,15 @@ impl OpType {
             .or_else(|| OpName::lookup(s).map(OpType::Other))
     }
 
+    /// [`OpType::from_name`] ignoring ASCII case (for what users type: `op:alltoall`).
+    pub fn from_name_ignore_case(s: &str) -> Option<OpType> {
+        OpType::ALL
+            .iter()
+            .copied()
+            .find(|op| op.name().eq_ignore_ascii_case(s))
+            .or_else(|| OpName::lookup_ignore_case(s).map(OpType::Other))
+    }
+
     /// The operation a log line names: a known one, or `Other` for a name of NCCL's shape
     /// (an ASCII identifier starting with an upper-case letter, at most [`OpName::MAX_LEN`]
     /// bytes). `None` for anything else, or once [`OpName::CAPACITY`] other names are taken.
@@ -172,6 +181,12 @@ impl OpName {
     fn lookup(s: &str) -> Option<OpName> {
         let names = Self::names();
         let i = names.iter().position(|n| *n == s)?;
+        Some(OpName(u8::try_from(i).ok()?))
+    }
+
+    fn lookup_ignore_case(s: &str) -> Option<OpName> {
+        let names = Self::names();
+        let i = names.iter().position(|n| n.eq_ignore_ascii_case(s))?;
         Some(OpName(u8::try_from(i).ok()?))
     }
 

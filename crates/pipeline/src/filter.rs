@@ -212,10 +212,7 @@ fn ops_named(v: &str) -> Option<Vec<OpType>> {
     if v.eq_ignore_ascii_case("p2p") {
         return Some(vec![OpType::Send, OpType::Recv, OpType::SendRecv]);
     }
-    OpType::ALL
-        .iter()
-        .find(|o| o.name().eq_ignore_ascii_case(v))
-        .map(|o| vec![*o])
+    OpType::from_name_ignore_case(v).map(|o| vec![o])
 }
 
 fn parallelism_named(v: &str) -> Option<Parallelism> {
