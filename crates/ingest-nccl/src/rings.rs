@@ -9,14 +9,12 @@
 //! 2 coll channels, 2 p2p channels, 2 p2p channels per peer
 //! 16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p channels, 2 p2p channels per peer
 //! comm:0x2bc1f840, nRanks:2, nNodes:1, coll channels:2 collnet channels:2, nvls channels:0, p2p channels:2, ...  (RCCL)
-//! ```
 //! Channel 00/0 : 5[2c000] -> 0[26000] [receive] via NET/IB/0/GDRDMA   (a connection: the transport
 //! Channel 00 : 0[a000] -> 1[c000] via P2P/IPC/read                     to a ring or tree neighbour;
 //! Ring 00 : 155[3d000] -> 157[b2000] via P2P/IPC                       2.4 and 2.5 shapes)
 //! ```
 //! These lines do not name their communicator; the parser ties them to one by the thread that
 //! prints them (see `parser.rs`).
-//! ```text
 
 use crate::scan;
 use smol_str::SmolStr;
