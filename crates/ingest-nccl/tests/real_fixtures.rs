@@ -9,7 +9,7 @@ mod common;
 
 use against_text::{
     mismatches, Mismatch, Text, CHANNELS, CONNECTION, INIT, INIT_START, OP, PROCESS, SKIPPED,
-    TIMINGS, TOPOLOGY, TREE, TUNING, VERSION, WARN,
+    TIMINGS, TOPOLOGY, TREE, TUNING, UNFINISHED, VERSION, WARN,
 };
 use ingest_nccl::{parse_bytes, LinkKind, NodeKind, ParsedLog, TopoHeader};
 use model::log::LogOps;
@@ -22,21 +22,16 @@ fn parse(prefix: &str) -> Option<ParsedLog> {
     Some(parse_bytes(&name, 0, &bytes))
 }
 
-/// The families of [`INIT_START`], [`TREE`] and [`CONNECTION`]: the text has them, no record of
-/// `ParsedLog` holds them. Waived in the default suite, failing in the `parser_gap_*` tests.
-const UNRECORDED: [&str; 3] = [INIT_START, TREE, CONNECTION];
-
-/// Single lines the parser gets wrong today, found by `every_fixture_matches_its_text_line_by_line`
-/// and waived there so that the default suite stays green while the parser is being fixed:
-/// (fixture name prefix, line, what). Each entry must still fail (a fixed one is reported, to be
-/// removed here); `parser_gap_listed_lines` fails while any is left.
+/// Single lines the parser gets wrong, found by `every_fixture_matches_its_text_line_by_line`
+/// and waived there while the parser is being fixed: (fixture name prefix, line, what). Each
+/// entry must still fail (a fixed one is reported there, to be removed here), and comes with an
+/// `#[ignore = "parser gap: ..."]` test that fails on it. None today.
 const KNOWN_GAPS: &[(&str, u64, &str)] = &[];
 
 fn is_known_gap(file: &str, m: &Mismatch) -> bool {
-    UNRECORDED.contains(&m.what)
-        || KNOWN_GAPS
-            .iter()
-            .any(|(f, l, w)| file.starts_with(f) && *l == m.line && *w == m.what)
+    KNOWN_GAPS
+        .iter()
+        .any(|(f, l, w)| file.starts_with(f) && *l == m.line && *w == m.what)
 }
 
 /// Every fixture's mismatches: (file name, mismatch).
@@ -59,14 +54,15 @@ fn listing(ms: &[&(String, Mismatch)]) -> String {
 }
 
 /// Every line of every fixture, read with `by_regex`'s regular expressions, against the parser's
-/// records: each per-collective, Init COMPLETE, Init timings, Destroy/Abort and WARN line carried
-/// by exactly one record at that line with the text's fields, and no record on any other line;
-/// tuning lines counted, and every tuned operation's algorithm, protocol and channels found on a
-/// tuning line after it; the processes in order with their first line and NCCL version; each
-/// process's first topology block (header line, nodes, links); every thread's ring orders,
-/// neighbours and channel counts; the skipped lines exactly the text's foreign, cut-off and
-/// unattributable ones; the counters. The known parser gaps are waived here and fail in the
-/// `parser_gap_*` tests.
+/// records: each per-collective, Init COMPLETE, Init START, Init timings, Destroy/Abort and WARN
+/// line carried by exactly one record at that line with the text's fields (an Init COMPLETE's
+/// with its thread's `nNodes` line), and no record on any other line; the never-completed
+/// set-ups noted at exactly their Init START lines; tuning lines counted, and every tuned
+/// operation's algorithm, protocol and channels (or `[Symmetric]` kernel) found on a tuning line
+/// after it; the processes in order with their first line and NCCL version; each process's
+/// first topology block (header line, nodes, links); every thread's ring orders, neighbours,
+/// channel counts, trees and connections; the skipped lines exactly the text's foreign,
+/// damaged and unattributable ones; the counters.
 #[test]
 fn every_fixture_matches_its_text_line_by_line() {
     let fixtures = common::fixtures();
@@ -99,10 +95,11 @@ fn every_fixture_matches_its_text_line_by_line() {
     assert!(sum(|t| t.topology.len()) >= 2);
 }
 
-fn gaps(what: &str) -> Vec<(String, Mismatch)> {
+/// One family's mismatches over every fixture.
+fn family(whats: &[&str]) -> Vec<(String, Mismatch)> {
     all_mismatches()
         .into_iter()
-        .filter(|(_, m)| m.what == what)
+        .filter(|(_, m)| whats.contains(&m.what))
         .collect()
 }
 
@@ -111,32 +108,70 @@ fn assert_none(ms: &[(String, Mismatch)]) {
     assert!(ms.is_empty(), "{} lines:\n{}", ms.len(), listing(&refs));
 }
 
-#[test]
-#[ignore = "parser gap: `Init START` lines (comm, rank, nranks, busId, commId) have no record"]
-fn parser_gap_init_start_lines() {
-    assert_none(&gaps(INIT_START));
-}
-
-#[test]
-#[ignore = "parser gap: `Trees [0] ...` and `Tree 0 : ...` lines have no record"]
-fn parser_gap_tree_lines() {
-    assert_none(&gaps(TREE));
-}
-
-#[test]
-#[ignore = "parser gap: connection lines (`Channel 00/0 : 1[..] -> 0[..] via ...`, 2.5's `Ring 00 : a[..] -> b[..] via ...`) have no record"]
-fn parser_gap_connection_lines() {
-    assert_none(&gaps(CONNECTION));
-}
-
-#[test]
-#[ignore = "parser gap: the lines listed in KNOWN_GAPS"]
-fn parser_gap_listed_lines() {
-    let listed: Vec<_> = all_mismatches()
+/// The text's reading of every fixture: (file name, reading).
+fn texts() -> Vec<(String, Text)> {
+    common::fixtures()
         .into_iter()
-        .filter(|(f, m)| is_known_gap(f, m) && !UNRECORDED.contains(&m.what))
+        .map(|(n, b)| (n, Text::read(&b)))
+        .collect()
+}
+
+/// Every `Init START` line has its record (with the function that printed it, if printed), and
+/// the set-ups that never complete are noted at exactly their start lines; the fixtures hold
+/// both (read by hand: issue 1038's and issue 1267's single ranks never complete).
+#[test]
+fn init_start_lines_have_their_records() {
+    let texts = texts();
+    if texts.is_empty() {
+        return;
+    }
+    assert_none(&family(&[INIT_START, UNFINISHED, INIT]));
+    let starts: usize = texts.iter().map(|(_, t)| t.starts.len()).sum();
+    let unfinished: Vec<(&str, u64)> = texts
+        .iter()
+        .flat_map(|(n, t)| t.unfinished.iter().map(move |l| (&n[..24], *l)))
         .collect();
-    assert_none(&listed);
+    assert_eq!(starts, 2);
+    assert_eq!(
+        unfinished,
+        [
+            ("NVIDIA-nccl_issue1038_un", 15),
+            ("NVIDIA-nccl_issue1267_so", 11)
+        ]
+    );
+}
+
+/// Every tree line (`Trees [c] ...`, split trees, the older `Tree c : ...`) is held, channel by
+/// channel, by its thread's channel records.
+#[test]
+fn tree_lines_have_their_records() {
+    let texts = texts();
+    if texts.is_empty() {
+        return;
+    }
+    assert_none(&family(&[TREE, CHANNELS]));
+    // 26 tree lines in 6 fixtures, read by hand (`grep -c 'NCCL INFO Trees\? '`).
+    let lines: BTreeMap<&str, usize> = texts
+        .iter()
+        .map(|(n, t)| (&n[..], t.tree_lines()))
+        .filter(|(_, c)| *c > 0)
+        .collect();
+    assert_eq!(lines.values().sum::<usize>(), 26, "{lines:?}");
+    assert_eq!(lines.len(), 6, "{lines:?}");
+}
+
+/// Every connection line (`Channel cc/nn : a[..] -> b[..] [dir] via T`, 2.4's `Channel cc : ...`
+/// and 2.5's `Ring cc : ...`) is held by its thread's channel records.
+#[test]
+fn connection_lines_have_their_records() {
+    let texts = texts();
+    if texts.is_empty() {
+        return;
+    }
+    assert_none(&family(&[CONNECTION, CHANNELS]));
+    // 3 + 12 + 2 + 12 + 28 + 9 + 6 + 1 + 1 (`Channel`) and 3 (`Ring`) lines, read by hand.
+    let n: usize = texts.iter().map(|(_, t)| t.connection_lines()).sum();
+    assert_eq!(n, 77);
 }
 
 /// The line-by-line check is not fooled by a dropped per-collective line and a doubled one of
@@ -178,7 +213,7 @@ fn a_dropped_and_a_doubled_op_line_are_caught() {
 #[test]
 fn a_changed_record_of_each_family_is_caught() {
     type Change = fn(&mut ParsedLog);
-    let cases: [(&str, &str, Change); 9] = [
+    let cases: [(&str, &str, Change); 14] = [
         ("unknown-sglang-notes_tpgds-2node", TUNING, |l| {
             // The op at line 10 took `Algo TREE proto LL` from line 12; say SIMPLE instead.
             let i = l.ops.iter().position(|o| o.source.line == 10).unwrap();
@@ -209,6 +244,31 @@ fn a_changed_record_of_each_family_is_caught() {
         }),
         ("huggingface-accelerate_issue1317", PROCESS, |l| {
             l.processes.swap(1, 2);
+        }),
+        ("NVIDIA-nccl-tests_issue350", TREE, |l| {
+            // Line 48's `[1] -1/-1/-1->0->1`: say its parent is rank 0.
+            let t = l.channels.iter_mut().flat_map(|c| &mut c.trees).nth(3);
+            t.unwrap().up = 0;
+        }),
+        ("huggingface-accelerate_issue1317", TREE, |l| {
+            // A split tree's channel dropped.
+            let c = l.channels.iter_mut().find(|c| !c.trees.is_empty());
+            c.unwrap().trees.pop();
+        }),
+        ("vllm-project-vllm_issue6201", CONNECTION, |l| {
+            let c = l
+                .channels
+                .iter_mut()
+                .flat_map(|c| &mut c.connections)
+                .nth(2);
+            c.unwrap().via = "SHM/direct/direct".into();
+        }),
+        ("NVIDIA-nccl_issue1267", INIT_START, |l| {
+            l.init_starts[0].func = Some("ncclCommInitRank".into());
+        }),
+        ("NVIDIA-nccl_issue1038", UNFINISHED, |l| {
+            l.diagnostics
+                .retain(|d| !d.message.contains("no Init COMPLETE"));
         }),
     ];
     for (prefix, what, change) in cases {
@@ -275,30 +335,156 @@ fn prefixes_timestamps_and_crlf_read_alike() {
     );
 }
 
-/// Shapes the parser does not read yet and the fixtures do not hold (written for this test from
-/// NCCL's and RCCL's format strings).
-const NOT_IN_FIXTURES: &str = "nodeA:100:101 [0] NCCL INFO Channel 00 :    0   1
+/// Shapes the fixtures do not hold, or hold too few of, one or a few lines each (written for
+/// this test from NCCL's and RCCL's format strings): 2.4 ring orders and connections, trees,
+/// 2.5's `Ring` connections, the oldest topology headers, a damaged link inside a block and a
+/// block another thread's line interrupts, a newer operation name and one not of NCCL's shape,
+/// banners bare and behind a launcher prefix, damaged lines of each family, Init START with its
+/// layout line and an unfinished split, a `[Symmetric]` kernel, grouped Sends and a repeat,
+/// RCCL's `acc`, whole-second and unbracketed timestamps, and a merged write whose second
+/// header is glued to the first writer's text. The regexes and the parser read them alike
+/// (the values the parser gives them are `tests/line_shapes.rs`'s).
+const SHAPES: &str = "nodeA:100:101 [0] NCCL INFO Channel 00 :    0   1
 nodeA:100:101 [0] NCCL INFO Channel 01 :    0   1
+nodeA:100:101 [0] NCCL INFO Ring 00 : 1 -> 0 -> 1
+nodeA:100:101 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1
+nodeA:100:101 [0] NCCL INFO Channel 00 : 0[1000] -> 1[2000] via P2P/IPC
+nodeA:100:101 [0] NCCL INFO comm 0xabc0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 - Init COMPLETE
 nodeA:100:101 [0] NCCL INFO === System : maxWidth 24 ===
 nodeA:100:101 [0] NCCL INFO CPU/0 (1/1/2)
 nodeA:100:101 [0] NCCL INFO + PCI[12.0] - GPU/1000 (0)
+nodeA:100:101 [0] NCCL INFO + PCI[12
+nodeA:100:101 [0] NCCL INFO ==========================================
 nodeA:100:101 [0] NCCL INFO AlltoAll: opCount 0 sendbuff 0x10 recvbuff 0x20 count 64 datatype 7 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x9a0
 RCCL version : 2.27.7-HEAD:0d2c4fd
 nodeA:100:101 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x10 recvbuff
 nodeA:100:101 [0] NCCL INFO comm 0xabc0 rank 0 nranks 2 cudaDev 0 bus
+nodeA:100:101 [0] NCCL INFO AllReduce: 1048576 Byt
+nodeA:100:101 [0] NCCL INFO Channel 02/04 :    0   1   2   3xx
+nodeA:100:101 [0] NCCL INFO Trees [0] 1/-1/-1->0
+nodeB:200:201 [1] NCCL INFO ncclCommInitRank comm 0xdef0 rank 1 nranks 8 cudaDev 1 nvmlDev 1 busId 1b000 commId 0x9 - Init START
+nodeB:200:201 [1] NCCL INFO comm 0xdef0 rank 1 nRanks 8 nNodes 2 localRanks 4 localRank 1 MNNVL 0
+nodeB:200:201 [1] NCCL INFO Channel 00/02 :    0   1   2   3   4   5   6   7
+nodeB:200:201 [1] NCCL INFO Channel 00/0 : 0[1a000] -> 1[1b000] via P2P/CUMEM/read
+nodeB:200:201 [1] NCCL INFO Channel 01/0 : 5[2c000] -> 1[1b000] [receive] via NET/IB/0/GDRDMA
+nodeB:200:201 [1] NCCL INFO Trees [0] 2/-1/-1->1->0|0->1->2/-1/-1 [1] 2/-1/-1->1->0|0->1->2/-1/-1
+nodeB:200:201 [1] NCCL INFO 2 coll channels, 2 collnet channels, 0 nvls channels, 2 p2p channels, 2 p2p channels per peer
+nodeB:200:201 [1] NCCL INFO ncclCommInitRank comm 0xdef0 rank 1 nranks 8 cudaDev 1 nvmlDev 1 busId 1b000 commId 0x9 - Init COMPLETE
+nodeB:200:202 [1] NCCL INFO ncclCommSplit comm 0xfed0 rank 0 nranks 4 cudaDev 1 nvmlDev 1 busId 1b000 parent 0xdef0 color 2 key 0 commId 0xa - Init START
+nodeB:200:201 [1] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x1 count 1024 datatype 7 op 0 root 0 comm 0xdef0 [nranks=8] stream 0x6
+nodeB:200:201 [1] NCCL INFO AllReduce [Symmetric]: 4096 Bytes -> Kernel ncclSymDevKernel_AllReduce_RSxLD_AGxST_sum_f32 nchannels 2 nthreads 512
+nodeB:200:201 [1] NCCL INFO Send: opCount 5 sendbuff (nil) recvbuff 0x1000 count 1024 datatype 7 op 0 root 2 comm 0xdef0 [nranks=8] stream 0x6
+nodeB:200:201 [1] NCCL INFO Send: opCount 5 sendbuff (nil) recvbuff 0x9000 count 2048 datatype 7 op 0 root 2 comm 0xdef0 [nranks=8] stream 0x6
+nodeB:200:201 [1] NCCL INFO Send: opCount 5 sendbuff (nil) recvbuff 0x9000 count 2048 datatype 7 op 0 root 2 comm 0xdef0 [nranks=8] stream 0x6
+nodeC:300:301 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7973d6e00400 recvbuff 0x7973d6e00400 acc 0x1234 count 1 datatype 7 op 0 root 0 comm 0x2bc1f840 [nranks=2] stream (nil) task 3 globalrank 1
+[1,0]<stdout>:NCCL version 2.5.6+cuda10.2
+nodeA:100:102 [0] NCCL INFO Ring 00 : 0[1000] -> 1[2000] via P2P/IPC
+1712345678 nodeA:100:101 [0] NCCL INFO Broadcast: opCount 2 sendbuff 0x1 recvbuff 0x1 count 8 datatype 1 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x0
+2025-03-01 10:00:00 nodeA:100:101 [0] NCCL INFO Broadcast: opCount 3 sendbuff 0x1 recvbuff 0x1 count 8 datatype 1 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x0
+[2025-03-01 10:00:01.25] nodeA:100:101 [0] NCCL INFO Broadcast: opCount 4 sendbuff 0x1 recvbuff 0x1 count 8 datatype 1 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x0
+nodeA:100:101 [0] NCCL INFO allreduce: opCount 5 sendbuff 0x1 recvbuff 0x1 count 8 datatype 1 op 0 root 0 comm 0xabc0 [nranks=2] stream 0x0
+learnfair062:32615:32615 [0] NCCL INFO Launch mode Parallellearnfair062:32629:32629 [7] NCCL INFO Broadcast: opCount 1 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 root 0 comm 0x5 [nranks=8] stream 0x6
+nodeD:400:401 [0] NCCL INFO === System : maxWidth 24 maxSpeed 12 ===
+nodeD:400:401 [0] NCCL INFO CPU/0 (1/1/2)
+nodeD:400:402 [0] NCCL INFO Channel 00/02 :    0   1
+nodeD:400:401 [0] NCCL INFO + PCI[12.0] - GPU/1b000 (0)
+nodeD:400:401 [0] NCCL INFO ==========================================
 ";
 
 #[test]
-#[ignore = "parser gap: 2.4 `Channel 00 :    0   1` ring lines, `=== System : maxWidth 24 ===`, `AlltoAll`, the bare RCCL banner and cut-off known lines (not in the fixtures)"]
-fn parser_gap_shapes_not_in_fixtures() {
-    let bytes = NOT_IN_FIXTURES.as_bytes();
-    let log = parse_bytes("not-in-fixtures", 0, bytes);
+fn shapes_not_in_fixtures_read_alike() {
+    let bytes = SHAPES.as_bytes();
+    let text = Text::read(bytes);
+    // What the regexes must find (read by hand from the lines above).
+    let lines = |s: &std::collections::BTreeSet<u64>| s.iter().copied().collect::<Vec<_>>();
+    assert_eq!(lines(&text.skipped), [10, 14, 15, 16, 17, 18, 39]);
+    assert_eq!(text.garbled, 7);
+    assert_eq!(
+        text.ops.keys().copied().collect::<Vec<_>>(),
+        [12, 28, 30, 31, 32, 33, 36, 37, 38, 40]
+    );
+    assert_eq!(text.duplicates, 1);
+    assert_eq!(text.ops[&33].op.acc, Some(0x1234));
+    assert_eq!(text.ops[&36].timestamp.as_deref(), Some("1712345678"));
+    assert_eq!(
+        text.ops[&37].timestamp.as_deref(),
+        Some("2025-03-01 10:00:00")
+    );
+    assert_eq!(text.ops[&40].process.host, "learnfair062");
+    assert_eq!(text.tunings[&29].1.kernel_channels, Some(2));
+    assert_eq!(text.starts.keys().copied().collect::<Vec<_>>(), [19, 27]);
+    assert_eq!(lines(&text.unfinished), [27]);
+    assert_eq!(text.inits[&26].1.func.as_deref(), Some("ncclCommInitRank"));
+    assert_eq!(
+        text.inits[&26].2.as_ref().and_then(|l| l.local_ranks),
+        Some(4)
+    );
+    assert_eq!(text.inits[&6].2, None);
+    assert_eq!(text.tree_lines(), 2);
+    assert_eq!(text.connection_lines(), 4);
+    assert_eq!(text.first_version.as_deref(), Some("2.27.7-HEAD:0d2c4fd"));
+    let log = parse_bytes("shapes", 0, bytes);
     let found = mismatches(bytes, 0, &log);
     assert!(
         found.is_empty(),
         "{}",
         found.iter().map(|m| format!("\n  {m}")).collect::<String>()
     );
+}
+
+/// The fields the newer shapes add bite too: one change each in the parser's reading of
+/// [`SHAPES`] is reported, at its line and family.
+#[test]
+fn a_changed_field_of_the_shapes_is_caught() {
+    type Change = fn(&mut ParsedLog);
+    let cases: [(u64, &str, Change); 10] = [
+        (26, INIT, |l| l.inits[1].n_nodes = Some(1)),
+        (26, INIT, |l| l.inits[1].mnnvl = None),
+        (19, INIT_START, |l| l.init_starts[0].local_rank = Some(1)),
+        // 2.4's ring orders: the count is the number of channels printed.
+        (1, CHANNELS, |l| l.channels[0].nchannels = Some(4)),
+        (28, TUNING, |l| {
+            let i = l.ops.iter().position(|o| o.source.line == 28).unwrap();
+            l.ops
+                .set_sym_kernel(i, "ncclSymDevKernel_AllReduce_LL_sum_f32");
+        }),
+        (33, OP, |l| {
+            let i = l.ops.iter().position(|o| o.source.line == 33).unwrap();
+            let mut o = l.ops.get(i).unwrap();
+            o.rccl_acc = None;
+            replace_op(l, i, &o);
+        }),
+        (37, OP, |l| {
+            let i = l.ops.iter().position(|o| o.source.line == 37).unwrap();
+            let mut o = l.ops.get(i).unwrap();
+            o.timestamp_ns = o.timestamp_ns.map(|t| t + 3_600_000_000_000);
+            replace_op(l, i, &o);
+        }),
+        (41, TOPOLOGY, |l| {
+            let p = l.processes.iter_mut().find(|p| p.process.host == "nodeD");
+            p.unwrap().topology.as_mut().unwrap().max_speed_gbps = None;
+        }),
+        (24, TREE, |l| l.channels[1].trees[1].down = vec![2, -1]),
+        (23, CONNECTION, |l| {
+            l.channels[1].connections[1].direction = None
+        }),
+    ];
+    let bytes = SHAPES.as_bytes();
+    for (line, what, change) in cases {
+        let mut log = parse_bytes("shapes", 0, bytes);
+        change(&mut log);
+        let found = mismatches(bytes, 0, &log);
+        let at: Vec<(u64, &str)> = found.iter().map(|m| (m.line, m.what)).collect();
+        assert_eq!(at, [(line, what)], "{found:?}");
+    }
+}
+
+/// `log.ops` with its `i`th operation replaced by `op`.
+fn replace_op(log: &mut ParsedLog, i: usize, op: &model::log::LogOp) {
+    let old = std::mem::replace(&mut log.ops, LogOps::new());
+    for (j, o) in old.iter().enumerate() {
+        log.ops.push(if i == j { op } else { &o });
+    }
 }
 
 /// Every skipped line is listed (not capped): one finding per skipped line, at that line, quoting

@@ -5,7 +5,7 @@
 
 use crate::by_regex;
 use ingest_nccl::{NodeKind, ParsedLog, TopoHeader};
-use model::log::{LogOp, ProcessKey};
+use model::log::{CommInit, LogOp, ProcessKey};
 use model::RedOp;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,10 +37,11 @@ pub const TOPOLOGY: &str = "topology";
 pub const CHANNELS: &str = "channels";
 pub const SKIPPED: &str = "skipped";
 pub const COUNTER: &str = "counter";
-// Line families the text has and no record of `ParsedLog` holds.
-pub const INIT_START: &str = "Init START has no record";
-pub const TREE: &str = "tree line has no record";
-pub const CONNECTION: &str = "connection line has no record";
+pub const INIT_START: &str = "Init START";
+/// The note an `Init START` with no later `Init COMPLETE` gets.
+pub const UNFINISHED: &str = "unfinished Init START";
+pub const TREE: &str = "tree";
+pub const CONNECTION: &str = "connection";
 
 #[derive(Default)]
 struct Found(Vec<Mismatch>);
@@ -92,13 +93,56 @@ fn red_op_code(r: RedOp) -> u32 {
     }
 }
 
-/// `1712345678.123456` (bare or in brackets) → epoch ns; `None` for a civil `[%F %T]` time.
+/// `1712345678.123456` or `1712345678` (bare or in brackets) → epoch ns; a civil
+/// `[%F %T]` time (no zone printed) read as UTC.
 fn epoch_ns(ts: &str) -> Option<i64> {
     let t = ts.trim_start_matches('[').trim_end_matches(']');
-    let (s, frac) = t.split_once('.')?;
-    let secs: i64 = s.parse().ok()?;
+    let (date, time) = match t.split_once(' ') {
+        Some((d, t)) => (Some(d), t),
+        None => (None, t),
+    };
+    let (whole, frac) = time.split_once('.').unwrap_or((time, ""));
     let digits: String = frac.chars().chain(std::iter::repeat('0')).take(9).collect();
-    Some(secs * 1_000_000_000 + digits.parse::<i64>().ok()?)
+    let ns: i64 = digits.parse().ok()?;
+    let secs: i64 = match date {
+        None => whole.parse().ok()?,
+        Some(d) => {
+            let ymd: Vec<i64> = d
+                .split('-')
+                .map(|v| v.parse().ok())
+                .collect::<Option<_>>()?;
+            let hms: Vec<i64> = whole
+                .split(':')
+                .map(|v| v.parse().ok())
+                .collect::<Option<_>>()?;
+            let [y, mo, da] = ymd[..] else { return None };
+            let [h, mi, s] = hms[..] else { return None };
+            days_since_epoch(y, mo, da) * 86_400 + h * 3600 + mi * 60 + s
+        }
+    };
+    Some(secs * 1_000_000_000 + ns)
+}
+
+/// Days from 1970-01-01 to a date (from 1970 on), counted year by year and month by month.
+fn days_since_epoch(y: i64, m: i64, d: i64) -> i64 {
+    let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let years: i64 = (1970..y).map(|y| if leap(y) { 366 } else { 365 }).sum();
+    let month_days = [
+        31,
+        if leap(y) { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let months: i64 = month_days.iter().take((m - 1) as usize).sum();
+    years + months + d - 1
 }
 
 fn node_kind(k: NodeKind) -> &'static str {
@@ -140,6 +184,7 @@ pub struct Block {
     bw: bool,
     max: f64,
     total: Option<f64>,
+    speed: Option<f64>,
     /// (kind, id) and attributes, in order of first mention.
     nodes: Vec<((String, String), Option<String>)>,
     links: Vec<String>,
@@ -176,8 +221,15 @@ pub enum Topo {
 #[derive(Default)]
 pub struct ThreadChannels {
     orders: Vec<(u64, String)>,
+    /// 2.4's ring orders (`Channel cc : r r`, no channel count) of the set-up in progress:
+    /// (line, channel, order). Their count is the number of channels the set-up printed, known
+    /// at its end: a channel printed again, the thread's `Init COMPLETE`, a counted ring order
+    /// or the end of the log.
+    uncounted: Vec<(u64, u32, Vec<u32>)>,
     neighbors: Vec<(u64, String)>,
     summaries: Vec<(u64, String)>,
+    trees: Vec<(u64, String)>,
+    connections: Vec<(u64, String)>,
     /// Lines a group of channel lines may start at: these lines and the thread's communicator
     /// lines (Init START/COMPLETE, `comm .. nRanks .. nNodes`).
     starts: BTreeSet<u64>,
@@ -185,8 +237,37 @@ pub struct ThreadChannels {
     comms: BTreeSet<u64>,
 }
 
+impl ThreadChannels {
+    /// The uncounted ring orders of one set-up, counted.
+    fn count_orders(&mut self) {
+        let n = self
+            .uncounted
+            .iter()
+            .map(|(_, c, _)| *c)
+            .collect::<BTreeSet<_>>()
+            .len() as u32;
+        for (no, c, order) in self.uncounted.drain(..) {
+            self.orders.push((no, ring_order(c, Some(n), &order)));
+        }
+    }
+}
+
 fn ring_order(channel: u32, nchannels: Option<u32>, order: &[u32]) -> String {
     format!("Channel {channel}/{nchannels:?} : {order:?}")
+}
+
+fn tree(channel: u32, up: i64, rank: i64, down: &[i64]) -> String {
+    format!("Tree {channel} : {up} -> {rank} -> {down:?}")
+}
+
+fn connection(
+    channel: u32,
+    (from, from_gpu): (u32, &str),
+    (to, to_gpu): (u32, &str),
+    direction: Option<&str>,
+    via: &str,
+) -> String {
+    format!("Channel {channel} : {from}[{from_gpu}] -> {to}[{to_gpu}] {direction:?} via {via}")
 }
 
 fn ring_neighbors(channel: u32, prev: i64, rank: i64, next: i64) -> String {
@@ -206,6 +287,13 @@ pub struct TextOp {
     pub op: by_regex::Op,
 }
 
+/// An `Init COMPLETE` line: its process and fields, and the `nNodes` line of its thread before
+/// it (since the thread's previous `Init COMPLETE`), when that names the same communicator.
+pub type TextInit = (ProcessKey, by_regex::Comm, Option<by_regex::Layout>);
+
+/// An operation line's call, to tell a line printed twice from another call of a group.
+type Call = (u64, u64, u64, u32, u64);
+
 pub type TextWarning = (Option<ProcessKey>, u32, Option<String>, String);
 
 /// What a log's text says, gathered from [`by_regex`]'s reading of each line.
@@ -221,10 +309,12 @@ pub struct Text {
     pub ops: BTreeMap<u64, TextOp>,
     /// Tuning lines of a known process.
     pub tunings: BTreeMap<u64, (ProcessKey, by_regex::Tuning)>,
-    pub inits: BTreeMap<u64, (ProcessKey, by_regex::Comm)>,
-    pub starts: BTreeMap<u64, by_regex::Comm>,
-    pub trees: BTreeSet<u64>,
-    pub connections: BTreeSet<u64>,
+    pub inits: BTreeMap<u64, TextInit>,
+    pub starts: BTreeMap<u64, (ProcessKey, by_regex::Comm)>,
+    /// The `Init START` lines no later `Init COMPLETE` of their (process, communicator) follows.
+    pub unfinished: BTreeSet<u64>,
+    /// The last `nNodes` line of each thread since its last `Init COMPLETE`.
+    layouts: BTreeMap<(ProcessKey, u32), by_regex::Layout>,
     pub timings: BTreeMap<u64, (ProcessKey, u32, by_regex::Timings)>,
     pub destroys: BTreeMap<u64, (ProcessKey, u64, Option<u32>, bool)>,
     pub warnings: BTreeMap<u64, TextWarning>,
@@ -233,7 +323,8 @@ pub struct Text {
     pub skipped: BTreeSet<u64>,
     pub topology: BTreeMap<ProcessKey, Topo>,
     pub channels: BTreeMap<(ProcessKey, u32), ThreadChannels>,
-    seen_ops: BTreeSet<(ProcessKey, u64, String, i64, u64)>,
+    /// (process, comm, operation, peer, opCount) → the calls printed with it.
+    seen_ops: BTreeMap<(ProcessKey, u64, String, i64, u64), Vec<Call>>,
     pub total: u64,
     pub blank: u64,
     pub nccl: u64,
@@ -250,7 +341,37 @@ impl Text {
             t.total += 1;
             t.line(l.no, &l.kind);
         }
+        for c in t.channels.values_mut() {
+            c.count_orders();
+        }
+        let done: Vec<(u64, ProcessKey, u64)> = t
+            .inits
+            .iter()
+            .map(|(no, (p, c, _))| (*no, p.clone(), c.comm))
+            .collect();
+        t.unfinished = t
+            .starts
+            .iter()
+            .filter(|(no, (p, c))| {
+                !done
+                    .iter()
+                    .any(|(l, dp, comm)| l > no && dp == p && *comm == c.comm)
+            })
+            .map(|(no, _)| *no)
+            .collect();
         t
+    }
+
+    /// The lines that print trees (a `Trees` line holds every channel's).
+    pub fn tree_lines(&self) -> usize {
+        let lines: BTreeSet<u64> = (self.channels.values())
+            .flat_map(|t| t.trees.iter().map(|(l, _)| *l))
+            .collect();
+        lines.len()
+    }
+
+    pub fn connection_lines(&self) -> usize {
+        self.channels.values().map(|t| t.connections.len()).sum()
     }
 
     fn line(&mut self, no: u64, kind: &by_regex::Kind) {
@@ -305,12 +426,17 @@ impl Text {
         timestamp: Option<String>,
         op: &by_regex::Op,
     ) {
-        let p2p = op.name == "Send" || op.name == "Recv";
+        // A line printed twice repeats every field; two calls of one group (Sends to one peer)
+        // share the opCount and differ in their buffers, count, type or stream.
+        let p2p = matches!(op.name.as_str(), "Send" | "Recv" | "SendRecv");
         let peer = if p2p { op.root } else { 0 };
         let key = (process.clone(), op.comm, op.name.clone(), peer, op.op_count);
-        if !self.seen_ops.insert(key) {
+        let call = (op.sendbuff, op.recvbuff, op.count, op.datatype, op.stream);
+        let calls = self.seen_ops.entry(key).or_default();
+        if calls.contains(&call) {
             self.duplicates += 1;
         }
+        calls.push(call);
         let op = op.clone();
         self.ops.insert(
             no,
@@ -328,9 +454,25 @@ impl Text {
         self.channels.entry((p.clone(), tid)).or_default()
     }
 
-    /// A line of a topology block in progress: true when the block took it.
-    fn topology_line(&mut self, p: &ProcessKey, body: &by_regex::Body) -> bool {
+    /// A line of a topology block in progress: true when the block took it. The block is
+    /// its process's root and `+` lines up to the closing `=====` (other lines of the process,
+    /// from other threads, may come between them).
+    fn topology_line(&mut self, no: u64, p: &ProcessKey, body: &by_regex::Body) -> bool {
         use by_regex::Body;
+        if !matches!(self.topology.get(p), Some(Topo::Building(_))) {
+            return false;
+        }
+        if let Body::TopoLinkDamaged = body {
+            self.garbled += 1;
+            self.skipped.insert(no);
+            return true;
+        }
+        if let Body::TopoEnd = body {
+            if let Some(Topo::Building(b)) = self.topology.remove(p) {
+                self.topology.insert(p.clone(), Topo::Done(b));
+            }
+            return true;
+        }
         let Some(Topo::Building(b)) = self.topology.get_mut(p) else {
             return false;
         };
@@ -360,23 +502,41 @@ impl Text {
                 b.stack.push((indent, to));
                 true
             }
-            _ => {
-                // The closing `=====`, or a line that ends the block without one.
-                if let Some(Topo::Building(b)) = self.topology.remove(p) {
-                    self.topology.insert(p.clone(), Topo::Done(b));
-                }
-                matches!(body, Body::TopoEnd)
+            _ => false,
+        }
+    }
+
+    /// The writer of a line: in a merged line the second header may be glued to the first
+    /// writer's text (`Launch mode Parallelnode1:12:34`), and its host is then the longest
+    /// host of the file (or the line's first writer) that its host ends with.
+    fn writer(&self, head: &by_regex::Head) -> Option<ProcessKey> {
+        let o = head.origin.as_ref()?;
+        let mut k = pkey(o);
+        let known = |h: &str| self.processes.iter().any(|(p, _)| p.host.as_str() == h);
+        if head.merged && !known(&o.host) {
+            let longest = self
+                .processes
+                .iter()
+                .map(|(p, _)| p.host.as_str())
+                .chain(head.first_host.as_deref())
+                .filter(|h| !h.is_empty() && h.len() < o.host.len() && o.host.ends_with(h))
+                .max_by_key(|h| h.len());
+            if let Some(h) = longest {
+                k = ProcessKey {
+                    host: h.into(),
+                    pid: o.pid,
+                };
             }
         }
+        Some(k)
     }
 
     fn nccl_line(&mut self, no: u64, head: &by_regex::Head, body: &by_regex::Body) {
         use by_regex::Body;
         self.nccl += 1;
         self.garbled += u64::from(head.merged);
-        let process = match &head.origin {
-            Some(o) => {
-                let k = pkey(o);
+        let process = match self.writer(head) {
+            Some(k) => {
                 if !self.processes.iter().any(|(p, _)| *p == k) {
                     self.processes.push((k.clone(), no));
                     if let Some(b) = self.pending_banner.take() {
@@ -402,7 +562,7 @@ impl Text {
             return;
         }
         if let Some(p) = &process {
-            if self.topology_line(p, body) {
+            if self.topology_line(no, p, body) {
                 return;
             }
         }
@@ -413,8 +573,10 @@ impl Text {
                 Body::Tuning(_) => self.tuning += 1,
                 Body::Version(v) => self.version(no, None, v),
                 Body::Op(_)
+                | Body::UnknownOp
                 | Body::InitComplete(_)
                 | Body::InitStart(_)
+                | Body::CommSummary(_)
                 | Body::Destroy { .. }
                 | Body::Truncated(_) => {
                     self.skipped.insert(no);
@@ -426,24 +588,33 @@ impl Text {
         };
         match body {
             Body::Op(op) => self.op(no, p, tid, Some(head.dev), head.timestamp.clone(), op),
+            Body::UnknownOp => {
+                self.skipped.insert(no);
+            }
             Body::Tuning(t) => {
                 self.tuning += 1;
                 self.tunings.insert(no, (p, t.clone()));
             }
-            Body::InitComplete(c) | Body::InitStart(c) => {
+            Body::InitComplete(c) => {
+                let layout = self.layouts.remove(&(p.clone(), tid));
                 let t = self.thread(&p, tid);
                 t.starts.insert(no);
                 t.comms.insert(c.comm);
-                if matches!(body, Body::InitComplete(_)) {
-                    self.inits.insert(no, (p, c.clone()));
-                } else {
-                    self.starts.insert(no, c.clone());
-                }
+                t.count_orders();
+                let layout = layout.filter(|l| l.comm == c.comm);
+                self.inits.insert(no, (p, c.clone(), layout));
             }
-            Body::CommSummary { comm } => {
+            Body::InitStart(c) => {
                 let t = self.thread(&p, tid);
                 t.starts.insert(no);
-                t.comms.insert(*comm);
+                t.comms.insert(c.comm);
+                self.starts.insert(no, (p, c.clone()));
+            }
+            Body::CommSummary(l) => {
+                let t = self.thread(&p, tid);
+                t.starts.insert(no);
+                t.comms.insert(l.comm);
+                self.layouts.insert((p, tid), l.clone());
             }
             Body::Timings(t) => {
                 self.timings.insert(no, (p, tid, t.clone()));
@@ -452,7 +623,12 @@ impl Text {
                 self.destroys.insert(no, (p, *comm, *rank, *abort));
             }
             Body::Version(v) => self.version(no, Some(&p), v),
-            Body::TopoHeader { bw, max, total } => {
+            Body::TopoHeader {
+                bw,
+                max,
+                total,
+                speed,
+            } => {
                 // Only the first block of a process is kept.
                 self.topology.entry(p).or_insert_with(|| {
                     Topo::Building(Box::new(Block {
@@ -460,6 +636,7 @@ impl Text {
                         bw: *bw,
                         max: *max,
                         total: *total,
+                        speed: *speed,
                         nodes: Vec::new(),
                         links: Vec::new(),
                         stack: Vec::new(),
@@ -473,7 +650,18 @@ impl Text {
             } => {
                 let t = self.thread(&p, tid);
                 t.starts.insert(no);
-                t.orders.push((no, ring_order(*channel, *nchannels, order)));
+                match nchannels {
+                    Some(_) => {
+                        t.count_orders();
+                        t.orders.push((no, ring_order(*channel, *nchannels, order)));
+                    }
+                    None => {
+                        if t.uncounted.iter().any(|(_, c, _)| c == channel) {
+                            t.count_orders();
+                        }
+                        t.uncounted.push((no, *channel, order.clone()));
+                    }
+                }
             }
             Body::RingNeighbors {
                 channel,
@@ -498,11 +686,24 @@ impl Text {
                 let s = channel_summary(Some(*coll), *nvls, Some(*p2p));
                 t.summaries.push((no, s));
             }
-            Body::Connection => {
-                self.connections.insert(no);
+            Body::Connection(c) => {
+                let t = self.thread(&p, tid);
+                t.starts.insert(no);
+                let s = connection(
+                    c.channel,
+                    (c.from, &c.from_gpu),
+                    (c.to, &c.to_gpu),
+                    c.direction.as_deref(),
+                    &c.via,
+                );
+                t.connections.push((no, s));
             }
-            Body::Tree => {
-                self.trees.insert(no);
+            Body::Tree(trees) => {
+                let t = self.thread(&p, tid);
+                t.starts.insert(no);
+                for x in trees {
+                    t.trees.push((no, tree(x.channel, x.up, x.rank, &x.down)));
+                }
             }
             Body::Truncated(_) => {
                 self.garbled += 1;
@@ -511,6 +712,7 @@ impl Text {
             Body::Warn(_)
             | Body::TopoRoot { .. }
             | Body::TopoLink { .. }
+            | Body::TopoLinkDamaged
             | Body::TopoEnd
             | Body::Other => {}
         }
@@ -529,23 +731,7 @@ pub fn mismatches(bytes: &[u8], file: u32, log: &ParsedLog) -> Vec<Mismatch> {
     check_topology(&text, file, log, &mut found);
     check_channels(&text, file, log, &mut found);
     check_skipped(&text, log, &mut found);
-    for (no, c) in &text.starts {
-        let d = format!(
-            "comm 0x{:x} rank {} nranks {} starts here; no record says so",
-            c.comm, c.rank, c.nranks
-        );
-        found.add(*no, INIT_START, d);
-    }
-    for no in &text.trees {
-        found.add(*no, TREE, "a tree of the communicator; no record holds it");
-    }
-    for no in &text.connections {
-        found.add(
-            *no,
-            CONNECTION,
-            "a channel's connection to a peer; no record holds it",
-        );
-    }
+    check_unfinished(&text, log, &mut found);
     let c = &log.counters;
     let counters = [
         ("total_lines", c.total_lines, text.total),
@@ -628,6 +814,7 @@ fn check_ops(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) {
         d.eq("comm", o.comm, e.comm);
         d.eq("nranks", o.nranks, e.nranks);
         d.eq("stream", o.stream, e.stream);
+        d.eq("acc", o.rccl_acc, e.acc);
         d.eq("task", o.rccl_task, e.rccl_task);
         d.eq("globalrank", o.rccl_global_rank, e.rccl_global_rank);
         d.eq(
@@ -669,28 +856,43 @@ fn proto_name(p: &str) -> String {
 
 /// Tuning lines carry no record of their own: an operation's algorithm, protocol and channel
 /// count must come from a tuning line of its process printed after it, of its operation (when
-/// named) and size (per rank or whole).
+/// named) and size (per rank or whole); a `[Symmetric]` kernel and its channels from a
+/// `[Symmetric]` line of its operation and size (per rank) after it.
 fn check_tuning(text: &Text, log: &ParsedLog, found: &mut Found) {
     let mut tuned = 0;
     for o in log
         .ops
         .iter()
-        .filter(|o| o.algo.is_some() || o.proto.is_some())
+        .filter(|o| o.algo.is_some() || o.proto.is_some() || o.sym_kernel.is_some())
     {
         tuned += 1;
         let bytes = o.msg_bytes();
-        let fits = text.tunings.range(o.source.line + 1..).any(|(_, (p, t))| {
-            *p == o.process
-                && t.op.as_deref().is_none_or(|n| n == o.op.name())
-                && (t.bytes == bytes || t.bytes == bytes.saturating_mul(u64::from(o.nranks)))
-                && t.algo.as_deref().map(algo_name).as_deref() == o.algo.map(|a| a.name())
-                && t.proto.as_deref().map(proto_name).as_deref() == o.proto.map(|p| p.name())
-                && t.channels.map(|(lo, hi)| hi - lo + 1) == o.nchannels
-        });
+        let after = || text.tunings.range(o.source.line + 1..).map(|(_, t)| t);
+        let fits = match o.sym_kernel.as_deref() {
+            None => after().any(|(p, t)| {
+                *p == o.process
+                    && !t.symmetric
+                    && t.op.as_deref().is_none_or(|n| n == o.op.name())
+                    && (t.bytes == bytes || t.bytes == bytes.saturating_mul(u64::from(o.nranks)))
+                    && t.algo.as_deref().map(algo_name).as_deref() == o.algo.map(|a| a.name())
+                    && t.proto.as_deref().map(proto_name).as_deref() == o.proto.map(|p| p.name())
+                    && t.channels.map(|(lo, hi)| hi - lo + 1) == o.nchannels
+            }),
+            Some(k) => after().any(|(p, t)| {
+                *p == o.process
+                    && t.symmetric
+                    && t.op.as_deref() == Some(o.op.name())
+                    && t.bytes == bytes
+                    && t.kernel.as_deref() == Some(k)
+                    && t.kernel_channels == o.nchannels
+                    && o.algo.is_none()
+                    && o.proto.is_none()
+            }),
+        };
         if !fits {
             let d = format!(
-                "{} {:?}/{:?}/{:?} channels: no tuning line after it says so",
-                o.op, o.algo, o.proto, o.nchannels
+                "{} {:?}/{:?}/{:?} channels, kernel {:?}: no tuning line after it says so",
+                o.op, o.algo, o.proto, o.nchannels, o.sym_kernel
             );
             found.add(o.source.line, TUNING, d);
         }
@@ -704,24 +906,51 @@ fn check_tuning(text: &Text, log: &ParsedLog, found: &mut Found) {
     }
 }
 
-/// Init COMPLETE, Init timings, Destroy/Abort COMPLETE and WARN lines.
+/// The fields an `Init COMPLETE` or `Init START` line prints, and the layout of its thread's
+/// `nNodes` line (none for `Init START`, printed before it).
+fn comm_diffs(
+    r: &CommInit,
+    (file, p, c): (u32, &ProcessKey, &by_regex::Comm),
+    layout: Option<&by_regex::Layout>,
+) -> Diffs {
+    let mut d = Diffs::default();
+    d.eq("file", r.source.file, file);
+    d.eq("process", &r.process, p);
+    d.eq("function", r.func.as_deref(), c.func.as_deref());
+    d.eq("comm", r.comm, c.comm);
+    d.eq("rank", r.rank, c.rank);
+    d.eq("nranks", r.nranks, c.nranks);
+    d.eq("cudaDev", r.cuda_dev, c.cuda_dev);
+    d.eq("nvmlDev", r.nvml_dev, c.nvml_dev);
+    d.eq("busId", r.bus_id.as_deref(), c.bus_id.as_deref());
+    d.eq("commId", r.comm_id, c.comm_id);
+    d.eq("parent", r.split_parent, c.parent);
+    d.eq("color", r.split_color, c.color);
+    d.eq("key", r.split_key, c.key);
+    d.eq("nNodes", r.n_nodes, layout.and_then(|l| l.n_nodes));
+    d.eq(
+        "localRanks",
+        r.local_ranks,
+        layout.and_then(|l| l.local_ranks),
+    );
+    d.eq("localRank", r.local_rank, layout.and_then(|l| l.local_rank));
+    d.eq(
+        "MNNVL",
+        r.mnnvl,
+        layout.and_then(|l| l.mnnvl).map(|m| m != 0),
+    );
+    d
+}
+
+/// Init COMPLETE, Init START, Init timings, Destroy/Abort COMPLETE and WARN lines.
 fn check_comm_lines(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) {
     let records: Vec<_> = log.inits.iter().map(|r| (r.source.line, r)).collect();
-    for (no, (p, c), r) in pair_lines(&text.inits, &records, INIT, found) {
-        let mut d = Diffs::default();
-        d.eq("file", r.source.file, file);
-        d.eq("process", &r.process, p);
-        d.eq("comm", r.comm, c.comm);
-        d.eq("rank", r.rank, c.rank);
-        d.eq("nranks", r.nranks, c.nranks);
-        d.eq("cudaDev", r.cuda_dev, c.cuda_dev);
-        d.eq("nvmlDev", r.nvml_dev, c.nvml_dev);
-        d.eq("busId", r.bus_id.as_deref(), c.bus_id.as_deref());
-        d.eq("commId", r.comm_id, c.comm_id);
-        d.eq("parent", r.split_parent, c.parent);
-        d.eq("color", r.split_color, c.color);
-        d.eq("key", r.split_key, c.key);
-        d.report(found, no, INIT);
+    for (no, (p, c, layout), r) in pair_lines(&text.inits, &records, INIT, found) {
+        comm_diffs(r, (file, p, c), layout.as_ref()).report(found, no, INIT);
+    }
+    let records: Vec<_> = log.init_starts.iter().map(|r| (r.source.line, r)).collect();
+    for (no, (p, c), r) in pair_lines(&text.starts, &records, INIT_START, found) {
+        comm_diffs(r, (file, p, c), None).report(found, no, INIT_START);
     }
     let records: Vec<_> = log
         .init_timings
@@ -762,6 +991,40 @@ fn check_comm_lines(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) 
         }
         d.eq("message", r.message.as_str(), msg.as_str());
         d.report(found, no, WARN);
+    }
+}
+
+/// The notes that a communicator's set-up never completed: exactly at the `Init START` lines
+/// no later `Init COMPLETE` of their process and communicator follows, naming it.
+fn check_unfinished(text: &Text, log: &ParsedLog, found: &mut Found) {
+    let mut notes: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for d in &log.diagnostics {
+        if d.message.contains("no Init COMPLETE") {
+            notes.entry(d.line).or_default().push(&d.message);
+        }
+    }
+    for no in &text.unfinished {
+        let comm = text.starts[no].1.comm;
+        match notes.get(no).map(Vec::as_slice) {
+            None => found.add(
+                *no,
+                UNFINISHED,
+                format!("comm 0x{comm:x} never completes its set-up; no note says so"),
+            ),
+            Some([m]) if m.contains(&format!("0x{comm:x} ")) => {}
+            Some(ms) => found.add(
+                *no,
+                UNFINISHED,
+                format!("notes {ms:?}, for comm 0x{comm:x}"),
+            ),
+        }
+    }
+    for (no, ms) in notes.iter().filter(|(l, _)| !text.unfinished.contains(l)) {
+        found.add(
+            *no,
+            UNFINISHED,
+            format!("noted as never completed, but the text reads otherwise: {ms:?}"),
+        );
     }
 }
 
@@ -834,6 +1097,7 @@ fn check_topology(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) {
         d.eq("header", got.header, style);
         d.eq("max", got.max_bw_gbps, t.max);
         d.eq("total", got.total_bw_gbps, t.total);
+        d.eq("maxSpeed", got.max_speed_gbps, t.speed);
         // The model's nodes, in the words of `describe_node`.
         let mut nodes: Vec<String> = got
             .nodes
@@ -886,7 +1150,7 @@ fn check_topology(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) {
 /// The first place two sequences of one thread part, reported at the text's line.
 fn compare_seq(
     found: &mut Found,
-    who: &str,
+    (who, what): (&str, &'static str),
     kind: &str,
     text: &[(u64, String)],
     parser: &[String],
@@ -901,16 +1165,16 @@ fn compare_seq(
                 text.len(),
                 parser.len()
             );
-            found.add(line, CHANNELS, d);
+            found.add(line, what, d);
             return;
         }
     }
 }
 
-/// Ring orders, ring neighbours and channel counts of every thread, in the order printed; each
-/// group's first line and communicator among the thread's lines.
+/// Ring orders, ring neighbours, channel counts, trees and connections of every thread, in the
+/// order printed; each group's first line and communicator among the thread's lines.
 fn check_channels(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) {
-    let mut parser: BTreeMap<(ProcessKey, u32), [Vec<String>; 3]> = BTreeMap::new();
+    let mut parser: BTreeMap<(ProcessKey, u32), [Vec<String>; 5]> = BTreeMap::new();
     for c in &log.channels {
         let key = (c.process.clone(), c.tid);
         let who = format!("{}:{}:{}", c.process.host, c.process.pid, c.tid);
@@ -932,6 +1196,20 @@ fn check_channels(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) {
                 c.p2p_channels,
             ));
         }
+        seqs[3].extend(
+            c.trees
+                .iter()
+                .map(|t| tree(t.channel, t.up, t.rank, &t.down)),
+        );
+        seqs[4].extend(c.connections.iter().map(|x| {
+            connection(
+                x.channel,
+                (x.from_rank, &x.from_gpu),
+                (x.to_rank, &x.to_gpu),
+                x.direction.as_deref(),
+                &x.via,
+            )
+        }));
         let t = text.channels.get(&key);
         let mut d = Diffs::default();
         d.eq("file", c.source.file, file);
@@ -950,16 +1228,25 @@ fn check_channels(text: &Text, file: u32, log: &ParsedLog, found: &mut Found) {
         }
         d.report(found, c.source.line, CHANNELS);
     }
-    let none: [Vec<String>; 3] = Default::default();
+    let none: [Vec<String>; 5] = Default::default();
     let keys: BTreeSet<&(ProcessKey, u32)> = parser.keys().chain(text.channels.keys()).collect();
     for key in keys {
         let who = format!("{}:{}:{}", key.0.host, key.0.pid, key.1);
         let p = parser.get(key).unwrap_or(&none);
         let empty = ThreadChannels::default();
         let t = text.channels.get(key).unwrap_or(&empty);
-        compare_seq(found, &who, "ring order", &t.orders, &p[0]);
-        compare_seq(found, &who, "ring neighbours", &t.neighbors, &p[1]);
-        compare_seq(found, &who, "channel counts", &t.summaries, &p[2]);
+        let ch = (who.as_str(), CHANNELS);
+        compare_seq(found, ch, "ring order", &t.orders, &p[0]);
+        compare_seq(found, ch, "ring neighbours", &t.neighbors, &p[1]);
+        compare_seq(found, ch, "channel counts", &t.summaries, &p[2]);
+        compare_seq(found, (&who, TREE), "tree", &t.trees, &p[3]);
+        compare_seq(
+            found,
+            (&who, CONNECTION),
+            "connection",
+            &t.connections,
+            &p[4],
+        );
     }
 }
 

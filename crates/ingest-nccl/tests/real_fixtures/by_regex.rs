@@ -29,6 +29,8 @@ pub struct Head {
     pub timestamp: Option<String>,
     /// Another writer's header (and maybe more) glued in front of this one.
     pub merged: bool,
+    /// On a merged line, the host of the first header (whose text may be glued to this one's).
+    pub first_host: Option<String>,
 }
 
 /// One per-collective line's fields.
@@ -46,6 +48,8 @@ pub struct Op {
     pub comm: u64,
     pub nranks: u32,
     pub stream: u64,
+    /// RCCL's `acc 0x..` (after recvbuff).
+    pub acc: Option<u64>,
     pub rccl_task: Option<u64>,
     pub rccl_global_rank: Option<u32>,
 }
@@ -53,6 +57,8 @@ pub struct Op {
 /// The communicator fields of an `Init COMPLETE`/`Init START` line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comm {
+    /// The word before `comm` (`ncclCommInitRank`, `ncclCommSplit`, ...), when printed.
+    pub func: Option<String>,
     pub comm: u64,
     pub rank: u32,
     pub nranks: u32,
@@ -66,15 +72,52 @@ pub struct Comm {
 }
 
 /// `[Op: ]N Bytes -> Algo a proto p time t` (2.20–2.23: numbers), `... channel{Lo..Hi}={l..h}`
-/// (2.24+: names), or `-> Kernel ...`.
+/// (2.24+: names), or `Op [Symmetric]: N Bytes -> Kernel k nchannels c nthreads t` (2.27+).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tuning {
     pub op: Option<String>,
+    /// `Op [Symmetric]: ...`
+    pub symmetric: bool,
     pub bytes: u64,
     /// As printed: a number or a name; `None` for a `Kernel` line.
     pub algo: Option<String>,
     pub proto: Option<String>,
     pub channels: Option<(u32, u32)>,
+    /// The kernel a `Kernel` line names, and its `nchannels`.
+    pub kernel: Option<String>,
+    pub kernel_channels: Option<u32>,
+}
+
+/// One channel's tree around the printing rank, as `Trees [c] d/d/d->me->up` (the first tree of
+/// a split `...|up->me->d/d/d`) or the older `Tree c : up -> me -> d/d/d` print it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeLine {
+    pub channel: u32,
+    pub up: i64,
+    pub rank: i64,
+    pub down: Vec<i64>,
+}
+
+/// `Channel cc[/nn] : a[gpu] -> b[gpu] [dir] via T` or 2.5's `Ring cc : a[gpu] -> b[gpu] via T`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conn {
+    pub channel: u32,
+    pub from: u32,
+    pub from_gpu: String,
+    pub to: u32,
+    pub to_gpu: String,
+    pub direction: Option<String>,
+    pub via: String,
+}
+
+/// `comm 0x.. rank r nRanks n nNodes N localRanks L localRank l MNNVL m` (2.19+).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub comm: u64,
+    pub n_nodes: Option<u32>,
+    pub local_ranks: Option<u32>,
+    pub local_rank: Option<u32>,
+    pub mnnvl: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -93,10 +136,9 @@ pub enum Body {
     Tuning(Tuning),
     InitComplete(Comm),
     InitStart(Comm),
-    /// `comm 0x.. rank r nRanks n nNodes ...` (set-up summary, names the thread's communicator).
-    CommSummary {
-        comm: u64,
-    },
+    /// `comm 0x.. rank r nRanks n nNodes ...` (set-up summary, names the thread's communicator;
+    /// its numbers go to the thread's next `Init COMPLETE`).
+    CommSummary(Layout),
     Timings(Timings),
     Destroy {
         comm: u64,
@@ -113,6 +155,8 @@ pub enum Body {
         max: f64,
         /// Not printed by the oldest versions (`=== System : maxWidth 24 ===`).
         total: Option<f64>,
+        /// `maxWidth 24 maxSpeed 12` (2.5–2.6).
+        speed: Option<f64>,
     },
     /// `CPU/0-0 (1/2/-1)`: a root of the tree.
     TopoRoot {
@@ -129,6 +173,8 @@ pub enum Body {
         id: String,
         attrs: Option<String>,
     },
+    /// A `+ ` line that is not a whole link (cut short, glued): damaged inside a topology block.
+    TopoLinkDamaged,
     /// `=====...`
     TopoEnd,
     /// `Channel cc/NN :  r r r` (2.4: no `/NN`).
@@ -153,9 +199,12 @@ pub enum Body {
     },
     /// `Channel 00/0 : 5[2c000] -> 0[26000] [receive] via NET/IB/0` or 2.5's
     /// `Ring 00 : 155[3d000] -> 157[b2000] via P2P/IPC`: a connection, not a ring order.
-    Connection,
-    /// `Trees [0] a/b/c->r->p ...` or `Tree 0 : -1 -> 0 -> 1/-1/-1`.
-    Tree,
+    Connection(Conn),
+    /// `Trees [0] a/b/c->r->p ...` (every channel) or `Tree 0 : -1 -> 0 -> 1/-1/-1`.
+    Tree(Vec<TreeLine>),
+    /// A whole per-collective line whose operation name is not of NCCL's shape (upper-case
+    /// first, letters and digits, at most 32): nothing can be recorded from it.
+    UnknownOp,
     /// The start of one of the families above, cut short or mangled: `what` names the family.
     Truncated(&'static str),
     /// Any other NCCL line (nothing recorded from it).
@@ -186,9 +235,12 @@ struct Res {
     head: Regex,
     timestamp: Regex,
     op: Regex,
+    op_name: Regex,
     op_start: Regex,
+    known_op_start: Regex,
     tuning: Regex,
     tuning_start: Regex,
+    kernel_channels: Regex,
     comm_line: Regex,
     destroy: Regex,
     comm_start: Regex,
@@ -200,6 +252,9 @@ struct Res {
     parent: Regex,
     color: Regex,
     key: Regex,
+    local_ranks: Regex,
+    local_rank: Regex,
+    mnnvl: Regex,
     timings: Regex,
     timings_start: Regex,
     phase: Regex,
@@ -209,46 +264,66 @@ struct Res {
     topo_start: Regex,
     topo_root: Regex,
     topo_link: Regex,
+    topo_link_start: Regex,
     topo_end: Regex,
     ring_order: Regex,
+    ring_order_damaged: Regex,
     ring_neighbors: Regex,
     summary: Regex,
     rccl_summary: Regex,
     connection: Regex,
     trees: Regex,
+    tree_part: Regex,
+    trees_start: Regex,
+    old_tree: Regex,
 }
 
 fn re(s: &str) -> Regex {
     Regex::new(s).unwrap_or_else(|e| panic!("{s}: {e}"))
 }
 
+/// The operations NCCL and RCCL name in their per-collective lines (NCCL's `ncclFuncStr` up to
+/// 2.28's `AlltoAll`, RCCL's `AllToAll`): a line that starts with one of them and a colon (or
+/// ` [Symmetric]`) is of that family.
+const OP_NAMES: &str = "Send|Recv|Reduce|Gather|Scatter|SendRecv|AllToAll|AlltoAll|AllReduce|AllGather|Broadcast|ReduceScatter";
+
 fn res() -> &'static Res {
     static R: OnceLock<Res> = OnceLock::new();
     R.get_or_init(|| {
-        let op_body = r"(?P<op>[A-Za-z]+): opCount (?P<oc>[0-9a-fA-F]+) sendbuff (?P<sb>0x[0-9a-fA-F]+|\(nil\)) recvbuff (?P<rb>0x[0-9a-fA-F]+|\(nil\)) (?:acc (?:0x[0-9a-fA-F]+|\(nil\)) )?count (?P<count>\d+) datatype (?P<dt>\d+) op (?P<redop>\d+) root (?P<root>-?\d+) comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) \[nranks=(?P<nranks>\d+)\] stream (?P<stream>0x[0-9a-fA-F]+|\(nil\))(?: task (?P<task>\d+) globalrank (?P<gr>\d+))?";
+        let op_body = r"(?P<op>[A-Za-z0-9]+): opCount (?P<oc>[0-9a-fA-F]+) sendbuff (?P<sb>0x[0-9a-fA-F]+|\(nil\)) recvbuff (?P<rb>0x[0-9a-fA-F]+|\(nil\)) (?:acc (?P<acc>0x[0-9a-fA-F]+|\(nil\)) )?count (?P<count>\d+) datatype (?P<dt>\d+) op (?P<redop>\d+) root (?P<root>-?\d+) comm (?P<comm>0x[0-9a-fA-F]+|\(nil\)) \[nranks=(?P<nranks>\d+)\] stream (?P<stream>0x[0-9a-fA-F]+|\(nil\))(?: task (?P<task>\d+) globalrank (?P<gr>\d+))?";
+        let civil = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?";
+        let epoch = r"\d{9,}\.\d+|\d{9,11}";
+        let tree = r"-?\d+(?:/-?\d+)*";
         Res {
             // `[dev] ` then, on WARN lines, `file.cc:123 `, then the level word standing alone.
             marker: re(r"\[(?P<dev>\d+)\] (?:[\w./+-]+:\d+ )?NCCL (?P<lvl>INFO|WARN)(?: |$)"),
             // What is left before the marker: any prefix, then `host:pid:tid ` (optional: some
             // reporters cut it). Lazy, so the host is the longest token that still parses.
             head: re(r"^(?P<pre>.*?)(?:(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) )?$"),
-            timestamp: re(
-                r"(?:^|\s)(?P<ts>\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\]|\[\d{9,}\.\d+\]|\d{9,}\.\d+) *$",
-            ),
+            // `[%F %T]`, `%F %T`, `%s.%6f` or whole seconds (9 to 11 digits), bare or in brackets.
+            timestamp: re(&format!(
+                r"(?:^|\s)(?P<ts>\[(?:{civil})\]|{civil}|\[(?:{epoch})\]|{epoch}) *$"
+            )),
             op: re(&format!("^{op_body}$")),
-            op_start: re(r"^[A-Za-z]+: opCount "),
+            // NCCL's shape of an operation name (what a record can name).
+            op_name: re(r"^[A-Z][A-Za-z0-9]{1,31}$"),
+            op_start: re(r"^[A-Za-z0-9]+: opCount "),
+            known_op_start: re(&format!(r"^(?:{OP_NAMES})(?::| \[Symmetric\])")),
             tuning: re(
-                r"^(?:(?P<op>[A-Za-z]+)(?: \[Symmetric\])?: )?(?P<bytes>\d+) Bytes -> (?:Algo (?P<algo>\w+) proto (?P<proto>\w+)(?: time [\d.]+| channel\{Lo\.\.Hi\}=\{(?P<lo>\d+)\.\.(?P<hi>\d+)\})|Kernel \S.*)$",
+                r"^(?:(?P<op>[A-Za-z0-9]+)(?P<sym> \[Symmetric\])?: )?(?P<bytes>\d+) Bytes -> (?:Algo (?P<algo>\w+) proto (?P<proto>\w+)(?: time [\d.]+| channel\{Lo\.\.Hi\}=\{(?P<lo>\d+)\.\.(?P<hi>\d+)\})|Kernel (?P<kernel>\S+)(?P<ktail>(?: \w+ \d+)*))$",
             ),
-            tuning_start: re(r"^(?:[A-Za-z]+(?: \[Symmetric\])?: )?\d+ Bytes ->"),
+            tuning_start: re(r"^(?:[A-Za-z0-9]+(?: \[Symmetric\])?: )?\d+ Bytes ->"),
+            kernel_channels: re(r" nchannels (\d+)\b"),
             comm_line: re(
-                r"^(?:\w+ )?comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+)(?P<rest>.*) - (?P<ev>Init COMPLETE|Init START)$",
+                r"^(?:(?P<func>\w+) )?comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) n[Rr]anks (?P<nranks>\d+)(?P<rest>.*) - (?P<ev>Init COMPLETE|Init START)$",
             ),
             destroy: re(
                 r"^(?:\w+ )?comm (?P<comm>0x[0-9a-f]+)(?: rank (?P<rank>\d+))?.* - (?P<ev>Destroy|Abort) COMPLETE$",
             ),
             comm_start: re(r"^(?:\w+ )?comm 0x[0-9a-f]+ rank \d+ n[Rr]anks \d+(?: cudaDev| nvmlDev| busId| commId| -|$)"),
-            comm_summary: re(r"^comm (?P<comm>0x[0-9a-f]+) rank \d+ nRanks \d+ nNodes \d+"),
+            comm_summary: re(
+                r"^comm (?P<comm>0x[0-9a-f]+) rank \d+ nRanks \d+ nNodes (?P<nodes>\d+)(?P<rest>.*)$",
+            ),
             cuda_dev: re(r" cudaDev (\d+)\b"),
             nvml_dev: re(r" nvmlDev (\d+)\b"),
             bus_id: re(r" busId ([0-9a-fA-F]+)\b"),
@@ -256,23 +331,32 @@ fn res() -> &'static Res {
             parent: re(r" parent (0x[0-9a-f]+)\b"),
             color: re(r" color (-?\d+)\b"),
             key: re(r" key (-?\d+)\b"),
+            local_ranks: re(r" localRanks (\d+)\b"),
+            local_rank: re(r" localRank (\d+)\b"),
+            mnnvl: re(r" MNNVL (\d+)\b"),
             timings: re(
                 r"^Init timings(?: - (?P<func>\w+))?: rank (?P<rank>\d+) nranks (?P<nranks>\d+) total (?P<total>[\d.]+) \((?P<phases>[^()]*)\)$",
             ),
             timings_start: re(r"^Init timings\b"),
             phase: re(r"^(\w+) ([\d.]+)$"),
-            version: re(r"^(?:NCCL version |RCCL version\s*:\s*)(?P<v>\d\S*)"),
-            bare_version: re(r"^(?:.*\s)?(?:NCCL version |RCCL version\s*:\s*)(?P<v>\d\S*)"),
+            version: re(r"^(?:NCCL version |RCCL version +(?::\s*)?)(?P<v>\d\S*)"),
+            // NCCL prints its banner bare; launchers put their prefix in front (`[1,0]<stdout>:`).
+            bare_version: re(
+                r"^(?:.*?[\s:\]>)])?(?:NCCL version |RCCL version +(?::\s*)?)(?P<v>\d\S*)",
+            ),
             topo_header: re(
-                r"^=== System : (?P<style>maxBw|maxWidth) (?P<max>[\d.]+)(?: (?:totalBw|totalWidth) (?P<total>[\d.]+))? ===$",
+                r"^=== System : (?P<style>maxBw|maxWidth) (?P<max>[\d.]+)(?: (?:totalBw|totalWidth) (?P<total>[\d.]+))?(?: maxSpeed (?P<speed>[\d.]+))? ===$",
             ),
             topo_start: re(r"^=== System\b"),
             topo_root: re(r"^(?P<kind>[A-Z]+)/(?P<id>[0-9A-Za-z-]+) \((?P<attrs>[^()]*)\)$"),
             topo_link: re(
                 r"^(?P<indent> *)\+ (?P<label>[A-Z0-9]+)\[(?P<bw>[\d.]+)\] - (?P<kind>[A-Z]+)/(?P<id>[0-9A-Za-z-]+)(?: \((?P<attrs>[^()]*)\))?$",
             ),
+            topo_link_start: re(r"^ *\+ "),
             topo_end: re(r"^=+$"),
             ring_order: re(r"^Channel (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?: +\d+)+)$"),
+            // Ranks only, one of them with something glued to it (`3xx`, `7h1:2:3`).
+            ring_order_damaged: re(r"^Channel \d+(?:/\d+)? :(?: +\d[^\s\[]*)+$"),
             ring_neighbors: re(r"^Ring (?P<ch>\d+) : (?P<p>-?\d+) -> (?P<r>-?\d+) -> (?P<n>-?\d+)$"),
             summary: re(
                 r"^(?P<coll>\d+) coll channels, (?:\d+ collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?(?P<p2p>\d+) p2p channels, \d+ p2p channels per peer$",
@@ -281,9 +365,17 @@ fn res() -> &'static Res {
                 r"^comm:(?P<comm>0x[0-9a-f]+), nRanks:\d+, nNodes:\d+, coll channels:(?P<coll>\d+),? collnet channels:\d+, nvls channels:(?P<nvls>\d+), p2p channels:(?P<p2p>\d+), p2p channels per peer:\d+$",
             ),
             connection: re(
-                r"^(?:Channel \d+(?:/\d+)?|Ring \d+) : -?\d+\[[0-9a-f]+\] -> -?\d+\[[0-9a-f]+\]",
+                r"^(?:Channel (?P<ch>\d+)(?:/\d+)?|Ring (?P<rch>\d+)) : (?P<a>\d+)\[(?P<ag>[^\]\s]*)\] -> (?P<b>\d+)\[(?P<bg>[^\]\s]*)\](?: \[(?P<dir>[^\]\s]+)\])? via (?P<via>\S.*)$",
             ),
-            trees: re(r"^(?:Trees(?: \[\d+\] \S+)+|Tree \d+ : -?\d+ -> -?\d+ -> \S+)$"),
+            trees: re(r"^Trees(?P<parts>(?: \[\d+\] \S+)+)$"),
+            // `[c] d/d/d->me->up`, and on split trees `|up->me->d/d/d` (the second tree).
+            tree_part: re(&format!(
+                r"^\[(?P<ch>\d+)\] (?P<down>{tree})->(?P<me>-?\d+)->(?P<up>-?\d+)(?:\|-?\d+->-?\d+->{tree})?$"
+            )),
+            trees_start: re(r"^Trees "),
+            old_tree: re(&format!(
+                r"^Tree (?P<ch>\d+) : (?P<up>-?\d+) -> (?P<me>-?\d+) -> (?P<down>{tree})$"
+            )),
         }
     })
 }
@@ -315,16 +407,23 @@ fn op_of(c: &regex::Captures<'_>) -> Op {
         comm: hex(&c["comm"]),
         nranks: num(&c["nranks"]),
         stream: hex(&c["stream"]),
+        acc: c.name("acc").map(|m| hex(m.as_str())),
         rccl_task: c.name("task").map(|m| num(m.as_str())),
         rccl_global_rank: c.name("gr").map(|m| num(m.as_str())),
     }
 }
 
+/// The value `re` (one group) finds in `text`.
+fn field(re: &Regex, text: &str) -> Option<String> {
+    re.captures(text).map(|m| m[1].to_string())
+}
+
 fn comm_of(c: &regex::Captures<'_>) -> Comm {
     let r = res();
     let rest = &c["rest"];
-    let get = |re: &Regex| re.captures(rest).map(|m| m[1].to_string());
+    let get = |re: &Regex| field(re, rest);
     Comm {
+        func: c.name("func").map(|m| m.as_str().to_string()),
         comm: hex(&c["comm"]),
         rank: num(&c["rank"]),
         nranks: num(&c["nranks"]),
@@ -338,11 +437,36 @@ fn comm_of(c: &regex::Captures<'_>) -> Comm {
     }
 }
 
+fn downs(s: &str) -> Vec<i64> {
+    s.split('/').map(num).collect()
+}
+
+/// Every channel of a `Trees` line; `None` when a part is not whole.
+fn trees_of(parts: &str) -> Option<Vec<TreeLine>> {
+    let r = res();
+    let mut out = Vec::new();
+    let mut words = parts.split_whitespace();
+    while let Some(ch) = words.next() {
+        let part = format!("{ch} {}", words.next()?);
+        let c = r.tree_part.captures(&part)?;
+        out.push(TreeLine {
+            channel: num(&c["ch"]),
+            up: num(&c["up"]),
+            rank: num(&c["me"]),
+            down: downs(&c["down"]),
+        });
+    }
+    Some(out)
+}
+
 /// The family of one body (after `NCCL INFO `, leading spaces kept, trailing ones gone).
 pub fn body(b: &str) -> Body {
     let r = res();
     let t = b.trim_start();
     if let Some(c) = r.op.captures(t) {
+        if !r.op_name.is_match(&c["op"]) {
+            return Body::UnknownOp;
+        }
         return Body::Op(op_of(&c));
     }
     if r.op_start.is_match(t) {
@@ -352,10 +476,15 @@ pub fn body(b: &str) -> Body {
         let text = |n: &str| c.name(n).map(|m| m.as_str().to_string());
         return Body::Tuning(Tuning {
             op: text("op"),
+            symmetric: c.name("sym").is_some(),
             bytes: num(&c["bytes"]),
             algo: text("algo"),
             proto: text("proto"),
             channels: text("lo").zip(text("hi")).map(|(l, h)| (num(&l), num(&h))),
+            kernel: text("kernel"),
+            kernel_channels: text("ktail")
+                .and_then(|k| field(&r.kernel_channels, &k))
+                .map(|v| num(&v)),
         });
     }
     if r.tuning_start.is_match(t) {
@@ -380,9 +509,15 @@ pub fn body(b: &str) -> Body {
         return Body::Truncated("communicator");
     }
     if let Some(c) = r.comm_summary.captures(t) {
-        return Body::CommSummary {
+        let rest = &c["rest"];
+        let get = |re: &Regex| field(re, rest).map(|v| num(&v));
+        return Body::CommSummary(Layout {
             comm: hex(&c["comm"]),
-        };
+            n_nodes: Some(num(&c["nodes"])),
+            local_ranks: get(&r.local_ranks),
+            local_rank: get(&r.local_rank),
+            mnnvl: get(&r.mnnvl),
+        });
     }
     if let Some(c) = r.timings.captures(t) {
         let phases = c["phases"]
@@ -414,6 +549,7 @@ pub fn body(b: &str) -> Body {
             bw: &c["style"] == "maxBw",
             max: num(&c["max"]),
             total: c.name("total").map(|m| num(m.as_str())),
+            speed: c.name("speed").map(|m| num(m.as_str())),
         };
     }
     if r.topo_start.is_match(t) {
@@ -429,6 +565,9 @@ pub fn body(b: &str) -> Body {
             attrs: c.name("attrs").map(|m| m.as_str().to_string()),
         };
     }
+    if r.topo_link_start.is_match(b) {
+        return Body::TopoLinkDamaged;
+    }
     if let Some(c) = r.topo_root.captures(t) {
         return Body::TopoRoot {
             kind: c["kind"].to_string(),
@@ -439,12 +578,27 @@ pub fn body(b: &str) -> Body {
     if r.topo_end.is_match(t) {
         return Body::TopoEnd;
     }
+    if let Some(c) = r.connection.captures(t) {
+        let ch = c.name("ch").or(c.name("rch")).expect("a channel");
+        return Body::Connection(Conn {
+            channel: num(ch.as_str()),
+            from: num(&c["a"]),
+            from_gpu: c["ag"].to_string(),
+            to: num(&c["b"]),
+            to_gpu: c["bg"].to_string(),
+            direction: c.name("dir").map(|m| m.as_str().to_string()),
+            via: c["via"].to_string(),
+        });
+    }
     if let Some(c) = r.ring_order.captures(t) {
         return Body::RingOrder {
             channel: num(&c["ch"]),
             nchannels: c.name("n").map(|m| num(m.as_str())),
             order: c["order"].split_whitespace().map(num).collect(),
         };
+    }
+    if r.ring_order_damaged.is_match(t) {
+        return Body::Truncated("ring order");
     }
     if let Some(c) = r.ring_neighbors.captures(t) {
         return Body::RingNeighbors {
@@ -453,6 +607,22 @@ pub fn body(b: &str) -> Body {
             rank: num(&c["r"]),
             next: num(&c["n"]),
         };
+    }
+    if let Some(c) = r.trees.captures(t) {
+        if let Some(trees) = trees_of(&c["parts"]) {
+            return Body::Tree(trees);
+        }
+    }
+    if r.trees_start.is_match(t) {
+        return Body::Truncated("tree");
+    }
+    if let Some(c) = r.old_tree.captures(t) {
+        return Body::Tree(vec![TreeLine {
+            channel: num(&c["ch"]),
+            up: num(&c["up"]),
+            rank: num(&c["me"]),
+            down: downs(&c["down"]),
+        }]);
     }
     if let Some(c) = r.summary.captures(t) {
         return Body::ChannelSummary {
@@ -470,11 +640,8 @@ pub fn body(b: &str) -> Body {
             p2p: num(&c["p2p"]),
         };
     }
-    if r.connection.is_match(t) {
-        return Body::Connection;
-    }
-    if r.trees.is_match(t) {
-        return Body::Tree;
+    if r.known_op_start.is_match(t) {
+        return Body::Truncated("per-collective or tuning");
     }
     Body::Other
 }
@@ -494,7 +661,7 @@ pub fn line(raw: &str) -> Kind {
         if let Some(at) = l.find(": opCount ") {
             // The op name is the word right before `: opCount`.
             let start = l[..at]
-                .rfind(|c: char| !c.is_ascii_alphabetic())
+                .rfind(|c: char| !c.is_ascii_alphanumeric())
                 .map_or(0, |i| i + 1);
             if let Some(c) = r.op.captures(&l[start..]) {
                 return Kind::HeaderlessOp(op_of(&c));
@@ -514,6 +681,15 @@ pub fn line(raw: &str) -> Kind {
         tid: num(&h["tid"]),
     });
     let timestamp = r.timestamp.captures(&h["pre"]).map(|c| c["ts"].to_string());
+    let first_host = match markers.first() {
+        Some(f) if markers.len() > 1 => {
+            let before = &l[..f.get(0).expect("match").start()];
+            r.head
+                .captures(before)
+                .and_then(|c| c.name("host").map(|h| h.as_str().to_string()))
+        }
+        _ => None,
+    };
     let warn = &m["lvl"] == "WARN";
     let rest = &l[whole.end()..];
     let head = Head {
@@ -522,6 +698,7 @@ pub fn line(raw: &str) -> Kind {
         warn,
         timestamp,
         merged: markers.len() > 1,
+        first_host,
     };
     let b = if warn {
         Body::Warn(rest.trim_start().to_string())
