@@ -255,6 +255,9 @@ struct Gunzip {
     block: usize,
     /// Compressed bytes of the file handled so far (the offset of the next block's start).
     at: u64,
+    /// Where the header or trailer being read started (what a damage in it is reported at,
+    /// whatever the blocks).
+    unit_start: u64,
     /// Inflated bytes handed out.
     text_bytes: u64,
     /// What stopped the stream (trailing bytes keep being counted in it).
@@ -272,6 +275,7 @@ impl Gunzip {
             pending: Vec::new(),
             block,
             at: 0,
+            unit_start: 0,
             text_bytes: 0,
             damage: None,
         }
@@ -337,6 +341,9 @@ impl Gunzip {
     fn block_in(&mut self, mut b: &[u8], seen: &mut NcclLineSeen, out: &mut dyn FnMut(&[u8])) {
         while !b.is_empty() {
             let stage = self.stage;
+            if self.head.is_empty() {
+                self.unit_start = self.at;
+            }
             let used = match stage {
                 Stage::Header => self.header_in(b),
                 Stage::Deflate => self.deflate_in(b, seen, out),
@@ -370,7 +377,11 @@ impl Gunzip {
                 }
                 Err(what) => {
                     self.hand_out(out);
-                    self.damage = Some(Damage::Corrupt { at: self.at, what });
+                    let at = match stage {
+                        Stage::Deflate => self.at,
+                        _ => self.unit_start,
+                    };
+                    self.damage = Some(Damage::Corrupt { at, what });
                     self.stage = Stage::Stopped;
                     return;
                 }
