@@ -93,6 +93,72 @@ fn unusable_inputs_exit_2_and_are_named() {
     assert_eq!(code, ExitCode::from(2));
 }
 
+/// What a job prints before NCCL does, `bytes` of it: pip's progress, a config dump, a traceback.
+fn preamble(bytes: usize) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < bytes {
+        out.push_str(&format!(
+            "Collecting package-{i}==1.{i}.0\n  Downloading package_{i}-1.{i}.0.whl (1.2 MB)\n\
+             config.model.layers.{i}.hidden_size: 4096\n\
+             Traceback (most recent call last):\n  File \"train.py\", line {i}, in <module>\n"
+        ));
+        i += 1;
+    }
+    out
+}
+
+/// A log whose first NCCL line follows 200 KiB of other output loads with all its operations;
+/// 200 KiB of text without an NCCL line, and binary junk, are refused as before.
+#[test]
+fn a_log_after_a_long_preamble_loads_and_text_without_nccl_lines_is_refused() {
+    let Some(fixtures) = real_fixtures() else {
+        return;
+    };
+    let dir = scratch_dir("late_first_line");
+    let log = fixtures.join("nccl/pytorch-torchtitan_issue1369_tp-collectives_coll-2ranks.log");
+    let (code, alone) = analyze(&[&log], "late_alone");
+    assert_eq!(code, ExitCode::SUCCESS);
+    let ops = alone["inputs"][0]["nccl_ops"].as_u64().unwrap();
+    assert!(ops > 0);
+    let late = dir.join("train-stdout.txt");
+    let mut text = preamble(200 * 1024).into_bytes();
+    text.extend(std::fs::read(&log).unwrap());
+    std::fs::write(&late, &text).unwrap();
+    let (code, summary) = analyze(&[&late], "late_out");
+    assert_eq!(code, ExitCode::SUCCESS);
+    let input = &summary["inputs"][0];
+    assert_eq!(input["kind"], "nccl-log");
+    assert_eq!(input["nccl_ops"].as_u64(), Some(ops));
+    assert_eq!(summary["ranks"], alone["ranks"]);
+    assert_eq!(summary["communicators"], alone["communicators"]);
+
+    // Refused exactly as a short text file is: the same kind, exit status and message.
+    let (_, short) = analyze(&[&write(&dir, "notes.txt", b"not a log\n")], "short_out");
+    let refusal = &short["warnings"][0]["message"];
+    assert_eq!(
+        refusal,
+        "neither an NCCL debug log nor an Nsight Systems SQLite export; skipped"
+    );
+    let plain = write(&dir, "pip.txt", preamble(200 * 1024).as_bytes());
+    let mut binary = b"\x7fELF\x02\x01\x01\0".to_vec();
+    binary.extend(std::iter::repeat_n(b'x', 200 * 1024));
+    let binary = write(&dir, "a.out", &binary);
+    for junk in [&plain, &binary] {
+        let (code, summary) = analyze(&[junk], "junk_out");
+        assert_eq!(code, ExitCode::from(2), "{}", junk.display());
+        assert_eq!(summary["inputs"][0]["kind"], "unknown");
+        assert_eq!(&summary["warnings"][0]["message"], refusal);
+        assert_eq!(summary["warnings"].as_array().unwrap().len(), 1);
+    }
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
 #[test]
 fn a_bad_file_beside_a_good_one_still_loads_the_good_one() {
     let Some(fixtures) = real_fixtures() else {

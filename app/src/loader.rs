@@ -418,6 +418,7 @@ async fn load_and_analyse(req: &LoadRequest) {
                         started = js_sys::Date::now() - ms;
                         SESSION.with(|s| match loaded {
                             Loaded::Log(log) => s.borrow_mut().add_log_parsed_ahead(log),
+                            Loaded::NotALog => not_an_input(&item.name, item.blob.size() as u64),
                             Loaded::Export(read) => {
                                 let size = item.blob.size() as u64;
                                 s.borrow_mut().add_read_export(&item.name, size, read)
@@ -561,24 +562,33 @@ pub(crate) fn post(msg: &ToPage, timeline: Option<Vec<u8>>) {
 /// Loads one file into the session; `progress(bytes_read)` is called as slices arrive.
 async fn load_blob(id: usize, name: &str, blob: &Blob, progress: impl FnMut(u64)) -> FileReport {
     let size = blob.size() as u64;
-    // The same head the command sniffs: a log's first NCCL line may follow a long preamble.
+    // The same head the command sniffs. Text without an NCCL line in it (a log's first NCCL
+    // line may follow a long preamble) is read as a log, and refused if no line of it is one.
     let head = read_head(blob, SNIFF_BYTES).await;
     match sniff(&head) {
         InputKind::NsysSqlite => load_export(id, name, blob, size, progress).await,
-        InputKind::NcclLog | InputKind::Gzip => load_log(name, blob, size, progress).await,
-        InputKind::Unknown => FileReport::failed(
-            name,
-            InputKind::Unknown,
-            size,
-            "neither an NCCL debug log nor an Nsight Systems SQLite export".into(),
-        ),
+        InputKind::NcclLog | InputKind::Gzip | InputKind::Text => {
+            load_log(name, blob, size, progress).await
+        }
+        InputKind::Unknown => not_an_input(name, size),
     }
+}
+
+/// The report of a file that is neither a log nor an export.
+pub(crate) fn not_an_input(name: &str, size: u64) -> FileReport {
+    FileReport::failed(
+        name,
+        InputKind::Unknown,
+        size,
+        "neither an NCCL debug log nor an Nsight Systems SQLite export".into(),
+    )
 }
 
 async fn load_log(name: &str, blob: &Blob, size: u64, progress: impl FnMut(u64)) -> FileReport {
     let file_index = SESSION.with(|s| s.borrow().next_file_index());
     match parse_pool::parse_blob(name, file_index, blob, progress).await {
-        Ok(log) => SESSION.with(|s| s.borrow_mut().add_log(log)),
+        Ok(Some(log)) => SESSION.with(|s| s.borrow_mut().add_log(log)),
+        Ok(None) => not_an_input(name, size),
         Err(e) => FileReport::failed(name, InputKind::NcclLog, size, e),
     }
 }

@@ -56,6 +56,9 @@ const PATTERNS_KEY: &str = "iteration_patterns";
 /// A file loaded away from its turn: on a helper, or by the loading worker ahead.
 pub enum Loaded {
     Log(LoadedLog),
+    /// Text without an NCCL line in its head in which no later line was one either: refused
+    /// like any other unknown file. A helper answers it with no bytes.
+    NotALog,
     /// The export, or the file's error, as reading it in place would give.
     Export(Result<NsysExport, String>),
 }
@@ -143,7 +146,8 @@ impl<'a> ParseBatch<'a> {
             for (n, f) in files.iter().enumerate() {
                 let head = read_head(&f.blob, SNIFF_BYTES).await;
                 let export = match sniff(&head) {
-                    InputKind::NcclLog | InputKind::Gzip => false,
+                    // Text may be a log after a long preamble: parsed like one.
+                    InputKind::NcclLog | InputKind::Gzip | InputKind::Text => false,
                     InputKind::NsysSqlite => true,
                     InputKind::Unknown => continue,
                 };
@@ -224,7 +228,9 @@ impl<'a> ParseBatch<'a> {
         let (bytes, helper, ms) = claimed?;
         let item = &self.files[file];
         let decoding = js_sys::Date::now();
-        let decoded = if self.exports[job] {
+        let decoded = if !self.exports[job] && bytes.is_empty() {
+            Ok(Loaded::NotALog)
+        } else if self.exports[job] {
             nsys_wire::decode(&bytes).map(|read| {
                 Loaded::Export(match read {
                     ExportRead::Read(export) => Ok(*export),
@@ -286,7 +292,7 @@ impl<'a> ParseBatch<'a> {
             parse_blob(&item.name, 0, &item.blob, progress)
                 .await
                 .ok()
-                .map(Loaded::Log)
+                .map(|log| log.map_or(Loaded::NotALog, Loaded::Log))
         };
         if let Some(loaded) = loaded {
             let ms = js_sys::Date::now() - started;
@@ -465,21 +471,26 @@ fn post_job(
 /// one 16 MiB call ran the first slice of every load unoptimised.
 const FEED_BYTES: usize = 1 << 20;
 
-/// Reads `blob` in slices into [`LogLoader`] as file `file_index`; `progress(bytes_read)` after
-/// each slice. How every log of the page is parsed, in the loading worker or on a helper.
+/// Reads `blob` in slices into [`LogLoader`] as file `file_index` (gzip is inflated as it
+/// comes); `progress(bytes_read)` after each slice. How every log of the page is parsed, in the
+/// loading worker or on a helper. `None` for a file whose head sniffs as text without an NCCL
+/// line ([`InputKind::Text`]) and in which no later line is one either: not a log.
 pub async fn parse_blob(
     name: &str,
     file_index: u32,
     blob: &Blob,
     mut progress: impl FnMut(u64),
-) -> Result<LoadedLog, String> {
+) -> Result<Option<LoadedLog>, String> {
     let mut loader = LogLoader::new(name, file_index);
     let mut read = 0u64;
+    let mut kind = None;
     // One reused buffer: wasm memory holds the records kept, not the file.
     let mut buf = Vec::new();
     for_each_slice(blob, |part| {
         buf.resize(part.length() as usize, 0);
         part.copy_to(&mut buf);
+        // The first slice's head is the head the loading worker sniffed.
+        kind.get_or_insert_with(|| sniff(buf.get(..SNIFF_BYTES).unwrap_or(&buf)));
         read += buf.len() as u64;
         for piece in buf.chunks(FEED_BYTES) {
             loader.feed(piece);
@@ -487,7 +498,10 @@ pub async fn parse_blob(
         progress(read);
     })
     .await?;
-    Ok(loader.finish(blob.size() as u64))
+    match loader.finish_sniffed(blob.size() as u64) {
+        (_, false) if kind == Some(InputKind::Text) => Ok(None),
+        (log, _) => Ok(Some(log)),
+    }
 }
 
 /// The helper's side: if `data` is a parse job, parses its log or reads its export
@@ -579,9 +593,10 @@ async fn load_and_answer(
             Err(ExportFailure::File(e)) => Ok(nsys_wire::encode(&ExportRead::Failed(e))),
             Err(ExportFailure::SqlJs(e)) => Err(format!("sql.js: {e}")),
         },
+        // Not a log: no bytes (a parsed log's bytes are never empty).
         None => parse_blob(&name, 0, &blob, progress)
             .await
-            .map(|log| log_wire::encode(&log.parsed)),
+            .map(|log| log.map_or(Vec::new(), |log| log_wire::encode(&log.parsed))),
     };
     if crashed {
         // The uncaught error ends this helper: no answer.

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startSession, withScreenshot, dropFiles, nativeSummary, fact, FIXTURES } from './harness.mjs';
-import { makeBadFiles } from './badfiles.mjs';
+import { makeBadFiles, writeLateLog } from './badfiles.mjs';
 
 const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
 
@@ -34,10 +34,13 @@ for (const query of ['', '?parse-workers=3']) test(`bad exports and logs are rep
   const goodExport = path.join(FIXTURES, 'nsys', 'GindaChen-nsys-ai_mfu_2gpu_before.sqlite');
   const goodLog = path.join(FIXTURES, 'nccl', 'pytorch-torchtitan_issue1369_tp-collectives_coll-2ranks.log');
   const laterLog = path.join(FIXTURES, 'nccl', 'NVIDIA-nccl_issue584_send-recv-hang_coll-2ranks.log');
+  const lateFixture = path.join(FIXTURES, 'nccl', 'NVIDIA-nccl_issue147_ddp-broadcast-hang_coll-interleaved-8ranks.log');
   await withScreenshot(s.page, `bad-files${query ? '-parse-workers' : ''}`, async () => {
     await s.page.goto(`${s.url}${query}`);
+    // A log whose first NCCL line follows 200 KiB of other output loads whole.
+    const lateLog = writeLateLog(bad.dir, lateFixture);
     // Good files first and last, so a worker that died on a bad one would leave the last unloaded.
-    const mixed = [goodExport, ...bad.files.map((f) => f.path), goodLog];
+    const mixed = [goodExport, ...bad.files.map((f) => f.path), lateLog, goodLog];
     await dropFiles(s.page, mixed);
 
     for (const { path: p, expect } of bad.files) {
@@ -55,9 +58,14 @@ for (const query of ['', '?parse-workers=3']) test(`bad exports and logs are rep
       }
     }
 
+    // Text that is not a log is refused with the message of any other unknown file.
+    const refusal = async (name) => (await status(s.page, name)).replace(`${name}: `, '');
+    assert.equal(await refusal('pip-output.txt'), await refusal('junk.log'));
+
     if (query) {
-      // Every log and export, good or bad, was loaded on a helper (files that are neither are
-      // refused before): none was handed back to the loading worker.
+      // Every log and export, good or bad, and the text files (read as logs, in case a late
+      // line is NCCL output) was loaded on a helper (binary files that are neither are refused
+      // before): none was handed back to the loading worker.
       const line = s.page.getByTestId('analysis-status');
       await line.filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 60_000 });
       const read = (await line.textContent()).match(/\((\d+) of (\d+) files read on [1-3] workers?\)/);
@@ -70,6 +78,12 @@ for (const query of ['', '?parse-workers=3']) test(`bad exports and logs are rep
     assert.equal(Number(await fact(s.page, path.basename(goodExport), 'NCCL kernels')), nativeExport.nccl_kernels);
     const nativeLog = nativeSummary([goodLog]).inputs[0];
     assert.equal(Number(await fact(s.page, path.basename(goodLog), 'NCCL operations')), nativeLog.nccl_ops);
+    const late = path.basename(lateLog);
+    const nativeLate = nativeSummary([lateFixture]).inputs[0];
+    assert.ok(nativeLate.nccl_ops > 0);
+    assert.match(await status(s.page, late), /^loaded/);
+    assert.equal(Number(await fact(s.page, late, 'NCCL operations')), nativeLate.nccl_ops);
+    assert.equal(nativeSummary([lateLog]).inputs[0].nccl_ops, nativeLate.nccl_ops);
 
     // The same worker serves a later drop.
     await dropFiles(s.page, [laterLog]);

@@ -45,5 +45,31 @@ export function makeBadFiles() {
   write('no-nccl.sqlite', fs.readFileSync(nsys('NVIDIA-Fuser_report1_64ee035d.sqlite')), /no NCCL kernels/);
   // Binary junk named like a log.
   write('junk.log', junk(256 * 1024, 11), 'error');
+  // 200 KiB of a job's own output and no NCCL line: text, but not a log.
+  write('pip-output.txt', preamble(200 * 1024), 'error');
   return { dir, files };
+}
+
+/** `n` bytes of what a job prints before NCCL does: pip's progress, a config dump, a traceback. */
+export function preamble(n) {
+  const lines = [];
+  let size = 0;
+  for (let i = 0; size < n; i++) {
+    const chunk = `Collecting package-${i}==1.${i}.0\n  Downloading package_${i}-1.${i}.0.whl (1.2 MB)\n`
+      + `config.model.layers.${i}.hidden_size: 4096\n`
+      + `Traceback (most recent call last):\n  File "train.py", line ${i}, in <module>\n`;
+    lines.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.from(lines.join(''));
+}
+
+/**
+ * Writes `log` (a real fixture) after 200 KiB of preamble into `dir`, named `name`: a log whose
+ * first NCCL line is far past the 64 KiB head a file is first recognised by.
+ */
+export function writeLateLog(dir, log, name = 'train-stdout.log') {
+  const p = path.join(dir, name);
+  fs.writeFileSync(p, Buffer.concat([preamble(200 * 1024), fs.readFileSync(log)]));
+  return p;
 }

@@ -48,12 +48,15 @@ pub fn load(session: &mut Session, path: &Path) -> FileReport {
         Err(e) => return FileReport::failed(&name, InputKind::Unknown, size, e.to_string()),
     };
     head.truncate(n);
-    match sniff(&head) {
+    let kind = sniff(&head);
+    match kind {
         InputKind::NsysSqlite => match NativeDb::open(path) {
             Ok(db) => session.add_export(&db, &name, size),
             Err(e) => FileReport::failed(&name, InputKind::NsysSqlite, size, e.to_string()),
         },
-        InputKind::NcclLog | InputKind::Gzip => {
+        // Text without an NCCL line in its head may be a log after a long preamble: streamed
+        // through the parser like a log, kept only if some line of it is NCCL output.
+        InputKind::NcclLog | InputKind::Gzip | InputKind::Text => {
             let mut loader = LogLoader::new(&name, session.next_file_index());
             loader.feed(&head);
             // Big chunks: the parser reads each one on every core and its threads meet at
@@ -70,15 +73,23 @@ pub fn load(session: &mut Session, path: &Path) -> FileReport {
                     }
                 }
             }
-            session.add_log(loader.finish(size))
+            match loader.finish_sniffed(size) {
+                (_, false) if kind == InputKind::Text => not_an_input(&name, size),
+                (log, _) => session.add_log(log),
+            }
         }
-        InputKind::Unknown => FileReport::failed(
-            &name,
-            InputKind::Unknown,
-            size,
-            "neither an NCCL debug log nor an Nsight Systems SQLite export; skipped".into(),
-        ),
+        InputKind::Unknown => not_an_input(&name, size),
     }
+}
+
+/// The report of a file that is neither a log nor an export.
+fn not_an_input(name: &str, size: u64) -> FileReport {
+    FileReport::failed(
+        name,
+        InputKind::Unknown,
+        size,
+        "neither an NCCL debug log nor an Nsight Systems SQLite export; skipped".into(),
+    )
 }
 
 fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -5,8 +5,9 @@
 //! even UTF-8 sequences), then [`LogParser::finish`] returns a [`ParsedLog`]: per-collective
 //! operations and communicator inits as [`model::log`] records, per-process NCCL version and
 //! topology, channels/rings, init timings, destroys, the run's `NCCL WARN` lines, diagnostics
-//! about the log itself (with line numbers) and counters. [`parse_bytes`] does the same for a
-//! whole buffer and transparently gunzips; [`is_nccl_log`] sniffs content.
+//! about the log itself (with line numbers) and counters. [`LogStream`] puts a gzip decoder in
+//! front of it when the first bytes say gzip (inflating chunk by chunk as they are fed);
+//! [`parse_bytes`] does the same for a whole buffer; [`is_nccl_log`] sniffs content.
 //!
 //! No file I/O, no clocks: the crate builds for `wasm32-unknown-unknown`. Natively, big chunks are
 //! read on other threads while the caller's thread applies the lines in order (same result as
@@ -30,6 +31,7 @@ mod repeats;
 mod rings;
 mod scan;
 mod shared_read;
+mod stream;
 pub mod topo;
 mod tuning;
 
@@ -38,6 +40,7 @@ pub use records::{
     CommChannels, CommDestroy, Counters, InitTiming, ParsedLog, ProcessInfo, RingNeighbors,
     RingOrder, RunWarning, TreeLinks,
 };
+pub use stream::LogStream;
 pub use topo::{LinkKind, NodeKind, TopoHeader, TopoLink, TopoNode, Topology};
 
 use std::io::Read;
@@ -71,55 +74,30 @@ pub fn is_nccl_log(first_bytes: &[u8]) -> bool {
 }
 
 fn sniff_text(b: &[u8]) -> bool {
-    b.split(|c| *c == b'\n').any(|line| {
-        if let Some(s) = prefix::split_line(line) {
-            return s.dev.is_some();
-        }
-        scan::banner_version(line).is_some()
-    })
+    b.split(|c| *c == b'\n').any(stream::sniff_line)
 }
 
-/// Parses a whole buffer (plain or gzip) in one call.
+/// Parses a whole buffer (plain or gzip: [`LogStream`]) in one call.
 pub fn parse_bytes(path: &str, file_index: u32, bytes: &[u8]) -> ParsedLog {
-    let mut p = LogParser::new(path, file_index);
-    if !is_gzip(bytes) {
-        p.feed(bytes);
-        return p.finish();
-    }
-    let mut dec = flate2::read::MultiGzDecoder::new(bytes);
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut error = None;
-    loop {
-        match dec.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => p.feed(buf.get(..n).unwrap_or_default()),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                error = Some(e);
-                break;
-            }
-        }
-    }
-    let mut out = p.finish();
-    if let Some(e) = error {
-        let msg = format!("gzip stream damaged, parsed what inflated before it ({e})");
-        out.diagnostics.push(model::Diagnostic::error(path, 0, msg));
-    }
-    out
+    let mut s = LogStream::new(path, file_index);
+    s.feed(bytes);
+    s.finish()
 }
 
 /// Fuzzing entry (for `cargo fuzz`): parses `data` whole and again in chunks whose size the
-/// first byte chooses, and returns both results (they must be equal; neither may panic).
+/// first byte chooses, and returns both results (they must be equal; neither may panic). gzip
+/// input is chunked too: the stream inflates it as it comes.
 pub fn fuzz_parse(data: &[u8]) -> (ParsedLog, ParsedLog) {
     let whole = parse_bytes("fuzz", 0, data);
-    let step = usize::from(data.first().copied().unwrap_or(0) % 61) + 1;
-    let mut p = LogParser::new("fuzz", 0);
-    if is_gzip(data) {
-        // Chunking is about the text; compare against the whole parse of the same text.
-        return (whole.clone(), whole);
-    }
+    // gzip's first bytes are always the same: there the sum of all bytes picks the size.
+    let pick = match is_gzip(data) {
+        true => data.iter().fold(0u8, |a, b| a.wrapping_add(*b)),
+        false => data.first().copied().unwrap_or(0),
+    };
+    let step = usize::from(pick % 61) + 1;
+    let mut s = LogStream::new("fuzz", 0);
     for c in data.chunks(step) {
-        p.feed(c);
+        s.feed(c);
     }
-    (whole, p.finish())
+    (whole, s.finish())
 }

@@ -6,7 +6,7 @@ use crate::report::FileReport;
 use crate::sniff::InputKind;
 use crate::timeline::{Lod, Span, Timeline, Track};
 use enrich::ClockSync;
-use ingest_nccl::{LogParser, ParsedLog};
+use ingest_nccl::{LogStream, ParsedLog};
 use ingest_nsys::{KernelNameCache, ReadOptions};
 use model::log::ProcessKey;
 use model::nsys::NsysExport;
@@ -57,56 +57,50 @@ pub struct Session {
     pub read_options: ReadOptions,
 }
 
-/// Streams one log in, chunk by chunk. gzip input is gathered and decompressed at the end
-/// (compressed logs are small; the decompressed text still streams through the parser).
+/// Streams one log in, chunk by chunk, plain or gzip-compressed ([`ingest_nccl::LogStream`]:
+/// gzip is inflated as it is fed, so neither the compressed nor the decompressed file is ever
+/// held whole).
 pub struct LogLoader {
     name: String,
-    file_index: u32,
-    state: LoaderState,
-}
-
-enum LoaderState {
-    Start,
-    Plain(Box<LogParser>),
-    Gzip(Vec<u8>),
+    stream: LogStream,
 }
 
 impl LogLoader {
     pub fn new(name: &str, file_index: u32) -> Self {
         LogLoader {
             name: name.to_string(),
-            file_index,
-            state: LoaderState::Start,
+            stream: LogStream::new(name, file_index),
         }
     }
 
     pub fn feed(&mut self, chunk: &[u8]) {
-        if let LoaderState::Start = self.state {
-            self.state = if chunk.starts_with(&[0x1f, 0x8b]) {
-                LoaderState::Gzip(Vec::new())
-            } else {
-                LoaderState::Plain(Box::new(LogParser::new(&self.name, self.file_index)))
-            };
-        }
-        match &mut self.state {
-            LoaderState::Plain(p) => p.feed(chunk),
-            LoaderState::Gzip(buf) => buf.extend_from_slice(chunk),
-            LoaderState::Start => {}
-        }
+        self.stream.feed(chunk);
+    }
+
+    /// Bytes the loader holds between feeds besides the parser's records and state (inflated
+    /// text waiting for the parser, a cut gzip header, a cut line): bounded by about a MiB,
+    /// whatever the file's size ([`LogStream::buffered_bytes`]).
+    pub fn buffered_bytes(&self) -> usize {
+        self.stream.buffered_bytes()
     }
 
     /// Ends the input; `bytes` is the file's size as the user sees it.
     pub fn finish(self, bytes: u64) -> LoadedLog {
-        let parsed = match self.state {
-            LoaderState::Start => LogParser::new(&self.name, self.file_index).finish(),
-            LoaderState::Plain(p) => p.finish(),
-            LoaderState::Gzip(buf) => ingest_nccl::parse_bytes(&self.name, self.file_index, &buf),
-        };
-        LoadedLog {
+        self.finish_sniffed(bytes).0
+    }
+
+    /// [`LogLoader::finish`], and whether some line of the file is NCCL output by the test
+    /// [`crate::sniff`] applies to a file's head. A file that sniffed as [`InputKind::Text`]
+    /// (text without an NCCL line in its head) is a log only if so; otherwise it is refused
+    /// like any other unknown file.
+    pub fn finish_sniffed(self, bytes: u64) -> (LoadedLog, bool) {
+        let (parsed, nccl) = self.stream.finish_sniffed();
+        let log = LoadedLog {
             name: self.name,
             bytes,
             parsed,
-        }
+        };
+        (log, nccl)
     }
 }
 
