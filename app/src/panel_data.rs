@@ -41,6 +41,13 @@ pub struct AlignRow {
 pub struct WarningRow {
     pub file: String,
     pub line: u64,
+    /// The line's timestamp as printed (`[2026-04-28 14:14:49]`, `1714311289.123456`), when it
+    /// has one.
+    #[serde(default)]
+    pub timestamp: String,
+    /// That timestamp in ns since the epoch, for sorting.
+    #[serde(default)]
+    pub timestamp_ns: Option<i64>,
     /// `host:pid`, when the line names its process.
     pub process: String,
     pub message: String,
@@ -178,6 +185,8 @@ fn warnings(session: &Session) -> (Vec<WarningRow>, usize) {
                 rows.push(WarningRow {
                     file: log.name.clone(),
                     line: w.source.line,
+                    timestamp: w.timestamp.clone().unwrap_or_default(),
+                    timestamp_ns: w.timestamp_ns,
                     process: w
                         .process
                         .as_ref()
@@ -449,6 +458,36 @@ mod tests {
             csv(&h, &rows),
             "a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\r\n'=1+2,-3.5\r\n'-cmd,\"line\nbreak\"\r\n"
         );
+    }
+
+    #[test]
+    fn warnings_keep_their_timestamp_as_printed() {
+        let text = "[2026-04-28 14:14:50] n:1:2 [0] init.cc:1 NCCL WARN later\n\
+                    [2026-04-28 14:14:49] n:1:2 [0] init.cc:2 NCCL WARN earlier\n\
+                    1714311289.123456 n:1:2 [0] net.cc:3 NCCL WARN epoch\n\
+                    n:1:2 [0] net.cc:4 NCCL WARN none\n";
+        let mut loader = pipeline::LogLoader::new("w.log", 0);
+        loader.feed(text.as_bytes());
+        let mut session = Session::default();
+        session.add_log(loader.finish(text.len() as u64));
+        let (rows, count) = warnings(&session);
+        assert_eq!(count, 4);
+        let stamps: Vec<(&str, u64, bool)> = rows
+            .iter()
+            .map(|r| (r.timestamp.as_str(), r.line, r.timestamp_ns.is_some()))
+            .collect();
+        assert_eq!(
+            stamps,
+            [
+                ("[2026-04-28 14:14:50]", 1, true),
+                ("[2026-04-28 14:14:49]", 2, true),
+                ("1714311289.123456", 3, true),
+                ("", 4, false),
+            ]
+        );
+        assert!(rows[1].timestamp_ns < rows[0].timestamp_ns);
+        assert_eq!(rows[2].timestamp_ns, Some(1_714_311_289_123_456_000));
+        assert_eq!(rows[3].process, "n:1");
     }
 
     #[test]
