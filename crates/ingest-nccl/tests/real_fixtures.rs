@@ -587,7 +587,10 @@ fn every_note_quotes_its_line() {
             let start = line.get(..160).unwrap_or(line);
             assert_eq!(text, String::from_utf8_lossy(start), "{name}: {d:?}");
             assert_eq!(parts.cut, line.len() > 160, "{name}: {d:?}");
-            assert!(!parts.reason.is_empty() && !parts.reason.ends_with(':'), "{d:?}");
+            assert!(
+                !parts.reason.is_empty() && !parts.reason.ends_with(':'),
+                "{d:?}"
+            );
             quoted += 1;
         }
     }
