@@ -419,27 +419,36 @@ pub fn sort_order(rows: &[Vec<Cell>], col: usize, ascending: bool) -> Vec<usize>
 /// with CRLF. A field that a spreadsheet would run as a formula (`=`, `+`, `-`, `@` first) gets
 /// a leading `'`, since the text comes from the user's files.
 pub fn csv(headers: &[String], rows: &[Vec<String>]) -> String {
-    fn field(f: &str) -> String {
-        let f = if f.starts_with(['=', '+', '@'])
-            || (f.starts_with('-') && f.parse::<f64>().is_err())
-        {
-            format!("'{f}")
-        } else {
-            f.to_string()
-        };
-        if f.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", f.replace('"', "\"\""))
-        } else {
-            f
-        }
-    }
     let mut out = String::new();
     for line in std::iter::once(headers).chain(rows.iter().map(Vec::as_slice)) {
-        let fields: Vec<String> = line.iter().map(|f| field(f)).collect();
-        out.push_str(&fields.join(","));
-        out.push_str("\r\n");
+        csv_line(&mut out, line.iter().map(String::as_str));
     }
     out
+}
+
+/// Appends one CSV line of `fields` to `out`, written as [`csv`] writes them.
+pub fn csv_line<'a>(out: &mut String, fields: impl IntoIterator<Item = &'a str>) {
+    for (i, f) in fields.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let defused =
+            f.starts_with(['=', '+', '@']) || (f.starts_with('-') && f.parse::<f64>().is_err());
+        let quoted = f.contains([',', '"', '\n', '\r']);
+        if quoted {
+            out.push('"');
+        }
+        if defused {
+            out.push('\'');
+        }
+        if quoted {
+            out.push_str(&f.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(f);
+        }
+    }
+    out.push_str("\r\n");
 }
 
 #[cfg(test)]
