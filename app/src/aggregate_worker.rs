@@ -15,6 +15,7 @@ use crate::aggregate_data::{
     kernel_fields, rank_detail, sort_kernels, AggregateView, RankDetailView,
 };
 use crate::files::for_each_slice;
+use crate::notes::{summarise, NoteRow, FIRST_PAGE};
 use crate::views::FileView;
 use crate::wire::{encode_timeline, LoadItem, LoadRequest, ToPage};
 
@@ -92,19 +93,27 @@ async fn open(items: &[LoadItem], post: &dyn Fn(&ToPage, Option<Vec<u8>>)) {
                     .filter(|(k, _)| ["ranks", "hosts", "NCCL kernels"].contains(&k.as_str()))
                     .cloned()
                     .collect();
+                let notes: Vec<model::Diagnostic> = overview
+                    .notes
+                    .iter()
+                    .map(|m| model::Diagnostic::warning(&item.name, 0, m.clone()))
+                    .collect();
+                let file_view = FileView {
+                    kind: "ncclscope-aggregate".into(),
+                    version: Some(format!("format {}", aggregate::VERSION)),
+                    facts,
+                    notes: notes.iter().take(FIRST_PAGE).map(NoteRow::of).collect(),
+                    note_kinds: summarise(&notes),
+                    diagnostic_count: notes.len(),
+                    error: None,
+                    digest: None,
+                    load_ms,
+                };
+                crate::loader::keep_notes(item.id, &item.name, None, notes);
                 post(
                     &ToPage::Report {
                         id: item.id,
-                        view: FileView {
-                            kind: "ncclscope-aggregate".into(),
-                            version: Some(format!("format {}", aggregate::VERSION)),
-                            facts,
-                            diagnostics: overview.notes.clone(),
-                            diagnostic_count: overview.notes.len(),
-                            error: None,
-                            digest: None,
-                            load_ms,
-                        },
+                        view: file_view,
                         worker_memory_bytes: 0.0,
                     },
                     None,

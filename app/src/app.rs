@@ -14,6 +14,7 @@ use web_sys::{Blob, File, FileList};
 use crate::budget_dialog::{BudgetDialog, Pending};
 use crate::client;
 use crate::communicators::Communicators;
+use crate::notes_view::{NoteSummary, NotedFile, NotesPanel, NotesState};
 use crate::panel_nav::{show_panel, PanelNav};
 use crate::panels::AnalysisPanels;
 use crate::ranks::RankTable;
@@ -230,6 +231,42 @@ pub fn App() -> impl IntoView {
 
     // An opened aggregate (`ncclscope analyze --aggregate`): its views are aggregate_view.rs's.
     let aggregate = crate::aggregate_view::AggregateState::new();
+    // The file notes panel: the files with notes (again only when a report arrives), and the
+    // list it shows, paged from the worker.
+    let notes = NotesState::new();
+    notes.set_first_page(Callback::new(move |id: usize| {
+        rows.with_untracked(|r| {
+            r.get(id)
+                .and_then(|x| x.report.as_ref())
+                .map(|v| v.notes.clone())
+                .unwrap_or_default()
+        })
+    }));
+    let reported = Memo::new(move |_| {
+        rows.with(|r| {
+            r.iter()
+                .filter(|x| x.report.as_ref().is_some_and(|v| v.diagnostic_count > 0))
+                .count()
+        })
+    });
+    let noted = Memo::new(move |_| {
+        // (`get`, not `track`: a memo computes, and so follows the rows, only when read.)
+        reported.get();
+        rows.with_untracked(|r| {
+            r.iter()
+                .enumerate()
+                .filter_map(|(id, x)| {
+                    let v = x.report.as_ref().filter(|v| v.diagnostic_count > 0)?;
+                    Some(NotedFile {
+                        id,
+                        name: x.name.clone(),
+                        count: v.diagnostic_count,
+                        kinds: v.note_kinds.clone(),
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+    });
 
     // The worker does the loading and the analysis; the page only shows what it sends.
     client::set_handler(Rc::new(move |msg, new_timeline| match msg {
@@ -458,6 +495,7 @@ pub fn App() -> impl IntoView {
                 share_url.set(Some(here));
             }
         }
+        ToPage::Notes { page } => notes.receive(page),
         ToPage::Theory { view, error } => {
             theory_view.set(view);
             theory_error.set(error);
@@ -484,6 +522,7 @@ pub fn App() -> impl IntoView {
     let is_bundle = bundle.is_some();
     if let Some(b) = bundle {
         client::disable_worker();
+        notes.set_local_only();
         rows.set(
             b.files
                 .iter()
@@ -759,7 +798,8 @@ pub fn App() -> impl IntoView {
                         {move || format!("Analysed in {:.0} ms: {}", analysis_ms.get().unwrap_or(0.0), rerun.get())}
                     </p>
                 </Show>
-                <FileList rows=rows.into() />
+                <FileList rows=rows.into() notes=notes />
+                <NotesPanel state=notes files=noted.into() is_bundle=is_bundle />
                 <crate::aggregate_view::AggregatePanel state=aggregate />
                 <Show when=move || { shell.get() >= 1 }>
                 <div class="downloads" hidden=is_bundle>
@@ -931,7 +971,7 @@ fn EmptyState() -> impl IntoView {
 /// scroll box are in the document (a drop of hundreds of files adds a few dozen rows), and a
 /// row is drawn again only when its own progress, stage or report changes.
 #[component]
-fn FileList(rows: Signal<Vec<Row>>) -> impl IntoView {
+fn FileList(rows: Signal<Vec<Row>>, notes: NotesState) -> impl IntoView {
     const HEADERS: [&str; 6] = ["file", "kind", "size", "version", "contents", "status"];
     // Filtered by name; the keys change only when files are added.
     let keys = Memo::new(move |_| {
@@ -952,7 +992,7 @@ fn FileList(rows: Signal<Vec<Row>>) -> impl IntoView {
             // (`with`, not `track`: a memo computes, and so follows the rows, only when read.)
             stamp.with(|_| ());
             rows.with_untracked(|r| r.get(i).cloned())
-                .map(|row| view! { <FileRow row=row /> })
+                .map(|row| view! { <FileRow row=row id=i notes=notes /> })
         }
     };
     view! {
@@ -1002,7 +1042,7 @@ fn percent(read: u64, size: u64) -> String {
 }
 
 #[component]
-fn FileRow(row: Row) -> impl IntoView {
+fn FileRow(row: Row, id: usize, notes: NotesState) -> impl IntoView {
     let kind = row
         .report
         .as_ref()
@@ -1039,11 +1079,12 @@ fn FileRow(row: Row) -> impl IntoView {
     let loading = row.report.is_none();
     let failed = row.report.as_ref().is_some_and(|r| r.error.is_some());
     let digest = row.report.as_ref().and_then(|r| r.digest.clone());
-    let diagnostics = row
+    let kinds = row
         .report
         .as_ref()
-        .map(|r| r.diagnostics.clone())
+        .map(|r| r.note_kinds.clone())
         .unwrap_or_default();
+    let note_count = row.report.as_ref().map_or(0, |r| r.diagnostic_count);
     let (read, size) = (row.read as f64, row.size.max(1) as f64);
     // Every string here comes from the user's file: Leptos sets it as text, never as markup.
     view! {
@@ -1065,20 +1106,17 @@ fn FileRow(row: Row) -> impl IntoView {
                         view! { <span class="fact" data-fact=k>{label}": "<b>{v}</b></span> }
                     })
                     .collect_view()}
-                <Show when={
-                    let empty = diagnostics.is_empty();
-                    move || !empty
-                }>
-                    <details class="diagnostics">
-                        <summary>"skipped lines and warnings"</summary>
-                        <ul>
-                            {diagnostics
-                                .iter()
-                                .map(|d| view! { <li>{d.clone()}</li> })
-                                .collect_view()}
-                        </ul>
-                    </details>
-                </Show>
+                <NoteSummary kinds=kinds />
+                {(note_count > 0).then(|| view! {
+                    <button class="link" data-testid="show-notes"
+                        title="List this file's notes (every skipped line with its reason and text) in the file notes panel"
+                        on:click=move |_| {
+                            notes.show(id, None, note_count);
+                            show_panel("notes");
+                        }>
+                        "Show notes"
+                    </button>
+                })}
             </td>
             <td data-testid="status">
                 {loading.then(|| view! { <progress data-testid="file-progress" max=size value=read></progress> })}

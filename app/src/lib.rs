@@ -14,6 +14,7 @@ pub mod export_read;
 pub mod files;
 pub mod link;
 pub mod loader;
+pub mod notes;
 pub mod panel_data;
 pub mod parse_jobs;
 pub mod parse_pool;

@@ -22,6 +22,7 @@ use crate::align_pool::{self, HelperRunner, Helpers};
 use crate::export_read::{read_export_blob, ExportFailure};
 use crate::files::{for_each_slice, read_head};
 use crate::link::LinkFile;
+use crate::notes::NoteStore;
 use crate::panel_data::Panels;
 use crate::parse_pool::{self, Loaded, ParseBatch};
 use crate::theory_panel::theory_view;
@@ -45,6 +46,9 @@ thread_local! {
     static VIEW: RefCell<TimelineView> = RefCell::new(TimelineView::default());
     /// Every file loaded so far (the browser's handle, not its bytes), for fingerprints.
     static INPUTS: RefCell<Vec<Input>> = const { RefCell::new(Vec::new()) };
+    /// Every loaded file's notes, by the page's file id, for the pages of its list the page
+    /// asks for and for their download.
+    static NOTES: RefCell<NoteStore> = RefCell::new(NoteStore::default());
 }
 
 /// A loaded file and, once computed, its SHA-256.
@@ -119,6 +123,23 @@ async fn serve(mut req: LoadRequest) {
     }
     if let Some(kind) = &req.export {
         export(kind);
+    }
+    if let Some(q) = &req.notes {
+        let page = NOTES.with(|n| n.borrow_mut().page(q));
+        post(&ToPage::Notes { page }, None);
+    }
+    if let Some(id) = req.notes_csv {
+        let built = NOTES.with(|n| n.borrow().file(id).map(|f| (f.csv_name(), f.csv())));
+        if let Some((file_name, text)) = built {
+            post_bytes(
+                &ToPage::Export {
+                    file_name,
+                    mime: "text/csv".into(),
+                },
+                "data",
+                text.into_bytes(),
+            );
+        }
     }
     if let Some(view) = &req.view {
         change_view(view);
@@ -411,6 +432,12 @@ async fn load_and_analyse(req: &LoadRequest) {
                     })
                 });
                 let mut started = js_sys::Date::now();
+                // What the session holds before the file: a file it keeps is the next log or
+                // export, whose notes its report copies.
+                let before = SESSION.with(|s| {
+                    let s = s.borrow();
+                    (s.logs().len(), s.exports().len())
+                });
                 let report = match parsing.claim(n).await {
                     Some((loaded, ms)) => {
                         // The file's time is its load's on the helper (not the wait for its
@@ -438,6 +465,7 @@ async fn load_and_analyse(req: &LoadRequest) {
                     }
                 };
                 let view = FileView::from_report(&report, js_sys::Date::now() - started);
+                keep_notes(item.id, &item.name, Some(before), report.diagnostics);
                 post(
                     &ToPage::Report {
                         id: item.id,
@@ -518,6 +546,28 @@ async fn load_and_analyse(req: &LoadRequest) {
     });
     post(&result, Some(timeline));
     post_view_status(&view, counts, None);
+}
+
+/// Keeps file `id`'s notes for the page's later requests. With `before` (what the session held
+/// before the file) those its report copied from the log or export the session kept of it (the
+/// next one) are read from there.
+pub(crate) fn keep_notes(
+    id: usize,
+    name: &str,
+    before: Option<(usize, usize)>,
+    notes: Vec<model::Diagnostic>,
+) {
+    let (log, export) = match before {
+        Some((logs, exports)) => SESSION.with(|s| {
+            let s = s.borrow();
+            (
+                s.logs().get(logs).cloned(),
+                s.exports().get(exports).cloned(),
+            )
+        }),
+        None => (None, None),
+    };
+    NOTES.with(|n| n.borrow_mut().keep(id, name, log, export, notes));
 }
 
 /// The size of this worker's wasm memory.

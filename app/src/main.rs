@@ -11,6 +11,7 @@ mod communicators;
 mod details_panel;
 mod folders;
 mod minimap;
+mod notes_view;
 mod nvtx_rows;
 mod panel_nav;
 mod panels;

@@ -41,6 +41,13 @@ pub struct AlignRow {
 pub struct WarningRow {
     pub file: String,
     pub line: u64,
+    /// The line's timestamp as printed (`[2026-04-28 14:14:49]`, `1714311289.123456`), when it
+    /// has one.
+    #[serde(default)]
+    pub timestamp: String,
+    /// That timestamp in ns since the epoch, for sorting.
+    #[serde(default)]
+    pub timestamp_ns: Option<i64>,
     /// `host:pid`, when the line names its process.
     pub process: String,
     pub message: String,
@@ -178,6 +185,8 @@ fn warnings(session: &Session) -> (Vec<WarningRow>, usize) {
                 rows.push(WarningRow {
                     file: log.name.clone(),
                     line: w.source.line,
+                    timestamp: w.timestamp.clone().unwrap_or_default(),
+                    timestamp_ns: w.timestamp_ns,
                     process: w
                         .process
                         .as_ref()
@@ -410,27 +419,36 @@ pub fn sort_order(rows: &[Vec<Cell>], col: usize, ascending: bool) -> Vec<usize>
 /// with CRLF. A field that a spreadsheet would run as a formula (`=`, `+`, `-`, `@` first) gets
 /// a leading `'`, since the text comes from the user's files.
 pub fn csv(headers: &[String], rows: &[Vec<String>]) -> String {
-    fn field(f: &str) -> String {
-        let f = if f.starts_with(['=', '+', '@'])
-            || (f.starts_with('-') && f.parse::<f64>().is_err())
-        {
-            format!("'{f}")
-        } else {
-            f.to_string()
-        };
-        if f.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", f.replace('"', "\"\""))
-        } else {
-            f
-        }
-    }
     let mut out = String::new();
     for line in std::iter::once(headers).chain(rows.iter().map(Vec::as_slice)) {
-        let fields: Vec<String> = line.iter().map(|f| field(f)).collect();
-        out.push_str(&fields.join(","));
-        out.push_str("\r\n");
+        csv_line(&mut out, line.iter().map(String::as_str));
     }
     out
+}
+
+/// Appends one CSV line of `fields` to `out`, written as [`csv`] writes them.
+pub fn csv_line<'a>(out: &mut String, fields: impl IntoIterator<Item = &'a str>) {
+    for (i, f) in fields.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let defused =
+            f.starts_with(['=', '+', '@']) || (f.starts_with('-') && f.parse::<f64>().is_err());
+        let quoted = f.contains([',', '"', '\n', '\r']);
+        if quoted {
+            out.push('"');
+        }
+        if defused {
+            out.push('\'');
+        }
+        if quoted {
+            out.push_str(&f.replace('"', "\"\""));
+            out.push('"');
+        } else {
+            out.push_str(f);
+        }
+    }
+    out.push_str("\r\n");
 }
 
 #[cfg(test)]
@@ -449,6 +467,36 @@ mod tests {
             csv(&h, &rows),
             "a,b\r\n\"x,y\",\"say \"\"hi\"\"\"\r\n'=1+2,-3.5\r\n'-cmd,\"line\nbreak\"\r\n"
         );
+    }
+
+    #[test]
+    fn warnings_keep_their_timestamp_as_printed() {
+        let text = "[2026-04-28 14:14:50] n:1:2 [0] init.cc:1 NCCL WARN later\n\
+                    [2026-04-28 14:14:49] n:1:2 [0] init.cc:2 NCCL WARN earlier\n\
+                    1714311289.123456 n:1:2 [0] net.cc:3 NCCL WARN epoch\n\
+                    n:1:2 [0] net.cc:4 NCCL WARN none\n";
+        let mut loader = pipeline::LogLoader::new("w.log", 0);
+        loader.feed(text.as_bytes());
+        let mut session = Session::default();
+        session.add_log(loader.finish(text.len() as u64));
+        let (rows, count) = warnings(&session);
+        assert_eq!(count, 4);
+        let stamps: Vec<(&str, u64, bool)> = rows
+            .iter()
+            .map(|r| (r.timestamp.as_str(), r.line, r.timestamp_ns.is_some()))
+            .collect();
+        assert_eq!(
+            stamps,
+            [
+                ("[2026-04-28 14:14:50]", 1, true),
+                ("[2026-04-28 14:14:49]", 2, true),
+                ("1714311289.123456", 3, true),
+                ("", 4, false),
+            ]
+        );
+        assert!(rows[1].timestamp_ns < rows[0].timestamp_ns);
+        assert_eq!(rows[2].timestamp_ns, Some(1_714_311_289_123_456_000));
+        assert_eq!(rows[3].process, "n:1");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 use leptos::prelude::*;
 
 /// Panel ids (each panel's element is `panel-<id>`) and their names.
-pub const PANELS: [(&str, &str); 10] = [
+pub const PANELS: [(&str, &str); 11] = [
+    ("notes", "File notes"),
     ("timeline", "Timeline"),
     ("ranks", "Ranks"),
     ("communicators", "Communicators"),

@@ -321,6 +321,11 @@ fn warnings(p: &Panels) -> impl IntoView {
             vec![
                 Cell::text(w.file.clone()),
                 Cell::count(w.line),
+                // Sorted by the time it stands for; shown as printed.
+                match w.timestamp_ns {
+                    Some(ns) => Cell::num(ns as f64, w.timestamp.clone()),
+                    None => Cell::text(w.timestamp.clone()),
+                },
                 Cell::text(w.process.clone()),
                 Cell::text(w.message.clone()),
             ]
@@ -341,7 +346,7 @@ fn warnings(p: &Panels) -> impl IntoView {
                 }}
             </p>
             {(count > 0).then(|| view! {
-                <DataTable test_id="warning-table" headers=headers(&["file", "line", "process", "message"]) rows=rows />
+                <DataTable test_id="warning-table" headers=headers(&["file", "line", "time", "process", "message"]) rows=rows />
             })}
         </section>
     }

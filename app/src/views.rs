@@ -4,10 +4,8 @@
 use pipeline::{Analysis, FileReport, ProcessSummary, Session};
 use serde::{Deserialize, Serialize};
 
+use crate::notes::{summarise, NoteKind, NoteRow, FIRST_PAGE};
 use crate::wire::human_bytes;
-
-/// How many diagnostics of one file are sent to the page (the count is always exact).
-pub const MAX_DIAGNOSTICS_SHOWN: usize = 200;
 
 /// One file's row once loaded (or failed).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,8 +13,13 @@ pub struct FileView {
     pub kind: String,
     pub version: Option<String>,
     pub facts: Vec<(String, String)>,
-    /// The first [`MAX_DIAGNOSTICS_SHOWN`] diagnostics, formatted with file and line.
-    pub diagnostics: Vec<String>,
+    /// The first [`FIRST_PAGE`] of its notes (diagnostics); the worker keeps them all and sends
+    /// further pages on request ([`crate::notes`]).
+    #[serde(default)]
+    pub notes: Vec<NoteRow>,
+    /// How many notes of each reason it has.
+    #[serde(default)]
+    pub note_kinds: Vec<NoteKind>,
     pub diagnostic_count: usize,
     pub error: Option<String>,
     pub digest: Option<String>,
@@ -30,12 +33,13 @@ impl FileView {
             kind: r.kind.label().to_string(),
             version: r.version.clone(),
             facts: r.facts.clone(),
-            diagnostics: r
+            notes: r
                 .diagnostics
                 .iter()
-                .take(MAX_DIAGNOSTICS_SHOWN)
-                .map(ToString::to_string)
+                .take(FIRST_PAGE)
+                .map(NoteRow::of)
                 .collect(),
+            note_kinds: summarise(&r.diagnostics),
             diagnostic_count: r.diagnostics.len(),
             // The message names the file, whatever stage wrote it.
             error: r.error.as_ref().map(|e| {
@@ -56,7 +60,8 @@ impl FileView {
             kind: "unknown".to_string(),
             version: None,
             facts: Vec::new(),
-            diagnostics: Vec::new(),
+            notes: Vec::new(),
+            note_kinds: Vec::new(),
             diagnostic_count: 0,
             error: Some(error),
             digest: None,

@@ -16,6 +16,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
 
 use crate::link::LinkFile;
+use crate::notes::{NotePage, NoteQuery};
 use crate::panel_data::Panels;
 use crate::theory_panel::TheoryView;
 use crate::views::{CommPanel, FileView, RankView};
@@ -64,6 +65,8 @@ pub enum ToPage {
     },
     /// A download the page asked for (the bytes travel beside, in binary, under `data`).
     Export { file_name: String, mime: String },
+    /// A page of a file's notes the page asked for ([`LoadRequest::notes`]).
+    Notes { page: NotePage },
     /// Name, size and SHA-256 of every file loaded so far, for a shareable link.
     Fingerprints { files: Vec<LinkFile> },
     /// The aggregate of the time window the page asked about.
@@ -147,6 +150,10 @@ pub struct LoadRequest {
     pub export: Option<String>,
     /// Fingerprint every file loaded so far ([`ToPage::Fingerprints`]).
     pub fingerprints: bool,
+    /// A page of a file's notes ([`ToPage::Notes`]).
+    pub notes: Option<NoteQuery>,
+    /// All the notes of file (id) as CSV, a download ([`ToPage::Export`]).
+    pub notes_csv: Option<usize>,
     /// Aggregate this window of the synchronised timeline, in ns ([`ToPage::Window`]).
     pub window: Option<(i64, i64)>,
     /// Details of the kernel at (track, span) of the last timeline ([`ToPage::Details`]).
@@ -253,6 +260,17 @@ impl LoadRequest {
             set(&msg, "export", &JsValue::from_str(x));
         }
         set(&msg, "fingerprints", &JsValue::from_bool(self.fingerprints));
+        if let Some(q) = &self.notes {
+            set(&msg, "notes_file", &JsValue::from_f64(q.file as f64));
+            set(&msg, "notes_offset", &JsValue::from_f64(q.offset as f64));
+            set(&msg, "notes_limit", &JsValue::from_f64(q.limit as f64));
+            if let Some(r) = &q.reason {
+                set(&msg, "notes_reason", &JsValue::from_str(r));
+            }
+        }
+        if let Some(f) = self.notes_csv {
+            set(&msg, "notes_csv", &JsValue::from_f64(f as f64));
+        }
         if let Some((rank, comm, oc)) = &self.pick_by {
             set(&msg, "pick_rank", &JsValue::from_f64(f64::from(*rank)));
             set(&msg, "pick_comm", &JsValue::from_str(comm));
@@ -328,6 +346,16 @@ impl LoadRequest {
             hardware: get(v, "hardware")?.as_string(),
             export: get(v, "export")?.as_string(),
             fingerprints: get(v, "fingerprints")?.as_bool().unwrap_or(false),
+            notes: match get(v, "notes_file")?.as_f64() {
+                Some(file) => Some(NoteQuery {
+                    file: file as usize,
+                    reason: get(v, "notes_reason")?.as_string(),
+                    offset: get(v, "notes_offset")?.as_f64().unwrap_or(0.0) as usize,
+                    limit: get(v, "notes_limit")?.as_f64().unwrap_or(0.0) as usize,
+                }),
+                None => None,
+            },
+            notes_csv: get(v, "notes_csv")?.as_f64().map(|f| f as usize),
             window: get(v, "window_start")?
                 .as_f64()
                 .zip(get(v, "window_end")?.as_f64())

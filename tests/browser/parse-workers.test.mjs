@@ -3,9 +3,9 @@
 // exports to the session in the order of the drop, logs renumbered to their place. Where a file
 // is loaded must not change anything:
 // with `?parse-workers=3&align-workers=3` the page's every enriched kernel (the kernels CSV),
-// the rank table and every file's row (facts, diagnostics with their line numbers, the records
-// digest of `?digest`) equal those with `?parse-workers=0&align-workers=0` (everything in the
-// loading worker), for the demo run and generator runs with several logs: plain, gzip-compressed
+// the rank table, every file's row (facts, notes per reason, the records digest of `?digest`)
+// and every file's notes (the notes panel's download: line numbers, reasons, texts) equal those
+// with `?parse-workers=0&align-workers=0` (everything in the loading worker), for the demo run and generator runs with several logs: plain, gzip-compressed
 // with a garbled and truncated log, and with a refused file before the logs (so a log's place
 // in the session is not its place in the drop). A helper that fails mid-job (an uncaught error,
 // or bytes cut short) changes nothing either: its file is loaded in the loading worker, and the
@@ -67,7 +67,7 @@ function mangled() {
   return out;
 }
 
-/** Every file row of the page as text (facts, notes, digest; not the load time). */
+/** Every file row of the page as text (facts, notes per reason, digest; not the load time). */
 const fileRows = (page) => allRows(page, 'file-list', (trs) => trs.map((tr) => `${tr.dataset.file}: ${tr.textContent}`),
   (r) => r.slice(0, r.indexOf(': ')));
 
@@ -80,9 +80,23 @@ async function analyse(s, files, query) {
   return {
     status: await line.textContent(),
     rows: await fileRows(s.page),
+    notes: await fileNotes(s.page),
     ranks: await rankTable(s.page),
     csv: (await download(s.page, 'download-csv')).bytes.toString('utf8'),
   };
+}
+
+/** Every file's notes as the notes panel downloads them (CSV), by file name. */
+async function fileNotes(page) {
+  const notes = {};
+  const select = page.getByTestId('notes-file');
+  if (!(await select.count())) return notes;
+  const options = await select.locator('option').evaluateAll((os) => os.map((o) => [o.value, o.textContent]));
+  for (const [value, label] of options) {
+    await select.selectOption(value);
+    notes[label.replace(/ \(\d+ notes\)$/, '')] = (await download(page, 'notes-download')).bytes.toString('utf8');
+  }
+  return notes;
 }
 
 const ALONE = 'parse-workers=0&align-workers=0';
@@ -93,6 +107,7 @@ function assertSame(helped, alone, name) {
   assert.ok(alone.ranks.length >= 4, `${name}: ${alone.ranks.length} ranks`);
   assert.deepEqual(helped.ranks, alone.ranks, `${name}: rank table`);
   assert.deepEqual(helped.rows, alone.rows, `${name}: file reports`);
+  assert.deepEqual(helped.notes, alone.notes, `${name}: every file's notes`);
   const rows = alone.csv.trim().split('\n');
   assert.ok(rows.length > 100, `${name}: ${rows.length} CSV rows`);
   assert.equal(helped.csv, alone.csv, `${name}: every enriched kernel is the same`);
@@ -131,7 +146,10 @@ for (const [name, files] of [['demo', demoFiles], ['tp2pp2', () => generated('tp
         // reports compared above.
         const row = (re) => alone.rows.find((r) => re.test(r));
         assert.match(row(/^0-notes\.log: /) ?? '', /error: 0-notes\.log: neither/s);
-        assert.match(row(/^garbled-/) ?? '', /skipped lines: [1-9].*garbled-nccl_debug_\w+\.log:\d+: /s);
+        assert.match(row(/^garbled-/) ?? '', /skipped lines: [1-9].*line skipped: /s);
+        const garbled = Object.entries(alone.notes).find(([f]) => f.startsWith('garbled-'));
+        assert.ok(garbled, Object.keys(alone.notes).join(', '));
+        assert.match(garbled[1], /\r\ngarbled-nccl_debug_\w+\.log,\d+,(info|warning),line skipped: /);
         assert.ok(alone.rows.filter((r) => /^[^:]*\.log\.gz: .*loaded/s.test(r)).length >= 1, 'gzip logs load');
       }
       assert.deepEqual(s.errors, []);

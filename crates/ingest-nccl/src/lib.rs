@@ -13,7 +13,8 @@
 //! read on other threads while the caller's thread applies the lines in order (same result as
 //! one thread); where no thread can be spawned (wasm) everything runs on the caller's thread.
 //! A bad line is a diagnostic, never a panic: every skipped line is listed with its reason and
-//! text ([`SKIPPED`]). Memory grows with the records kept, not with the input.
+//! text ([`SKIPPED`]; [`split_note`] takes a note apart into reason, detail and the line's text
+//! again). Memory grows with the records kept, not with the input.
 //!
 //! Modules, one per line family (each starts with the exact shapes it reads): `prefix` (who
 //! printed the line), `coll` (per-collective lines), `tuning`, `init`, `topo`, `rings`; then
@@ -23,6 +24,7 @@
 mod coll;
 mod fast;
 mod init;
+mod note;
 mod parser;
 mod prefix;
 mod read;
@@ -35,6 +37,7 @@ mod stream;
 pub mod topo;
 mod tuning;
 
+pub use note::{split_note, NoteParts};
 pub use parser::{LogParser, SKIPPED};
 pub use records::{
     CommChannels, CommDestroy, Counters, InitTiming, ParsedLog, ProcessInfo, RingNeighbors,

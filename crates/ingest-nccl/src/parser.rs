@@ -16,6 +16,7 @@
 //! NCCL version 2.16.5+cuda11.8                        (bare banner, no header: goes to the last process)
 //! ```
 
+use crate::note::{excerpt, PRINTED_TWICE, UNKNOWN_OP};
 use crate::prefix::{Level, Origin, Split};
 use crate::read::{
     lines_of, read_body, read_line_into, windows, Body, FastBody, FastLine, LineCache, Read,
@@ -163,8 +164,6 @@ impl SeenSlot {
 /// Notes of one kind about lines that were still read (attributed to the only process, merged,
 /// printed twice) beyond this are counted, not listed. Skipped lines are always all listed.
 const DIAG_CAP: u64 = 200;
-/// How much of a line a finding quotes.
-const EXCERPT: usize = 160;
 /// Findings beyond this many keep their line number and reason but not the line's text.
 const EXCERPT_LINES: u64 = 100_000;
 /// How every skipped line's finding starts (the app and tests can pick them out by it).
@@ -437,9 +436,9 @@ impl LogParser {
         }
     }
 
-    /// Appends the line's text (its first [`EXCERPT`] bytes) to the findings about it, so the
-    /// user sees what was skipped; after [`EXCERPT_LINES`] findings only reasons and line numbers
-    /// are kept, which bounds the text stored for a file of garbage.
+    /// Appends the line's text (its first [`crate::note::EXCERPT`] bytes) to the findings about
+    /// it, so the user sees what was skipped; after [`EXCERPT_LINES`] findings only reasons and
+    /// line numbers are kept, which bounds the text stored for a file of garbage.
     #[inline]
     fn add_excerpts(&mut self, from: usize, line: &[u8]) {
         // Almost every line adds no finding: settled inline.
@@ -887,10 +886,7 @@ impl LogParser {
         };
         let Some(op) = scan::op_type(c.name) else {
             let name = scan::text(c.name);
-            self.skip(
-                Severity::Warning,
-                &format!("per-collective line with an operation this build does not know: {name}"),
-            );
+            self.skip(Severity::Warning, &format!("{UNKNOWN_OP}: {name}"));
             return;
         };
         let Some(p) = proc else {
@@ -949,18 +945,14 @@ impl LogParser {
         let seen = self.seen_ops.insert((p, c.comm, op, peer), c.op_count, row);
         if self.printed_twice(seen, c) {
             self.out.counters.duplicate_ops += 1;
-            self.diag_msg(
-                Severity::Warning,
-                "per-collective line printed twice (counted twice)",
-                || {
-                    Some(format!(
-                        "{} opCount {:x} comm 0x{:x}",
-                        op.name(),
-                        c.op_count,
-                        c.comm
-                    ))
-                },
-            );
+            self.diag_msg(Severity::Warning, PRINTED_TWICE, || {
+                Some(format!(
+                    "{} opCount {:x} comm 0x{:x}",
+                    op.name(),
+                    c.op_count,
+                    c.comm
+                ))
+            });
         }
         self.out.counters.op_lines += 1;
         let cuda_dev = dev
@@ -1396,18 +1388,6 @@ fn default_threads() -> usize {
         return 1;
     }
     std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
-}
-
-/// The start of a line as quoted text (lossy UTF-8, control characters escaped), `…` when cut.
-fn excerpt(line: &[u8]) -> String {
-    let cut = line.len() > EXCERPT;
-    let text = String::from_utf8_lossy(line.get(..EXCERPT).unwrap_or(line));
-    // A cut through a UTF-8 sequence shows as one replacement character; that is fine here.
-    let mut q = format!("{text:?}");
-    if cut {
-        q.push('…');
-    }
-    q
 }
 
 #[cfg(test)]

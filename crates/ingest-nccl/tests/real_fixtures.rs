@@ -931,3 +931,33 @@ fn channels_and_prefixes() {
         );
     }
 }
+
+/// Every note about a line of a real fixture gives back, through `split_note`, the start of that
+/// very line (as the page lists it), read here from the fixture's own bytes.
+#[test]
+fn every_note_quotes_its_line() {
+    let mut quoted = 0;
+    for (name, bytes) in &common::fixtures() {
+        if ingest_nccl::is_gzip(bytes) {
+            continue;
+        }
+        let log = parse_bytes(name, 0, bytes);
+        let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+        for d in &log.diagnostics {
+            let parts = ingest_nccl::split_note(d);
+            let Some(text) = parts.text() else { continue };
+            let line = lines[d.line as usize - 1].trim_ascii_end();
+            let start = line.get(..160).unwrap_or(line);
+            assert_eq!(text, String::from_utf8_lossy(start), "{name}: {d:?}");
+            assert_eq!(parts.cut, line.len() > 160, "{name}: {d:?}");
+            assert!(
+                !parts.reason.is_empty() && !parts.reason.ends_with(':'),
+                "{d:?}"
+            );
+            quoted += 1;
+        }
+    }
+    if !common::fixtures().is_empty() {
+        assert!(quoted > 0, "some fixture has notes about its lines");
+    }
+}
