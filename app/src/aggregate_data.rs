@@ -156,6 +156,8 @@ impl AggregateView {
                         .as_ref()
                         .map_or(String::new(), |(n, g)| format!("{n} ({g:.0} GB/s)")),
                     skew: String::new(),
+                    setup: String::new(),
+                    transports: String::new(),
                 }
             })
             .collect();

@@ -1,6 +1,7 @@
 //! The communicators panel: each logical communicator, its ranks, the parallelism it serves
 //! with the evidence and confidence behind the label, and the enrichment of its kernels: median
-//! bus bandwidth and efficiency against its bottleneck link, and the members' arrival skew.
+//! bus bandwidth and efficiency against its bottleneck link, the members' arrival skew, and how
+//! NCCL set it up (channels, trees, nodes, the transports of its connections).
 
 use leptos::prelude::*;
 use ncclscope_app::panel_data::Cell;
@@ -8,7 +9,7 @@ use ncclscope_app::views::{CommPanel, CommRow};
 
 use crate::table::VirtualTable;
 
-const HEADERS: [&str; 10] = [
+const HEADERS: [&str; 12] = [
     "id",
     "size",
     "global ranks",
@@ -19,6 +20,8 @@ const HEADERS: [&str; 10] = [
     "bottleneck",
     "arrival skew",
     "evidence",
+    "set-up",
+    "transports",
 ];
 
 /// One communicator's sort keys and CSV fields: the formatted figures each carry one unit per
@@ -43,6 +46,8 @@ fn cells(r: &CommRow) -> Vec<Cell> {
         Cell::text(r.bottleneck.clone()),
         Cell::parsed(r.skew.clone()),
         Cell::text(r.evidence.clone()),
+        Cell::parsed(r.setup.clone()),
+        Cell::text(r.transports.clone()),
     ]
 }
 
@@ -83,6 +88,8 @@ fn comm_row(r: CommRow) -> impl IntoView {
             <td>{r.bottleneck}</td>
             <td data-testid="skew">{r.skew}</td>
             <td class="evidence">{r.evidence}</td>
+            <td data-testid="setup">{r.setup}</td>
+            <td data-testid="transports">{r.transports}</td>
         </tr>
     }
 }

@@ -148,6 +148,12 @@ pub struct CommRow {
     pub bottleneck: String,
     /// Mean arrival skew and the rank most often last.
     pub skew: String,
+    /// How NCCL set it up: channels, tree channels, nodes × ranks per node.
+    #[serde(default)]
+    pub setup: String,
+    /// The transports of its channels' connections, with how many use each.
+    #[serde(default)]
+    pub transports: String,
 }
 
 /// The communicators panel's rows and the layout line above them.
@@ -161,6 +167,7 @@ impl CommPanel {
     pub fn from_analysis(a: &Analysis, session: &Session) -> Self {
         let stats = pipeline::comm_stats(session, a);
         let skews = pipeline::arrival_skew(session, a);
+        let setups = pipeline::comm_setups(session, a);
         let layout = match a.layout.sizes {
             Some(s) => format!(
                 "layout TP={} CP={} EP={} DP={} PP={} (confidence {:.2}): {}",
@@ -210,6 +217,12 @@ impl CommPanel {
                                 last.map_or(String::new(), |r| format!(", rank {r} last"))
                             )
                         }),
+                    setup: setups
+                        .get(i)
+                        .map_or(String::new(), pipeline::CommSetup::channels_text),
+                    transports: setups
+                        .get(i)
+                        .map_or(String::new(), pipeline::CommSetup::transports_text),
                 }
             })
             .collect();

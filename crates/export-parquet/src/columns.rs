@@ -73,6 +73,7 @@ pub const COLUMNS: &[Column] = &[
     col("algorithm", Text, true, Arg(NCCL_ALGORITHM)),
     col("protocol", Text, true, Arg(PROTOCOL)),
     col("channels", Int32, true, Arg(CHANNELS)),
+    col("symmetric_kernel", Text, true, Arg(SYMMETRIC_KERNEL)),
     col("algo_bw_gbps", Double, true, Arg(ALGO_BW)),
     col("bus_bw_gbps", Double, true, Arg(BUS_BW)),
     col("bus_factor", Double, true, Arg(BUS_FACTOR)),

@@ -389,6 +389,7 @@ impl Ctx<'_> {
         put(NCCL_ALGORITHM, json!(first.algo.map(|a| a.name())));
         put(PROTOCOL, json!(first.proto.map(|p| p.name())));
         put(CHANNELS, json!(first.nchannels));
+        put(SYMMETRIC_KERNEL, json!(first.sym_kernel.as_deref()));
         put(COMMUNICATOR_SIZE, json!(n));
         let comm = self
             .analysis

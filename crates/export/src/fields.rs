@@ -64,10 +64,13 @@ pub const OWN_CLOCK_END_NS: &str = "Own Clock End (ns)";
 /// `Op Count (Hex)` it names one collective instance on every rank, where each process's
 /// `Communicator Ptr` differs.
 pub const COMMUNICATOR_ID: &str = "Communicator ID";
+/// The kernel a 2.27+ `[Symmetric]` tuning line named for the operation (it ran on symmetric
+/// buffers); empty otherwise.
+pub const SYMMETRIC_KERNEL: &str = "Symmetric Kernel";
 
-/// Fields beyond the contract's (figure 4.2's theoretical side, the alignment's confidence, and
-/// the unsynchronised times).
-pub const EXTRA_FIELDS: [&str; 12] = [
+/// Fields beyond the contract's (figure 4.2's theoretical side, the alignment's confidence, the
+/// unsynchronised times, the symmetric kernel).
+pub const EXTRA_FIELDS: [&str; 13] = [
     CONFIDENCE,
     PROTOCOL,
     CHANNELS,
@@ -80,6 +83,7 @@ pub const EXTRA_FIELDS: [&str; 12] = [
     OWN_CLOCK_START_NS,
     OWN_CLOCK_END_NS,
     COMMUNICATOR_ID,
+    SYMMETRIC_KERNEL,
 ];
 
 /// Values of [`MATCH`].

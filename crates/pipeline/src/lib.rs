@@ -9,6 +9,7 @@
 mod alignment;
 mod analysis;
 mod clocks;
+mod comm_setup;
 mod comm_stats;
 mod comparison;
 mod details;
@@ -32,6 +33,7 @@ mod window;
 pub use alignment::{align_session, kernel_op, Alignments, ProcessMatch};
 pub use analysis::{analyse, analyse_incremental, analyse_incremental_with, Analysis, UserSizes};
 pub use clocks::synchronise_clocks;
+pub use comm_setup::{comm_setups, CommSetup};
 pub use comm_stats::{comm_bottlenecks, comm_stats, CommStats};
 pub use comparison::{compare_volumes, VolumeComparison};
 pub use details::{
