@@ -108,6 +108,8 @@ pub fn App() -> impl IntoView {
     // What the last analysis re-ran (adding files re-aligns only what they change).
     let rerun = RwSignal::new(String::new());
     let worker_memory = RwSignal::new(None::<f64>);
+    // The worker's heap per stage of the last load (JSON), for benchmarks.
+    let worker_heap = RwSignal::new(None::<String>);
     let analysing = RwSignal::new(false);
     // Theory versus observed: the form (kept between visits), which fields the trace filled,
     // which the user typed, and the worker's answer.
@@ -299,7 +301,9 @@ pub fn App() -> impl IntoView {
             inferred: new_inferred,
             panels: new_panels,
             rerun: new_rerun,
+            heap,
         } => {
+            worker_heap.set(serde_json::to_string(&heap).ok());
             window_summary.set(None);
             selected.set(None);
             details.set(None);
@@ -743,6 +747,7 @@ pub fn App() -> impl IntoView {
             class:aggregate-only=move || aggregate.is_open() && ranks.with(Vec::is_empty)
             data-analysis-ms=move || analysis_ms.get().map(|ms| format!("{ms:.0}"))
             data-worker-memory=move || worker_memory.get().map(|b| format!("{b:.0}"))
+            data-worker-heap=move || worker_heap.get()
         >
             <header>
                 <h1>"ncclscope"</h1>

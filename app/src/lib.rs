@@ -12,6 +12,7 @@ pub mod charts;
 pub mod deferred;
 pub mod export_read;
 pub mod files;
+pub mod heap;
 pub mod link;
 pub mod loader;
 pub mod notes;

@@ -21,6 +21,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 use crate::align_pool::{self, HelperRunner, Helpers};
 use crate::export_read::{read_export_blob, ExportFailure};
 use crate::files::{for_each_slice, read_head};
+use crate::heap::HeapStage;
 use crate::link::LinkFile;
 use crate::notes::NoteStore;
 use crate::panel_data::Panels;
@@ -412,6 +413,7 @@ fn inferred_fields(analysis: &Analysis, session: &Session) -> Vec<(String, Strin
 
 async fn load_and_analyse(req: &LoadRequest) {
     SESSION.with(|s| s.borrow_mut().digests = req.options.digests);
+    let mut heap = vec![HeapStage::ended("before")];
     let helpers = match req.options.align_workers {
         Some(n) => Helpers::Exactly(n),
         None => Helpers::Auto,
@@ -478,6 +480,7 @@ async fn load_and_analyse(req: &LoadRequest) {
         })
         .await;
     let loaded = parsing.summary(js_sys::Date::now() - load_started);
+    heap.push(HeapStage::ended("files loaded"));
     // Adding files re-runs the analysis over everything loaded so far.
     post(&ToPage::Analysing, None);
     let started = js_sys::Date::now();
@@ -495,6 +498,8 @@ async fn load_and_analyse(req: &LoadRequest) {
         &runner,
     )
     .await;
+    // The last analysis, now replaced, is dropped here: what follows sees the new one only.
+    heap.push(HeapStage::ended("analysed"));
     SESSION.with(|s| *s.borrow_mut() = session);
     let (result, timeline, view, counts) = SESSION.with(|s| {
         let s = s.borrow();
@@ -514,8 +519,11 @@ async fn load_and_analyse(req: &LoadRequest) {
         // The view's timeline (marked by the analysis, filtered) is built whole each time.
         rerun.tracks = built.tracks.len();
         rerun.tracks_rebuilt = built.tracks.len();
+        heap.push(HeapStage::ended("timeline built"));
         let timeline = encode_timeline(&built);
+        // The last timeline is dropped here.
         TIMELINE.with(|t| *t.borrow_mut() = built);
+        heap.push(HeapStage::ended("timeline encoded"));
         let result = ToPage::Result {
             ranks: analysis
                 .processes
@@ -528,6 +536,7 @@ async fn load_and_analyse(req: &LoadRequest) {
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),
+            heap: Vec::new(),
             rerun: match runner.used() {
                 0 => format!(
                     "{loaded}; {} (aligned in {:.0} ms)",
@@ -544,6 +553,11 @@ async fn load_and_analyse(req: &LoadRequest) {
         ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
         (result, timeline, view, counts)
     });
+    let mut result = result;
+    heap.push(HeapStage::ended("panels built"));
+    if let ToPage::Result { heap: h, .. } = &mut result {
+        *h = heap;
+    }
     post(&result, Some(timeline));
     post_view_status(&view, counts, None);
 }

@@ -114,8 +114,7 @@ pub struct Panels {
 impl Panels {
     pub fn from_analysis(a: &Analysis, session: &Session) -> Self {
         let bottlenecks = pipeline::comm_bottlenecks(session, a);
-        let (scatter, scatter_kernels, efficiency) =
-            bandwidth_points(&pipeline::kernel_bandwidths(a, &bottlenecks));
+        let (scatter, scatter_kernels, efficiency) = bandwidth_points(a, &bottlenecks);
         let (warnings, warning_count) = warnings(session);
         let (op_totals, rank_ops) = op_totals(a);
         Panels {
@@ -240,38 +239,69 @@ fn op_totals(a: &Analysis) -> (Vec<OpTotal>, Vec<RankOps>) {
 }
 
 /// The scatter's bins, the kernels behind them and the efficiency histogram.
-fn bandwidth_points(points: &[pipeline::KernelBw]) -> (Vec<ScatterPoint>, u64, Vec<u64>) {
-    let mut bins: BTreeMap<(i64, i64), (f64, f64, u64)> = BTreeMap::new();
-    let mut efficiency = vec![0u64; EFFICIENCY_BUCKETS];
-    let mut kernels = 0;
-    for p in points {
+/// Every matched kernel's bandwidth binned (`pipeline::for_each_kernel_bandwidth`, never listed
+/// whole): the scatter's points, how many kernels they hold, the efficiency histogram.
+fn bandwidth_points(
+    a: &Analysis,
+    bottlenecks: &[Option<pipeline::Bottleneck>],
+) -> (Vec<ScatterPoint>, u64, Vec<u64>) {
+    let mut bins = BandwidthBins::default();
+    pipeline::for_each_kernel_bandwidth(a, bottlenecks, |p| bins.add(&p));
+    bins.finish()
+}
+
+/// Kernels' bandwidths binned as they come, at [`BINS_PER_DECADE`] on both axes.
+struct BandwidthBins {
+    /// (bytes, bandwidth) bin → sums of bytes and bandwidths, and the count.
+    bins: BTreeMap<(i64, i64), (f64, f64, u64)>,
+    efficiency: Vec<u64>,
+    kernels: u64,
+}
+
+impl Default for BandwidthBins {
+    fn default() -> Self {
+        BandwidthBins {
+            bins: BTreeMap::new(),
+            efficiency: vec![0u64; EFFICIENCY_BUCKETS],
+            kernels: 0,
+        }
+    }
+}
+
+impl BandwidthBins {
+    fn add(&mut self, p: &pipeline::KernelBw) {
         if let Some(e) = p.bus_efficiency.filter(|e| e.is_finite()) {
             let i = ((e.max(0.0) * 10.0).floor() as usize).min(EFFICIENCY_BUCKETS - 1);
-            efficiency[i] += 1;
+            self.efficiency[i] += 1;
         }
         // A log-log plot has no place for zero or non-finite values.
         if p.bytes == 0 || !(p.bus_bw_gbps.is_finite() && p.bus_bw_gbps > 0.0) {
-            continue;
+            return;
         }
         let key = (
             ((p.bytes as f64).log10() * BINS_PER_DECADE).floor() as i64,
             (p.bus_bw_gbps.log10() * BINS_PER_DECADE).floor() as i64,
         );
-        let b = bins.entry(key).or_insert((0.0, 0.0, 0));
+        let b = self.bins.entry(key).or_insert((0.0, 0.0, 0));
         b.0 += p.bytes as f64;
         b.1 += p.bus_bw_gbps;
         b.2 += 1;
-        kernels += 1;
+        self.kernels += 1;
     }
-    let scatter = bins
-        .into_values()
-        .map(|(bytes, bw, n)| ScatterPoint {
-            bytes: bytes / n as f64,
-            bus_bw_gbps: bw / n as f64,
-            kernels: n,
-        })
-        .collect();
-    (scatter, kernels, efficiency)
+
+    /// The points at their bins' means, the kernels they hold, the efficiency histogram.
+    fn finish(self) -> (Vec<ScatterPoint>, u64, Vec<u64>) {
+        let scatter = self
+            .bins
+            .into_values()
+            .map(|(bytes, bw, n)| ScatterPoint {
+                bytes: bytes / n as f64,
+                bus_bw_gbps: bw / n as f64,
+                kernels: n,
+            })
+            .collect();
+        (scatter, self.kernels, self.efficiency)
+    }
 }
 
 /// One line per distinct (link class, bandwidth) among the communicators' bottlenecks.
@@ -507,7 +537,8 @@ mod tests {
             bus_bw_gbps: bw,
             bus_efficiency: eff,
         };
-        let (scatter, kernels, eff) = bandwidth_points(&[
+        let mut bins = BandwidthBins::default();
+        for p in [
             // Same bin (1/8 decade): one point at their means.
             k(1000, 10.0, Some(0.05)),
             k(1100, 11.0, Some(0.55)),
@@ -515,7 +546,10 @@ mod tests {
             // No place on a log axis, but its efficiency counts.
             k(0, 0.0, Some(0.99)),
             k(4096, 5.0, None),
-        ]);
+        ] {
+            bins.add(&p);
+        }
+        let (scatter, kernels, eff) = bins.finish();
         assert_eq!(kernels, 4);
         assert_eq!(scatter.len(), 3);
         assert_eq!(

@@ -57,6 +57,10 @@ pub enum ToPage {
         /// empty in recordings made before incremental analysis.
         #[serde(default)]
         rerun: String,
+        /// The worker's heap after each stage of this load and at its peak in it, for
+        /// benchmarks (empty where the heap is not counted).
+        #[serde(default)]
+        heap: Vec<crate::heap::HeapStage>,
     },
     /// Theory versus observed for the config last asked for (or why the config is unusable).
     Theory {

@@ -1,6 +1,10 @@
 //! The page's loading worker (see `ncclscope_app::loader`): every file is read, parsed, queried
 //! and analysed here, off the page's main thread.
 
+/// Counted, for the per-stage memory figures the worker reports with each result.
+#[global_allocator]
+static HEAP: ncclscope_app::heap::Counting = ncclscope_app::heap::Counting;
+
 fn main() {
     ncclscope_app::loader::start();
 }

@@ -48,12 +48,12 @@ pub fn comm_stats(session: &Session, analysis: &Analysis) -> Vec<CommStats> {
     let n = analysis.communicators.comms.len();
     let mut bus: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut eff: Vec<Vec<f64>> = vec![Vec::new(); n];
-    for k in crate::kernel_bandwidths(analysis, &bottlenecks) {
+    crate::for_each_kernel_bandwidth(analysis, &bottlenecks, |k| {
         bus[k.comm].push(k.bus_bw_gbps);
         if let Some(e) = k.bus_efficiency {
             eff[k.comm].push(e);
         }
-    }
+    });
     bottlenecks
         .into_iter()
         .enumerate()

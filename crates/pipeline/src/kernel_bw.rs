@@ -23,6 +23,17 @@ pub struct KernelBw {
 /// sizes to different peers and have no single figure.
 pub fn kernel_bandwidths(analysis: &Analysis, bottlenecks: &[Option<Bottleneck>]) -> Vec<KernelBw> {
     let mut out = Vec::new();
+    for_each_kernel_bandwidth(analysis, bottlenecks, |k| out.push(k));
+    out
+}
+
+/// [`kernel_bandwidths`] one at a time, without a list of them (40 bytes a kernel: the
+/// page's panels only summarise them).
+pub fn for_each_kernel_bandwidth(
+    analysis: &Analysis,
+    bottlenecks: &[Option<Bottleneck>],
+    mut visit: impl FnMut(KernelBw),
+) {
     for pm in &analysis.alignments.processes {
         for (k, m) in pm.matched() {
             let [first] = m.log_ops[..] else { continue };
@@ -39,7 +50,7 @@ pub fn kernel_bandwidths(analysis: &Analysis, bottlenecks: &[Option<Bottleneck>]
             let Some(bw) = enrich::for_log_op(&op, k.end_ns - k.start_ns, limit) else {
                 continue;
             };
-            out.push(KernelBw {
+            visit(KernelBw {
                 comm: c,
                 bytes: bw.bytes,
                 bus_bw_gbps: bw.bus_bw_gbps,
@@ -47,5 +58,4 @@ pub fn kernel_bandwidths(analysis: &Analysis, bottlenecks: &[Option<Bottleneck>]
             });
         }
     }
-    out
 }

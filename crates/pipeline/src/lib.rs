@@ -46,7 +46,7 @@ pub use enrich::{Hints, Sizes};
 pub use filter::{filter_timeline, Filter, FilterCounts, FilterError, TimelineView};
 pub use incremental::{timeline_incremental, Rerun};
 pub use ingest_nsys::ReadOptions;
-pub use kernel_bw::{kernel_bandwidths, KernelBw};
+pub use kernel_bw::{for_each_kernel_bandwidth, kernel_bandwidths, KernelBw};
 pub use markers::{marker_rows, MAX_MARKERS_PER_ROW};
 pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
 pub use process_rows::{ProcessKernels, ProcessOps};

@@ -103,6 +103,8 @@ try {
   })), (r) => r.file);
   const analysisMs = Number(await s.page.locator('.page').getAttribute('data-analysis-ms'));
   const workerMemory = Number(await s.page.locator('.page').getAttribute('data-worker-memory'));
+  // The worker's counted heap after each stage of the load and at its peak in it.
+  const heap = JSON.parse((await s.page.locator('.page').getAttribute('data-worker-heap')) ?? '[]');
   const loadMs = rows.reduce((a, r) => a + (r.ms || 0), 0);
   const failed = rows.filter((r) => !r.status.startsWith('loaded'));
   for (const r of failed) console.error(`not loaded: ${r.file}: ${r.status}`);
@@ -128,6 +130,7 @@ try {
     largest_process_peak_mb: +mb(peak.largest),
     worker_wasm_memory_loaded_mb: +mb(loadedMemory),
     worker_wasm_memory_mb: +mb(workerMemory),
+    worker_heap_mb: heap.map((h) => ({ stage: h.stage, live: +mb(h.live_bytes), peak: +mb(h.peak_bytes) })),
     main_thread_long_tasks: longTasks.length,
     main_thread_worst_task_ms: Math.round(Math.max(0, ...longTasks)),
     ...render,
