@@ -63,7 +63,7 @@ pub fn comm_setups(session: &Session, analysis: &Analysis) -> Vec<CommSetup> {
     for (s, t) in out.iter_mut().zip(transports) {
         s.transports = t.into_iter().collect();
         // Most used first; equal counts by name (the map's order, kept by a stable sort).
-        s.transports.sort_by(|a, b| b.1.cmp(&a.1));
+        s.transports.sort_by_key(|t| std::cmp::Reverse(t.1));
     }
     out
 }
