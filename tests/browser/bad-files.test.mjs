@@ -42,6 +42,9 @@ for (const query of ['', '?parse-workers=3']) test(`bad exports and logs are rep
     // Good files first and last, so a worker that died on a bad one would leave the last unloaded.
     const mixed = [goodExport, ...bad.files.map((f) => f.path), lateLog, goodLog];
     await dropFiles(s.page, mixed);
+    // Notes past a file's first page come from the worker, which answers once the analysis
+    // of the drop is done: wait for it, so a loaded machine's slow analysis is not a failure.
+    await s.page.getByTestId('analysis-status').filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 120_000 });
 
     for (const { path: p, expect } of bad.files) {
       const name = path.basename(p);

@@ -15,32 +15,10 @@ mod bench_common;
 
 use align::nw::{align_fast, align_full};
 use align::scoring::{Scorer, Scoring};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-/// Counts live and peak heap bytes.
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 /// CPU seconds of this process so far (Linux `/proc`, 10 ms ticks): the machine is shared, so
 /// wall time alone says more about the neighbours than about the aligner.
@@ -79,8 +57,8 @@ impl std::fmt::Display for Cost {
 /// Runs `f` `reps` times (small inputs: enough to see CPU ticks), returning its result and
 /// the cost of one run.
 fn measure<R>(reps: usize, f: impl Fn() -> R) -> (R, Cost) {
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = counting_alloc::live();
+    counting_alloc::take_peak();
     let (t, c) = (Instant::now(), cpu_secs());
     let mut r = f();
     for _ in 1..reps {
@@ -89,7 +67,7 @@ fn measure<R>(reps: usize, f: impl Fn() -> R) -> (R, Cost) {
     let cost = Cost {
         wall: t.elapsed().as_secs_f64() / reps as f64,
         cpu: (cpu_secs() - c) / reps as f64,
-        heap: PEAK.load(Ordering::Relaxed) - base,
+        heap: counting_alloc::peak() - base,
     };
     (r, cost)
 }

@@ -74,6 +74,21 @@ pub(crate) struct NcclLine<'a> {
 }
 
 impl<'a> Read<'a> {
+    /// Asks the CPU to bring the writer's host (the only text of a fast read that applying
+    /// compares) into this core's cache: a hint, which changes no result.
+    #[inline]
+    pub(crate) fn prefetch_host(&self) {
+        #[cfg(target_arch = "x86_64")]
+        if let Read::Fast(f) = self {
+            let p = f.line.as_ptr().wrapping_add(usize::from(f.host_at));
+            // SAFETY: a prefetch never faults and reads nothing into the program; any address
+            // may be given.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+            };
+        }
+    }
+
     pub(crate) fn nccl(line: &'a [u8], split: Split<'a>, body: Body<'a>) -> Self {
         Read::Nccl(Box::new(NcclLine { line, split, body }))
     }

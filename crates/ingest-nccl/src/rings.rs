@@ -206,24 +206,28 @@ fn trees(rest: &[u8]) -> Option<Vec<TreeLinks>> {
         else {
             return None;
         };
-        out.push(TreeLinks {
-            channel,
-            up: scan::dec_i64(up)?,
-            rank: scan::dec_i64(me)?,
-            down: down
-                .split(|c| *c == b'/')
-                .map(scan::dec_i64)
-                .collect::<Option<Vec<_>>>()?,
-        });
+        out.push(TreeLinks::read(channel, up, me, down)?);
     }
     (!out.is_empty()).then_some(out)
 }
 
 /// `c : up -> me -> d/d/d` after `Tree ` (older versions).
 fn old_tree(rest: &[u8]) -> Option<TreeLinks> {
+    let c = chain(rest)?;
+    TreeLinks::read(c.channel, c.parts[0], c.parts[1], c.parts[2])
+}
+
+/// A `Ring` or old `Tree` line's channel and its three parts (`c : a -> b -> c`).
+struct Chain<'a> {
+    channel: u32,
+    parts: [&'a [u8]; 3],
+}
+
+/// `c : a -> b -> c`, the shape of `Ring` and old `Tree` lines.
+fn chain(rest: &[u8]) -> Option<Chain<'_>> {
     let mut t = scan::tokens(rest);
     let channel = scan::dec_u32(t.next()?)?;
-    let (Some(b":"), Some(up), Some(b"->"), Some(me), Some(b"->"), Some(down), None) = (
+    let (Some(b":"), Some(a), Some(b"->"), Some(b), Some(b"->"), Some(c), None) = (
         t.next(),
         t.next(),
         t.next(),
@@ -234,33 +238,34 @@ fn old_tree(rest: &[u8]) -> Option<TreeLinks> {
     ) else {
         return None;
     };
-    Some(TreeLinks {
+    Some(Chain {
         channel,
-        up: scan::dec_i64(up)?,
-        rank: scan::dec_i64(me)?,
-        down: down
-            .split(|c| *c == b'/')
-            .map(scan::dec_i64)
-            .collect::<Option<Vec<_>>>()?,
+        parts: [a, b, c],
     })
+}
+
+impl TreeLinks {
+    /// The tree of `channel` from its printed parent, rank and `d/d/d` children.
+    fn read(channel: u32, up: &[u8], me: &[u8], down: &[u8]) -> Option<TreeLinks> {
+        Some(TreeLinks {
+            channel,
+            up: scan::dec_i64(up)?,
+            rank: scan::dec_i64(me)?,
+            down: down
+                .split(|c| *c == b'/')
+                .map(scan::dec_i64)
+                .collect::<Option<Vec<_>>>()?,
+        })
+    }
 }
 
 /// `Ring cc : prev -> me -> next` and the channel-count summaries.
 fn other(b: &[u8]) -> Option<RingLine> {
     if let Some(rest) = b.strip_prefix(b"Ring ") {
-        let mut t = scan::tokens(rest);
-        let channel = scan::dec_u32(t.next()?)?;
-        let (Some(b":"), Some(p), Some(b"->"), Some(m), Some(b"->"), Some(n), None) = (
-            t.next(),
-            t.next(),
-            t.next(),
-            t.next(),
-            t.next(),
-            t.next(),
-            t.next(),
-        ) else {
-            return None;
-        };
+        let Chain {
+            channel,
+            parts: [p, m, n],
+        } = chain(rest)?;
         return Some(RingLine::Neighbors {
             channel,
             prev: scan::dec_i64(p)?,

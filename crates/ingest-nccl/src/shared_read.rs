@@ -15,6 +15,8 @@ use std::sync::{Condvar, Mutex, PoisonError};
 
 /// How many windows past the one being applied may be read.
 const AHEAD: usize = 6;
+/// How many reads ahead of the one being applied its text is prefetched.
+const PREFETCH: usize = 8;
 
 /// What the threads share: which windows are read, and how far applying got.
 struct Shared<'a> {
@@ -114,8 +116,16 @@ pub(crate) fn read_and_apply<'a>(
                     }
                 }
             };
-            for r in &mut reads {
-                apply(r);
+            for k in 0..reads.len() {
+                // The text a read points into was read on another core: what applying touches
+                // of it (the writer's host) is asked for a few reads early, so that it is in
+                // this core's cache when it is compared.
+                if let Some(ahead) = reads.get(k + PREFETCH) {
+                    ahead.prefetch_host();
+                }
+                if let Some(r) = reads.get_mut(k) {
+                    apply(r);
+                }
             }
             reads.clear();
             let mut st = shared.lock();

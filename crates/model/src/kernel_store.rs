@@ -3,8 +3,8 @@
 //! An export holds millions of NCCL kernels from a few launch configurations: one process,
 //! device and stream launch the same few kernels (name, grid, block, shared memory, registers)
 //! from the same thread over and over. So each distinct configuration is stored once
-//! ([`KernelSite`]) and each kernel as a 40-byte row of what changes (start, end, launch time,
-//! correlation id), instead of the 120 bytes of a [`Kernel`]. Reading gives whole [`Kernel`]
+//! ([`KernelSite`]) and each kernel as a 24-byte row of what changes (start, duration, launch
+//! time, correlation id), instead of the 120 bytes of a [`Kernel`]. Reading gives whole [`Kernel`]
 //! values; `Debug` and equality are those of the list of kernels.
 
 use crate::nsys::Kernel;
@@ -29,17 +29,44 @@ struct KernelSite {
     launch_tid: Option<u32>,
 }
 
-/// What changes from launch to launch.
+/// What changes from launch to launch, in 24 bytes: the start, the duration and how long before
+/// it the launch was, in 32 bits each (4.3 s). A kernel whose times do not fit (a hang, a launch
+/// after its start) keeps its end and launch whole in [`KernelStore::wide`], the row holding its
+/// index there.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct KernelRow {
     start_ns: i64,
-    end_ns: i64,
-    /// Valid when `has_launch`.
-    launch_ns: i64,
+    /// `end − start`, or the index of its times in [`KernelStore::wide`] when [`WIDE`].
+    duration_ns: u32,
+    /// `start − launch`, when it has a launch and is not [`WIDE`].
+    launch_before_ns: u32,
     correlation_id: u32,
+    /// The site, and the flags [`HAS_LAUNCH`] and [`WIDE`] in its top bits.
     site: u32,
-    has_launch: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<KernelRow>() == 24);
+
+/// The kernel has a launch (its CPU-side call's time).
+const HAS_LAUNCH: u32 = 1 << 31;
+/// The kernel's times are in [`KernelStore::wide`].
+const WIDE: u32 = 1 << 30;
+/// The site's bits of [`KernelRow::site`].
+const SITE: u32 = WIDE - 1;
+
+impl KernelRow {
+    fn site(&self) -> usize {
+        (self.site & SITE) as usize
+    }
+}
+
+/// A kernel's end and launch, whole (see [`KernelRow`]).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct WideTimes {
+    end_ns: i64,
+    launch_ns: i64,
 }
 
 const RECENT_SITES: usize = 16;
@@ -50,6 +77,8 @@ const RECENT_SITES: usize = 16;
 pub struct KernelStore {
     sites: Vec<KernelSite>,
     rows: Vec<KernelRow>,
+    /// The times of the kernels whose times do not fit their row ([`WIDE`]).
+    wide: Vec<WideTimes>,
     /// Interning: derived from `sites`, rebuilt when missing.
     #[cfg_attr(feature = "serde", serde(skip))]
     site_ids: HashMap<KernelSite, u32>,
@@ -79,11 +108,12 @@ impl KernelStore {
     /// The `i`-th kernel, whole.
     pub fn get(&self, i: usize) -> Option<Kernel> {
         let r = self.rows.get(i)?;
-        let s = self.sites.get(r.site as usize)?;
+        let s = self.sites.get(r.site())?;
+        let t = self.times(r);
         Some(Kernel {
             pid: s.pid,
             start_ns: r.start_ns,
-            end_ns: r.end_ns,
+            end_ns: t.end_ns,
             device: s.device,
             stream: s.stream,
             correlation_id: r.correlation_id,
@@ -94,7 +124,7 @@ impl KernelStore {
             dynamic_shared_bytes: s.dynamic_shared_bytes,
             registers_per_thread: s.registers_per_thread,
             local_memory_total: s.local_memory_total,
-            launch_ns: r.has_launch.then_some(r.launch_ns),
+            launch_ns: (r.site & HAS_LAUNCH != 0).then_some(t.launch_ns),
             launch_tid: s.launch_tid,
         })
     }
@@ -123,7 +153,60 @@ impl KernelStore {
     }
 
     pub fn end_ns(&self, i: usize) -> Option<i64> {
-        self.rows.get(i).map(|r| r.end_ns)
+        self.rows.get(i).map(|r| self.times(r).end_ns)
+    }
+
+    /// A row's end and launch (the launch meaningless without [`HAS_LAUNCH`]).
+    fn times(&self, r: &KernelRow) -> WideTimes {
+        if r.site & WIDE != 0 {
+            if let Some(t) = self.wide.get(r.duration_ns as usize) {
+                return *t;
+            }
+        }
+        WideTimes {
+            end_ns: r.start_ns + i64::from(r.duration_ns),
+            launch_ns: r.start_ns - i64::from(r.launch_before_ns),
+        }
+    }
+
+    /// A row of `site` for these times: in the row where they fit, else in [`Self::wide`].
+    fn row(
+        &mut self,
+        site: u32,
+        start_ns: i64,
+        end_ns: i64,
+        launch_ns: Option<i64>,
+        correlation_id: u32,
+    ) -> KernelRow {
+        let fit = |d: Option<i64>| d.and_then(|d| u32::try_from(d).ok());
+        let duration = fit(end_ns.checked_sub(start_ns));
+        let before = match launch_ns {
+            Some(l) => fit(start_ns.checked_sub(l)),
+            None => Some(0),
+        };
+        let launch = if launch_ns.is_some() { HAS_LAUNCH } else { 0 };
+        match (duration, before) {
+            (Some(d), Some(b)) => KernelRow {
+                start_ns,
+                duration_ns: d,
+                launch_before_ns: b,
+                correlation_id,
+                site: site | launch,
+            },
+            _ => {
+                self.wide.push(WideTimes {
+                    end_ns,
+                    launch_ns: launch_ns.unwrap_or(0),
+                });
+                KernelRow {
+                    start_ns,
+                    duration_ns: (self.wide.len() - 1) as u32,
+                    launch_before_ns: 0,
+                    correlation_id,
+                    site: site | launch | WIDE,
+                }
+            }
+        }
     }
 
     pub fn device(&self, i: usize) -> Option<u32> {
@@ -135,7 +218,7 @@ impl KernelStore {
     }
 
     fn site(&self, i: usize) -> Option<&KernelSite> {
-        self.sites.get(self.rows.get(i)?.site as usize)
+        self.sites.get(self.rows.get(i)?.site())
     }
 
     /// Appends one kernel.
@@ -153,14 +236,8 @@ impl KernelStore {
             local_memory_total: k.local_memory_total,
             launch_tid: k.launch_tid,
         });
-        self.rows.push(KernelRow {
-            start_ns: k.start_ns,
-            end_ns: k.end_ns,
-            launch_ns: k.launch_ns.unwrap_or(0),
-            correlation_id: k.correlation_id,
-            site,
-            has_launch: k.launch_ns.is_some(),
-        });
+        let row = self.row(site, k.start_ns, k.end_ns, k.launch_ns, k.correlation_id);
+        self.rows.push(row);
     }
 
     fn intern(&mut self, site: KernelSite) -> u32 {
@@ -186,7 +263,9 @@ impl KernelStore {
         let id = match self.site_ids.get(&site) {
             Some(&id) => id,
             None => {
-                let id = self.sites.len() as u32;
+                // The row's top bits are flags: 2^30 distinct launch configurations is more
+                // than an export holds (they are counted in thousands at most).
+                let id = (self.sites.len() as u32).min(SITE);
                 self.site_ids.insert(site.clone(), id);
                 self.sites.push(site);
                 id
@@ -203,10 +282,13 @@ impl KernelStore {
         };
         site.launch_tid = launch_tid;
         let id = self.intern(site);
+        let Some(&r) = self.rows.get(i) else {
+            return;
+        };
+        let end = self.times(&r).end_ns;
+        let row = self.row(id, r.start_ns, end, launch_ns, r.correlation_id);
         if let Some(r) = self.rows.get_mut(i) {
-            r.site = id;
-            r.launch_ns = launch_ns.unwrap_or(0);
-            r.has_launch = launch_ns.is_some();
+            *r = row;
         }
     }
 
@@ -254,7 +336,9 @@ impl KernelStore {
             .iter()
             .map(|s| std::mem::size_of::<KernelSite>() + s.name.len())
             .sum();
-        let total = self.rows.capacity() * std::mem::size_of::<KernelRow>() + sites;
+        let total = self.rows.capacity() * std::mem::size_of::<KernelRow>()
+            + self.wide.capacity() * std::mem::size_of::<WideTimes>()
+            + sites;
         total as f64 / self.len().max(1) as f64
     }
 }
@@ -327,6 +411,40 @@ mod tests {
         let mut shorter = store.clone();
         shorter.rows.pop();
         assert_ne!(shorter, store);
+    }
+
+    /// Times past what a row holds (a kernel of more than 4.3 s, a launch after its start or
+    /// long before it) come back whole, through a permutation and a filter too.
+    #[test]
+    fn wide_times_round_trip() {
+        let names: Vec<Arc<str>> = vec![Arc::from("ncclDevKernel_AllReduce_Sum_f32_RING_LL")];
+        let mut all: Vec<Kernel> = (0..200).map(|i| kernel(i, &names)).collect();
+        for (i, k) in all.iter_mut().enumerate() {
+            match i % 5 {
+                0 => k.end_ns = k.start_ns + 10_000_000_000,
+                1 => k.launch_ns = Some(k.start_ns + 5),
+                2 => k.launch_ns = Some(k.start_ns - 9_000_000_000),
+                3 => k.end_ns = k.start_ns - 1,
+                _ => {}
+            }
+        }
+        let mut store: KernelStore = all.iter().cloned().collect();
+        assert!(store.iter().eq(all.iter().cloned()));
+        for (i, k) in all.iter().enumerate() {
+            assert_eq!(store.end_ns(i), Some(k.end_ns), "{i}");
+        }
+        let perm: Vec<u32> = (0..200u32).map(|i| (i * 13 + 5) % 200).collect();
+        store.permute(&perm);
+        let all: Vec<Kernel> = perm.iter().map(|&p| all[p as usize].clone()).collect();
+        assert!(store.iter().eq(all.iter().cloned()));
+        let keep: Vec<bool> = (0..200).map(|i| i % 3 != 1).collect();
+        store.retain_flagged(&keep);
+        let kept = all
+            .into_iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(x, _)| x);
+        assert!(store.iter().eq(kept));
     }
 
     /// Launches set in place, a permutation and a filter act as on a vector of kernels.

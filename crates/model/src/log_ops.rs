@@ -4,7 +4,8 @@
 //! device, communicator, stream, operation, datatype, reduction and root (or peer) repeat for
 //! every call of a training step. So each distinct combination is stored once ([`CallSite`]) and
 //! each operation as one fixed-size row of what changes from call to call (opCount, buffers,
-//! count, timestamp, line, tuning): 64 bytes an operation instead of the 184 of a [`LogOp`].
+//! count, line, tuning): 32 bytes an operation instead of the 184 of a [`LogOp`], plus 8 for a
+//! timestamp in logs that print them.
 //! That is what the parser writes (fresh memory costs about half a nanosecond a byte to fill)
 //! and what a session keeps.
 //!
@@ -63,27 +64,109 @@ pub struct TuningFacts {
     pub tuned: bool,
 }
 
-/// What changes from call to call. Optional fields are a value and a flag bit.
+/// What changes from call to call, in 32 bytes: the numbers as they fit NCCL's use of them (an
+/// opCount, a count and a line number in 32 bits, a buffer in 48: a user-space pointer), and a
+/// row whose numbers do not fit keeps them whole in its extras ([`WIDE`]). The timestamp, which
+/// only some logs print, is a column of its own ([`LogOps::timestamps`]).
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Row {
-    op_count: u64,
-    sendbuff: u64,
-    recvbuff: u64,
-    count: u64,
-    timestamp_ns: i64,
-    line: u64,
     site: u32,
-    nchannels: u32,
+    line: u32,
+    op_count: u32,
+    count: u32,
+    send_lo: u32,
+    recv_lo: u32,
+    /// Bits 32–47 of the send buffer (low half) and of the receive buffer (high half).
+    bufs_hi: u32,
+    nchannels: u8,
     algo: Option<Algo>,
     proto: Option<Proto>,
     flags: u8,
 }
 
+const _: () = assert!(std::mem::size_of::<Row>() == 32);
+
 const HAS_TIMESTAMP: u8 = 1;
 const HAS_NCHANNELS: u8 = 2;
 /// The row has fields few operations have (RCCL's, a symmetric kernel), in [`LogOps::extras`].
 const HAS_EXTRAS: u8 = 4;
+/// The row's numbers did not fit it: they are in its extras ([`Wide`]), the row's are zero.
+const WIDE: u8 = 8;
+
+/// A row's numbers whole, for the rare row whose numbers do not fit it.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Wide {
+    op_count: u64,
+    count: u64,
+    sendbuff: u64,
+    recvbuff: u64,
+    line: u64,
+    nchannels: u32,
+}
+
+impl Wide {
+    /// Whether these numbers fit a [`Row`].
+    fn fits(&self) -> bool {
+        const BUF: u64 = 1 << 48;
+        self.op_count <= u64::from(u32::MAX)
+            && self.count <= u64::from(u32::MAX)
+            && self.line <= u64::from(u32::MAX)
+            && self.sendbuff < BUF
+            && self.recvbuff < BUF
+            && self.nchannels < u32::from(u8::MAX)
+    }
+}
+
+impl Row {
+    /// A row of `site` with `n`'s numbers where they fit (the caller keeps them whole
+    /// otherwise), untuned.
+    fn new(site: u32, n: &Wide) -> Row {
+        let mut r = Row {
+            site,
+            line: 0,
+            op_count: 0,
+            count: 0,
+            send_lo: 0,
+            recv_lo: 0,
+            bufs_hi: 0,
+            nchannels: 0,
+            algo: None,
+            proto: None,
+            flags: 0,
+        };
+        if n.fits() {
+            r.set_numbers(n);
+        } else {
+            r.flags |= WIDE;
+        }
+        r
+    }
+
+    /// Stores `n`, which [`Wide::fits`].
+    fn set_numbers(&mut self, n: &Wide) {
+        self.line = n.line as u32;
+        self.op_count = n.op_count as u32;
+        self.count = n.count as u32;
+        self.send_lo = n.sendbuff as u32;
+        self.recv_lo = n.recvbuff as u32;
+        self.bufs_hi = ((n.sendbuff >> 32) as u32 & 0xffff) | ((n.recvbuff >> 32) as u32) << 16;
+        self.nchannels = n.nchannels as u8;
+    }
+
+    /// The numbers stored in the row itself.
+    fn numbers(&self) -> Wide {
+        Wide {
+            op_count: u64::from(self.op_count),
+            count: u64::from(self.count),
+            sendbuff: u64::from(self.send_lo) | u64::from(self.bufs_hi & 0xffff) << 32,
+            recvbuff: u64::from(self.recv_lo) | u64::from(self.bufs_hi >> 16) << 32,
+            line: u64::from(self.line),
+            nchannels: u32::from(self.nchannels),
+        }
+    }
+}
 
 /// How many recently used sites are remembered for interning without hashing.
 const RECENT_SITES: usize = 16;
@@ -96,15 +179,19 @@ struct Extras {
     rccl_global_rank: Option<u32>,
     rccl_acc: Option<u64>,
     sym_kernel: Option<Arc<str>>,
+    /// The row's numbers, where they do not fit it ([`WIDE`]).
+    wide: Option<Wide>,
 }
 
 impl Extras {
+    /// What of `op` goes to the extras besides the numbers.
     fn of(op: &LogOp) -> Extras {
         Extras {
             rccl_task: op.rccl_task,
             rccl_global_rank: op.rccl_global_rank,
             rccl_acc: op.rccl_acc,
             sym_kernel: op.sym_kernel.clone(),
+            wide: None,
         }
     }
 }
@@ -116,6 +203,8 @@ pub struct LogOps {
     processes: Vec<ProcessKey>,
     sites: Vec<CallSite>,
     rows: Vec<Row>,
+    /// Each row's timestamp (0 where it has none): empty until a row has one.
+    timestamps: Vec<i64>,
     /// The fields few operations have, of the rows that have them, by row index (ascending).
     extras: Vec<(u32, Extras)>,
     /// Interning tables: derived from the above, rebuilt when missing.
@@ -148,6 +237,7 @@ impl LogOps {
     /// Gives back the room reserved beyond the operations held.
     pub fn shrink_to_fit(&mut self) {
         self.rows.shrink_to_fit();
+        self.timestamps.shrink_to_fit();
         self.sites.shrink_to_fit();
         self.processes.shrink_to_fit();
         self.extras.shrink_to_fit();
@@ -162,15 +252,16 @@ impl LogOps {
         } else {
             Extras::default()
         };
+        let n = extras.wide.unwrap_or_else(|| r.numbers());
         Some(LogOp {
             process: self.processes.get(s.process as usize)?.clone(),
             tid: s.tid,
             cuda_dev: s.cuda_dev,
             op: s.op,
-            op_count: r.op_count,
-            sendbuff: r.sendbuff,
-            recvbuff: r.recvbuff,
-            count: r.count,
+            op_count: n.op_count,
+            sendbuff: n.sendbuff,
+            recvbuff: n.recvbuff,
+            count: n.count,
             datatype: s.datatype,
             datatype_code: s.datatype_code,
             red_op: s.red_op,
@@ -178,19 +269,37 @@ impl LogOps {
             comm: s.comm,
             nranks: s.nranks,
             stream: s.stream,
-            timestamp_ns: (r.flags & HAS_TIMESTAMP != 0).then_some(r.timestamp_ns),
+            timestamp_ns: self.timestamp(i, r),
             algo: r.algo,
             proto: r.proto,
-            nchannels: (r.flags & HAS_NCHANNELS != 0).then_some(r.nchannels),
+            nchannels: (r.flags & HAS_NCHANNELS != 0).then_some(n.nchannels),
             sym_kernel: extras.sym_kernel,
             rccl_task: extras.rccl_task,
             rccl_global_rank: extras.rccl_global_rank,
             rccl_acc: extras.rccl_acc,
             source: SourceLine {
                 file: s.file,
-                line: r.line,
+                line: n.line,
             },
         })
+    }
+
+    /// The `i`-th row's timestamp (its row `r`).
+    fn timestamp(&self, i: usize, r: &Row) -> Option<i64> {
+        if r.flags & HAS_TIMESTAMP == 0 {
+            return None;
+        }
+        self.timestamps.get(i).copied()
+    }
+
+    /// The `i`-th row's numbers (its row `r`), from its extras where they did not fit it.
+    fn numbers(&self, i: usize, r: &Row) -> Wide {
+        if r.flags & WIDE != 0 {
+            if let Some(w) = self.extras_of(i).and_then(|e| e.wide) {
+                return w;
+            }
+        }
+        r.numbers()
     }
 
     /// The last operation, whole.
@@ -259,7 +368,11 @@ impl LogOps {
         }
         let extras = Extras::of(op);
         if extras != Extras::default() {
-            *self.extras_mut(i) = extras;
+            let e = self.extras_mut(i);
+            *e = Extras {
+                wide: e.wide,
+                ..extras
+            };
         }
     }
 
@@ -267,24 +380,32 @@ impl LogOps {
     /// it reads an operation line); returns its index.
     pub fn push_call(&mut self, site: CallSite, call: &Call) -> usize {
         let site = self.intern_site(site);
-        self.rows.push(Row {
+        let n = Wide {
             op_count: call.op_count,
+            count: call.count,
             sendbuff: call.sendbuff,
             recvbuff: call.recvbuff,
-            count: call.count,
-            timestamp_ns: call.timestamp_ns.unwrap_or(0),
             line: call.line,
-            site,
             nchannels: 0,
-            algo: None,
-            proto: None,
-            flags: if call.timestamp_ns.is_some() {
-                HAS_TIMESTAMP
-            } else {
-                0
-            },
-        });
-        self.rows.len() - 1
+        };
+        let i = self.rows.len();
+        let mut row = Row::new(site, &n);
+        if let Some(t) = call.timestamp_ns {
+            row.flags |= HAS_TIMESTAMP;
+            if self.timestamps.len() < i {
+                // The first timestamp: the rows before it have none.
+                self.timestamps.resize(i, 0);
+            }
+            self.timestamps.push(t);
+        } else if !self.timestamps.is_empty() {
+            self.timestamps.push(0);
+        }
+        let wide = row.flags & WIDE != 0;
+        self.rows.push(row);
+        if wide {
+            self.extras_mut(i).wide = Some(n);
+        }
+        i
     }
 
     fn intern_site(&mut self, site: CallSite) -> u32 {
@@ -410,7 +531,8 @@ impl LogOps {
     }
 
     pub fn op_count(&self, i: usize) -> Option<u64> {
-        self.rows.get(i).map(|r| r.op_count)
+        let r = self.rows.get(i)?;
+        Some(self.numbers(i, r).op_count)
     }
 
     pub fn tid(&self, i: usize) -> Option<u32> {
@@ -421,9 +543,10 @@ impl LogOps {
     pub fn msg_bytes(&self, i: usize) -> Option<u64> {
         let r = self.rows.get(i)?;
         let s = self.sites.get(r.site as usize)?;
+        let count = self.numbers(i, r).count;
         Some(
             s.datatype
-                .map_or(0, |d| r.count.saturating_mul(d.size_bytes())),
+                .map_or(0, |d| count.saturating_mul(d.size_bytes())),
         )
     }
 
@@ -435,13 +558,14 @@ impl LogOps {
     pub fn tuning_facts(&self, i: usize) -> Option<TuningFacts> {
         let r = self.rows.get(i)?;
         let s = self.sites.get(r.site as usize)?;
+        let count = self.numbers(i, r).count;
         Some(TuningFacts {
             op: s.op,
             tid: s.tid,
             nranks: s.nranks,
             msg_bytes: s
                 .datatype
-                .map_or(0, |d| r.count.saturating_mul(d.size_bytes())),
+                .map_or(0, |d| count.saturating_mul(d.size_bytes())),
             tuned: r.algo.is_some() || r.flags & HAS_NCHANNELS != 0,
         })
     }
@@ -461,10 +585,30 @@ impl LogOps {
         proto: Option<Proto>,
         nchannels: Option<u32>,
     ) {
+        let Some(r) = self.rows.get(i).copied() else {
+            return;
+        };
+        let channels = nchannels.unwrap_or(0);
+        if channels >= u32::from(u8::MAX) || r.flags & WIDE != 0 {
+            // Kept whole in the extras, with the row's other numbers.
+            let mut n = self.numbers(i, &r);
+            n.nchannels = channels;
+            self.extras_mut(i).wide = Some(n);
+        }
         if let Some(r) = self.rows.get_mut(i) {
+            if r.flags & WIDE == 0 && channels >= u32::from(u8::MAX) {
+                *r = Row {
+                    flags: r.flags | WIDE,
+                    ..Row::new(r.site, &Wide::default())
+                };
+            }
             r.algo = algo;
             r.proto = proto;
-            r.nchannels = nchannels.unwrap_or(0);
+            r.nchannels = if r.flags & WIDE == 0 {
+                channels as u8
+            } else {
+                0
+            };
             r.flags = (r.flags & !HAS_NCHANNELS)
                 | if nchannels.is_some() {
                     HAS_NCHANNELS
@@ -479,7 +623,9 @@ impl LogOps {
         let fixed = self.sites.len() * std::mem::size_of::<CallSite>()
             + self.processes.len() * std::mem::size_of::<ProcessKey>()
             + self.extras.len() * std::mem::size_of::<(u32, Extras)>();
-        let total = self.rows.capacity() * std::mem::size_of::<Row>() + fixed;
+        let total = self.rows.capacity() * std::mem::size_of::<Row>()
+            + self.timestamps.capacity() * std::mem::size_of::<i64>()
+            + fixed;
         total as f64 / self.len().max(1) as f64
     }
 }
@@ -649,6 +795,44 @@ mod tests {
         );
         assert!(!ops.is_tuned(5));
         assert_eq!(ops.get(4), Some(op(4)));
+    }
+
+    /// Numbers past what a row holds (an opCount or count past 32 bits, a pointer past 48, a line
+    /// past 2^32, a channel count past 254) come back whole, beside ordinary rows, and
+    /// timestamps that start late or stop.
+    #[test]
+    fn wide_numbers_and_late_timestamps_round_trip() {
+        let mut all: Vec<LogOp> = (0..60).map(op).collect();
+        for (i, o) in all.iter_mut().enumerate() {
+            o.timestamp_ns = (i >= 7 && i % 5 != 0).then_some(i as i64 * 10 - 3);
+            match i % 6 {
+                0 => o.op_count = u64::MAX - i as u64,
+                1 => o.count = (1 << 40) + i as u64,
+                2 => o.sendbuff = 0xffff_ffff_ffff_0000 + i as u64,
+                3 => o.recvbuff = 1 << 48,
+                4 => o.source.line = (1 << 33) + i as u64,
+                _ => {}
+            }
+            if i % 7 == 0 {
+                o.nchannels = Some(300 + i as u32);
+            }
+        }
+        let mut ops: LogOps = all.iter().cloned().collect();
+        assert!(ops.iter().eq(all.iter().cloned()));
+        for (i, o) in all.iter().enumerate() {
+            assert_eq!(ops.op_count(i), Some(o.op_count), "{i}");
+            assert_eq!(ops.msg_bytes(i), Some(o.msg_bytes()), "{i}");
+        }
+        // Tuning given later to an ordinary row takes it wide, and back.
+        let plain = (0..60).find(|i| i % 6 == 5 && i % 7 != 0).unwrap();
+        ops.set_tuning(plain, Some(Algo::Ring), None, Some(1000));
+        let mut want = all[plain].clone();
+        (want.algo, want.proto, want.nchannels) = (Some(Algo::Ring), None, Some(1000));
+        assert_eq!(ops.get(plain), Some(want.clone()));
+        ops.set_tuning(plain, None, Some(Proto::LL), Some(3));
+        (want.algo, want.proto, want.nchannels) = (None, Some(Proto::LL), Some(3));
+        assert_eq!(ops.get(plain), Some(want));
+        assert_eq!(ops.get(plain + 1), Some(all[plain + 1].clone()));
     }
 
     /// A symmetric kernel set after later rows were pushed lands on its row only.

@@ -8,32 +8,10 @@
 
 use pipeline::{analyse, sniff, InputKind, LogLoader, Session, UserSizes};
 use sqlsource_native::NativeDb;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-struct Counting;
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to the system allocator unchanged; only the sizes are counted.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 fn add(session: &mut Session, path: &Path) {
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -70,9 +48,9 @@ fn main() {
     let mut session = Session::default();
     let (mut log_bytes, mut export_bytes) = (0usize, 0usize);
     for f in &files {
-        let before = LIVE.load(Ordering::Relaxed);
+        let before = counting_alloc::live();
         add(&mut session, f);
-        let grew = LIVE.load(Ordering::Relaxed) - before;
+        let grew = counting_alloc::live() - before;
         if f.extension().is_some_and(|e| e == "log") {
             log_bytes += grew;
         } else {
@@ -85,7 +63,7 @@ fn main() {
         .iter()
         .map(|e| e.export.kernels.len())
         .sum();
-    let loaded = LIVE.load(Ordering::Relaxed);
+    let loaded = counting_alloc::live();
     println!(
         "{} files: {ops} log operations, {kernels} NCCL kernels",
         files.len()
@@ -113,12 +91,12 @@ fn main() {
         nvtx as f64 / ops.max(1) as f64
     );
     let analysis = analyse(&session, &UserSizes::default());
-    let analysed = LIVE.load(Ordering::Relaxed);
+    let analysed = counting_alloc::live();
     println!(
         "analysed: {:8.1} MB live (+{:.0} B per operation), peak {:.1} MB",
         mb(analysed),
         per(analysed - loaded),
-        mb(PEAK.load(Ordering::Relaxed))
+        mb(counting_alloc::peak())
     );
     // The analysis' largest parts, estimated from their sizes.
     let (mut ops_b, mut kern_b, mut match_b) = (0.0, 0.0, 0usize);
@@ -134,12 +112,12 @@ fn main() {
         per(match_b)
     );
     let timeline = session.timeline(&analysis.processes, &analysis.clocks);
-    let with_timeline = LIVE.load(Ordering::Relaxed);
+    let with_timeline = counting_alloc::live();
     println!(
         "timeline: {:8.1} MB live (+{:.0} B per operation), peak {:.1} MB",
         mb(with_timeline),
         per(with_timeline - analysed),
-        mb(PEAK.load(Ordering::Relaxed))
+        mb(counting_alloc::peak())
     );
     println!(
         "in all {:.0} B per operation held; {} tracks",
@@ -149,7 +127,7 @@ fn main() {
     if std::env::args().any(|a| a == "--tsv") {
         println!(
             "{ops}\t{loaded}\t{analysed}\t{with_timeline}\t{}",
-            PEAK.load(Ordering::Relaxed)
+            counting_alloc::peak()
         );
     }
 }

@@ -6,33 +6,10 @@
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use pipeline::LogLoader;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-struct Counting;
-
-// SAFETY: every call goes to the system allocator unchanged; only the counters are added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 /// A made-up log of about `bytes` bytes: eight processes' operation lines.
 fn log(bytes: usize) -> Vec<u8> {
@@ -68,8 +45,8 @@ fn log(bytes: usize) -> Vec<u8> {
 /// Loads `bytes` in 1 MiB chunks: (operations, the most allocated meanwhile beyond what was
 /// allocated before, the most the loader held between feeds).
 fn load(bytes: &[u8]) -> (usize, usize, usize) {
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
+    let before = counting_alloc::live();
+    counting_alloc::take_peak();
     let mut loader = LogLoader::new("big.log", 0);
     let mut held = 0;
     for chunk in bytes.chunks(1 << 20) {
@@ -77,7 +54,7 @@ fn load(bytes: &[u8]) -> (usize, usize, usize) {
         held = held.max(loader.buffered_bytes());
     }
     let log = loader.finish(bytes.len() as u64);
-    let peak = PEAK.load(Ordering::Relaxed) - before;
+    let peak = counting_alloc::peak() - before;
     (log.parsed.ops.len(), peak, held)
 }
 
