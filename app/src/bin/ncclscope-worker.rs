@@ -3,7 +3,7 @@
 
 /// Counted, for the per-stage memory figures the worker reports with each result.
 #[global_allocator]
-static HEAP: ncclscope_app::heap::Counting = ncclscope_app::heap::Counting;
+static HEAP: counting_alloc::Counting = counting_alloc::Counting;
 
 fn main() {
     ncclscope_app::loader::start();

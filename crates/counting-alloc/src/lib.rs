@@ -5,7 +5,7 @@
 //!
 //! One set of counters per process (what a global allocator sees), shared by whatever installs
 //! it: the memory example and benchmark of `pipeline` and `align`, the gzip memory test, and the
-//! page's loading worker.
+//! page's loading worker (`app/src/heap.rs`: its heap per stage of a load).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
