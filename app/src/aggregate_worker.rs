@@ -34,7 +34,7 @@ thread_local! {
 
 /// Serves what `req` asks of aggregates, and takes the dropped aggregates out of its files (the
 /// rest load into the session as before). `post` sends a message (with a binary timeline).
-pub async fn serve(req: &mut LoadRequest, post: &dyn Fn(&ToPage, Option<Vec<u8>>)) {
+pub async fn serve(req: &mut LoadRequest, post: &dyn Fn(&ToPage, Option<js_sys::ArrayBuffer>)) {
     let mut aggregates = Vec::new();
     for item in std::mem::take(&mut req.files) {
         let head = read_range(&item.blob, 0, aggregate::MAGIC.len() as u64).await;
@@ -72,7 +72,7 @@ pub async fn serve(req: &mut LoadRequest, post: &dyn Fn(&ToPage, Option<Vec<u8>>
 
 /// Opens the dropped aggregates (merged when several) and sends the overview; each file gets its
 /// report, or the error that names it.
-async fn open(items: &[LoadItem], post: &dyn Fn(&ToPage, Option<Vec<u8>>)) {
+async fn open(items: &[LoadItem], post: &dyn Fn(&ToPage, Option<js_sys::ArrayBuffer>)) {
     let started = js_sys::Date::now();
     let opened = if items.len() == 1 {
         let item = &items[0];
@@ -200,7 +200,7 @@ async fn merge(items: &[LoadItem]) -> Result<(String, Blob, Overview), String> {
 }
 
 /// Reads, decodes and lays out one rank's section; the error (naming the file) otherwise.
-async fn rank_view(rank: u32) -> (RankDetailView, Option<Vec<u8>>) {
+async fn rank_view(rank: u32) -> (RankDetailView, Option<js_sys::ArrayBuffer>) {
     let started = js_sys::Date::now();
     let failed = |error: String| RankDetailView {
         global_rank: rank,
@@ -237,7 +237,8 @@ async fn rank_view(rank: u32) -> (RankDetailView, Option<Vec<u8>>) {
         let (mut view, timeline) = rank_detail(&o.overview, &row, &detail, 0.0);
         view.load_ms = js_sys::Date::now() - started;
         o.rank = Some((rank, detail));
-        Some((view, encode_timeline(&timeline)))
+        let bytes = encode_timeline(&timeline);
+        Some((view, Uint8Array::from(bytes.as_slice()).buffer()))
     });
     match built {
         Some((view, timeline)) => (view, Some(timeline)),

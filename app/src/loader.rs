@@ -28,7 +28,7 @@ use crate::panel_data::Panels;
 use crate::parse_pool::{self, Loaded, ParseBatch};
 use crate::theory_panel::theory_view;
 use crate::views::{CommPanel, FileView, RankView};
-use crate::wire::{encode_timeline, LoadRequest, ToPage};
+use crate::wire::{LoadRequest, ToPage};
 
 /// The page needs no more than this many progress messages a second per file.
 pub(crate) const PROGRESS_INTERVAL_MS: f64 = 100.0;
@@ -41,8 +41,8 @@ thread_local! {
     static BUSY: Cell<bool> = const { Cell::new(false) };
     /// The last analysis, for theory requests that come without files.
     static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
-    /// The timeline last sent, with each track's process and GPU, to resolve the page's picks.
-    static TIMELINE: RefCell<Timeline> = RefCell::new(Timeline::default());
+    /// What the worker keeps of the timeline last sent, to resolve the page's picks.
+    static TIMELINE: RefCell<SentTimeline> = RefCell::new(SentTimeline::default());
     /// The filter and clock the page asked for; every later analysis's timeline keeps them.
     static VIEW: RefCell<TimelineView> = RefCell::new(TimelineView::default());
     /// Every file loaded so far (the browser's handle, not its bytes), for fingerprints.
@@ -50,6 +50,51 @@ thread_local! {
     /// Every loaded file's notes, by the page's file id, for the pages of its list the page
     /// asks for and for their download.
     static NOTES: RefCell<NoteStore> = RefCell::new(NoteStore::default());
+}
+
+/// What the worker keeps of a timeline it sent: each track's process and GPU and its spans'
+/// starts, enough to find the kernel the page picks (track and span) or to find a kernel's span
+/// (its process, GPU and start). The spans themselves, and their summaries, live in the page:
+/// keeping them here too cost some 40 bytes an operation.
+#[derive(Default)]
+struct SentTimeline {
+    tracks: Vec<SentTrack>,
+}
+
+struct SentTrack {
+    source: Option<(model::log::ProcessKey, u32)>,
+    /// Sorted, as the track's spans are.
+    starts: Vec<i64>,
+}
+
+impl SentTimeline {
+    fn of(t: &Timeline) -> SentTimeline {
+        SentTimeline {
+            tracks: t
+                .tracks
+                .iter()
+                .map(|tr| SentTrack {
+                    source: tr.source.clone(),
+                    starts: tr.spans.iter().map(|s| s.start_ns).collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A timeline as the page's bytes, written into a JavaScript buffer a track at a time: the
+/// whole encoding never sits in wasm memory (whose size, once grown, stays).
+fn timeline_buffer(t: &Timeline) -> js_sys::ArrayBuffer {
+    let len = crate::wire::encoded_len(t);
+    let out = Uint8Array::new_with_length(len as u32);
+    let mut at = 0u32;
+    crate::wire::encode_timeline_in_parts(t, &mut |part| {
+        // SAFETY: the view over wasm memory is used at once, before anything allocates.
+        let view = unsafe { Uint8Array::view(part) };
+        out.set(&view, at);
+        at += part.len() as u32;
+    });
+    out.buffer()
 }
 
 /// A loaded file and, once computed, its SHA-256.
@@ -158,9 +203,9 @@ async fn serve(mut req: LoadRequest) {
                 .tracks
                 .iter()
                 .position(|tr| tr.source.as_ref() == Some(&(process.clone(), device)))?;
-            let spans = &t.tracks[track].spans;
-            let span = spans.partition_point(|s| s.start_ns < start);
-            (spans.get(span)?.start_ns == start).then_some((track, span))
+            let starts = &t.tracks[track].starts;
+            let span = starts.partition_point(|s| *s < start);
+            (*starts.get(span)? == start).then_some((track, span))
         })
     });
     if let Some((track, span)) = req.pick.or(by_identity) {
@@ -172,10 +217,10 @@ async fn serve(mut req: LoadRequest) {
                     let a = a.borrow();
                     let tr = t.tracks.get(track)?;
                     let (process, device) = tr.source.as_ref()?;
-                    let sp = tr.spans.get(span)?;
+                    let start = *tr.starts.get(span)?;
                     let a = a.as_ref()?;
                     let clocks = VIEW.with(|v| v.borrow().clocks(a));
-                    pipeline::kernel_details(&s, a, process, *device, sp.start_ns, &clocks)
+                    pipeline::kernel_details(&s, a, process, *device, start, &clocks)
                 })
             })
         });
@@ -219,8 +264,9 @@ fn change_view(view: &TimelineView) {
     match built {
         Some(Ok((timeline, counts))) => {
             VIEW.with(|v| *v.borrow_mut() = view.clone());
-            let bytes = encode_timeline(&timeline);
-            TIMELINE.with(|t| *t.borrow_mut() = timeline);
+            let bytes = timeline_buffer(&timeline);
+            TIMELINE.with(|t| *t.borrow_mut() = SentTimeline::of(&timeline));
+            drop(timeline);
             post(&view_status(view, counts, None), Some(bytes));
         }
         Some(Err(e)) => post_view_status(view, pipeline::FilterCounts::default(), Some(e.0)),
@@ -520,19 +566,22 @@ async fn load_and_analyse(req: &LoadRequest) {
         rerun.tracks = built.tracks.len();
         rerun.tracks_rebuilt = built.tracks.len();
         heap.push(HeapStage::ended("timeline built"));
-        let timeline = encode_timeline(&built);
-        // The last timeline is dropped here.
-        TIMELINE.with(|t| *t.borrow_mut() = built);
+        let timeline = timeline_buffer(&built);
+        TIMELINE.with(|t| *t.borrow_mut() = SentTimeline::of(&built));
+        drop(built);
         heap.push(HeapStage::ended("timeline encoded"));
+        let comms = CommPanel::from_analysis(&analysis, &s);
+        heap.push(HeapStage::ended("communicators"));
+        let panels = Panels::from_analysis(&analysis, &s);
+        heap.push(HeapStage::ended("panels built"));
         let result = ToPage::Result {
             ranks: analysis
                 .processes
                 .iter()
                 .map(RankView::from_summary)
                 .collect(),
-            comms: CommPanel::from_analysis(&analysis, &s),
-            // Before `analysis_ms` (fields evaluate in order): the panels are part of the work.
-            panels: Panels::from_analysis(&analysis, &s),
+            comms,
+            panels,
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),
@@ -554,7 +603,7 @@ async fn load_and_analyse(req: &LoadRequest) {
         (result, timeline, view, counts)
     });
     let mut result = result;
-    heap.push(HeapStage::ended("panels built"));
+    heap.push(HeapStage::ended("result"));
     if let ToPage::Result { heap: h, .. } = &mut result {
         *h = heap;
     }
@@ -608,13 +657,12 @@ pub(crate) fn post_bytes(msg: &ToPage, key: &str, bytes: Vec<u8>) {
 
 /// Posts `msg` to the page (a helper: to its loading worker); `timeline`'s buffer is
 /// transferred, not copied.
-pub(crate) fn post(msg: &ToPage, timeline: Option<Vec<u8>>) {
+pub(crate) fn post(msg: &ToPage, timeline: Option<js_sys::ArrayBuffer>) {
     let json = serde_json::to_string(msg).unwrap_or_else(|e| format!("\"{e}\""));
     let obj = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&obj, &"json".into(), &json.into());
     let transfer = Array::new();
-    if let Some(bytes) = timeline {
-        let buffer = Uint8Array::from(bytes.as_slice()).buffer();
+    if let Some(buffer) = timeline {
         let _ = js_sys::Reflect::set(&obj, &"timeline".into(), &buffer);
         transfer.push(&buffer);
     }

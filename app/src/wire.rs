@@ -415,19 +415,30 @@ const TIMELINE_MAGIC: &[u8; 4] = b"NST3";
 /// checks), then its [`Lod`] summaries by operation and by parallelism, built in the worker so
 /// the page never computes them.
 pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
-    let spans: usize = t.tracks.iter().map(|k| k.spans.len()).sum();
-    let lods: usize = t
-        .tracks
-        .iter()
-        .flat_map(|k| k.lod.levels.iter().chain(&k.par_lod.levels))
-        .map(|l| l.len() + 4)
-        .sum();
-    let mut out = Vec::with_capacity(24 + t.tracks.len() * 72 + spans * 19 + lods);
+    let mut out = Vec::with_capacity(encoded_len(t));
+    encode_timeline_in_parts(t, &mut |part| out.extend_from_slice(part));
+    out
+}
+
+/// The length of [`encode_timeline`]'s output, without encoding.
+pub fn encoded_len(t: &Timeline) -> usize {
+    let mut n = 0;
+    encode_timeline_in_parts(t, &mut |part| n += part.len());
+    n
+}
+
+/// [`encode_timeline`]'s output handed to `emit` in parts, a track at a time (its head, its
+/// columns and summaries, one part each), so that a caller may write it anywhere without the
+/// whole of it in memory at once: the loading worker writes it into the page's buffer.
+pub fn encode_timeline_in_parts(t: &Timeline, emit: &mut dyn FnMut(&[u8])) {
+    let mut out = Vec::new();
     out.extend_from_slice(TIMELINE_MAGIC);
     out.extend_from_slice(&t.start_ns.to_le_bytes());
     out.extend_from_slice(&t.end_ns.to_le_bytes());
     out.extend_from_slice(&(t.tracks.len() as u32).to_le_bytes());
+    emit(&out);
     for track in &t.tracks {
+        out.clear();
         out.extend_from_slice(&(track.label.len() as u32).to_le_bytes());
         out.extend_from_slice(track.label.as_bytes());
         out.extend_from_slice(&(track.spans.len() as u32).to_le_bytes());
@@ -442,7 +453,9 @@ pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
         out.extend(track.spans.iter().map(|s| s.par));
         encode_lod(&mut out, &track.lod);
         encode_lod(&mut out, &track.par_lod);
+        emit(&out);
     }
+    out.clear();
     out.extend_from_slice(&(t.markers.len() as u32).to_le_bytes());
     for row in &t.markers {
         put_text(&mut out, &row.label);
@@ -454,7 +467,7 @@ pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
             put_text(&mut out, &m.text);
         }
     }
-    out
+    emit(&out);
 }
 
 fn put_text(out: &mut Vec<u8>, text: &str) {
@@ -761,6 +774,11 @@ mod tests {
     fn timeline_round_trips() {
         let t = sample();
         let bytes = encode_timeline(&t);
+        assert_eq!(bytes.len(), encoded_len(&t));
+        let mut parts = Vec::new();
+        encode_timeline_in_parts(&t, &mut |p| parts.push(p.to_vec()));
+        assert!(parts.len() > t.tracks.len(), "a part per track and more");
+        assert_eq!(parts.concat(), bytes);
         assert_eq!(decode_timeline(&bytes), Ok(t));
         assert_eq!(
             decode_timeline(&encode_timeline(&Timeline::default())),
