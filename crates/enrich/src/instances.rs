@@ -72,15 +72,29 @@ pub fn match_instances_by<'a>(
     n: usize,
     key: impl Fn(usize) -> Option<OpKey<'a>>,
 ) -> Vec<Instance> {
-    // Ops per (logical comm, process), in input order.
-    let mut per_member: BTreeMap<(usize, u32), Vec<usize>> = BTreeMap::new();
+    let mut v = Vec::new();
+    for_each_instance(comms, n, key, |inst| v.push(inst));
+    v
+}
+
+/// [`match_instances_by`] one instance at a time, in the same order, holding one
+/// communicator's instances at a time (a run's instances together are some 40 bytes an
+/// operation: a summary such as the arrival skew needs none of them kept).
+pub fn for_each_instance<'a>(
+    comms: &Communicators,
+    n: usize,
+    key: impl Fn(usize) -> Option<OpKey<'a>>,
+    mut visit: impl FnMut(Instance),
+) {
+    // Ops per (logical comm, process), in input order (4 bytes an op: indices fit 32 bits).
+    let mut per_member: BTreeMap<(usize, u32), Vec<u32>> = BTreeMap::new();
     for i in 0..n {
         let Some(o) = key(i) else { continue };
         let (Some(c), Some(r)) = (comms.comm_of(o.process, o.comm), comms.rank_of(o.process))
         else {
             continue;
         };
-        per_member.entry((c, r)).or_default().push(i);
+        per_member.entry((c, r)).or_default().push(i as u32);
     }
     // A communicator uses opCounts only when every member's are non-decreasing and not all equal.
     let mut usable: HashMap<usize, bool> = HashMap::new();
@@ -88,53 +102,54 @@ pub fn match_instances_by<'a>(
         // Only indices with a key are kept, so every one reads back.
         let oc: Vec<u64> = idx
             .iter()
-            .filter_map(|&i| key(i))
+            .filter_map(|&i| key(i as usize))
             .map(|o| o.op_count)
             .collect();
         let ok = oc.windows(2).all(|w| w[0] <= w[1]) && (oc.len() < 2 || oc[0] != oc[oc.len() - 1]);
         let e = usable.entry(*c).or_insert(true);
         *e &= ok;
     }
-    let mut out: BTreeMap<(usize, u64), Instance> = BTreeMap::new();
-    for ((c, r), idx) in &per_member {
-        let by_count = usable.get(c).copied().unwrap_or(false);
-        // Sequence position: a new operation starts when the opCount or the op changes (a
-        // duplicated line repeats both; a Send/Recv group shares its opCount).
-        let mut pos = 0u64;
-        let mut prev: Option<(u64, OpType)> = None;
-        for &i in idx {
-            let Some(o) = key(i) else { continue };
-            let grouped = prev.is_some_and(|(pc, pop)| {
-                pc == o.op_count && (pop == o.op || (pop.is_p2p() && o.op.is_p2p()))
-            });
-            if prev.is_some() && !grouped {
-                pos += 1;
-            }
-            prev = Some((o.op_count, o.op));
-            let at = if by_count { o.op_count } else { pos };
-            let inst = out.entry((*c, at)).or_insert_with(|| Instance {
-                comm: *c,
-                op_count: by_count.then_some(o.op_count),
-                seq: 0,
-                op: o.op,
-                per_rank: Vec::new(),
-                ops: Vec::new(),
-            });
-            inst.ops.push(i);
-            if !inst.per_rank.iter().any(|(rr, _)| rr == r) {
-                inst.per_rank.push((*r, i));
+    // One communicator at a time: its members are adjacent in `per_member`'s order.
+    let mut members = per_member.iter().peekable();
+    while let Some(&(&(c, _), _)) = members.peek() {
+        let by_count = usable.get(&c).copied().unwrap_or(false);
+        let mut out: BTreeMap<u64, Instance> = BTreeMap::new();
+        while let Some(((_, r), idx)) = members.next_if(|((cc, _), _)| *cc == c) {
+            // Sequence position: a new operation starts when the opCount or the op changes (a
+            // duplicated line repeats both; a Send/Recv group shares its opCount).
+            let mut pos = 0u64;
+            let mut prev: Option<(u64, OpType)> = None;
+            for &i in idx {
+                let i = i as usize;
+                let Some(o) = key(i) else { continue };
+                let grouped = prev.is_some_and(|(pc, pop)| {
+                    pc == o.op_count && (pop == o.op || (pop.is_p2p() && o.op.is_p2p()))
+                });
+                if prev.is_some() && !grouped {
+                    pos += 1;
+                }
+                prev = Some((o.op_count, o.op));
+                let at = if by_count { o.op_count } else { pos };
+                let inst = out.entry(at).or_insert_with(|| Instance {
+                    comm: c,
+                    op_count: by_count.then_some(o.op_count),
+                    seq: 0,
+                    op: o.op,
+                    per_rank: Vec::new(),
+                    ops: Vec::new(),
+                });
+                inst.ops.push(i);
+                if !inst.per_rank.iter().any(|(rr, _)| rr == r) {
+                    inst.per_rank.push((*r, i));
+                }
             }
         }
+        for (seq, mut inst) in out.into_values().enumerate() {
+            inst.per_rank.sort_unstable();
+            inst.seq = seq;
+            visit(inst);
+        }
     }
-    let mut v: Vec<Instance> = out.into_values().collect();
-    let mut seq: HashMap<usize, usize> = HashMap::new();
-    for inst in v.iter_mut() {
-        inst.per_rank.sort_unstable();
-        let s = seq.entry(inst.comm).or_insert(0);
-        inst.seq = *s;
-        *s += 1;
-    }
-    v
 }
 
 /// Arrival skew of one instance given a start time per op (`starts[i]` for `ops[i]`, e.g. the

@@ -21,7 +21,9 @@ pub use bandwidth::{
 };
 pub use clock::{median, synchronise, ClockSync, RankClock};
 pub use communicators::{group, Communicators, GroupedBy, LogicalComm};
-pub use instances::{match_instances, match_instances_by, skew, timed, Instance, OpKey, Skew};
+pub use instances::{
+    for_each_instance, match_instances, match_instances_by, skew, timed, Instance, OpKey, Skew,
+};
 pub use parallelism::{
     infer, infer_from_signatures, CommParallelism, Hints, LayoutInference, Parallelism, Signature,
     Sizes,

@@ -53,6 +53,16 @@ impl ProcessOps {
         log.parsed.ops.get(row as usize)
     }
 
+    /// Each operation's log and row in it, in order.
+    pub(crate) fn locations(&self) -> impl Iterator<Item = (&Arc<LoadedLog>, u32)> + '_ {
+        self.rows.iter().enumerate().filter_map(|(i, &row)| {
+            let log = self
+                .logs
+                .get(self.log_ends.partition_point(|&e| e as usize <= i))?;
+            Some((log, row))
+        })
+    }
+
     /// Bytes this view holds per operation (the rows themselves are the session's).
     pub fn bytes_per_op(&self) -> f64 {
         (4 * (self.rows.capacity() + self.log_ends.capacity())

@@ -8,8 +8,8 @@
 
 use crate::analysis::Analysis;
 use crate::session::Session;
-use enrich::{match_instances_by, skew, ClockSync, OpKey};
-use model::log::{LogOps, ProcessKey};
+use enrich::{for_each_instance, skew, ClockSync, OpKey};
+use model::log::LogOps;
 use std::collections::{BTreeMap, HashMap};
 
 /// Arrival skew over one communicator's instances.
@@ -35,22 +35,27 @@ pub fn arrival_skew(session: &Session, analysis: &Analysis) -> Vec<CommSkew> {
     let ops = AllOps::of(session);
     let starts = kernel_starts(&ops, analysis, &analysis.clocks);
     let mut per_comm: BTreeMap<usize, CommSkew> = BTreeMap::new();
-    for inst in match_instances_by(&analysis.communicators, ops.len(), |i| ops.key(i)) {
-        let Some(s) = skew(&inst, &starts) else {
-            continue;
-        };
-        let c = per_comm.entry(inst.comm).or_insert_with(|| CommSkew {
-            comm: inst.comm,
-            instances: 0,
-            mean_skew_ns: 0.0,
-            max_skew_ns: 0,
-            slowest: BTreeMap::new(),
-        });
-        c.instances += 1;
-        c.mean_skew_ns += s.arrival_skew_ns as f64;
-        c.max_skew_ns = c.max_skew_ns.max(s.arrival_skew_ns);
-        *c.slowest.entry(s.slowest_rank).or_default() += 1;
-    }
+    for_each_instance(
+        &analysis.communicators,
+        ops.len(),
+        |i| ops.key(i),
+        |inst| {
+            let Some(s) = skew(&inst, &starts) else {
+                return;
+            };
+            let c = per_comm.entry(inst.comm).or_insert_with(|| CommSkew {
+                comm: inst.comm,
+                instances: 0,
+                mean_skew_ns: 0.0,
+                max_skew_ns: 0,
+                slowest: BTreeMap::new(),
+            });
+            c.instances += 1;
+            c.mean_skew_ns += s.arrival_skew_ns as f64;
+            c.max_skew_ns = c.max_skew_ns.max(s.arrival_skew_ns);
+            *c.slowest.entry(s.slowest_rank).or_default() += 1;
+        },
+    );
     per_comm
         .into_values()
         .map(|mut c| {
@@ -91,11 +96,6 @@ impl<'a> AllOps<'a> {
         (self.logs[l], i - self.starts[l])
     }
 
-    fn process(&self, i: usize) -> Option<&'a ProcessKey> {
-        let (ops, j) = self.locate(i);
-        ops.process_of(j)
-    }
-
     fn key(&self, i: usize) -> Option<OpKey<'a>> {
         let (ops, j) = self.locate(i);
         Some(OpKey {
@@ -111,30 +111,34 @@ impl<'a> AllOps<'a> {
 /// aligner matched to it. The aligner saw each process's ops in this same order, so the j-th op
 /// of a process here is its j-th op there.
 fn kernel_starts(ops: &AllOps<'_>, analysis: &Analysis, clocks: &ClockSync) -> Vec<Option<i64>> {
-    let mut per_process: HashMap<&ProcessKey, Vec<Option<i64>>> = HashMap::new();
+    // Each log's first index among all operations, by the log's address.
+    let first: HashMap<*const LogOps, usize> = ops
+        .logs
+        .iter()
+        .zip(&ops.starts)
+        .map(|(l, &s)| (*l as *const LogOps, s))
+        .collect();
+    let mut starts = vec![None; ops.len()];
     for pm in &analysis.alignments.processes {
         let rank = analysis.communicators.rank_of(&pm.process);
-        let mut starts = vec![None; pm.log_ops.len()];
+        // The process's operations' indices among all operations (one process at a time).
+        let at: Vec<usize> = pm
+            .log_ops
+            .locations()
+            .map(|(log, row)| {
+                first
+                    .get(&(&log.parsed.ops as *const LogOps))
+                    .map_or(usize::MAX, |s| s + row as usize)
+            })
+            .collect();
         for (k, m) in pm.matched() {
             let t = rank.map_or(k.start_ns, |r| clocks.to_sync(r, k.start_ns));
             for &j in m.log_ops.iter().chain(m.duplicates) {
-                if let Some(s) = starts.get_mut(j as usize) {
+                if let Some(s) = at.get(j as usize).and_then(|&g| starts.get_mut(g)) {
                     *s = Some(t);
                 }
             }
         }
-        per_process.insert(&pm.process, starts);
     }
-    let mut seen: HashMap<&ProcessKey, usize> = HashMap::new();
-    (0..ops.len())
-        .map(|i| {
-            let p = ops.process(i)?;
-            let j = seen.entry(p).or_default();
-            let t = per_process
-                .get(p)
-                .and_then(|s| s.get(*j).copied().flatten());
-            *j += 1;
-            t
-        })
-        .collect()
+    starts
 }
