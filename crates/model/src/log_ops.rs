@@ -589,26 +589,22 @@ impl LogOps {
             return;
         };
         let channels = nchannels.unwrap_or(0);
-        if channels >= u32::from(u8::MAX) || r.flags & WIDE != 0 {
-            // Kept whole in the extras, with the row's other numbers.
+        let wide = channels >= u32::from(u8::MAX) || r.flags & WIDE != 0;
+        if wide {
+            // The row's numbers, this channel count among them, kept whole in its extras.
             let mut n = self.numbers(i, &r);
             n.nchannels = channels;
             self.extras_mut(i).wide = Some(n);
         }
         if let Some(r) = self.rows.get_mut(i) {
-            if r.flags & WIDE == 0 && channels >= u32::from(u8::MAX) {
-                *r = Row {
-                    flags: r.flags | WIDE,
-                    ..Row::new(r.site, &Wide::default())
-                };
+            if wide {
+                r.set_numbers(&Wide::default());
+                r.flags |= WIDE;
+            } else {
+                r.nchannels = channels as u8;
             }
             r.algo = algo;
             r.proto = proto;
-            r.nchannels = if r.flags & WIDE == 0 {
-                channels as u8
-            } else {
-                0
-            };
             r.flags = (r.flags & !HAS_NCHANNELS)
                 | if nchannels.is_some() {
                     HAS_NCHANNELS
