@@ -124,6 +124,11 @@ pub fn group(
         if !cuda_dev.contains_key(&o.process) {
             cuda_dev.insert(o.process.clone(), o.cuda_dev);
         }
+        // A pair with a commId is grouped by it: its sequence (16 + 16 bytes an operation)
+        // would only be kept to be dropped.
+        if p.comm_id.is_some() {
+            continue;
+        }
         if o.op.is_p2p() {
             p.p2p.insert((o.count, o.datatype_code));
             continue;
