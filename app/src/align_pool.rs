@@ -67,6 +67,11 @@ impl Helpers {
         Pool::prestart(n);
     }
 
+    /// Starts the helpers any large load would use, while the page waits for its first drop.
+    pub fn prestart_idle(self) {
+        self.prestart(PRESTART_BYTES);
+    }
+
     fn count(self, jobs: &[Job<'_>]) -> usize {
         if jobs.len() < 2 {
             return 0;

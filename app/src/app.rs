@@ -108,6 +108,7 @@ pub fn App() -> impl IntoView {
     // What the last analysis re-ran (adding files re-aligns only what they change).
     let rerun = RwSignal::new(String::new());
     let worker_memory = RwSignal::new(None::<f64>);
+    let warmed_up_ms = RwSignal::new(None::<f64>);
     // The worker's heap per stage of the last load (JSON), for benchmarks.
     let worker_heap = RwSignal::new(None::<String>);
     let analysing = RwSignal::new(false);
@@ -510,6 +511,7 @@ pub fn App() -> impl IntoView {
             }
         }),
         ToPage::Analysing => analysing.set(true),
+        ToPage::WarmedUp { ms } => warmed_up_ms.set(Some(ms)),
         ToPage::Crashed { .. } => analysing.set(false),
         // Handled by the client (it saves the file).
         ToPage::Ready
@@ -540,6 +542,8 @@ pub fn App() -> impl IntoView {
                 .collect(),
         );
         client::replay(b.messages());
+    } else {
+        client::prestart();
     }
     let bundle_error = RwSignal::new(None::<String>);
     let export_bundle = move |_| {
@@ -748,6 +752,7 @@ pub fn App() -> impl IntoView {
             data-analysis-ms=move || analysis_ms.get().map(|ms| format!("{ms:.0}"))
             data-worker-memory=move || worker_memory.get().map(|b| format!("{b:.0}"))
             data-worker-heap=move || worker_heap.get()
+            data-worker-warm-ms=move || warmed_up_ms.get().map(|ms| format!("{ms:.0}"))
         >
             <header>
                 <h1>"ncclscope"</h1>

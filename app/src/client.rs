@@ -112,6 +112,21 @@ pub fn disable_worker() {
     NO_WORKER.with(|n| n.set(true));
 }
 
+/// Starts the loading worker before the first drop (the page calls it once mounted, unless it
+/// is a bundle): fetching and compiling its wasm took 300 ms of the first drop's time. A failure
+/// here is reported by the first load, which tries again.
+pub fn prestart() {
+    if NO_WORKER.with(Cell::get) {
+        return;
+    }
+    CLIENT.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.is_none() {
+            *c = spawn().ok();
+        }
+    });
+}
+
 /// Hands files to the worker (starting it if needed).
 pub fn load(req: LoadRequest) {
     if NO_WORKER.with(Cell::get) {

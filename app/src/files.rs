@@ -75,10 +75,16 @@ fn set_at(all: &Uint8Array, part: &Uint8Array, at: f64) {
     }
 }
 
-/// Fetches an asset served with the page (the demo run), as a Blob.
+/// Fetches an asset served with the page (the demo run), as a Blob; from the page or a worker
+/// (relative to the worker's script there, which is served beside the page).
 pub async fn fetch_blob(url: &str) -> Result<Blob, String> {
-    let window = web_sys::window().ok_or("no window")?;
-    let response: Response = JsFuture::from(window.fetch_with_str(url))
+    let request = match web_sys::window() {
+        Some(window) => window.fetch_with_str(url),
+        None => js_sys::global()
+            .unchecked_into::<web_sys::WorkerGlobalScope>()
+            .fetch_with_str(url),
+    };
+    let response: Response = JsFuture::from(request)
         .await
         .map_err(js_msg)?
         .dyn_into()

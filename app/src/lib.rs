@@ -23,5 +23,6 @@ pub mod table_window;
 pub mod theory_panel;
 pub mod timeline_math;
 pub mod views;
+pub mod warm_up;
 pub mod wire;
 pub mod worker_pool;

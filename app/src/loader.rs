@@ -134,6 +134,7 @@ pub fn start() {
         if parse_pool::serve_job(&e.data()) {
             return;
         }
+        crate::warm_up::stop();
         match LoadRequest::from_js(&e.data()) {
             Ok(req) => QUEUE.with(|q| q.borrow_mut().push_back(req)),
             Err(err) => web_sys::console::error_1(&err.into()),
@@ -145,8 +146,15 @@ pub fn start() {
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(&ToPage::Ready, None);
-    if scope().name() == crate::worker_pool::helper_name(0) {
+    crate::export_read::preload();
+    let name = scope().name();
+    if name == crate::worker_pool::helper_name(0) {
         align_pool::start_warm_up();
+    } else if name.is_empty() {
+        // The loading worker (the page names none) starts its helpers before the first drop:
+        // their start and warm-up then no longer share the cores with the files' reading.
+        Helpers::Auto.prestart_idle();
+        crate::warm_up::start();
     }
 }
 
@@ -160,9 +168,12 @@ async fn serve_queue() {
 async fn serve(mut req: LoadRequest) {
     // Aggregates (`ncclscope analyze --aggregate`) are opened on their own, not loaded into the
     // session; requests for their ranks are answered there too.
-    crate::aggregate_worker::serve(&mut req, &|msg, bytes| post(msg, bytes)).await;
+    out_of_line(crate::aggregate_worker::serve(&mut req, &|msg, bytes| {
+        post(msg, bytes)
+    }))
+    .await;
     if !req.files.is_empty() {
-        load_and_analyse(&req).await;
+        out_of_line(load_and_analyse(&req)).await;
     }
     if let Some(toml) = &req.theory {
         post(&theory(toml, req.hardware.as_deref()), None);
@@ -457,6 +468,16 @@ fn inferred_fields(analysis: &Analysis, session: &Session) -> Vec<(String, Strin
     out
 }
 
+/// `future` polled through a pointer, so that its code stays a function of its own. Inlined (by
+/// LLVM, then by wasm-opt, which inlines every function called from one place) the request's
+/// futures made one 436 KB wasm function, which V8 compiled for 150 ms before the first drop's
+/// first step.
+pub(crate) fn out_of_line<'a, T>(
+    future: impl std::future::Future<Output = T> + 'a,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>> {
+    Box::pin(future)
+}
+
 async fn load_and_analyse(req: &LoadRequest) {
     SESSION.with(|s| s.borrow_mut().digests = req.options.digests);
     let mut heap = vec![HeapStage::ended("before")];
@@ -470,7 +491,7 @@ async fn load_and_analyse(req: &LoadRequest) {
     let load_started = js_sys::Date::now();
     let parsing = ParseBatch::plan(&req.files, &req.options, read_options()).await;
     parsing
-        .run_beside(async {
+        .run_beside(out_of_line(async {
             for (n, item) in req.files.iter().enumerate() {
                 INPUTS.with(|i| {
                     i.borrow_mut().push(Input {
@@ -523,7 +544,7 @@ async fn load_and_analyse(req: &LoadRequest) {
                     None,
                 );
             }
-        })
+        }))
         .await;
     let loaded = parsing.summary(js_sys::Date::now() - load_started);
     heap.push(HeapStage::ended("files loaded"));
@@ -537,12 +558,12 @@ async fn load_and_analyse(req: &LoadRequest) {
     let session = SESSION.with(|s| s.take());
     let mut runner = HelperRunner::new(helpers);
     runner.fault = req.options.align_fault;
-    let (analysis, mut rerun) = pipeline::analyse_incremental_with(
+    let (analysis, mut rerun) = out_of_line(pipeline::analyse_incremental_with(
         &session,
         &pipeline::UserSizes::default(),
         previous,
         &runner,
-    )
+    ))
     .await;
     // The last analysis, now replaced, is dropped here: what follows sees the new one only.
     heap.push(HeapStage::ended("analysed"));
@@ -609,6 +630,25 @@ async fn load_and_analyse(req: &LoadRequest) {
     }
     post(&result, Some(timeline));
     post_view_status(&view, counts, None);
+}
+
+/// Analyses `session` (the warm-up's) as a load would, aligning in place, and builds what a
+/// result carries; all of it is thrown away ([`crate::warm_up`]).
+pub(crate) async fn warm_up_analysis(session: &Session) {
+    let runner = HelperRunner::new(Helpers::Exactly(0));
+    let (analysis, _) = out_of_line(pipeline::analyse_incremental_with(
+        session,
+        &pipeline::UserSizes::default(),
+        None,
+        &runner,
+    ))
+    .await;
+    if let Ok((built, _)) = TimelineView::default().timeline(session, &analysis) {
+        drop(timeline_buffer(&built));
+        drop(SentTimeline::of(&built));
+    }
+    drop(CommPanel::from_analysis(&analysis, session));
+    drop(Panels::from_analysis(&analysis, session));
 }
 
 /// Keeps file `id`'s notes for the page's later requests. With `before` (what the session held

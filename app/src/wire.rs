@@ -26,6 +26,9 @@ use crate::views::{CommPanel, FileView, RankView};
 pub enum ToPage {
     /// The worker's handler is installed: requests posted from now on are received.
     Ready,
+    /// The worker's warm-up ([`crate::warm_up`]) ended after `ms` (or was cut short by a
+    /// request): benchmarks drop their files after it, as a user would.
+    WarmedUp { ms: f64 },
     /// Bytes of file `id` read so far (at most about ten a second per file).
     Progress { id: usize, read: u64 },
     /// File `id` is read and now in a slower stage (sql.js opening or querying an export).
