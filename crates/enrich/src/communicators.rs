@@ -14,8 +14,9 @@
 
 use model::log::{CommInit, LogOp, ProcessKey};
 use model::OpType;
+use rustc_hash::FxHashMap;
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How the members of a logical communicator were tied together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +59,8 @@ pub struct Communicators {
     pub world_size: u32,
     /// Whether `ranks` came from init lines (true) or from hosts and local ranks (false).
     pub ranks_from_init: bool,
-    index: HashMap<(ProcessKey, u64), usize>,
+    /// Looked up once per operation in several analyses: Fx, not SipHash.
+    index: FxHashMap<(ProcessKey, u64), usize>,
 }
 
 impl Communicators {
@@ -238,7 +240,7 @@ pub fn group(
             &b.id,
         ))
     });
-    let mut index = HashMap::new();
+    let mut index = FxHashMap::default();
     for (ci, c) in comms.iter().enumerate() {
         for m in &c.members {
             index.insert((m.0.clone(), m.1), ci);

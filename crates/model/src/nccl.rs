@@ -110,16 +110,28 @@ impl OpType {
     pub fn code(self) -> u16 {
         match self {
             OpType::Other(n) => OpType::ALL.len() as u16 + u16::from(n.0),
-            op => OpType::ALL.iter().position(|o| *o == op).unwrap_or(0) as u16,
+            op => u16::from(op.named_index().unwrap_or(0)),
         }
     }
 
-    /// Rank of the variant for ordering: named ones in declaration order, then `Other`.
-    fn order_key(self) -> (usize, &'static str) {
-        match self {
-            OpType::Other(n) => (OpType::ALL.len(), n.as_str()),
-            op => (OpType::ALL.iter().position(|o| *o == op).unwrap_or(0), ""),
-        }
+    /// A named operation's place in [`OpType::ALL`] (its declaration order); `None` for
+    /// [`OpType::Other`]. A match, not a search of `ALL`: maps keyed by operation compare
+    /// keys millions of times in an analysis.
+    fn named_index(self) -> Option<u8> {
+        Some(match self {
+            OpType::AllReduce => 0,
+            OpType::AllGather => 1,
+            OpType::ReduceScatter => 2,
+            OpType::Broadcast => 3,
+            OpType::Reduce => 4,
+            OpType::Send => 5,
+            OpType::Recv => 6,
+            OpType::SendRecv => 7,
+            OpType::AllToAll => 8,
+            OpType::Gather => 9,
+            OpType::Scatter => 10,
+            OpType::Other(_) => return None,
+        })
     }
 }
 
@@ -129,9 +141,21 @@ impl PartialOrd for OpType {
     }
 }
 
+/// Named operations in declaration order, then the others by name (not by their interned
+/// index, which differs between processes: the page's workers must agree).
 impl Ord for OpType {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.order_key().cmp(&other.order_key())
+        use std::cmp::Ordering;
+        match (self.named_index(), other.named_index()) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => match (self, other) {
+                (OpType::Other(a), OpType::Other(b)) if a == b => Ordering::Equal,
+                (OpType::Other(a), OpType::Other(b)) => a.as_str().cmp(b.as_str()),
+                _ => Ordering::Equal,
+            },
+        }
     }
 }
 
@@ -443,6 +467,21 @@ mod tests {
             assert_eq!(OpType::from_name(op.name()), Some(op));
             assert_eq!(OpType::intern(op.name()), Some(op));
         }
+    }
+
+    /// The named operations order and code as their place in `ALL`, before every other one.
+    #[test]
+    fn named_operations_order_as_declared() {
+        let other = OpType::intern("AaaOrderTestOp").unwrap();
+        for (i, op) in OpType::ALL.into_iter().enumerate() {
+            assert_eq!(op.code(), i as u16, "{op:?}");
+            for (j, later) in OpType::ALL.into_iter().enumerate() {
+                assert_eq!(op.cmp(&later), i.cmp(&j), "{op:?} against {later:?}");
+            }
+            assert_eq!(op.cmp(&other), std::cmp::Ordering::Less, "{op:?} first");
+            assert_eq!(other.cmp(&op), std::cmp::Ordering::Greater, "{op:?} first");
+        }
+        assert_eq!(other.cmp(&other), std::cmp::Ordering::Equal);
     }
 
     /// A newer operation's name becomes `Other` with that name: looked up only once interned,
