@@ -423,11 +423,25 @@ pub fn encode_timeline(t: &Timeline) -> Vec<u8> {
     out
 }
 
-/// The length of [`encode_timeline`]'s output, without encoding.
+/// The length of [`encode_timeline`]'s output, without encoding (the loading worker sizes the
+/// page's buffer with it; `timeline_round_trips` holds it to the encoder's).
 pub fn encoded_len(t: &Timeline) -> usize {
-    let mut n = 0;
-    encode_timeline_in_parts(t, &mut |part| n += part.len());
-    n
+    let text = |s: &str| 4 + s.len();
+    let lod = |l: &Lod| 8 * 3 + 4 + l.levels.iter().map(|v| 4 + v.len()).sum::<usize>();
+    let tracks: usize = t
+        .tracks
+        .iter()
+        .map(|k| text(&k.label) + 4 + 19 * k.spans.len() + lod(&k.lod) + lod(&k.par_lod))
+        .sum();
+    let markers: usize = t
+        .markers
+        .iter()
+        .map(|row| {
+            let ranges: usize = row.ranges.iter().map(|m| 8 + 8 + 1 + text(&m.text)).sum();
+            text(&row.label) + 4 + ranges
+        })
+        .sum();
+    TIMELINE_MAGIC.len() + 8 + 8 + 4 + tracks + 4 + markers
 }
 
 /// [`encode_timeline`]'s output handed to `emit` in parts, a track at a time (its head, its
@@ -778,6 +792,8 @@ mod tests {
         let t = sample();
         let bytes = encode_timeline(&t);
         assert_eq!(bytes.len(), encoded_len(&t));
+        let empty = Timeline::default();
+        assert_eq!(encode_timeline(&empty).len(), encoded_len(&empty));
         let mut parts = Vec::new();
         encode_timeline_in_parts(&t, &mut |p| parts.push(p.to_vec()));
         assert!(parts.len() > t.tracks.len(), "a part per track and more");
