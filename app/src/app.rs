@@ -22,8 +22,8 @@ use crate::share::{apply_link, link_from_page, LinkBanner, LinkState};
 use crate::timeline_canvas::{TimelineCanvas, View};
 use crate::timeline_controls::{TimelineControls, ViewStatus};
 use ncclscope_app::budget::{estimate, fits, FileEstimate, DEFAULT_LIMIT_BYTES};
-use ncclscope_app::deferred::defer;
-use ncclscope_app::files::fetch_blob;
+use ncclscope_app::deferred::{defer, next_task};
+use ncclscope_app::files::{demo_file, demo_names, fetch_blob};
 
 /// The page under the file list is built in this many animation frames after the first drop:
 /// the downloads, share and panel bars; the timeline; the tables and panels; the theory form.
@@ -31,9 +31,6 @@ const SHELL_STAGES: u8 = 4;
 
 /// Results of more ranks than this are shown over several animation frames.
 const STAGED_RANKS: usize = 32;
-
-/// Lists the files of the built-in demo run, served with the page (`www/demo/`), one per line.
-const DEMO_MANIFEST: &str = "demo/MANIFEST";
 
 /// The items of the page URL's query: `?digest&align-workers=2` gives `digest` and
 /// `align-workers=2`.
@@ -1144,33 +1141,23 @@ async fn with_sizes(items: Vec<(String, Blob)>) -> Vec<(String, Blob, u64)> {
     let mut out = Vec::with_capacity(items.len());
     for (i, (name, blob)) in items.into_iter().enumerate() {
         if i > 0 && i % PER_TASK == 0 {
-            client::next_task().await;
+            next_task().await;
         }
         let size = blob.size() as u64;
         out.push((name, blob, size));
     }
     if out.len() > PER_TASK {
-        client::next_task().await;
+        next_task().await;
     }
     out
 }
 
 /// The demo run's files, listed one per line in `demo/MANIFEST`.
 async fn demo_blobs() -> Result<Vec<(String, Blob)>, String> {
-    let manifest = fetch_blob(DEMO_MANIFEST).await?;
-    let text = wasm_bindgen_futures::JsFuture::from(manifest.text())
-        .await
-        .map_err(ncclscope_app::files::js_msg)?
-        .as_string()
-        .unwrap_or_default();
     let mut items = Vec::new();
-    for name in text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-    {
-        let blob = fetch_blob(&format!("demo/{name}")).await?;
-        items.push((name.to_string(), blob));
+    for name in demo_names().await? {
+        let blob = demo_file(&name).await?;
+        items.push((name, blob));
     }
     Ok(items)
 }

@@ -2,6 +2,7 @@
 //! its messages to the page, and when it dies (a bug, or a browser that killed it) fails the
 //! files it was loading and starts a fresh one for the next drop.
 
+use ncclscope_app::deferred::next_task;
 use ncclscope_app::views::FileView;
 use ncclscope_app::wire::{LoadRequest, TimelineDecoder, ToPage};
 use pipeline::Timeline;
@@ -422,15 +423,6 @@ pub fn mark(name: &str) {
             }
         }
     }
-}
-
-/// Resolves in a later task (a zero-delay timer), so the browser can paint and handle input.
-pub async fn next_task() {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let global: web_sys::Window = js_sys::global().unchecked_into();
-        let _ = global.set_timeout_with_callback(&resolve);
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// The worker is gone: fail what it was loading; the next load starts a new one.

@@ -2,7 +2,7 @@
 //! one piece per frame, in order, after the frame that asked for it, so that a result of many
 //! ranks arrives as a series of short frames (its tables, then each panel, each large chart, a
 //! few topology diagrams at a time) instead of one long task. [`idle`] waits until the queue
-//! is empty; [`deferred`] is a view drawn that way.
+//! is empty; [`deferred`] is a view drawn that way; [`next_task`] waits for a later task.
 
 use leptos::prelude::*;
 use std::cell::{Cell, RefCell};
@@ -38,6 +38,20 @@ pub async fn idle() {
     while RUNNING.with(Cell::get) {
         next_frame().await;
     }
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// The global `setTimeout`, the page's or a worker's.
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(callback: &js_sys::Function);
+}
+
+/// Resolves in a later task (a zero-delay timer), after what already waits: the page can paint
+/// and handle input meanwhile, a worker its messages. In the page and in workers.
+pub async fn next_task() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| set_timeout(&resolve));
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// Resolves at the next animation frame (or after half a second where frames are paused, as in

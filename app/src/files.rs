@@ -98,6 +98,30 @@ pub async fn fetch_blob(url: &str) -> Result<Blob, String> {
     blob.dyn_into().map_err(js_msg)
 }
 
+/// The built-in demo run's file list, served with the page (`demo/`, from `scripts/demo`).
+const DEMO_MANIFEST: &str = "demo/MANIFEST";
+
+/// The demo run's files, by name, as its MANIFEST lists them (one a line; `#` comments).
+pub async fn demo_names() -> Result<Vec<String>, String> {
+    let manifest = fetch_blob(DEMO_MANIFEST).await?;
+    let text = JsFuture::from(manifest.text())
+        .await
+        .map_err(js_msg)?
+        .as_string()
+        .unwrap_or_default();
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(String::from)
+        .collect())
+}
+
+/// One file of the demo run, by its name in the MANIFEST.
+pub async fn demo_file(name: &str) -> Result<Blob, String> {
+    fetch_blob(&format!("demo/{name}")).await
+}
+
 pub fn js_msg(e: wasm_bindgen::JsValue) -> String {
     e.dyn_ref::<js_sys::Error>()
         .map(|err| String::from(err.message()))
