@@ -570,39 +570,22 @@ async fn load_and_analyse(req: &LoadRequest) {
     SESSION.with(|s| *s.borrow_mut() = session);
     let (result, timeline, view, counts) = SESSION.with(|s| {
         let s = s.borrow();
-        // The page's filter was read when it was set: it cannot fail now, but if it did, the
-        // whole timeline is better than none.
         let view = VIEW.with(|v| v.borrow().clone());
-        let (built, counts) = view
-            .timeline(&s, &analysis)
-            .or_else(|_| {
-                TimelineView {
-                    filter: String::new(),
-                    ..view.clone()
-                }
-                .timeline(&s, &analysis)
-            })
-            .unwrap_or_default();
+        let views = ResultViews::build(&analysis, &s, &view, &mut |stage| {
+            heap.push(HeapStage::ended(stage))
+        });
         // The view's timeline (marked by the analysis, filtered) is built whole each time.
-        rerun.tracks = built.tracks.len();
-        rerun.tracks_rebuilt = built.tracks.len();
-        heap.push(HeapStage::ended("timeline built"));
-        let timeline = timeline_buffer(&built);
-        TIMELINE.with(|t| *t.borrow_mut() = SentTimeline::of(&built));
-        drop(built);
-        heap.push(HeapStage::ended("timeline encoded"));
-        let comms = CommPanel::from_analysis(&analysis, &s);
-        heap.push(HeapStage::ended("communicators"));
-        let panels = Panels::from_analysis(&analysis, &s);
-        heap.push(HeapStage::ended("panels built"));
+        rerun.tracks = views.sent.tracks.len();
+        rerun.tracks_rebuilt = views.sent.tracks.len();
+        TIMELINE.with(|t| *t.borrow_mut() = views.sent);
         let result = ToPage::Result {
             ranks: analysis
                 .processes
                 .iter()
                 .map(RankView::from_summary)
                 .collect(),
-            comms,
-            panels,
+            comms: views.comms,
+            panels: views.panels,
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),
@@ -621,7 +604,7 @@ async fn load_and_analyse(req: &LoadRequest) {
             },
         };
         ANALYSIS.with(|a| *a.borrow_mut() = Some(analysis));
-        (result, timeline, view, counts)
+        (result, views.timeline, view, views.counts)
     });
     let mut result = result;
     heap.push(HeapStage::ended("result"));
@@ -630,6 +613,57 @@ async fn load_and_analyse(req: &LoadRequest) {
     }
     post(&result, Some(timeline));
     post_view_status(&view, counts, None);
+}
+
+/// What a result carries beside the analysis' own rows, built as a load builds it.
+struct ResultViews {
+    /// The view's timeline, as the page's bytes.
+    timeline: js_sys::ArrayBuffer,
+    /// What the worker keeps of it.
+    sent: SentTimeline,
+    counts: pipeline::FilterCounts,
+    comms: CommPanel,
+    panels: Panels,
+}
+
+impl ResultViews {
+    /// Builds the views of `analysis` for `view`; `stage(name)` after each step (the load
+    /// records its heap there).
+    fn build(
+        analysis: &Analysis,
+        session: &Session,
+        view: &TimelineView,
+        stage: &mut dyn FnMut(&str),
+    ) -> ResultViews {
+        // The page's filter was read when it was set: it cannot fail now, but if it did, the
+        // whole timeline is better than none.
+        let (built, counts) = view
+            .timeline(session, analysis)
+            .or_else(|_| {
+                TimelineView {
+                    filter: String::new(),
+                    ..view.clone()
+                }
+                .timeline(session, analysis)
+            })
+            .unwrap_or_default();
+        stage("timeline built");
+        let timeline = timeline_buffer(&built);
+        let sent = SentTimeline::of(&built);
+        drop(built);
+        stage("timeline encoded");
+        let comms = CommPanel::from_analysis(analysis, session);
+        stage("communicators");
+        let panels = Panels::from_analysis(analysis, session);
+        stage("panels built");
+        ResultViews {
+            timeline,
+            sent,
+            counts,
+            comms,
+            panels,
+        }
+    }
 }
 
 /// Analyses `session` (the warm-up's) as a load would, aligning in place, and builds what a
@@ -643,12 +677,12 @@ pub(crate) async fn warm_up_analysis(session: &Session) {
         &runner,
     ))
     .await;
-    if let Ok((built, _)) = TimelineView::default().timeline(session, &analysis) {
-        drop(timeline_buffer(&built));
-        drop(SentTimeline::of(&built));
-    }
-    drop(CommPanel::from_analysis(&analysis, session));
-    drop(Panels::from_analysis(&analysis, session));
+    drop(ResultViews::build(
+        &analysis,
+        session,
+        &TimelineView::default(),
+        &mut |_| (),
+    ));
 }
 
 /// Keeps file `id`'s notes for the page's later requests. With `before` (what the session held
