@@ -514,6 +514,32 @@ impl LogOps {
         self.sites.get(self.rows.get(i)?.site as usize)
     }
 
+    /// Every distinct call site, indexed as [`LogOps::site_index`] numbers them. An analysis
+    /// that needs per-site facts (a rank, a communicator) works them out once per site, not
+    /// once per operation: a log has millions of calls from a few hundred sites.
+    pub fn sites(&self) -> &[CallSite] {
+        &self.sites
+    }
+
+    /// The call site of the `i`-th operation, as an index into [`LogOps::sites`].
+    pub fn site_index(&self, i: usize) -> Option<u32> {
+        self.rows.get(i).map(|r| r.site)
+    }
+
+    /// What the `i`-th call says beyond its site (no tuning), without building the whole record.
+    pub fn call(&self, i: usize) -> Option<Call> {
+        let r = self.rows.get(i)?;
+        let n = self.numbers(i, r);
+        Some(Call {
+            op_count: n.op_count,
+            sendbuff: n.sendbuff,
+            recvbuff: n.recvbuff,
+            count: n.count,
+            timestamp_ns: self.timestamp(i, r),
+            line: n.line,
+        })
+    }
+
     // Single fields of one operation, without building the whole record (the parser reads
     // these for every tuning line it attaches).
 
@@ -818,7 +844,26 @@ mod tests {
         for (i, o) in all.iter().enumerate() {
             assert_eq!(ops.op_count(i), Some(o.op_count), "{i}");
             assert_eq!(ops.msg_bytes(i), Some(o.msg_bytes()), "{i}");
+            // The light reads say what the whole record says, wide numbers included.
+            let call = ops.call(i).unwrap();
+            let (number, stamp) = (
+                (call.op_count, call.count, call.sendbuff),
+                call.timestamp_ns,
+            );
+            assert_eq!(number, (o.op_count, o.count, o.sendbuff), "{i}");
+            assert_eq!(
+                (call.recvbuff, call.line, stamp),
+                (o.recvbuff, o.source.line, o.timestamp_ns)
+            );
+            let site = ops.sites()[ops.site_index(i).unwrap() as usize];
+            assert_eq!(
+                (site.op, site.comm, site.root),
+                (o.op, o.comm, o.root),
+                "{i}"
+            );
+            assert_eq!(&ops.processes()[site.process as usize], &o.process, "{i}");
         }
+        assert_eq!((ops.call(60), ops.site_index(60)), (None, None));
         // Tuning given later to an ordinary row takes it wide, and back.
         let plain = (0..60).find(|i| i % 6 == 5 && i % 7 != 0).unwrap();
         ops.set_tuning(plain, Some(Algo::Ring), None, Some(1000));

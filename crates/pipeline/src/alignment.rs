@@ -29,7 +29,9 @@ pub struct ProcessMatch {
 impl ProcessMatch {
     /// Kernels that carry a log operation.
     pub fn matched_kernels(&self) -> u64 {
-        self.matched().count() as u64
+        // Counted on the matches alone: [`ProcessMatch::matched`] builds every kernel whole.
+        let n = self.kernels.len();
+        self.alignment.per_kernel.iter().take(n).flatten().count() as u64
     }
 
     /// Every kernel that carries a log operation, with its match (kernel order).
@@ -38,6 +40,23 @@ impl ProcessMatch {
             .iter()
             .zip(self.alignment.per_kernel.iter())
             .filter_map(|(k, m)| Some((k, m?)))
+    }
+
+    /// Every kernel that carries a log operation, as its index and GPU times, with its match
+    /// (kernel order): what most analyses read of a kernel, without building it whole.
+    pub fn matched_spans(&self) -> impl Iterator<Item = (KernelSpan, KernelMatch<'_>)> + '_ {
+        self.alignment
+            .per_kernel
+            .iter()
+            .enumerate()
+            .filter_map(|(k, m)| {
+                let span = KernelSpan {
+                    index: k,
+                    start_ns: self.kernels.start_ns(k)?,
+                    end_ns: self.kernels.end_ns(k)?,
+                };
+                Some((span, m?))
+            })
     }
 
     /// Log lines that no kernel accounts for (neither matched, fused, nor a duplicate of a match).
@@ -51,6 +70,14 @@ impl ProcessMatch {
             .sum();
         (self.log_ops.len() - accounted.min(self.log_ops.len())) as u64
     }
+}
+
+/// Where one of a process's kernels is in its kernels, and when it ran (GPU clock, ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSpan {
+    pub index: usize,
+    pub start_ns: i64,
+    pub end_ns: i64,
 }
 
 /// Every process's alignment, and the processes found on one side only.

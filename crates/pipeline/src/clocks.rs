@@ -10,6 +10,7 @@
 use crate::alignment::Alignments;
 use enrich::{ClockSync, Communicators};
 use model::OpType;
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 /// Estimates every rank's clock offset and drift, relative to the lowest rank.
@@ -27,21 +28,24 @@ pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators
         let next = hosts.len() as u32;
         let node = *hosts.entry(pm.process.host.as_str()).or_insert(next);
         node_of.insert(rank, node);
-        for (k, m) in pm.matched() {
-            let Some(first) = m.lines().next() else {
+        // Per process, each communicator pointer is looked up once.
+        let mut comm_of: FxHashMap<u64, Option<usize>> = FxHashMap::default();
+        for (k, m) in pm.matched_spans() {
+            let first = m.first_line();
+            let (Some(site), Some(call)) = (pm.log_ops.site(first), pm.log_ops.call(first)) else {
                 continue;
             };
-            let Some(op) = pm.log_ops.get(first) else {
-                continue;
-            };
-            if matches!(op.op, OpType::Send | OpType::Recv) {
+            if matches!(site.op, OpType::Send | OpType::Recv) {
                 continue;
             }
-            let Some(comm) = communicators.comm_of(&pm.process, op.comm) else {
+            let comm = *comm_of
+                .entry(site.comm)
+                .or_insert_with(|| communicators.comm_of(&pm.process, site.comm));
+            let Some(comm) = comm else {
                 continue;
             };
             instances
-                .entry((comm, op.op_count))
+                .entry((comm, call.op_count))
                 .or_default()
                 .push((rank, k.end_ns));
         }

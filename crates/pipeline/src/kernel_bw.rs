@@ -4,6 +4,7 @@
 
 use crate::analysis::Analysis;
 use enrich::Bottleneck;
+use rustc_hash::FxHashMap;
 
 /// One matched kernel that ran a single log operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,12 +36,17 @@ pub fn for_each_kernel_bandwidth(
     mut visit: impl FnMut(KernelBw),
 ) {
     for pm in &analysis.alignments.processes {
-        for (k, m) in pm.matched() {
+        // Per process, each communicator pointer is looked up once.
+        let mut comm_of: FxHashMap<u64, Option<usize>> = FxHashMap::default();
+        for (k, m) in pm.matched_spans() {
             let [first] = m.log_ops[..] else { continue };
             let Some(op) = pm.log_ops.get(first as usize) else {
                 continue;
             };
-            let Some(c) = analysis.communicators.comm_of(&pm.process, op.comm) else {
+            let c = *comm_of
+                .entry(op.comm)
+                .or_insert_with(|| analysis.communicators.comm_of(&pm.process, op.comm));
+            let Some(c) = c else {
                 continue;
             };
             let limit = bottlenecks

@@ -30,7 +30,7 @@ mod timeline;
 mod volumes;
 mod window;
 
-pub use alignment::{align_session, kernel_op, Alignments, ProcessMatch};
+pub use alignment::{align_session, kernel_op, Alignments, KernelSpan, ProcessMatch};
 pub use analysis::{analyse, analyse_incremental, analyse_incremental_with, Analysis, UserSizes};
 pub use clocks::synchronise_clocks;
 pub use comm_setup::{comm_setups, CommSetup};

@@ -51,7 +51,7 @@ pub fn predicted_times(analysis: &Analysis, hw: &Hardware) -> Vec<TimeRow> {
     // (op, bucket) → (kernels, observed sum, predicted sum)
     let mut acc: BTreeMap<(OpType, u64), (u64, f64, f64)> = BTreeMap::new();
     for pm in &analysis.alignments.processes {
-        for (k, m) in pm.matched() {
+        for (k, m) in pm.matched_spans() {
             let ops: Vec<LogOp> = m.lines().filter_map(|i| pm.log_ops.get(i)).collect();
             let Some(p) = predict(analysis, pm, &ops, &host_of, hw) else {
                 continue;

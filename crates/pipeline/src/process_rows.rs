@@ -7,8 +7,9 @@
 //! Reading gives the same whole [`LogOp`] and [`Kernel`] values as the stores do.
 
 use crate::session::{LoadedExport, LoadedLog};
-use model::log::LogOp;
+use model::log::{Call, CallSite, LogOp, LogOps};
 use model::nsys::Kernel;
+use model::nsys::KernelStore;
 use model::rows::{RowIter, Rows};
 use std::sync::Arc;
 
@@ -51,6 +52,29 @@ impl ProcessOps {
             .logs
             .get(self.log_ends.partition_point(|&e| e as usize <= i))?;
         log.parsed.ops.get(row as usize)
+    }
+
+    /// The log holding the `i`-th operation, and its row there.
+    fn at(&self, i: usize) -> Option<(&LogOps, usize)> {
+        let row = *self.rows.get(i)?;
+        let log = self
+            .logs
+            .get(self.log_ends.partition_point(|&e| e as usize <= i))?;
+        Some((&log.parsed.ops, row as usize))
+    }
+
+    /// The call site of the `i`-th operation (what it shares with the process's other calls
+    /// from there: operation, communicator, datatype...), without building the whole record.
+    pub fn site(&self, i: usize) -> Option<&CallSite> {
+        let (ops, row) = self.at(i)?;
+        ops.sites().get(ops.site_index(row)? as usize)
+    }
+
+    /// The `i`-th operation's own numbers (opCount, count, buffers), without building the
+    /// whole record.
+    pub fn call(&self, i: usize) -> Option<Call> {
+        let (ops, row) = self.at(i)?;
+        ops.call(row)
     }
 
     /// Each operation's log and row in it, in order.
@@ -115,6 +139,25 @@ impl ProcessKernels {
         let row = *self.rows.get(i)?;
         let x = self.export_of.get(i).map_or(0, |&x| x as usize);
         self.exports.get(x)?.export.kernels.get(row as usize)
+    }
+
+    /// The export's kernels holding the `i`-th kernel, and its row there.
+    fn at(&self, i: usize) -> Option<(&KernelStore, usize)> {
+        let row = *self.rows.get(i)?;
+        let x = self.export_of.get(i).map_or(0, |&x| x as usize);
+        Some((&self.exports.get(x)?.export.kernels, row as usize))
+    }
+
+    /// The `i`-th kernel's start (GPU clock, ns), without building the whole record.
+    pub fn start_ns(&self, i: usize) -> Option<i64> {
+        let (ks, row) = self.at(i)?;
+        ks.start_ns(row)
+    }
+
+    /// The `i`-th kernel's end (GPU clock, ns), without building the whole record.
+    pub fn end_ns(&self, i: usize) -> Option<i64> {
+        let (ks, row) = self.at(i)?;
+        ks.end_ns(row)
     }
 
     /// Bytes this view holds per kernel (the rows themselves are the session's).
@@ -257,6 +300,13 @@ mod tests {
             want
         );
         assert_eq!(view.get(5), None);
+        // The light reads find the same rows.
+        for (i, o) in want.iter().enumerate() {
+            let (site, call) = (view.site(i).unwrap(), view.call(i).unwrap());
+            assert_eq!((site.op, site.comm), (o.op, o.comm), "{i}");
+            assert_eq!((call.op_count, call.count), (o.op_count, o.count), "{i}");
+        }
+        assert!(view.site(5).is_none() && view.call(5).is_none());
         // One log: no ends to search.
         let one = ProcessOps::from_rows([(&la, 1)]);
         assert_eq!(one.iter().collect::<Vec<_>>(), vec![a[1].clone()]);
@@ -275,6 +325,13 @@ mod tests {
         let want = vec![x[0].clone(), y[0].clone(), x[2].clone(), y[1].clone()];
         assert_eq!(view.iter().collect::<Vec<_>>(), want);
         assert_eq!(view.get(4), None);
+        let times: Vec<_> = (0..5).map(|i| (view.start_ns(i), view.end_ns(i))).collect();
+        let mut want_times: Vec<_> = want
+            .iter()
+            .map(|k| (Some(k.start_ns), Some(k.end_ns)))
+            .collect();
+        want_times.push((None, None));
+        assert_eq!(times, want_times);
         let copy = export(&want);
         let same = ProcessKernels::from_rows((0..4).map(|r| (&copy, r)));
         assert_eq!(view, same);

@@ -122,6 +122,14 @@ pub(crate) fn log_process<'a>(
     }
 }
 
+/// What one call site's calls add up to in a log, and where the first of them is.
+#[derive(Clone, Default)]
+struct SiteCalls {
+    first: usize,
+    calls: u64,
+    bytes: u64,
+}
+
 /// Per process: its global rank and local GPU, from the init line of its largest communicator
 /// (the world, where the log has it), else from the order of sorted hosts and pids.
 pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<ProcessSummary> {
@@ -155,25 +163,49 @@ pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<Proc
             c.comm_id = c.comm_id.or(init.comm_id);
             c.rank = Some(init.rank);
         }
-        for op in &p.ops {
+        // Per call site, not per call: a log has millions of calls from a few hundred sites.
+        // Sites are visited in the order of their first call, so what the first call of a
+        // process (or of one of its communicators) decides is decided as call by call.
+        let calls = &p.ops;
+        let mut per_site: Vec<SiteCalls> = vec![SiteCalls::default(); calls.sites().len()];
+        for j in 0..calls.len() {
+            let (Some(s), Some(bytes)) = (calls.site_index(j), calls.msg_bytes(j)) else {
+                continue;
+            };
+            let c = &mut per_site[s as usize];
+            if c.calls == 0 {
+                c.first = j;
+            }
+            c.calls += 1;
+            c.bytes += bytes;
+        }
+        let mut order: Vec<usize> = (0..per_site.len())
+            .filter(|&s| per_site[s].calls > 0)
+            .collect();
+        order.sort_by_key(|&s| per_site[s].first);
+        for s in order {
+            let (site, c) = (&calls.sites()[s], &per_site[s]);
+            let Some(process) = calls.processes().get(site.process as usize) else {
+                continue;
+            };
             // Looked up before inserting, as in `per_process`.
-            if !all.contains(&op.process) {
-                all.insert(op.process.clone());
+            if !all.contains(process) {
+                all.insert(process.clone());
             }
-            if !op_dev.contains_key(&op.process) {
-                op_dev.insert(op.process.clone(), op.cuda_dev);
+            if !op_dev.contains_key(process) {
+                op_dev.insert(process.clone(), site.cuda_dev);
             }
-            let e = per_process(&mut ops, &op.process).entry(op.op).or_default();
-            e.0 += 1;
-            e.1 += op.msg_bytes();
-            let c = comm_view(&mut comms, &op.process, op.comm, op.nranks);
-            c.ops += 1;
+            let e = per_process(&mut ops, process).entry(site.op).or_default();
+            e.0 += c.calls;
+            e.1 += c.bytes;
+            comm_view(&mut comms, process, site.comm, site.nranks).ops += c.calls;
         }
     }
     let mut kernels_by_pid: BTreeMap<u32, u64> = BTreeMap::new();
     for e in session.exports() {
-        for k in &e.export.kernels {
-            *kernels_by_pid.entry(k.pid).or_default() += 1;
+        let ks = &e.export.kernels;
+        for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
+            *kernels_by_pid.entry(pid).or_default() += 1;
         }
     }
     let mut out: Vec<ProcessSummary> = all

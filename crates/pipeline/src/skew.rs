@@ -98,11 +98,12 @@ impl<'a> AllOps<'a> {
 
     fn key(&self, i: usize) -> Option<OpKey<'a>> {
         let (ops, j) = self.locate(i);
+        let site = ops.sites().get(ops.site_index(j)? as usize)?;
         Some(OpKey {
-            process: ops.process_of(j)?,
-            comm: ops.comm(j)?,
-            op_count: ops.op_count(j)?,
-            op: ops.op_type(j)?,
+            process: ops.processes().get(site.process as usize)?,
+            comm: site.comm,
+            op_count: ops.call(j)?.op_count,
+            op: site.op,
         })
     }
 }
@@ -131,7 +132,7 @@ fn kernel_starts(ops: &AllOps<'_>, analysis: &Analysis, clocks: &ClockSync) -> V
                     .map_or(usize::MAX, |s| s + row as usize)
             })
             .collect();
-        for (k, m) in pm.matched() {
+        for (k, m) in pm.matched_spans() {
             let t = rank.map_or(k.start_ns, |r| clocks.to_sync(r, k.start_ns));
             for &j in m.log_ops.iter().chain(m.duplicates) {
                 if let Some(s) = at.get(j as usize).and_then(|&g| starts.get_mut(g)) {

@@ -13,11 +13,12 @@
 
 use crate::session::Session;
 use enrich::{bandwidth, Communicators, LayoutInference, Parallelism};
-use model::log::{LogOp, ProcessKey};
+use model::log::{Call, CallSite, LogOp, LogOps, ProcessKey};
 use model::OpType;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 /// One rank's observed volume.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,26 +44,32 @@ impl RankVolume {
 
 /// The link traffic of one logged operation for one rank (ring bus bytes).
 pub fn traffic_bytes(op: &LogOp) -> u64 {
-    let n = op.nranks.max(1);
     let size = op.datatype.map_or(0, |d| d.size_bytes());
-    let bytes = bandwidth::op_bytes(op.op, op.count, size, n);
-    (bytes as f64 * bandwidth::bus_factor(op.op, None, n)).round() as u64
+    traffic(op.op, op.count, size, op.nranks)
 }
 
-/// What makes a logged operation itself: process, communicator, opCount, operation, root or
-/// peer, count, send and receive buffers.
-type LineKey = (ProcessKey, u64, u64, OpType, i64, u64, u64, u64);
+/// [`traffic_bytes`] of an operation's parts: `count` elements of `size` bytes on `nranks`.
+fn traffic(op: OpType, count: u64, size: u64, nranks: u32) -> u64 {
+    let n = nranks.max(1);
+    let bytes = bandwidth::op_bytes(op, count, size, n);
+    (bytes as f64 * bandwidth::bus_factor(op, None, n)).round() as u64
+}
 
-fn line_key(op: &LogOp) -> LineKey {
+/// What makes a logged operation itself: process (the session's number for it, [`Processes`]),
+/// communicator, opCount, operation, root or peer, count, send and receive buffers.
+type LineKey = (u32, u64, u64, OpType, i64, u64, u64, u64);
+
+/// The [`LineKey`] of a call from `site` of process `process`.
+fn line_key(process: u32, site: &CallSite, call: &Call) -> LineKey {
     (
-        op.process.clone(),
-        op.comm,
-        op.op_count,
-        op.op,
-        op.root,
-        op.count,
-        op.sendbuff,
-        op.recvbuff,
+        process,
+        site.comm,
+        call.op_count,
+        site.op,
+        site.root,
+        call.count,
+        call.sendbuff,
+        call.recvbuff,
     )
 }
 
@@ -74,78 +81,193 @@ type LineAt = (u32, u32);
 /// records at millions of lines); lines whose hash an earlier, different line already holds go
 /// to a set of whole keys, so the answer is exact.
 #[derive(Default)]
-struct LineSet<S = BuildHasherDefault<DefaultHasher>> {
+struct LineSet<S = FxBuildHasher> {
     hasher: S,
-    by_hash: HashMap<u64, LineAt>,
+    by_hash: HashMap<u64, LineAt, BuildHasherDefault<NoHash>>,
     collided: HashSet<LineKey>,
 }
 
 impl<S: BuildHasher> LineSet<S> {
-    /// Whether `op`, the line at `at`, is new (and now seen); `line` reads an earlier line back.
-    fn insert(&mut self, at: LineAt, op: &LogOp, line: impl Fn(LineAt) -> Option<LogOp>) -> bool {
-        let key = line_key(op);
-        match self.by_hash.entry(self.hasher.hash_one(&key)) {
+    /// Whether `key`, the line at `at`, is new (and now seen); `line` reads an earlier line's key
+    /// back.
+    fn insert(
+        &mut self,
+        at: LineAt,
+        key: LineKey,
+        line: impl Fn(LineAt) -> Option<LineKey>,
+    ) -> bool {
+        match self.by_hash.entry(self.hasher.hash_one(key)) {
             Entry::Vacant(e) => {
                 e.insert(at);
                 true
             }
-            Entry::Occupied(e) if line(*e.get()).is_some_and(|o| line_key(&o) == key) => false,
+            Entry::Occupied(e) if line(*e.get()) == Some(key) => false,
             Entry::Occupied(_) => self.collided.insert(key),
         }
     }
 }
 
+/// A map keyed by a hash already computed: the key is its own hash.
+#[derive(Default)]
+struct NoHash(u64);
+
+impl Hasher for NoHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for u64 keys (`write_u64`); folded in for completeness.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The session's processes numbered once: a line's key holds the number, not the host text.
+#[derive(Default)]
+struct Processes {
+    ids: FxHashMap<ProcessKey, u32>,
+}
+
+impl Processes {
+    /// Each of `ops`'s process indices (as its sites number them) as a session-wide number.
+    fn of_log(&mut self, ops: &LogOps) -> Vec<u32> {
+        ops.processes()
+            .iter()
+            .map(|p| {
+                let next = self.ids.len() as u32;
+                *self.ids.entry(p.clone()).or_insert(next)
+            })
+            .collect()
+    }
+}
+
+/// What every call of one site shares for the volumes: its rank and parallelism, and what its
+/// counted calls add up to.
+struct SiteVolume {
+    rank: u32,
+    parallelism: Parallelism,
+    /// Calls counted (printed once), their traffic, and their message sizes by power of two
+    /// (index 0: zero bytes, `b + 1`: bucket `2^b`).
+    calls: u64,
+    traffic: u64,
+    sizes: [u64; 65],
+}
+
+/// [`size_bucket`]'s index into [`SiteVolume::sizes`].
+///
+/// [`size_bucket`]: crate::size_bucket
+fn size_index(bytes: u64) -> usize {
+    if bytes == 0 {
+        0
+    } else {
+        64 - bytes.leading_zeros() as usize
+    }
+}
+
 /// Every ranked process's observed volume, ordered by global rank.
+///
+/// Per call, only what differs from call to call is read (its numbers, for the duplicate check
+/// and the traffic); the rank, the communicator's parallelism and the process are worked out
+/// once per call site, and the sums are kept per site and added up at the end (integers: the
+/// same totals in any order).
 pub fn observed_volumes(
     session: &Session,
     communicators: &Communicators,
     layout: &LayoutInference,
 ) -> Vec<RankVolume> {
-    let label = |c: usize| {
-        layout
-            .comms
-            .iter()
-            .find(|l| l.comm == c)
-            .map_or(Parallelism::Unknown, |l| l.parallelism)
-    };
+    let mut label: FxHashMap<usize, Parallelism> = FxHashMap::default();
+    for l in layout.comms.iter().rev() {
+        // The first label of a communicator wins, as a search from the front finds it.
+        label.insert(l.comm, l.parallelism);
+    }
     let mut seen: LineSet = LineSet::default();
     let mut out: BTreeMap<u32, RankVolume> = BTreeMap::new();
     let logs = session.logs();
-    let line = |(l, j): LineAt| logs.get(l as usize)?.parsed.ops.get(j as usize);
-    let ops = logs.iter().enumerate().flat_map(|(l, log)| {
-        log.parsed
-            .ops
+    let mut processes = Processes::default();
+    let numbered: Vec<Vec<u32>> = logs
+        .iter()
+        .map(|log| processes.of_log(&log.parsed.ops))
+        .collect();
+    let line = |(l, j): LineAt| {
+        let ops = &logs.get(l as usize)?.parsed.ops;
+        let site = ops.sites().get(ops.site_index(j as usize)? as usize)?;
+        let process = *numbered[l as usize].get(site.process as usize)?;
+        Some(line_key(process, site, &ops.call(j as usize)?))
+    };
+    for (l, log) in logs.iter().enumerate() {
+        let ops = &log.parsed.ops;
+        let mut sites: Vec<Option<SiteVolume>> = ops
+            .sites()
             .iter()
-            .enumerate()
-            .map(move |(j, op)| (l, j, op))
-    });
-    for (l, j, op) in ops {
-        let Some(rank) = communicators.rank_of(&op.process) else {
-            continue;
-        };
-        // Past u32 a line is not found again and its key is kept whole: still exact.
-        let at = (l as u32, u32::try_from(j).unwrap_or(u32::MAX));
-        if !seen.insert(at, &op, line) {
-            continue;
+            .map(|s| {
+                let process = ops.processes().get(s.process as usize)?;
+                let rank = communicators.rank_of(process)?;
+                let parallelism = communicators
+                    .comm_of(process, s.comm)
+                    .and_then(|c| label.get(&c).copied())
+                    .unwrap_or(Parallelism::Unknown);
+                Some(SiteVolume {
+                    rank,
+                    parallelism,
+                    calls: 0,
+                    traffic: 0,
+                    sizes: [0; 65],
+                })
+            })
+            .collect();
+        for j in 0..ops.len() {
+            let (Some(s), Some(call)) = (ops.site_index(j), ops.call(j)) else {
+                continue;
+            };
+            let Some(Some(v)) = sites.get_mut(s as usize) else {
+                continue;
+            };
+            let site = &ops.sites()[s as usize];
+            let process = numbered[l][site.process as usize];
+            // Past u32 a line is not found again and its key is kept whole: still exact.
+            let at = (l as u32, u32::try_from(j).unwrap_or(u32::MAX));
+            if !seen.insert(at, line_key(process, site, &call), line) {
+                continue;
+            }
+            if v.calls == 0 && !out.contains_key(&v.rank) {
+                // The rank's first counted call names its process.
+                out.insert(
+                    v.rank,
+                    RankVolume {
+                        global_rank: v.rank,
+                        process: ops.processes()[site.process as usize].clone(),
+                        by_parallelism: BTreeMap::new(),
+                        by_parallelism_op: BTreeMap::new(),
+                        message_sizes: BTreeMap::new(),
+                    },
+                );
+            }
+            let size = site.datatype.map_or(0, |d| d.size_bytes());
+            v.calls += 1;
+            v.traffic += traffic(site.op, call.count, size, site.nranks);
+            v.sizes[size_index(call.count.saturating_mul(size))] += 1;
         }
-        let parallelism = communicators
-            .comm_of(&op.process, op.comm)
-            .map_or(Parallelism::Unknown, label);
-        let v = out.entry(rank).or_insert_with(|| RankVolume {
-            global_rank: rank,
-            process: op.process.clone(),
-            by_parallelism: BTreeMap::new(),
-            by_parallelism_op: BTreeMap::new(),
-            message_sizes: BTreeMap::new(),
-        });
-        let traffic = traffic_bytes(&op);
-        *v.by_parallelism.entry(parallelism).or_default() += traffic;
-        *v.by_parallelism_op.entry((parallelism, op.op)).or_default() += traffic;
-        *v.message_sizes
-            .entry(parallelism)
-            .or_default()
-            .entry(crate::size_bucket(op.msg_bytes()))
-            .or_default() += 1;
+        for (site, v) in ops.sites().iter().zip(sites) {
+            let Some(v) = v.filter(|v| v.calls > 0) else {
+                continue;
+            };
+            let Some(r) = out.get_mut(&v.rank) else {
+                continue;
+            };
+            *r.by_parallelism.entry(v.parallelism).or_default() += v.traffic;
+            *r.by_parallelism_op
+                .entry((v.parallelism, site.op))
+                .or_default() += v.traffic;
+            let sizes = r.message_sizes.entry(v.parallelism).or_default();
+            for (b, &n) in v.sizes.iter().enumerate().filter(|(_, &n)| n > 0) {
+                let bucket = if b == 0 { 0 } else { 1u64 << (b - 1) };
+                *sizes.entry(bucket).or_default() += n;
+            }
+        }
     }
     out.into_values().collect()
 }
@@ -154,9 +276,19 @@ pub fn observed_volumes(
 /// β (2 for bf16/fp16 training) as the logs show it. `None` without operations.
 pub fn dominant_element_bytes(session: &Session) -> Option<u64> {
     let mut by_size: BTreeMap<u64, u64> = BTreeMap::new();
-    for op in session.logs().iter().flat_map(|l| l.parsed.ops.iter()) {
-        if let Some(d) = op.datatype {
-            *by_size.entry(d.size_bytes()).or_default() += op.msg_bytes();
+    for log in session.logs() {
+        let ops = &log.parsed.ops;
+        // Per site, then per size: a site has one datatype.
+        let mut per_site = vec![0u64; ops.sites().len()];
+        for j in 0..ops.len() {
+            if let (Some(s), Some(bytes)) = (ops.site_index(j), ops.msg_bytes(j)) {
+                per_site[s as usize] += bytes;
+            }
+        }
+        for (site, bytes) in ops.sites().iter().zip(per_site) {
+            if let Some(d) = site.datatype {
+                *by_size.entry(d.size_bytes()).or_default() += bytes;
+            }
         }
     }
     by_size
@@ -209,10 +341,17 @@ mod tests {
 
     fn new_lines<S: BuildHasher + Default>(lines: &LogOps) -> Vec<bool> {
         let mut seen = LineSet::<S>::default();
-        let line = |(_, j): LineAt| lines.get(j as usize);
-        (0..)
-            .zip(lines)
-            .map(|(j, l)| seen.insert((0, j), &l, line))
+        let processes = Processes::default().of_log(lines);
+        let key = |j: usize| {
+            let site = lines.sites()[lines.site_index(j)? as usize];
+            Some(line_key(
+                processes[site.process as usize],
+                &site,
+                &lines.call(j)?,
+            ))
+        };
+        (0..lines.len())
+            .map(|j| seen.insert((0, j as u32), key(j).unwrap(), |(_, j)| key(j as usize)))
             .collect()
     }
 
@@ -228,10 +367,7 @@ mod tests {
             (1, 1, 16),
         ]);
         let expected = [true, false, true, true, true, false, false];
-        assert_eq!(
-            new_lines::<BuildHasherDefault<DefaultHasher>>(&lines),
-            expected
-        );
+        assert_eq!(new_lines::<FxBuildHasher>(&lines), expected);
         assert_eq!(new_lines::<Colliding>(&lines), expected);
     }
 }

@@ -253,3 +253,34 @@ fn real_fixtures_added_one_by_one() {
         .iter()
         .any(|r| r.tracks > 0 && r.tracks_rebuilt < r.tracks));
 }
+
+/// What the analyses read of each matched kernel without building it whole (its index and
+/// times, and its match) is what the whole kernels say, and every match is there once.
+#[test]
+fn matched_spans_are_the_matched_kernels() {
+    let (logs, exports) = preset_files("demo");
+    let mut session = Session::default();
+    for f in all(&logs, &exports) {
+        f.add_to(&mut session);
+    }
+    let analysis = analyse(&session, &UserSizes::default());
+    let mut matched = 0;
+    for pm in &analysis.alignments.processes {
+        let spans: Vec<_> = pm
+            .matched_spans()
+            .map(|(s, m)| (s.start_ns, s.end_ns, s.index, m.first_line()))
+            .collect();
+        let whole: Vec<_> = pm
+            .matched()
+            .map(|(k, m)| (k.start_ns, k.end_ns, m.first_line()))
+            .collect();
+        assert_eq!(spans.len(), whole.len(), "{:?}", pm.process);
+        for ((start, end, index, line), w) in spans.iter().zip(&whole) {
+            assert_eq!((*start, *end, *line), *w);
+            assert_eq!(pm.kernels.get(*index).map(|k| k.start_ns), Some(*start));
+        }
+        assert_eq!(pm.matched_kernels(), whole.len() as u64);
+        matched += whole.len();
+    }
+    assert!(matched > 500, "the demo matches its kernels: {matched}");
+}
