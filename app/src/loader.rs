@@ -523,7 +523,8 @@ async fn load_and_analyse(req: &LoadRequest) {
                     }
                     None => {
                         let mut last_post = f64::NEG_INFINITY;
-                        load_blob(item.id, &item.name, &item.blob, |read| {
+                        let kind = parsing.kind(n);
+                        load_blob(item.id, &item.name, &item.blob, kind, |read| {
                             let now = js_sys::Date::now();
                             if now - last_post >= PROGRESS_INTERVAL_MS {
                                 last_post = now;
@@ -745,13 +746,23 @@ pub(crate) fn post(msg: &ToPage, timeline: Option<js_sys::ArrayBuffer>) {
     }
 }
 
-/// Loads one file into the session; `progress(bytes_read)` is called as slices arrive.
-async fn load_blob(id: usize, name: &str, blob: &Blob, progress: impl FnMut(u64)) -> FileReport {
+/// Loads one file into the session; `progress(bytes_read)` is called as slices arrive. `kind`
+/// is what its head sniffed as, if that was read already (else it is read here).
+async fn load_blob(
+    id: usize,
+    name: &str,
+    blob: &Blob,
+    kind: Option<InputKind>,
+    progress: impl FnMut(u64),
+) -> FileReport {
     let size = blob.size() as u64;
     // The same head the command sniffs. Text without an NCCL line in it (a log's first NCCL
     // line may follow a long preamble) is read as a log, and refused if no line of it is one.
-    let head = read_head(blob, SNIFF_BYTES).await;
-    match sniff(&head) {
+    let kind = match kind {
+        Some(kind) => kind,
+        None => sniff(&read_head(blob, SNIFF_BYTES).await),
+    };
+    match kind {
         InputKind::NsysSqlite => load_export(id, name, blob, size, progress).await,
         InputKind::NcclLog | InputKind::Gzip | InputKind::Text => {
             load_log(name, blob, size, progress).await
