@@ -154,6 +154,7 @@ fn domain(
     hints: &mut [Vec<Option<(u64, u64)>>],
 ) {
     let colls: Vec<Vec<Coll>> = procs.iter().map(|&p| collectives(&inputs[p])).collect();
+    let mut calls_of: Vec<Option<LogCalls>> = procs.iter().map(|_| None).collect();
     // Nodes: (position in `procs`, stream).
     let mut node_of: FxHashMap<(usize, u32), usize> = FxHashMap::default();
     let mut sizes: Vec<usize> = Vec::new();
@@ -245,7 +246,9 @@ fn domain(
                 .filter(|((x, _), _)| *x == a)
                 .map(|((_, c), &s)| (c.k, s, c.class, c.dtype))
                 .collect();
-            for (k, call) in offsets(&inputs[p], first[p], &mine) {
+            // A process is in one group per linked stream: its log is indexed once.
+            let calls = calls_of[a].get_or_insert_with(|| LogCalls::of(&inputs[p]));
+            for (k, call) in offsets(&inputs[p], first[p], &mine, calls) {
                 hints[p][k] = Some(call);
             }
         }
@@ -272,6 +275,7 @@ fn offsets(
     input: &ProcessInput<'_>,
     first: &[Option<usize>],
     mine: &[Mine],
+    calls: &LogCalls,
 ) -> Vec<(usize, (u64, u64))> {
     // Each kernel's offset as the first alignment pairs it.
     let own: Vec<Option<(u64, i64)>> = mine
@@ -292,14 +296,7 @@ fn offsets(
     if cands.is_empty() || mine.is_empty() {
         return Vec::new();
     }
-    let mut line: FxHashMap<(u64, u64), (u64, Option<DataType>)> = FxHashMap::default();
-    let mut last: FxHashMap<u64, u64> = FxHashMap::default();
-    for o in input.log_ops {
-        line.entry((o.comm, o.op_count))
-            .or_insert((class_key(Some(o.op)), o.datatype.map(kernel_datatype)));
-        let e = last.entry(o.comm).or_insert(o.op_count);
-        *e = (*e).max(o.op_count);
-    }
+    let LogCalls { line, last } = calls;
     let emit = |i: usize, (comm, off): (u64, i64)| -> i64 {
         let (_, s, class, dtype) = mine[i];
         let oc = s as i64 + off;
@@ -312,11 +309,13 @@ fn offsets(
             None => 0,
         }
     };
-    // Viterbi: score[c] of the best path ending in candidate c; back[i][c] its predecessor.
+    // Viterbi: score[c] of the best path ending in candidate c; back[i * nc + c] its
+    // predecessor (one flat table: a row per kernel was two allocations per kernel).
     let nc = cands.len();
     let mut score: Vec<i64> = cands.iter().map(|&c| emit(0, c)).collect();
-    let mut back: Vec<Vec<u8>> = Vec::with_capacity(mine.len());
-    back.push((0..nc as u8).collect());
+    let mut next: Vec<i64> = vec![0; nc];
+    let mut back: Vec<u8> = Vec::with_capacity(mine.len() * nc);
+    back.extend(0..nc as u8);
     for i in 1..mine.len() {
         let (bi, bv) = score
             .iter()
@@ -324,19 +323,16 @@ fn offsets(
             .max_by(|x, y| x.1.cmp(y.1).then(y.0.cmp(&x.0)))
             .map(|(i, &v)| (i, v))
             .unwrap_or((0, 0));
-        let mut row = Vec::with_capacity(nc);
-        let mut next = Vec::with_capacity(nc);
         for (c, &cand) in cands.iter().enumerate() {
             let (from, v) = if score[c] >= bv + SWITCH {
                 (c, score[c])
             } else {
                 (bi, bv + SWITCH)
             };
-            row.push(from as u8);
-            next.push(v + emit(i, cand));
+            back.push(from as u8);
+            next[c] = v + emit(i, cand);
         }
-        back.push(row);
-        score = next;
+        std::mem::swap(&mut score, &mut next);
     }
     let mut c = score
         .iter()
@@ -351,9 +347,30 @@ fn offsets(
         if oc >= 0 {
             out.push((k, (comm, oc as u64)));
         }
-        c = back[i][c] as usize;
+        c = back[i * nc + c] as usize;
     }
     out
+}
+
+/// What [`offsets`] reads of a process's log: per (communicator, opCount), the class and
+/// datatype of its first line, and per communicator the highest opCount.
+struct LogCalls {
+    line: FxHashMap<(u64, u64), (u64, Option<DataType>)>,
+    last: FxHashMap<u64, u64>,
+}
+
+impl LogCalls {
+    fn of(input: &ProcessInput<'_>) -> LogCalls {
+        let mut line: FxHashMap<(u64, u64), (u64, Option<DataType>)> = FxHashMap::default();
+        let mut last: FxHashMap<u64, u64> = FxHashMap::default();
+        for o in input.log_ops {
+            line.entry((o.comm, o.op_count))
+                .or_insert((class_key(Some(o.op)), o.datatype.map(kernel_datatype)));
+            let e = last.entry(o.comm).or_insert(o.op_count);
+            *e = (*e).max(o.op_count);
+        }
+        LogCalls { line, last }
+    }
 }
 
 /// Votes (stream of `a`, stream of `b`) for every pair of same-class kernels that run

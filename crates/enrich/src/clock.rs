@@ -14,6 +14,7 @@
 //! `t_rank = t_ref_clock + offset_ns + drift_ppm·1e−6·(t − reference_ns)`, i.e. a positive offset
 //! means the rank's clock is ahead of rank 0's. [`ClockSync::to_sync`] undoes it.
 
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 /// Below this many instances a rank's drift is not fitted (thesis: > 10 collectives).
@@ -260,11 +261,14 @@ pub fn synchronise(
     node_of: Option<&BTreeMap<u32, u32>>,
 ) -> ClockSync {
     let instances: Vec<&Vec<(u32, i64)>> = instances.iter().filter(|i| i.len() >= 2).collect();
+    // One buffer for every instance's median and members (not two allocations an instance).
+    let mut readings: Vec<f64> = Vec::new();
     let Some(reference_ns) = instances
         .iter()
         .filter_map(|i| {
-            let mut v: Vec<f64> = i.iter().map(|p| p.1 as f64).collect();
-            median(&mut v)
+            readings.clear();
+            readings.extend(i.iter().map(|p| p.1 as f64));
+            median(&mut readings)
         })
         .map(|m| m as i64)
         .min()
@@ -275,10 +279,14 @@ pub fn synchronise(
     // Pair samples (x = the lower rank's reading, d = difference). Each instance contributes
     // its lowest rank against every other member plus consecutive members: O(members) pairs
     // that keep every communicator's members connected.
-    let mut pairs: BTreeMap<(u32, u32), Vec<(f64, f64)>> = BTreeMap::new();
-    let mut samples: BTreeMap<u32, usize> = BTreeMap::new();
+    // Gathered in hash maps (an entry per member of every instance), then ordered: what
+    // follows reads them in key order.
+    let mut pairs: FxHashMap<(u32, u32), Vec<(f64, f64)>> = FxHashMap::default();
+    let mut samples: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut m: Vec<(u32, i64)> = Vec::new();
     for inst in &instances {
-        let mut m: Vec<(u32, i64)> = inst.to_vec();
+        m.clear();
+        m.extend_from_slice(inst);
         m.sort_unstable();
         m.dedup_by_key(|p| p.0);
         for p in &m {
@@ -297,6 +305,8 @@ pub fn synchronise(
             }
         }
     }
+    let mut pairs: BTreeMap<(u32, u32), Vec<(f64, f64)>> = pairs.into_iter().collect();
+    let samples: BTreeMap<u32, usize> = samples.into_iter().collect();
     // A stretch of kernels matched to the wrong instances (a rank whose alignment slipped)
     // differs by whole operations, milliseconds: keep each pair's consistent samples only.
     for pts in pairs.values_mut() {

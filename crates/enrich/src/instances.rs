@@ -9,6 +9,7 @@
 use crate::communicators::Communicators;
 use model::log::{LogOp, ProcessKey};
 use model::OpType;
+use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, HashMap};
 
 /// One collective (or grouped point-to-point) call as seen by all its members.
@@ -87,15 +88,29 @@ pub fn for_each_instance<'a>(
     mut visit: impl FnMut(Instance),
 ) {
     // Ops per (logical comm, process), in input order (4 bytes an op: indices fit 32 bits).
-    let mut per_member: BTreeMap<(usize, u32), Vec<u32>> = BTreeMap::new();
+    // Each (process, pointer) is looked up once: the keys borrow their process from the log's
+    // table, so its address names it (a log's millions of operations come from a few sites).
+    let mut member_of: FxHashMap<(*const ProcessKey, u64), Option<usize>> = FxHashMap::default();
+    let mut members: Vec<((usize, u32), Vec<u32>)> = Vec::new();
+    let mut slot_of: FxHashMap<(usize, u32), usize> = FxHashMap::default();
     for i in 0..n {
         let Some(o) = key(i) else { continue };
-        let (Some(c), Some(r)) = (comms.comm_of(o.process, o.comm), comms.rank_of(o.process))
-        else {
-            continue;
-        };
-        per_member.entry((c, r)).or_default().push(i as u32);
+        let slot = *member_of
+            .entry((o.process as *const ProcessKey, o.comm))
+            .or_insert_with(|| {
+                let c = comms.comm_of(o.process, o.comm)?;
+                let r = comms.rank_of(o.process)?;
+                Some(*slot_of.entry((c, r)).or_insert_with(|| {
+                    members.push(((c, r), Vec::new()));
+                    members.len() - 1
+                }))
+            });
+        if let Some(slot) = slot {
+            members[slot].1.push(i as u32);
+        }
     }
+    members.sort_unstable_by_key(|(member, _)| *member);
+    let per_member = members;
     // A communicator uses opCounts only when every member's are non-decreasing and not all equal.
     let mut usable: HashMap<usize, bool> = HashMap::new();
     for ((c, _), idx) in &per_member {
@@ -111,7 +126,7 @@ pub fn for_each_instance<'a>(
     }
     // One communicator at a time: its members are adjacent in `per_member`'s order.
     let mut members = per_member.iter().peekable();
-    while let Some(&(&(c, _), _)) = members.peek() {
+    while let Some(&&((c, _), _)) = members.peek() {
         let by_count = usable.get(&c).copied().unwrap_or(false);
         let mut out: BTreeMap<u64, Instance> = BTreeMap::new();
         while let Some(((_, r), idx)) = members.next_if(|((cc, _), _)| *cc == c) {

@@ -22,6 +22,7 @@
 use crate::communicators::Communicators;
 use model::log::{LogOp, ProcessKey};
 use model::{DataType, OpType};
+use rustc_hash::FxHashSet;
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -320,7 +321,7 @@ impl Signature {
 
 #[derive(Default)]
 struct MemberStats {
-    seen: HashSet<(u64, OpType, i64, u64)>,
+    seen: FxHashSet<(u64, OpType, i64, u64)>,
     sig: Signature,
     groups: BTreeMap<u64, BTreeSet<i64>>,
 }
@@ -331,12 +332,28 @@ fn signatures(
 ) -> Vec<Signature> {
     let mut per: Vec<BTreeMap<ProcessKey, MemberStats>> =
         (0..comms.comms.len()).map(|_| BTreeMap::new()).collect();
+    // The last (process, pointer) looked up: a log's calls come in runs of one process.
+    let mut last: Option<(ProcessKey, u64, Option<usize>)> = None;
     for o in ops {
         let o = o.borrow();
-        let Some(c) = comms.comm_of(&o.process, o.comm) else {
+        let c = match &last {
+            Some((p, comm, c)) if *comm == o.comm && *p == o.process => *c,
+            _ => {
+                let c = comms.comm_of(&o.process, o.comm);
+                last = Some((o.process.clone(), o.comm, c));
+                c
+            }
+        };
+        let Some(c) = c else {
             continue;
         };
-        let m = per[c].entry(o.process.clone()).or_default();
+        // Looked up before inserting: the key is copied once per member, not once per call.
+        if !per[c].contains_key(&o.process) {
+            per[c].insert(o.process.clone(), MemberStats::default());
+        }
+        let Some(m) = per[c].get_mut(&o.process) else {
+            continue;
+        };
         if !m.seen.insert((o.op_count, o.op, o.root, o.count)) {
             continue; // a duplicated line
         }

@@ -13,12 +13,16 @@ use model::OpType;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
+/// A collective instance: (logical communicator, opCount).
+type Instance = (usize, u64);
+
 /// Estimates every rank's clock offset and drift, relative to the lowest rank.
 ///
 /// Ranks of one host share a clock (and so one drift), which makes drift visible from the
 /// instances of any of them.
 pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators) -> ClockSync {
-    let mut instances: BTreeMap<(usize, u64), Vec<(u32, i64)>> = BTreeMap::new();
+    // Hashed as they come (an entry per matched kernel), ordered once at the end.
+    let mut instances: FxHashMap<Instance, Vec<(u32, i64)>> = FxHashMap::default();
     let mut hosts: BTreeMap<&str, u32> = BTreeMap::new();
     let mut node_of: BTreeMap<u32, u32> = BTreeMap::new();
     for pm in &alignments.processes {
@@ -50,9 +54,11 @@ pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators
                 .push((rank, k.end_ns));
         }
     }
-    let observed: Vec<Vec<(u32, i64)>> = instances
-        .into_values()
-        .filter(|members| members.len() >= 2)
+    let mut observed: Vec<(Instance, Vec<(u32, i64)>)> = instances
+        .into_iter()
+        .filter(|(_, members)| members.len() >= 2)
         .collect();
+    observed.sort_unstable_by_key(|(instance, _)| *instance);
+    let observed: Vec<Vec<(u32, i64)>> = observed.into_iter().map(|(_, m)| m).collect();
     enrich::synchronise(&observed, Some(&node_of))
 }
