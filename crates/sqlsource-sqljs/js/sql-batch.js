@@ -70,13 +70,82 @@
   }
 
   var exact = { useBigInt: true };
-  self.ncclscopeSqlBatch = function (stmt, columns, maxRows, nums, tags, extra) {
+
+  // The current row through sql.js's `get()`: an array of cells, read again with BigInts if
+  // one is an integer a number cannot hold.
+  function putRow(stmt, at, columns, nums, tags, extra) {
+    if (!putNumbers(stmt.get(), at, columns, nums, tags, extra)) {
+      putExact(stmt.get(null, exact), at, columns, nums, tags, extra);
+    }
+  }
+
+  // SQLite's fundamental types (sqlite3_column_type).
+  var INTEGER = 1, FLOAT = 2, NULL = 5;
+
+  // The statement's SQLite pointer, if this sql.js exposes what reading cells directly needs:
+  // its C entry points `_sqlite3_column_type`, `_sqlite3_column_double` and `_sqlite3_sql`
+  // (sql.js 1.x exports them on the module) and the pointer itself, which sql.js keeps in a
+  // property its minifier named. That property is found by asking SQLite for each numeric
+  // property's statement text and comparing it with `getSQL()`: a wrong guess reads other
+  // memory (wasm's bounds hold) and fails the comparison. 0 when not found: `get()` then.
+  function pointerOf(stmt, SQL) {
+    if (stmt.ncclscopePointer !== undefined) return stmt.ncclscopePointer;
+    var found = 0;
+    if (SQL && typeof SQL._sqlite3_column_type === 'function' &&
+        typeof SQL._sqlite3_column_double === 'function' &&
+        typeof SQL._sqlite3_sql === 'function' && typeof SQL.UTF8ToString === 'function' &&
+        typeof stmt.getSQL === 'function') {
+      var text = stmt.getSQL();
+      for (var key in stmt) {
+        var v = stmt[key];
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < 4096) continue;
+        try {
+          if (SQL.UTF8ToString(SQL._sqlite3_sql(v)) === text) { found = v; break; }
+        } catch (e) { /* not a statement */ }
+      }
+    }
+    stmt.ncclscopePointer = found;
+    return found;
+  }
+
+  // Up to `maxRows` rows, numeric cells read straight from SQLite (two calls a cell, no array a
+  // row: a third less time a kernel scan); a row with a text, a blob or an integer a number
+  // cannot hold goes through `putRow`, so every cell comes out as `get()` gives it.
+  function direct(stmt, p, SQL, columns, maxRows, nums, tags, extra) {
+    var type = SQL._sqlite3_column_type, real = SQL._sqlite3_column_double;
     var rows = 0;
     while (rows < maxRows && stmt.step()) {
       var at = rows * columns;
-      if (!putNumbers(stmt.get(), at, columns, nums, tags, extra)) {
-        putExact(stmt.get(null, exact), at, columns, nums, tags, extra);
+      for (var i = 0; i < columns; i++) {
+        var t = type(p, i);
+        if (t === NULL) {
+          tags[at + i] = 0;
+          nums[at + i] = 0;
+          continue;
+        }
+        if (t !== INTEGER && t !== FLOAT) break;
+        var v = real(p, i);
+        if (t === FLOAT && !Number.isInteger(v)) {
+          tags[at + i] = 2;
+        } else if (Number.isSafeInteger(v)) {
+          tags[at + i] = 1;
+        } else {
+          break;
+        }
+        nums[at + i] = v;
       }
+      if (i < columns) putRow(stmt, at, columns, nums, tags, extra);
+      rows++;
+    }
+    return rows;
+  }
+
+  self.ncclscopeSqlBatch = function (stmt, columns, maxRows, nums, tags, extra, SQL) {
+    var p = pointerOf(stmt, SQL);
+    if (p) return direct(stmt, p, SQL, columns, maxRows, nums, tags, extra);
+    var rows = 0;
+    while (rows < maxRows && stmt.step()) {
+      putRow(stmt, rows * columns, columns, nums, tags, extra);
       rows++;
     }
     return rows;

@@ -42,7 +42,8 @@ extern "C" {
     fn free(this: &JsStatement) -> bool;
 
     /// [`SQL_BATCH_SCRIPT`]'s reader: up to `max_rows` rows of `stmt` into `nums` and `tags`
-    /// (`columns` cells a row; texts and blobs into `extra`); returns the rows read.
+    /// (`columns` cells a row; texts and blobs into `extra`); returns the rows read. `module`
+    /// is sql.js's (whose C entry points read numeric cells without building a row's array).
     #[wasm_bindgen(js_name = ncclscopeSqlBatch, catch)]
     fn sql_batch(
         stmt: &JsStatement,
@@ -51,6 +52,7 @@ extern "C" {
         nums: &Float64Array,
         tags: &Uint8Array,
         extra: &Array,
+        module: &JsValue,
     ) -> Result<u32, JsValue>;
 }
 
@@ -91,6 +93,7 @@ impl SqlJs {
         let db = Reflect::construct(&ctor, &args).map_err(js_err)?;
         Ok(SqlJsDb {
             db: db.unchecked_into(),
+            module: self.module.clone(),
         })
     }
 }
@@ -98,6 +101,8 @@ impl SqlJs {
 /// An open sql.js database. Closed (its wasm memory freed) when dropped.
 pub struct SqlJsDb {
     db: JsDatabase,
+    /// The sql.js module it was opened with.
+    module: JsValue,
 }
 
 impl Drop for SqlJsDb {
@@ -245,6 +250,7 @@ impl SqlSource for SqlJsDb {
                 &js_nums,
                 &js_tags,
                 &extra,
+                &self.module,
             )
             .map_err(|e| SqlError::new(format!("{SQL_BATCH_SCRIPT}: {}", js_err(e))))?
                 as usize;
