@@ -16,8 +16,15 @@ pub async fn for_each_slice(blob: &Blob, mut chunk: impl FnMut(Uint8Array)) -> R
     let mut offset = 0.0;
     while offset < size {
         let end = (offset + SLICE_BYTES).min(size);
-        let part = blob.slice_with_f64_and_f64(offset, end).map_err(js_msg)?;
-        let buffer = JsFuture::from(part.array_buffer()).await.map_err(js_msg)?;
+        // A file read whole is not sliced first: `Blob.slice` of a file is a synchronous call
+        // to the browser process, 1 ms and more each while a load keeps every core busy.
+        let buffer = if offset == 0.0 && end == size {
+            JsFuture::from(blob.array_buffer()).await
+        } else {
+            let part = blob.slice_with_f64_and_f64(offset, end).map_err(js_msg)?;
+            JsFuture::from(part.array_buffer()).await
+        }
+        .map_err(js_msg)?;
         chunk(Uint8Array::new(&buffer));
         offset = end;
     }
