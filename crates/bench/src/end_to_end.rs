@@ -6,11 +6,11 @@
 //! before). While the largest layout is loaded in the page, its timeline is panned and zoomed and
 //! the frame times recorded (the rendering benchmark: the same loads, no extra loading).
 //!
-//! Sizes: the page takes minutes for the two large target runs (and the native run another
-//! minutes), more than the whole suite's 15 minutes. So each layout runs at three sizes, the
-//! 8-rank one up to its target size and the two large ones at 1/16, 1/8 and 1/4 of theirs; a
-//! target not reached is projected from the largest size measured with the fitted exponent (and
-//! says so). `--full` adds the target runs themselves (about 16 minutes more on 2 cores).
+//! Sizes: every layout up to its target size (the 8-rank one at 1/4, 1/2 and 1; the two large
+//! ones at 1/16, 1/8, 1/4 and 1: their target runs take 25-35 s in the page and 12-17 s
+//! natively, the whole suite 6 minutes once the inputs exist). The quick run stops well short
+//! of the targets and projects them from its largest size with the fitted exponent (and says
+//! so).
 
 use crate::growth::exponent;
 use crate::report::{Report, Verdict};
@@ -59,8 +59,7 @@ pub fn layouts(scale: Scale) -> Vec<Layout> {
     r256.nodes = 32;
     let (small, large): (&[f64], &[f64]) = match scale {
         Scale::Quick => (&[0.025, 0.05, 0.1], &[0.01]),
-        Scale::Standard => (&[0.25, 0.5, 1.0], &[1.0 / 16.0, 0.125, 0.25]),
-        Scale::Full => (&[0.25, 0.5, 1.0], &[1.0 / 16.0, 0.125, 0.25, 1.0]),
+        Scale::Standard => (&[0.25, 0.5, 1.0], &[1.0 / 16.0, 0.125, 0.25, 1.0]),
     };
     vec![
         Layout {
@@ -222,7 +221,6 @@ fn in_chromium(dir: &Path, render: bool, scale: Scale) -> Result<Value, String> 
     let timeout = match scale {
         Scale::Quick => 120,
         Scale::Standard => 600,
-        Scale::Full => 1800,
     };
     let mut args = vec!["--json".to_string(), format!("--timeout-s={timeout}")];
     if render {
@@ -270,10 +268,8 @@ fn native_table(layouts: &[Layout], runs: &[Measured], report: &mut Report) {
             "Load every log and export of a generated run (the generator's layouts: `demo` for 8 \
              ranks, `large-64`, and `huge-1024`'s model on 32 nodes for 256) and analyse it, single \
              process (`pipeline`, as `ncclscope analyze`); one round. Reference: reading the same \
-             files' bytes. Sizes, operations per rank: {}. The two large target runs take minutes \
-             each in the page and natively, together more than this suite's 15 minutes, so the \
-             suite measures their layouts up to a quarter of the target and projects the rest; \
-             `scripts/bench --full` adds the target runs themselves.",
+             files' bytes. Sizes, operations per rank: {}; the last of each layout is its \
+             target size (`--quick` stops short of it).",
             sizes.join("; ")
         ),
     );
@@ -323,8 +319,8 @@ fn page_table(layouts: &[Layout], runs: &[Measured], opts: &Options, report: &mu
          peak RSS, sampled every 200 ms (the renderer process, which holds the page and its \
          workers, and all processes), and the loading worker's wasm memory at the end. Reference: \
          the native run above, measured just before. Targets (issue 11): 8 ranks × 10⁴ operations \
-         under 2 s, 64 × 5·10⁴ under 10 s, 256 × 2·10⁴ under 20 s; a target size not run here is \
-         projected from the largest size run, with the growth between the two largest sizes.",
+         under 2 s, 64 × 5·10⁴ under 10 s, 256 × 2·10⁴ under 20 s, each measured at that size (a \
+         quick run projects them from its largest size, with the growth between its two largest).",
     );
     if !opts.browser {
         report.line("Not measured: browser measurements are off in this run.");

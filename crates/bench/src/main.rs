@@ -5,12 +5,11 @@
 //! exponent. Output: Markdown on standard output, and with `--out FILE` into that file.
 //!
 //! ```text
-//! cargo run --release -p ncclscope-bench -- [--quick | --full] [--no-browser] [--out FILE]
+//! cargo run --release -p ncclscope-bench -- [--quick] [--no-browser] [--out FILE]
 //!     [parse] [sqlite] [align] [memory] [e2e] [render]
 //! ```
-//! With no benchmark named, all of them run. `--quick` uses small inputs (a smoke run); `--full`
-//! adds the end-to-end target runs at their full size (see `end_to_end`);
-//! `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
+//! With no benchmark named, all of them run, the end-to-end ones up to their target sizes (see
+//! `end_to_end`). `--quick` uses small inputs (a smoke run); `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
 //! generated once into `target/bench-inputs/`, before any benchmark, and that time is reported.
 //! `scripts/bench` builds what the browser side needs (the page in `dist/`, the wasm benchmark
 //! page in `target/bench-web/`, the aligner's `bench_scale` example) and runs this.
@@ -39,10 +38,9 @@ const FAMILIES: [&str; 6] = ["parse", "sqlite", "align", "memory", "e2e", "rende
 pub enum Scale {
     /// Small inputs: a smoke run of about a minute.
     Quick,
-    /// The suite: every family within 15 minutes on a 2-core machine.
+    /// The suite: every family, the end-to-end targets at their own sizes, within 15 minutes
+    /// on a 2-core machine.
     Standard,
-    /// The suite plus the end-to-end target runs at their full size.
-    Full,
 }
 
 /// What to run and how big.
@@ -81,12 +79,12 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .cloned();
     for a in &args {
-        let known = ["--quick", "--full", "--no-browser", "--out"].contains(&a.as_str())
+        let known = ["--quick", "--no-browser", "--out"].contains(&a.as_str())
             || FAMILIES.contains(&a.as_str())
             || Some(a) == out.as_ref();
         if !known {
             eprintln!(
-                "ncclscope-bench: unknown argument {a:?}\nusage: ncclscope-bench [--quick | --full] \
+                "ncclscope-bench: unknown argument {a:?}\nusage: ncclscope-bench [--quick] \
                  [--no-browser] [--out FILE] [{}]...",
                 FAMILIES.join("] [")
             );
@@ -102,8 +100,6 @@ fn main() {
     let mut opts = Options {
         scale: if args.iter().any(|a| a == "--quick") {
             Scale::Quick
-        } else if args.iter().any(|a| a == "--full") {
-            Scale::Full
         } else {
             Scale::Standard
         },
