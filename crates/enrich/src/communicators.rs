@@ -74,6 +74,13 @@ impl Communicators {
         self.index.get(&(p.clone(), comm)).copied()
     }
 
+    /// [`Communicators::comm_of`] for one process, each pointer looked up once: for a pass
+    /// over a process's calls, which use a few pointers millions of times.
+    pub fn comm_lookup<'a>(&'a self, p: &'a ProcessKey) -> impl FnMut(u64) -> Option<usize> + 'a {
+        let mut seen: FxHashMap<u64, Option<usize>> = FxHashMap::default();
+        move |comm| *seen.entry(comm).or_insert_with(|| self.comm_of(p, comm))
+    }
+
     /// The rank of a process inside logical communicator `c`.
     pub fn rank_in(&self, c: usize, p: &ProcessKey) -> Option<u32> {
         self.comms

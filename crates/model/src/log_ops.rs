@@ -510,7 +510,8 @@ impl LogOps {
         self.extras_mut(i).sym_kernel = Some(name);
     }
 
-    fn site(&self, i: usize) -> Option<&CallSite> {
+    /// The call site of the `i`-th operation (what it shares with the other calls from there).
+    pub fn site_of(&self, i: usize) -> Option<&CallSite> {
         self.sites.get(self.rows.get(i)?.site as usize)
     }
 
@@ -545,15 +546,15 @@ impl LogOps {
 
     /// The process that printed the `i`-th operation (a reference into the process table).
     pub fn process_of(&self, i: usize) -> Option<&ProcessKey> {
-        self.processes.get(self.site(i)?.process as usize)
+        self.processes.get(self.site_of(i)?.process as usize)
     }
 
     pub fn op_type(&self, i: usize) -> Option<OpType> {
-        self.site(i).map(|s| s.op)
+        self.site_of(i).map(|s| s.op)
     }
 
     pub fn comm(&self, i: usize) -> Option<u64> {
-        self.site(i).map(|s| s.comm)
+        self.site_of(i).map(|s| s.comm)
     }
 
     pub fn op_count(&self, i: usize) -> Option<u64> {
@@ -562,7 +563,7 @@ impl LogOps {
     }
 
     pub fn tid(&self, i: usize) -> Option<u32> {
-        self.site(i).map(|s| s.tid)
+        self.site_of(i).map(|s| s.tid)
     }
 
     /// [`LogOp::msg_bytes`] of the `i`-th operation.
@@ -577,7 +578,7 @@ impl LogOps {
     }
 
     pub fn nranks(&self, i: usize) -> Option<u32> {
-        self.site(i).map(|s| s.nranks)
+        self.site_of(i).map(|s| s.nranks)
     }
 
     /// What a tuning line is matched against, of the `i`-th operation, in one lookup.

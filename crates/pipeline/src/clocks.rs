@@ -32,8 +32,7 @@ pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators
         let next = hosts.len() as u32;
         let node = *hosts.entry(pm.process.host.as_str()).or_insert(next);
         node_of.insert(rank, node);
-        // Per process, each communicator pointer is looked up once.
-        let mut comm_of: FxHashMap<u64, Option<usize>> = FxHashMap::default();
+        let mut comm_of = communicators.comm_lookup(&pm.process);
         for (k, m) in pm.matched_spans() {
             let first = m.first_line();
             let (Some(site), Some(call)) = (pm.log_ops.site(first), pm.log_ops.call(first)) else {
@@ -42,10 +41,7 @@ pub fn synchronise_clocks(alignments: &Alignments, communicators: &Communicators
             if matches!(site.op, OpType::Send | OpType::Recv) {
                 continue;
             }
-            let comm = *comm_of
-                .entry(site.comm)
-                .or_insert_with(|| communicators.comm_of(&pm.process, site.comm));
-            let Some(comm) = comm else {
+            let Some(comm) = comm_of(site.comm) else {
                 continue;
             };
             instances

@@ -4,7 +4,6 @@
 
 use crate::analysis::Analysis;
 use enrich::Bottleneck;
-use rustc_hash::FxHashMap;
 
 /// One matched kernel that ran a single log operation.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,17 +35,13 @@ pub fn for_each_kernel_bandwidth(
     mut visit: impl FnMut(KernelBw),
 ) {
     for pm in &analysis.alignments.processes {
-        // Per process, each communicator pointer is looked up once.
-        let mut comm_of: FxHashMap<u64, Option<usize>> = FxHashMap::default();
+        let mut comm_of = analysis.communicators.comm_lookup(&pm.process);
         for (k, m) in pm.matched_spans() {
             let [first] = m.log_ops[..] else { continue };
             let Some(op) = pm.log_ops.get(first as usize) else {
                 continue;
             };
-            let c = *comm_of
-                .entry(op.comm)
-                .or_insert_with(|| analysis.communicators.comm_of(&pm.process, op.comm));
-            let Some(c) = c else {
+            let Some(c) = comm_of(op.comm) else {
                 continue;
             };
             let limit = bottlenecks

@@ -67,7 +67,7 @@ impl ProcessOps {
     /// from there: operation, communicator, datatype...), without building the whole record.
     pub fn site(&self, i: usize) -> Option<&CallSite> {
         let (ops, row) = self.at(i)?;
-        ops.sites().get(ops.site_index(row)? as usize)
+        ops.site_of(row)
     }
 
     /// The `i`-th operation's own numbers (opCount, count, buffers), without building the

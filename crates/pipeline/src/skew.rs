@@ -98,11 +98,11 @@ impl<'a> AllOps<'a> {
 
     fn key(&self, i: usize) -> Option<OpKey<'a>> {
         let (ops, j) = self.locate(i);
-        let site = ops.sites().get(ops.site_index(j)? as usize)?;
+        let site = ops.site_of(j)?;
         Some(OpKey {
             process: ops.processes().get(site.process as usize)?,
             comm: site.comm,
-            op_count: ops.call(j)?.op_count,
+            op_count: ops.op_count(j)?,
             op: site.op,
         })
     }

@@ -17,8 +17,8 @@ use model::log::{Call, CallSite, LogOp, LogOps, ProcessKey};
 use model::OpType;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, HashSet};
+use std::hash::BuildHasher;
 
 /// One rank's observed volume.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,7 +83,7 @@ type LineAt = (u32, u32);
 #[derive(Default)]
 struct LineSet<S = FxBuildHasher> {
     hasher: S,
-    by_hash: HashMap<u64, LineAt, BuildHasherDefault<NoHash>>,
+    by_hash: FxHashMap<u64, LineAt>,
     collided: HashSet<LineKey>,
 }
 
@@ -104,25 +104,6 @@ impl<S: BuildHasher> LineSet<S> {
             Entry::Occupied(e) if line(*e.get()) == Some(key) => false,
             Entry::Occupied(_) => self.collided.insert(key),
         }
-    }
-}
-
-/// A map keyed by a hash already computed: the key is its own hash.
-#[derive(Default)]
-struct NoHash(u64);
-
-impl Hasher for NoHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Not reached for u64 keys (`write_u64`); folded in for completeness.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
     }
 }
 
@@ -194,7 +175,7 @@ pub fn observed_volumes(
         .collect();
     let line = |(l, j): LineAt| {
         let ops = &logs.get(l as usize)?.parsed.ops;
-        let site = ops.sites().get(ops.site_index(j as usize)? as usize)?;
+        let site = ops.site_of(j as usize)?;
         let process = *numbered[l as usize].get(site.process as usize)?;
         Some(line_key(process, site, &ops.call(j as usize)?))
     };
@@ -343,10 +324,10 @@ mod tests {
         let mut seen = LineSet::<S>::default();
         let processes = Processes::default().of_log(lines);
         let key = |j: usize| {
-            let site = lines.sites()[lines.site_index(j)? as usize];
+            let site = lines.site_of(j)?;
             Some(line_key(
                 processes[site.process as usize],
-                &site,
+                site,
                 &lines.call(j)?,
             ))
         };
