@@ -186,7 +186,7 @@ fn symmetric_kernel_names_are_in_the_reference_list() {
         .unwrap_or_else(|_| {
             std::path::PathBuf::from(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/reference/kernel_names.txt"
+                "/../../../../shared/reference/kernel_names.txt"
             ))
         });
     let Ok(text) = std::fs::read_to_string(&path) else {

@@ -13,7 +13,7 @@ pub fn root() -> PathBuf {
         .unwrap_or_else(|| {
             PathBuf::from(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../../../shared/fixtures/real"
+                "/../../../../shared/fixtures/real"
             ))
         })
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..")
 }
 
 /// Why the browser measurements cannot run here, if they cannot.

@@ -1,5 +1,5 @@
 //! The parser compiled to wasm, for timing it against the native build on the same file:
-//! `crates/ingest-nccl/examples/wasm_bench.sh FILE` builds this for `wasm32-unknown-unknown`,
+//! `crates/ingest/nccl/examples/wasm_bench.sh FILE` builds this for `wasm32-unknown-unknown`,
 //! runs `wasm-bindgen --target nodejs` on it and times [`Bench::parse`] from `wasm_bench.mjs`
 //! in node (V8, Chromium's engine). Native has nothing to build here.
 

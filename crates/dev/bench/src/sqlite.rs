@@ -141,7 +141,7 @@ fn page_table(rows: &[Measured], opts: &Options, report: &mut Report) {
     report.section(
         "Reading exports in Chromium: sql.js against rusqlite (issues 5, 11)",
         "The same files and the same reader: `ingest_nsys::read_export` built for wasm as the page \
-         ships it (`crates/bench/wasm`) over sql.js (`sqlsource-sqljs`, the page's own copy of \
+         ships it (`crates/dev/bench/wasm`) over sql.js (`sqlsource-sqljs`, the page's own copy of \
          sql.js 1.16), in a Web Worker of headless Chromium (`tests/browser/bench/wasm.mjs`), against \
          the native reader over rusqlite from the table above, measured right before. The page \
          first opens the export from its bytes (sql.js copies them into its memory): `open`. Best \

@@ -51,7 +51,7 @@ pub fn run(sizes_mb: &[usize], opts: &Options, report: &mut Report) {
          parses) and on the default threads (natively: one reader per core plus the applying thread). \
          Reference lines: `wc -l` (coreutils, spawned on the file in the page cache), a memchr newline \
          count in-process, and a regex-per-line parser of the thesis' kind \
-         (`crates/bench/src/regex_baseline.rs`, one thread; compared with ours on one thread). Best of 3 \
+         (`crates/dev/bench/src/regex_baseline.rs`, one thread; compared with ours on one thread). Best of 3 \
          each (the regex baseline: one run). Files: the generator's `tp4` rank logs concatenated to \
          size. Targets: ours ≥ 0.4× `wc -l`, ≥ 20× the regex baseline.",
     );
@@ -142,7 +142,7 @@ fn wasm_table(rows: &[WasmRow], pts: &[(f64, f64)], opts: &Options, report: &mut
     report.section(
         "Log parsing in Chromium, wasm (issue 4)",
         "The same parser built as the page ships it (profile `wasm-release`, `+simd128`, wasm-bindgen, \
-         `wasm-opt -Os`: `crates/bench/wasm`), in a Web Worker of headless Chromium \
+         `wasm-opt -Os`: `crates/dev/bench/wasm`), in a Web Worker of headless Chromium \
          (`tests/browser/bench/wasm.mjs`), on the same files: the file's bytes copied into wasm \
          memory once, then parsed in 16 MiB chunks, best of 3. Reference: the native parser on one \
          thread (the page's worker has one), best of 3, measured right before on the same file. \

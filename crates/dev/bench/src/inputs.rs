@@ -25,7 +25,7 @@ fn cached(path: &Path) -> bool {
 
 /// Where inputs are kept: `<workspace>/target/bench-inputs`.
 pub fn dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-inputs");
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../target/bench-inputs");
     std::fs::create_dir_all(&d).expect("target/ is writable");
     d
 }
