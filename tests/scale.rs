@@ -258,7 +258,7 @@ fn a_1024_rank_run_as_per_node_aggregates_merged_into_the_runs() {
     ];
     assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS);
     let bytes = std::fs::read(&merged).unwrap();
-    let agg = aggregate::Aggregate::open("run.agg", &bytes).unwrap();
+    let agg = aggregate_file::Aggregate::open("run.agg", &bytes).unwrap();
     let o = &agg.overview;
     assert!(o.notes.is_empty(), "{:?}", o.notes);
 

@@ -1,7 +1,7 @@
 //! The command writes its exports rank by rank (`export::records_by_rank` into `CsvWriter`,
-//! `TraceWriter`, `aggregate::Builder`), never holding the run's records: the files must be byte
+//! `TraceWriter`, `aggregate_file::Builder`), never holding the run's records: the files must be byte
 //! for byte those of the whole records (`export::kernel_records` into `csv_of`, `trace_of`,
-//! `aggregate::build`), on generator runs with every imperfection, ranks spread over nodes, and
+//! `aggregate_file::build`), on generator runs with every imperfection, ranks spread over nodes, and
 //! kernels no log line names.
 
 use pipeline::{analyse, Session, UserSizes};
@@ -21,7 +21,7 @@ fn check_session(preset: &str, session: &Session) {
     assert_eq!(nvtx, whole.nvtx, "{preset}: NVTX ranges");
     let mut csv = export::CsvWriter::new(Vec::new()).unwrap();
     let mut trace = export::TraceWriter::new(Vec::new(), &hosts, &nvtx).unwrap();
-    let mut agg = aggregate::Builder::new(session, &analysis, None);
+    let mut agg = aggregate_file::Builder::new(session, &analysis, None);
     let mut streamed = Vec::new();
     let mut last_rank = None;
     for batch in export::records_by_rank(session, &analysis) {
@@ -48,7 +48,7 @@ fn check_session(preset: &str, session: &Session) {
     assert_eq!(trace, want, "{preset}: Chrome trace");
     assert_eq!(
         agg.finish(),
-        aggregate::build(session, &analysis, &whole, None),
+        aggregate_file::build(session, &analysis, &whole, None),
         "{preset}: aggregate"
     );
 }

@@ -2,8 +2,8 @@
 //! `ncclscope aggregate merge`): the run's overview as rows ready to draw, and on demand one
 //! rank's kernels with its timeline. Portable (no browser types), tested natively.
 
-use aggregate::overview::{OpCount, Overview};
-use aggregate::{Kernel, RankDetail, RankRow};
+use aggregate_file::overview::{OpCount, Overview};
+use aggregate_file::{Kernel, RankDetail, RankRow};
 use base64::Engine;
 use pipeline::{par_byte, Lod, Mark, Span, Timeline, Track, LOW_CONFIDENCE};
 use serde::{Deserialize, Serialize};
@@ -409,7 +409,7 @@ pub fn kernel_fields(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aggregate::overview::{Clock, CommRow as AggComm, Heat};
+    use aggregate_file::overview::{Clock, CommRow as AggComm, Heat};
 
     fn overview() -> (Overview, RankDetail) {
         let mut d = RankDetail::default();

@@ -5,8 +5,8 @@
 //! slices of the dropped files and the merged tail: nothing is held in wasm memory but the
 //! overview and the rank shown.
 
-use aggregate::format::{Block, HEADER_LEN};
-use aggregate::{Header, Input, Merge, Overview, RankDetail};
+use aggregate_file::format::{Block, HEADER_LEN};
+use aggregate_file::{Header, Input, Merge, Overview, RankDetail};
 use js_sys::{Array, Uint8Array};
 use std::cell::RefCell;
 use web_sys::Blob;
@@ -37,8 +37,8 @@ thread_local! {
 pub async fn serve(req: &mut LoadRequest, post: &dyn Fn(&ToPage, Option<js_sys::ArrayBuffer>)) {
     let mut aggregates = Vec::new();
     for item in std::mem::take(&mut req.files) {
-        let head = read_range(&item.blob, 0, aggregate::MAGIC.len() as u64).await;
-        if head.is_ok_and(|h| aggregate::is_aggregate(&h)) {
+        let head = read_range(&item.blob, 0, aggregate_file::MAGIC.len() as u64).await;
+        if head.is_ok_and(|h| aggregate_file::is_aggregate(&h)) {
             aggregates.push(item);
         } else {
             req.files.push(item);
@@ -100,7 +100,7 @@ async fn open(items: &[LoadItem], post: &dyn Fn(&ToPage, Option<js_sys::ArrayBuf
                     .collect();
                 let file_view = FileView {
                     kind: "ncclscope-aggregate".into(),
-                    version: Some(format!("format {}", aggregate::VERSION)),
+                    version: Some(format!("format {}", aggregate_file::VERSION)),
                     facts,
                     notes: notes.iter().take(FIRST_PAGE).map(NoteRow::of).collect(),
                     note_kinds: summarise(&notes),
@@ -157,7 +157,8 @@ async fn read_head(name: &str, blob: &Blob) -> Result<(Header, Overview), String
         .map_err(|e| format!("{name}: {e}"))?;
     let header = Header::decode(name, &head, size).map_err(|e| e.to_string())?;
     let block = read_block(name, blob, header.overview).await?;
-    let overview = aggregate::read_overview(name, &header, &block).map_err(|e| e.to_string())?;
+    let overview =
+        aggregate_file::read_overview(name, &header, &block).map_err(|e| e.to_string())?;
     Ok((header, overview))
 }
 
@@ -168,7 +169,7 @@ async fn merge(items: &[LoadItem]) -> Result<(String, Blob, Overview), String> {
     for item in items {
         let (header, overview) = read_head(&item.name, &item.blob).await?;
         let block = read_block(&item.name, &item.blob, header.anchors).await?;
-        let anchors = aggregate::read_anchors(&item.name, &header, &overview, &block)
+        let anchors = aggregate_file::read_anchors(&item.name, &header, &overview, &block)
             .map_err(|e| e.to_string())?;
         inputs.push(Input {
             file: item.name.clone(),
@@ -225,7 +226,7 @@ async fn rank_view(rank: u32) -> (RankDetailView, Option<js_sys::ArrayBuffer>) {
         Ok(b) => b,
         Err(e) => return (failed(e), None),
     };
-    let mut detail = match aggregate::read_rank(&name, &row, &bytes) {
+    let mut detail = match aggregate_file::read_rank(&name, &row, &bytes) {
         Ok(d) => d,
         Err(e) => return (failed(e.to_string()), None),
     };

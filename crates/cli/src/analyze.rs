@@ -240,7 +240,7 @@ fn write_exports(
     let mut aggregate = args
         .aggregate
         .as_ref()
-        .map(|p| (p, aggregate::Builder::new(session, analysis, given)));
+        .map(|p| (p, aggregate_file::Builder::new(session, analysis, given)));
     for batch in export::records_by_rank(session, analysis) {
         if let Some((p, w)) = &mut trace {
             w.write(&batch.kernels).map_err(at(p))?;

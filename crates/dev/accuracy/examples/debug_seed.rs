@@ -6,7 +6,7 @@ fn main() {
     let a: Vec<String> = std::env::args().collect();
     let (si, ts, seed): (usize, bool, u64) =
         (a[1].parse().unwrap(), a[2] == "1", a[3].parse().unwrap());
-    let ranks = scenarios::sweep::generate(&scenarios::SCENARIOS[si], ts, seed).unwrap();
+    let ranks = accuracy::sweep::generate(&accuracy::SCENARIOS[si], ts, seed).unwrap();
     let inputs: Vec<_> = ranks.iter().map(|r| r.input()).collect();
     let hints = align::consensus::call_hints(
         &inputs,

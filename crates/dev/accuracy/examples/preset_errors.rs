@@ -1,8 +1,8 @@
 //! Lists the wrong and missing pairs of our alignment on one preset (developer aid):
-//! `cargo run --release -p scenarios --example preset_errors -- demo [--no-timestamps]`.
+//! `cargo run --release -p accuracy --example preset_errors -- demo [--no-timestamps]`.
 
+use accuracy::{rank_inputs, RankInput};
 use align::{align_all, AlignConfig, ProcessInput};
-use scenarios::{rank_inputs, RankInput};
 use std::collections::HashSet;
 
 fn main() {

@@ -1,11 +1,11 @@
 //! F1 of the thesis' method and ours (with and without the cross-rank consensus) on generator
-//! presets named on the command line, per pair and per call ([`scenarios::presets`]), against
+//! presets named on the command line, per pair and per call ([`accuracy::presets`]), against
 //! the generator's truth (developer aid):
-//! `cargo run --release -p scenarios --example presets_f1 -- dp4 tp2pp2 demo [--timestamps | --no-timestamps]`;
+//! `cargo run --release -p accuracy --example presets_f1 -- dp4 tp2pp2 demo [--timestamps | --no-timestamps]`;
 //! no preset named: every small one, each with its own timestamp setting.
 
+use accuracy::score_preset;
 use align::AlignConfig;
-use scenarios::score_preset;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -22,7 +22,7 @@ fn main() {
         .map(String::as_str)
         .collect();
     if names.is_empty() {
-        names = scenarios::presets::small_presets();
+        names = accuracy::presets::small_presets();
     }
     for name in names {
         let methods = [

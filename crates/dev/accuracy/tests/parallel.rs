@@ -1,13 +1,13 @@
 //! `align_all` (threads natively) gives exactly what aligning each process alone gives, in the
 //! input order, on a generated multi-rank run.
 
+use accuracy::{rank_inputs, SCENARIOS};
 use align::{align_all, align_process, AlignConfig, ProcessInput};
-use scenarios::{rank_inputs, SCENARIOS};
 
 #[test]
 fn parallel_equals_sequential() {
     // A multi-rank run with drops on both sides (table 4.5's last scenario).
-    let ranks = scenarios::sweep::generate(&SCENARIOS[3], false, 3).expect("generates");
+    let ranks = accuracy::sweep::generate(&SCENARIOS[3], false, 3).expect("generates");
     assert_eq!(ranks.len(), 4);
     let mut cfg = AlignConfig::rich();
     cfg.consensus = false; // per process only: the sequential reference has no consensus

@@ -1,10 +1,10 @@
 //! Issue 6: "the generator's presets (including the thesis' TP=2/PP=2 and TP=4 mismatch patterns
 //! of tables 4.1 and 4.2) align with the accuracy above": F1 ≥ 0.99 where the preset's logs have
 //! timestamps, ≥ 0.97 where they do not, against the generator's truth. Scored per call (see
-//! `scenarios::presets`), and per pair too wherever every call ran in one kernel.
+//! `accuracy::presets`), and per pair too wherever every call ran in one kernel.
 
+use accuracy::presets::{score_preset, small_presets};
 use align::AlignConfig;
-use scenarios::presets::{score_preset, small_presets};
 
 #[test]
 fn every_small_preset_aligns_to_the_issue_targets() {

@@ -1,9 +1,9 @@
 //! The issue's accuracy targets on the thesis' table 4.5 scenarios, 20 seeds, against the
 //! generator's truth (the same sweep as `ncclscope align-scenarios`).
 
-use scenarios::{sweep, Method, ScenarioResult};
+use accuracy::{sweep, Method, ScenarioResult};
 
-fn ours(r: &ScenarioResult) -> &scenarios::MethodStats {
+fn ours(r: &ScenarioResult) -> &accuracy::MethodStats {
     r.methods
         .iter()
         .find(|m| m.method == Method::Ours)
@@ -13,7 +13,7 @@ fn ours(r: &ScenarioResult) -> &scenarios::MethodStats {
 #[test]
 fn ours_meets_the_issue_targets_over_20_seeds() {
     let results = sweep(20, 1).expect("the scenarios generate and parse");
-    print!("{}", scenarios::markdown(&results));
+    print!("{}", accuracy::markdown(&results));
     assert_eq!(results.len(), 8);
     for r in &results {
         let m = ours(r);

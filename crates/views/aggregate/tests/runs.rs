@@ -3,7 +3,7 @@
 //! merged clocks put every kernel within a few microseconds of the whole run's synchronised time,
 //! and a truncated, garbled or hostile file is an error naming it, never a panic.
 
-use aggregate::{merge_files, Aggregate, Overview};
+use aggregate_file::{merge_files, Aggregate, Overview};
 use pipeline::{analyse, LogLoader, Session, UserSizes};
 use std::collections::BTreeMap;
 
@@ -47,7 +47,7 @@ fn session(run: &synth::Run, hosts: Option<&[&str]>) -> Session {
 fn aggregate_of(session: &Session) -> Vec<u8> {
     let analysis = analyse(session, &UserSizes::default());
     let records = export::kernel_records(session, &analysis);
-    aggregate::build(session, &analysis, &records, None)
+    aggregate_file::build(session, &analysis, &records, None)
 }
 
 fn hosts(run: &synth::Run) -> Vec<String> {
@@ -209,7 +209,7 @@ impl Lcg {
 }
 
 /// Reads everything a reader would: the overview, the anchors, every rank's section.
-fn read_all(name: &str, bytes: &[u8]) -> Result<(), aggregate::Error> {
+fn read_all(name: &str, bytes: &[u8]) -> Result<(), aggregate_file::Error> {
     let a = Aggregate::open(name, bytes)?;
     a.anchors()?;
     for r in &a.overview.ranks {
@@ -247,7 +247,7 @@ fn truncated_garbled_and_hostile_files_are_errors_naming_the_file() {
     assert!(failed > 2900, "only {failed} of 3000 flips noticed");
     // Random bytes after a valid magic, and a header pointing far past the end.
     for n in [0usize, 8, 63, 64, 65, 1000] {
-        let mut junk = aggregate::MAGIC.to_vec();
+        let mut junk = aggregate_file::MAGIC.to_vec();
         junk.extend((0..n).map(|_| rng.next() as u8));
         assert!(read_all("junk.agg", &junk).is_err());
     }
@@ -269,7 +269,7 @@ fn a_merge_checks_its_inputs_and_its_clocks() {
     let input = |i: usize| {
         let (name, bytes) = &parts[i];
         let a = Aggregate::open(name, bytes).unwrap();
-        aggregate::Input {
+        aggregate_file::Input {
             anchors: a.anchors().unwrap(),
             file: name.clone(),
             header: a.header,
@@ -279,11 +279,13 @@ fn a_merge_checks_its_inputs_and_its_clocks() {
     let mut bad = input(1);
     bad.overview.ranks[0]
         .comms
-        .push(aggregate::overview::RankComm {
+        .push(aggregate_file::overview::RankComm {
             comm: 999,
             ..Default::default()
         });
-    let e = aggregate::Merge::new(vec![input(0), bad]).err().unwrap();
+    let e = aggregate_file::Merge::new(vec![input(0), bad])
+        .err()
+        .unwrap();
     assert_eq!(e.file, parts[1].0);
 
     let mut wild = input(1);
@@ -291,7 +293,7 @@ fn a_merge_checks_its_inputs_and_its_clocks() {
     for a in &mut wild.anchors {
         a.end_ns = (rng.next() as i64) << 20;
     }
-    let mut m = aggregate::Merge::new(vec![input(0), wild]).unwrap();
+    let mut m = aggregate_file::Merge::new(vec![input(0), wild]).unwrap();
     let mut body = Vec::new();
     for (i, b) in m.sections() {
         let bytes = &parts[i].1[b.offset as usize..(b.offset + b.len) as usize];
