@@ -1,6 +1,6 @@
 //! The page's alignment workers, both ends. The loading worker aligns each process of a
 //! session; with more than one core it hands those jobs to helper workers (instances of the
-//! loading worker's own script, started from it) as bytes ([`align_wire`]) and waits for their
+//! loading worker's own script, started from it) as bytes ([`wire::align`]) and waits for their
 //! results without blocking, keeping every helper busy with one job, the largest first. A helper
 //! that fails or dies has its job run in the loading worker instead, so a result always comes
 //! and is always [`align::Job::run`]'s: where a process is aligned never changes how
@@ -180,7 +180,7 @@ async fn run_on_helpers(
                 continue;
             }
             let Some(i) = queue.pop() else { break };
-            let mut bytes = align_wire::encode_job(&jobs[i], cfg);
+            let mut bytes = wire::align::encode_job(&jobs[i], cfg);
             if std::mem::take(&mut fault) {
                 bytes.truncate(bytes.len() / 2);
             }
@@ -218,7 +218,7 @@ async fn run_on_helpers(
                 ..
             } if helper.busy == Some((JobKind::Align, job)) => {
                 helper.busy = None;
-                let result = match align_wire::decode_result(&bytes) {
+                let result = match wire::align::decode_result(&bytes) {
                     Ok(r) => r,
                     Err(e) => {
                         web_sys::console::warn_1(&e.into());
@@ -316,10 +316,10 @@ pub fn serve_job(data: &JsValue) -> Option<(ToPage, Option<Vec<u8>>)> {
         .and_then(|j| j.as_f64())
         .unwrap_or(0.0) as usize;
     let bytes = Uint8Array::new(&buffer).to_vec();
-    Some(match align_wire::decode_job(&bytes) {
+    Some(match wire::align::decode_job(&bytes) {
         Ok(owned) => {
             drop(bytes);
-            let result = align_wire::encode_result(&owned.run());
+            let result = wire::align::encode_result(&owned.run());
             (ToPage::Aligned { job }, Some(result))
         }
         Err(message) => (ToPage::AlignFailed { job, message }, None),

@@ -52,7 +52,7 @@ pub enum State {
     Queued,
     /// Being parsed by helper `helper`.
     OnHelper { helper: usize },
-    /// Loaded by helper `helper` in `ms`: the result's bytes (`log_wire`, `nsys_wire`), not
+    /// Loaded by helper `helper` in `ms`: the result's bytes (`wire::log`, `wire::export`), not
     /// yet added.
     Parsed {
         helper: usize,

@@ -4,9 +4,9 @@
 //! most work first (an export's byte counts [`EXPORT_WORK_PER_BYTE`] of a log's), one file per
 //! helper at a time. A helper reads a log in slices and feeds [`pipeline::LogLoader`] exactly
 //! as the loading worker does ([`parse_blob`], shared), as file 0, and posts back its progress
-//! and the parsed log as `log_wire` bytes, transferred. An export it reads in its own sql.js
+//! and the parsed log as `wire::log` bytes, transferred. An export it reads in its own sql.js
 //! exactly as the loading worker does ([`crate::export_read`], shared) and posts back as
-//! `nsys_wire` bytes: the export, or the file's error (a bad file does not retire a helper).
+//! `wire::export` bytes: the export, or the file's error (a bad file does not retire a helper).
 //!
 //! Meanwhile the loading worker walks the load's files in order ([`ParseBatch::claim`]) and
 //! adds each to the session when its turn comes: a log renumbered to the index the session
@@ -25,7 +25,6 @@ use futures_util::future::{join, select, Either};
 use futures_util::StreamExt;
 use js_sys::{Array, Object, Reflect};
 use model::nsys::NsysExport;
-use nsys_wire::ExportRead;
 use pipeline::{sniff, InputKind, LoadedLog, LogLoader, ReadOptions, SNIFF_BYTES};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
@@ -33,6 +32,7 @@ use std::future::Future;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope};
+use wire::export::ExportRead;
 
 use crate::export_read::{read_export_blob, ExportFailure};
 use crate::files::{for_each_slice, read_head};
@@ -243,14 +243,14 @@ impl<'a> ParseBatch<'a> {
         let decoded = if !self.exports[job] && bytes.is_empty() {
             Ok(Loaded::NotALog)
         } else if self.exports[job] {
-            nsys_wire::decode(&bytes).map(|read| {
+            wire::export::decode(&bytes).map(|read| {
                 Loaded::Export(match read {
                     ExportRead::Read(export) => Ok(*export),
                     ExportRead::Failed(e) => Err(e),
                 })
             })
         } else {
-            log_wire::decode(&bytes).map(|parsed| {
+            wire::log::decode(&bytes).map(|parsed| {
                 Loaded::Log(LoadedLog {
                     name: item.name.clone(),
                     bytes: item.blob.size() as u64,
@@ -601,14 +601,14 @@ async fn load_and_answer(
     };
     let answer = match export {
         Some(options) => match read_export_blob(&name, &blob, &options, progress, |_| {}).await {
-            Ok(export) => Ok(nsys_wire::encode(&ExportRead::Read(Box::new(export)))),
-            Err(ExportFailure::File(e)) => Ok(nsys_wire::encode(&ExportRead::Failed(e))),
+            Ok(export) => Ok(wire::export::encode(&ExportRead::Read(Box::new(export)))),
+            Err(ExportFailure::File(e)) => Ok(wire::export::encode(&ExportRead::Failed(e))),
             Err(ExportFailure::SqlJs(e)) => Err(format!("sql.js: {e}")),
         },
         // Not a log: no bytes (a parsed log's bytes are never empty).
         None => parse_blob(&name, 0, &blob, progress)
             .await
-            .map(|log| log.map_or(Vec::new(), |log| log_wire::encode(&log.parsed))),
+            .map(|log| log.map_or(Vec::new(), |log| wire::log::encode(&log.parsed))),
     };
     if crashed {
         // The uncaught error ends this helper: no answer.

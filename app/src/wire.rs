@@ -113,7 +113,7 @@ pub enum ToPage {
     /// An alignment helper could not read job `job`.
     AlignFailed { job: usize, message: String },
     /// A parsing helper's answer to the loading worker: the log of parse job `job` is parsed
-    /// (in `ms`), its `log_wire` bytes beside ([`crate::parse_pool`]). Never sent to the page.
+    /// (in `ms`), its `wire::log` bytes beside ([`crate::parse_pool`]). Never sent to the page.
     Parsed { job: usize, ms: f64 },
     /// Bytes of parse job `job`'s file a parsing helper has read (at most about ten a second).
     ParseProgress { job: usize, read: u64 },

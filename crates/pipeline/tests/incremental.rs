@@ -1,16 +1,16 @@
 //! Adding files one by one and analysing incrementally gives exactly what a from-scratch
 //! analysis of the same files gives (alignments, communicators, layout, clocks, processes,
 //! volumes, timeline), and re-aligns only the processes whose inputs changed. Every other step
-//! aligns its processes through the page's worker encoding (`align_wire::ThroughBytes`, three
+//! aligns its processes through the page's worker encoding (`wire::align::ThroughBytes`, three
 //! simulated workers): where a process is aligned must not change the result.
 
-use align_wire::ThroughBytes;
 use pipeline::{
     analyse, analyse_incremental, analyse_incremental_with, timeline_incremental, Analysis,
     LogLoader, Rerun, Session, Timeline, UserSizes,
 };
 use rusqlite::Connection;
 use sqlsource_native::NativeDb;
+use wire::align::ThroughBytes;
 
 /// One input file, held in memory.
 enum File {

@@ -1,6 +1,6 @@
 //! A read Nsight Systems export as bytes: what a helper worker of the page posts back to the
 //! loading worker after reading an export in its own sql.js. Postcard over the records' serde
-//! derives, as `log-wire` does for logs: compact (kernels travel as their interned launch sites
+//! derives, as `wire::log` does for logs: compact (kernels travel as their interned launch sites
 //! and 40-byte rows) and exact (floats as their bits), so an export decoded from its bytes
 //! equals the export that was encoded.
 //!

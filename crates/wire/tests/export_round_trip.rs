@@ -4,9 +4,9 @@
 
 use ingest_nsys::{read_export, ReadOptions};
 use model::nsys::NsysExport;
-use nsys_wire::ExportRead;
 use sqlsource_native::NativeDb;
 use std::path::{Path, PathBuf};
+use wire::export::ExportRead;
 
 fn read(path: &Path) -> NsysExport {
     let db = NativeDb::open(path).expect("open");
@@ -35,8 +35,8 @@ fn generated_exports(dir: &Path) -> Vec<PathBuf> {
 
 fn assert_round_trip(path: &Path) -> usize {
     let export = read(path);
-    let wire = nsys_wire::encode(&ExportRead::Read(Box::new(export.clone())));
-    let Ok(ExportRead::Read(back)) = nsys_wire::decode(&wire) else {
+    let wire = wire::export::encode(&ExportRead::Read(Box::new(export.clone())));
+    let Ok(ExportRead::Read(back)) = wire::export::decode(&wire) else {
         panic!("{}: does not decode to an export", path.display());
     };
     assert_eq!(*back, export, "{}", path.display());
@@ -78,21 +78,24 @@ fn garbage_and_cuts_are_errors() {
         .into_iter()
         .next()
         .expect("an export");
-    let wire = nsys_wire::encode(&ExportRead::Read(Box::new(read(&path))));
+    let wire = wire::export::encode(&ExportRead::Read(Box::new(read(&path))));
     let _ = std::fs::remove_dir_all(&dir);
     // About 300 cuts, wherever the encoding is long.
     for n in (0..wire.len()).step_by((wire.len() / 300).max(1)) {
         assert!(
-            nsys_wire::decode(&wire[..n]).is_err(),
+            wire::export::decode(&wire[..n]).is_err(),
             "a cut at {n} decoded"
         );
     }
-    assert!(nsys_wire::decode(b"SQLite format 3\0 not postcard").is_err());
+    assert!(wire::export::decode(b"SQLite format 3\0 not postcard").is_err());
 }
 
 #[test]
 fn a_failure_travels_as_its_message() {
     let failed =
         ExportRead::Failed("sql.js could not open the database: file is not a database".into());
-    assert_eq!(nsys_wire::decode(&nsys_wire::encode(&failed)), Ok(failed));
+    assert_eq!(
+        wire::export::decode(&wire::export::encode(&failed)),
+        Ok(failed)
+    );
 }

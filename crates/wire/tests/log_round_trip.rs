@@ -29,8 +29,8 @@ fn logs_come_back_equal() {
     let mut ops = 0;
     for (name, bytes) in logs() {
         let log = parse_bytes(&name, 3, &bytes);
-        let wire = log_wire::encode(&log);
-        let back = log_wire::decode(&wire).expect("decodes");
+        let wire = wire::log::encode(&log);
+        let back = wire::log::decode(&wire).expect("decodes");
         assert_eq!(back, log, "{name}");
         // Not only equal as a list: every record field, printed.
         assert_eq!(format!("{back:?}"), format!("{log:?}"), "{name}");
@@ -43,7 +43,7 @@ fn logs_come_back_equal() {
 fn renumbered_on_arrival_equals_parsed_in_place() {
     for (name, bytes) in logs() {
         let mut ahead =
-            log_wire::decode(&log_wire::encode(&parse_bytes(&name, 0, &bytes))).expect("decodes");
+            wire::log::decode(&wire::log::encode(&parse_bytes(&name, 0, &bytes))).expect("decodes");
         ahead.set_file_index(5);
         let in_place: ParsedLog = parse_bytes(&name, 5, &bytes);
         assert_eq!(ahead, in_place, "{name}");
@@ -55,18 +55,18 @@ fn renumbered_on_arrival_equals_parsed_in_place() {
 fn garbage_and_cuts_are_errors() {
     let run = synth::generate(&synth::preset("tp4").expect("preset").config);
     let (name, bytes) = run.files.iter().find(|(n, _)| n.ends_with(".log")).unwrap();
-    let wire = log_wire::encode(&parse_bytes(name, 0, bytes));
+    let wire = wire::log::encode(&parse_bytes(name, 0, bytes));
     for n in (0..wire.len()).step_by(97) {
         assert!(
-            log_wire::decode(&wire[..n]).is_err(),
+            wire::log::decode(&wire[..n]).is_err(),
             "a cut at {n} decoded"
         );
     }
-    assert!(log_wire::decode(b"NCCL INFO hello").is_err());
+    assert!(wire::log::decode(b"NCCL INFO hello").is_err());
     let mut flipped = wire.clone();
     for i in (0..flipped.len()).step_by(13) {
         flipped[i] ^= 0xa5;
     }
     // Garbage may decode into some other log or fail; it must not panic.
-    let _ = log_wire::decode(&flipped);
+    let _ = wire::log::decode(&flipped);
 }
