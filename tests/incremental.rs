@@ -4,10 +4,9 @@
 //! aligns its processes through the page's worker encoding (`wire::align::ThroughBytes`, three
 //! simulated workers): where a process is aligned must not change the result.
 
-use pipeline::{
-    analyse, analyse_incremental, analyse_incremental_with, timeline_incremental, Analysis,
-    LogLoader, Rerun, Session, Timeline, UserSizes,
-};
+use load::{LogLoader, Session};
+use pipeline::{analyse, analyse_incremental, analyse_incremental_with, Analysis, Rerun, UserSizes};
+use timeline::{build_incremental, Timeline};
 use rusqlite::Connection;
 use sqlsource_native::NativeDb;
 use wire::align::ThroughBytes;
@@ -86,7 +85,6 @@ fn assert_same(a: &Analysis, b: &Analysis, what: &str) {
     assert_eq!(a.layout, b.layout, "{what}: layout");
     assert_eq!(a.processes, b.processes, "{what}: process summaries");
     assert_eq!(a.clocks, b.clocks, "{what}: clocks");
-    assert_eq!(a.volumes, b.volumes, "{what}: volumes");
     assert_eq!(a.iterations, b.iterations, "{what}: iterations");
 }
 
@@ -114,9 +112,9 @@ fn add_one_by_one(files: &[&File]) -> Vec<Rerun> {
         } else {
             analyse_incremental(&session, &user, prev_analysis)
         };
-        let inc_timeline = timeline_incremental(&session, &mut inc, prev_timeline, &mut rerun);
+        let inc_timeline = build_incremental(&session, &mut inc, prev_timeline, &mut rerun);
         let scratch = analyse(&session, &user);
-        let scratch_timeline = session.timeline(&scratch.processes, &scratch.clocks);
+        let scratch_timeline = timeline::build(&session, &scratch.processes, &scratch.clocks);
         assert_same(&inc, &scratch, &what);
         assert_eq!(inc_timeline, scratch_timeline, "{what}: timeline");
         assert_eq!(rerun.processes, scratch.alignments.processes.len());

@@ -4,7 +4,8 @@
 //! `aggregate_file::build`), on generator runs with every imperfection, ranks spread over nodes, and
 //! kernels no log line names.
 
-use pipeline::{analyse, Session, UserSizes};
+use load::Session;
+use pipeline::{analyse, UserSizes};
 
 fn check(preset: &str) {
     check_session(preset, &ncclscope_tests::generated_session(preset));
@@ -77,7 +78,7 @@ fn kernels_without_log_lines() {
         .collect();
     assert!(logs.len() >= 2, "{preset}: one log per rank");
     for (i, (name, bytes)) in logs.iter().take(logs.len() / 2).enumerate() {
-        let mut loader = pipeline::LogLoader::new(name, i as u32);
+        let mut loader = load::LogLoader::new(name, i as u32);
         loader.feed(bytes);
         session.add_log(loader.finish(bytes.len() as u64));
     }

@@ -5,8 +5,8 @@
 use aggregate_file::overview::{OpCount, Overview};
 use aggregate_file::{Kernel, RankDetail, RankRow};
 use base64::Engine;
-use pipeline::{par_byte, Lod, Mark, Span, Timeline, Track, LOW_CONFIDENCE};
 use serde::{Deserialize, Serialize};
+use timeline::{par_byte, Lod, Mark, Span, Timeline, Track, LOW_CONFIDENCE};
 
 use crate::views::{CommPanel, CommRow};
 use crate::wire::human_bytes;
@@ -223,10 +223,10 @@ fn parallelism_of<'a>(o: &'a Overview, id: &str) -> &'a str {
 }
 
 fn parallelism_byte(name: &str) -> u8 {
-    pipeline::PARALLELISMS
+    timeline::PARALLELISMS
         .iter()
         .find(|p| p.name() == name)
-        .map_or(pipeline::LOD_NO_OP, |p| par_byte(*p))
+        .map_or(timeline::LOD_NO_OP, |p| par_byte(*p))
 }
 
 /// Sorts a rank's kernels by start, so a timeline span's index is the kernel's index.
@@ -251,7 +251,7 @@ pub fn rank_detail(
             end_ns: k.end_ns.max(k.start_ns),
             op: model::OpType::from_name(d.text(k.op)),
             mark: mark(k),
-            par: k.comm.map_or(pipeline::LOD_NO_OP, |c| {
+            par: k.comm.map_or(timeline::LOD_NO_OP, |c| {
                 parallelism_byte(parallelism_of(o, d.text(c)))
             }),
         })

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use ncclscope_app::aggregate_data::{AggRank, AggregateView, KernelRow, RankDetailView};
 use ncclscope_app::panel_data::Cell;
 use ncclscope_app::wire::{human_bytes, LoadRequest, ToPage};
-use pipeline::Timeline;
+use timeline::Timeline;
 use wasm_bindgen::Clamped;
 
 use crate::client;

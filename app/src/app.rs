@@ -6,9 +6,9 @@ use leptos::task::spawn_local;
 use ncclscope_app::theory_panel::{prefill, saved_form, TheoryPanel, TheoryView, HARDWARE_FIELD};
 use ncclscope_app::views::{CommPanel, FileView, RankView};
 use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, PageOptions, ParseFault, ToPage};
-use pipeline::{Timeline, TimelineView};
 use std::rc::Rc;
 use theory::form::to_toml;
+use timeline::{Timeline, TimelineView};
 use web_sys::{Blob, File, FileList};
 
 use crate::budget_dialog::{BudgetDialog, Pending};
@@ -152,7 +152,7 @@ pub fn App() -> impl IntoView {
     let open_panel = RwSignal::new(None::<String>);
     // The kernel picked on the timeline, and what the worker says about it.
     let selected = RwSignal::new(None::<(usize, usize)>);
-    let details = RwSignal::new(None::<(pipeline::KernelDetails, Vec<(String, String)>)>);
+    let details = RwSignal::new(None::<(analyses::KernelDetails, Vec<(String, String)>)>);
     let flow = Signal::derive(move || {
         details.with(|d| {
             d.as_ref()
@@ -201,7 +201,7 @@ pub fn App() -> impl IntoView {
         None => {}
     };
     // The aggregate of the visible window, asked for on demand (a pan must not flood the worker).
-    let window_summary = RwSignal::new(None::<pipeline::WindowSummary>);
+    let window_summary = RwSignal::new(None::<analyses::WindowSummary>);
     // A range selected on the timeline (ns), and which range the aggregate shown is of.
     let selection = RwSignal::new(None::<(f64, f64)>);
     let window_scope = RwSignal::new(crate::window_panel::Scope::Visible);

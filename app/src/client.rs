@@ -5,10 +5,10 @@
 use ncclscope_app::deferred::next_task;
 use ncclscope_app::views::FileView;
 use ncclscope_app::wire::{LoadRequest, TimelineDecoder, ToPage};
-use pipeline::Timeline;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
+use timeline::Timeline;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker};

@@ -2,8 +2,8 @@
 //! confidence, and the same collective on every rank (start relative to the first member,
 //! duration, the arrival skew and the slowest rank).
 
+use analyses::KernelDetails;
 use leptos::prelude::*;
-use pipeline::KernelDetails;
 
 fn ms(ns: i64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)

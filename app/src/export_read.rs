@@ -4,8 +4,8 @@
 //! helper workers it hands exports to ([`crate::parse_pool`]).
 
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
+use load::{read_export, ReadOptions};
 use model::nsys::NsysExport;
-use pipeline::{read_export, ReadOptions};
 use sqlsource_sqljs::{SqlJs, SQL_BATCH_SCRIPT};
 use std::cell::RefCell;
 use wasm_bindgen::JsCast;

@@ -14,12 +14,12 @@
 //! with `f` and `t` repeated; `#src=URL[,URL...]` alone is a link too. `SUMMARY` is a self-contained
 //! window aggregate, `KERNEL` a picked kernel's details; both JSON, deflated, base64url.
 
+use analyses::{KernelDetails, WindowSummary};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use flate2::read::DeflateDecoder;
 use flate2::write::DeflateEncoder;
 use flate2::Compression;
-use pipeline::{KernelDetails, WindowSummary};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -36,7 +36,7 @@ const MAX_URL_BYTES: usize = 2048;
 /// The longest `sum=` value (compressed, base64url).
 pub const MAX_SUMMARY_BYTES: usize = 32 * 1024;
 const MAX_SUMMARY_JSON_BYTES: usize = 4 << 20;
-/// The longest filter query (as `pipeline::filter::MAX_QUERY_BYTES`).
+/// The longest filter query (the timeline filter's `MAX_QUERY_BYTES`).
 const MAX_FILTER_BYTES: usize = 4096;
 /// The page's Content-Security-Policy admits this many source origins (`www/index.html`).
 pub const MAX_SOURCES: usize = 16;
@@ -85,7 +85,7 @@ pub struct ViewLink {
     /// `sum=`: a self-contained summary (a time window's aggregate), compressed; a recipient
     /// sees it without any file.
     pub summary: Option<WindowSummary>,
-    /// `q=`: the timeline's filter query, as typed (read by `pipeline::Filter` in the worker).
+    /// `q=`: the timeline's filter query, as typed (read by `timeline::Filter` in the worker).
     pub filter: Option<String>,
     /// `c=o`: the timeline in each rank's original clock, not synchronised.
     pub original_clock: bool,
@@ -463,7 +463,7 @@ mod tests {
                     end_ns: 20,
                     own_start_ns: 5_000_000_010,
                     own_end_ns: 5_000_000_020,
-                    lines: vec![pipeline::LineDetails {
+                    lines: vec![analyses::LineDetails {
                         op: "AllReduce".into(),
                         comm: "0x55f4294ab180".into(),
                         op_count: 0x13,
@@ -474,11 +474,11 @@ mod tests {
                     }],
                     duplicates: 0,
                     confidence: Some(0.97),
-                    instance: Some(pipeline::InstanceDetails {
+                    instance: Some(analyses::InstanceDetails {
                         comm_id: "0xabc".into(),
                         comm_size: 8,
                         op_count: 0x13,
-                        members: vec![pipeline::MemberTiming {
+                        members: vec![analyses::MemberTiming {
                             rank: 1,
                             start_ns: 10,
                             end_ns: 20,
@@ -506,7 +506,7 @@ mod tests {
     }
 
     fn summary(ranks: usize) -> WindowSummary {
-        let row = |key: String, n: u64| pipeline::WindowRow {
+        let row = |key: String, n: u64| analyses::WindowRow {
             key,
             kernels: n,
             bytes: n * 4_194_304 + 7,
@@ -538,7 +538,7 @@ mod tests {
         // Too big for a link: a clear message, not a cut.
         let err = pack_summary(&WindowSummary {
             per_rank: (0..100_000)
-                .map(|r| pipeline::WindowRow {
+                .map(|r| analyses::WindowRow {
                     key: format!("rank {r} {}", r * 7919 % 10007),
                     kernels: r * 31 % 977,
                     bytes: r * 104_729 % 1_000_003,

@@ -6,14 +6,13 @@
 //! serving the next files and the next drops.
 
 use js_sys::{Array, Uint8Array};
-use pipeline::{
-    sniff, Analysis, FileReport, InputKind, ReadOptions, Session, Timeline, TimelineView,
-    SNIFF_BYTES,
-};
+use load::{sniff, FileReport, InputKind, ReadOptions, Session, SNIFF_BYTES};
+use pipeline::Analysis;
 use sha2::{Digest, Sha256};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use theory::TheoryConfig;
+use timeline::{Timeline, TimelineView};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
@@ -206,7 +205,7 @@ async fn serve(mut req: LoadRequest) {
             let a = a.borrow();
             let a = a.as_ref()?;
             let clocks = VIEW.with(|v| v.borrow().clocks(a));
-            pipeline::find_kernel(a, *rank, comm, *oc, &clocks)
+            analyses::find_kernel(a, *rank, comm, *oc, &clocks)
         })?;
         TIMELINE.with(|t| {
             let t = t.borrow();
@@ -231,7 +230,7 @@ async fn serve(mut req: LoadRequest) {
                     let start = *tr.starts.get(span)?;
                     let a = a.as_ref()?;
                     let clocks = VIEW.with(|v| v.borrow().clocks(a));
-                    pipeline::kernel_details(&s, a, process, *device, start, &clocks)
+                    analyses::kernel_details(&s, a, process, *device, start, &clocks)
                 })
             })
         });
@@ -251,7 +250,7 @@ async fn serve(mut req: LoadRequest) {
         let summary = ANALYSIS.with(|a| {
             a.borrow()
                 .as_ref()
-                .map(|a| pipeline::window_summary(a, start, end))
+                .map(|a| analyses::window_summary(a, start, end))
         });
         if let Some(summary) = summary {
             post(&ToPage::Window { summary }, None);
@@ -280,7 +279,7 @@ fn change_view(view: &TimelineView) {
             drop(timeline);
             post(&view_status(view, counts, None), Some(bytes));
         }
-        Some(Err(e)) => post_view_status(view, pipeline::FilterCounts::default(), Some(e.0)),
+        Some(Err(e)) => post_view_status(view, timeline::FilterCounts::default(), Some(e.0)),
         // Nothing analysed yet: the next analysis draws with it.
         None => VIEW.with(|v| *v.borrow_mut() = view.clone()),
     }
@@ -288,7 +287,7 @@ fn change_view(view: &TimelineView) {
 
 fn view_status(
     view: &TimelineView,
-    counts: pipeline::FilterCounts,
+    counts: timeline::FilterCounts,
     error: Option<String>,
 ) -> ToPage {
     ToPage::View {
@@ -302,12 +301,12 @@ fn view_status(
     }
 }
 
-fn post_view_status(view: &TimelineView, counts: pipeline::FilterCounts, error: Option<String>) {
+fn post_view_status(view: &TimelineView, counts: timeline::FilterCounts, error: Option<String>) {
     post(&view_status(view, counts, error), None);
 }
 
 /// The picked kernel's enriched record (the exports' fields), each value as text.
-fn enriched_fields(d: &pipeline::KernelDetails) -> Vec<(String, String)> {
+fn enriched_fields(d: &analyses::KernelDetails) -> Vec<(String, String)> {
     let process = model::log::ProcessKey {
         host: d.host.as_str().into(),
         pid: d.pid,
@@ -428,11 +427,11 @@ fn theory(toml: &str, hardware: Option<&str>) -> ToPage {
                     Some("h100") => theory::Hardware::h100(),
                     Some("h200") => theory::Hardware::h200(),
                     Some("b200") => theory::Hardware::b200(),
-                    _ => pipeline::hardware_from_topology(&s.borrow())
+                    _ => analyses::hardware_from_topology(&s.borrow())
                         .unwrap_or_else(theory::Hardware::a100),
                 };
                 ToPage::Theory {
-                    view: Some(theory_view(&cfg, analysis, &hw)),
+                    view: Some(theory_view(&cfg, &s.borrow(), analysis, &hw)),
                     error: None,
                 }
             }
@@ -448,7 +447,7 @@ fn theory(toml: &str, hardware: Option<&str>) -> ToPage {
 /// (NVTX) and bytes per element (the datatype that carries most of the logged bytes).
 fn inferred_fields(analysis: &Analysis, session: &Session) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    if let Some(beta) = pipeline::dominant_element_bytes(session) {
+    if let Some(beta) = analyses::dominant_element_bytes(session) {
         out.push(("model.bytes_per_element".into(), beta.to_string()));
     }
     if let Some(s) = analysis.layout.sizes {
@@ -622,7 +621,7 @@ struct ResultViews {
     timeline: js_sys::ArrayBuffer,
     /// What the worker keeps of it.
     sent: SentTimeline,
-    counts: pipeline::FilterCounts,
+    counts: timeline::FilterCounts,
     comms: CommPanel,
     panels: Panels,
 }

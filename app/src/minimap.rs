@@ -5,7 +5,7 @@
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use pipeline::{Lod, Timeline};
+use timeline::{Lod, Timeline};
 
 use crate::timeline_canvas::{context_2d, View, LABEL_WIDTH};
 
@@ -166,7 +166,7 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, cols: &[f32], view_box: Option<(f64
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pipeline::{Span, Track};
+    use timeline::{Span, Track};
 
     #[test]
     fn density_follows_the_kernels() {

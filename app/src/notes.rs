@@ -7,8 +7,8 @@
 //! natively; the page's list is `notes_view.rs`.
 
 use ingest_nccl::split_note;
+use load::{LoadedExport, LoadedLog};
 use model::{Diagnostic, Severity};
-use pipeline::{LoadedExport, LoadedLog};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -460,14 +460,14 @@ mod tests {
                 text.push_str("host:1:1 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count 8 datatype 7 op 0 root 0 comm 0xa [nranks=2] stream 0x3\n");
             }
         }
-        let mut loader = pipeline::LogLoader::new("dir/a b.log", 0);
+        let mut loader = load::LogLoader::new("dir/a b.log", 0);
         loader.feed(text.as_bytes());
         loader.finish(text.len() as u64)
     }
 
     #[test]
     fn pages_and_filters_every_note_from_the_session() {
-        let mut session = pipeline::Session::default();
+        let mut session = load::Session::default();
         let report = session.add_log(log());
         let kept = session.logs().last().cloned();
         let total = report.diagnostics.len();

@@ -5,7 +5,7 @@
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use pipeline::{Marker, MarkerKind, Timeline};
+use timeline::{Marker, MarkerKind, Timeline};
 use web_sys::CanvasRenderingContext2d;
 
 use crate::timeline_canvas::{context_2d, View, LABEL_WIDTH, ROW_HEIGHT};

@@ -3,7 +3,8 @@
 //! scatter (binned, so its size does not grow with the run), the efficiency distribution and the
 //! topology per host. Plain numbers and text: the page only draws and sorts them.
 
-use pipeline::{Analysis, Session};
+use load::Session;
+use pipeline::Analysis;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -113,7 +114,7 @@ pub struct Panels {
 
 impl Panels {
     pub fn from_analysis(a: &Analysis, session: &Session) -> Self {
-        let bottlenecks = pipeline::comm_bottlenecks(session, a);
+        let bottlenecks = analyses::comm_bottlenecks(session, a);
         let (scatter, scatter_kernels, efficiency) = bandwidth_points(a, &bottlenecks);
         let (warnings, warning_count) = warnings(session);
         let (op_totals, rank_ops) = op_totals(a);
@@ -239,14 +240,14 @@ fn op_totals(a: &Analysis) -> (Vec<OpTotal>, Vec<RankOps>) {
 }
 
 /// The scatter's bins, the kernels behind them and the efficiency histogram.
-/// Every matched kernel's bandwidth binned (`pipeline::for_each_kernel_bandwidth`, never listed
+/// Every matched kernel's bandwidth binned (`analyses::for_each_kernel_bandwidth`, never listed
 /// whole): the scatter's points, how many kernels they hold, the efficiency histogram.
 fn bandwidth_points(
     a: &Analysis,
-    bottlenecks: &[Option<pipeline::Bottleneck>],
+    bottlenecks: &[Option<analyses::Bottleneck>],
 ) -> (Vec<ScatterPoint>, u64, Vec<u64>) {
     let mut bins = BandwidthBins::default();
-    pipeline::for_each_kernel_bandwidth(a, bottlenecks, |p| bins.add(&p));
+    analyses::for_each_kernel_bandwidth(a, bottlenecks, |p| bins.add(&p));
     bins.finish()
 }
 
@@ -269,7 +270,7 @@ impl Default for BandwidthBins {
 }
 
 impl BandwidthBins {
-    fn add(&mut self, p: &pipeline::KernelBw) {
+    fn add(&mut self, p: &analyses::KernelBw) {
         if let Some(e) = p.bus_efficiency.filter(|e| e.is_finite()) {
             let i = ((e.max(0.0) * 10.0).floor() as usize).min(EFFICIENCY_BUCKETS - 1);
             self.efficiency[i] += 1;
@@ -305,7 +306,7 @@ impl BandwidthBins {
 }
 
 /// One line per distinct (link class, bandwidth) among the communicators' bottlenecks.
-fn limits(bottlenecks: &[Option<pipeline::Bottleneck>]) -> Vec<LimitLine> {
+fn limits(bottlenecks: &[Option<analyses::Bottleneck>]) -> Vec<LimitLine> {
     let mut out: Vec<LimitLine> = Vec::new();
     for b in bottlenecks.iter().flatten() {
         // The link kind (`NVL`, `NET`, ...); the conservative fallback keeps its own name.
@@ -505,7 +506,7 @@ mod tests {
                     [2026-04-28 14:14:49] n:1:2 [0] init.cc:2 NCCL WARN earlier\n\
                     1714311289.123456 n:1:2 [0] net.cc:3 NCCL WARN epoch\n\
                     n:1:2 [0] net.cc:4 NCCL WARN none\n";
-        let mut loader = pipeline::LogLoader::new("w.log", 0);
+        let mut loader = load::LogLoader::new("w.log", 0);
         loader.feed(text.as_bytes());
         let mut session = Session::default();
         session.add_log(loader.finish(text.len() as u64));
@@ -531,7 +532,7 @@ mod tests {
 
     #[test]
     fn bins_points_and_buckets_efficiency() {
-        let k = |bytes, bw, eff| pipeline::KernelBw {
+        let k = |bytes, bw, eff| analyses::KernelBw {
             comm: 0,
             bytes,
             bus_bw_gbps: bw,

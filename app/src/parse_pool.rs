@@ -2,7 +2,7 @@
 //! loading worker hands each log and export of a load (its `Blob`: the browser passes the
 //! file, not its bytes) to a helper worker ([`crate::worker_pool`]'s, the same that align), the
 //! most work first (an export's byte counts [`EXPORT_WORK_PER_BYTE`] of a log's), one file per
-//! helper at a time. A helper reads a log in slices and feeds [`pipeline::LogLoader`] exactly
+//! helper at a time. A helper reads a log in slices and feeds [`load::LogLoader`] exactly
 //! as the loading worker does ([`parse_blob`], shared), as file 0, and posts back its progress
 //! and the parsed log as `wire::log` bytes, transferred. An export it reads in its own sql.js
 //! exactly as the loading worker does ([`crate::export_read`], shared) and posts back as
@@ -10,8 +10,8 @@
 //!
 //! Meanwhile the loading worker walks the load's files in order ([`ParseBatch::claim`]) and
 //! adds each to the session when its turn comes: a log renumbered to the index the session
-//! gives it then ([`pipeline::Session::add_log_parsed_ahead`]), an export as it is
-//! ([`pipeline::Session::add_read_export`]), so the session, every report and every later stage
+//! gives it then ([`load::Session::add_log_parsed_ahead`]), an export as it is
+//! ([`load::Session::add_read_export`]), so the session, every report and every later stage
 //! are those of a single-worker load. A file whose helper fails (an error event, a panic, bytes
 //! that do not decode) is loaded in the loading worker when its turn comes; a helper that fails
 //! is replaced (at most as many times as there are helpers). By default the loading worker
@@ -24,8 +24,8 @@ use futures_channel::mpsc::{unbounded, UnboundedReceiver, UnboundedSender};
 use futures_util::future::{join, select, Either};
 use futures_util::StreamExt;
 use js_sys::{Array, Object, Reflect};
+use load::{sniff, InputKind, LoadedLog, LogLoader, ReadOptions, SNIFF_BYTES};
 use model::nsys::NsysExport;
-use pipeline::{sniff, InputKind, LoadedLog, LogLoader, ReadOptions, SNIFF_BYTES};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;

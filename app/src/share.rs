@@ -1,13 +1,13 @@
 //! The page's side of shareable links ([`ncclscope_app::link`] has the format): making a link
 //! of the current view, and restoring the view a link names once its files are dropped.
 
+use analyses::WindowSummary;
 use leptos::prelude::*;
 use ncclscope_app::link::{
     decode, encode, pack_kernel, pack_summary, verify, LinkFile, Selection, SharedKernel, ViewLink,
 };
 use ncclscope_app::theory_panel::HARDWARE_FIELD;
 use ncclscope_app::wire::human_bytes;
-use pipeline::WindowSummary;
 use theory::form::{Form, FIELDS};
 
 use crate::timeline_canvas::View;
@@ -113,7 +113,7 @@ pub fn link_from_page(
     form: &Form,
     files: Vec<LinkFile>,
     selection: Option<Selection>,
-    timeline: &pipeline::TimelineView,
+    timeline: &timeline::TimelineView,
     panel: Option<String>,
 ) -> String {
     let link = ViewLink {

@@ -9,8 +9,10 @@
 
 use crate::charts::{Bar, BarChart, Bucket, Histogram};
 use crate::wire::human_bytes;
+use analyses::{compare_volumes, observed_volumes, predicted_times};
 use leptos::prelude::*;
-use pipeline::{compare_volumes, predicted_times, Analysis};
+use load::Session;
+use pipeline::Analysis;
 use serde::{Deserialize, Serialize};
 use theory::form::{config_of, form_of, to_toml, Form, Kind, FIELDS};
 use theory::{Hardware, TheoryConfig};
@@ -69,8 +71,14 @@ pub struct TheoryView {
 }
 
 /// Builds the panel's view (in the worker, where the analysis is).
-pub fn theory_view(cfg: &TheoryConfig, analysis: &Analysis, hw: &Hardware) -> TheoryView {
-    let rows = compare_volumes(cfg, analysis)
+pub fn theory_view(
+    cfg: &TheoryConfig,
+    session: &Session,
+    analysis: &Analysis,
+    hw: &Hardware,
+) -> TheoryView {
+    let volumes = observed_volumes(session, &analysis.communicators, &analysis.layout);
+    let rows = compare_volumes(cfg, &volumes)
         .iter()
         .map(|c| {
             let theory = c.entry.theoretical_bytes;
@@ -108,7 +116,7 @@ pub fn theory_view(cfg: &TheoryConfig, analysis: &Analysis, hw: &Hardware) -> Th
         })
         .collect();
     let mut sizes = std::collections::BTreeMap::<u64, u64>::new();
-    for v in &analysis.volumes {
+    for v in &volumes {
         for hist in v.message_sizes.values() {
             for (b, n) in hist {
                 *sizes.entry(*b).or_default() += n;

@@ -6,7 +6,7 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 use model::OpType;
 use ncclscope_app::timeline_math::{ticks, zoom, Motion, FIRST_STEP_S};
-use pipeline::{Lod, Mark, Timeline, LOD_NO_OP};
+use timeline::{Lod, Mark, Timeline, LOD_NO_OP};
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
@@ -509,7 +509,7 @@ pub const COLOURS: [[u8; 3]; 8] = [
     [0x9a, 0x9a, 0x9a],
 ];
 
-/// Parallelism colours (RGB) in [`pipeline::PARALLELISMS`] order (DP, TP, PP, EP, CP), then
+/// Parallelism colours (RGB) in [`timeline::PARALLELISMS`] order (DP, TP, PP, EP, CP), then
 /// unknown: the thin row under each rank's operations.
 pub const PAR_COLOURS: [[u8; 3]; 6] = [
     [0x1f, 0x77, 0xb4],

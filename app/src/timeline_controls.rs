@@ -1,8 +1,8 @@
-//! Above the timeline: the filter (a query the worker reads with `pipeline::Filter`), the clock
+//! Above the timeline: the filter (a query the worker reads with `timeline::Filter`), the clock
 //! switch, what the filter kept, and the legend of colours and marks.
 
 use leptos::prelude::*;
-use pipeline::TimelineView;
+use timeline::TimelineView;
 
 use crate::timeline_canvas::{COLOURS, PAR_COLOURS};
 

@@ -4,8 +4,8 @@
 //! returns, asks again only for the kernel under the mouse then: the latest position wins and a
 //! sweep across thousands of kernels never queues thousands of requests.
 
+use analyses::KernelDetails;
 use leptos::prelude::*;
-use pipeline::KernelDetails;
 
 /// The fields a reader looks for first (figure 4.2's log, tuning and performance columns);
 /// every other field follows in the worker's order.

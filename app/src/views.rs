@@ -1,7 +1,8 @@
 //! The view data the worker sends to the page: plain, already formatted rows, so the page only
 //! draws and the records themselves never cross the worker boundary.
 
-use pipeline::{Analysis, FileReport, ProcessSummary, Session};
+use load::{FileReport, Session};
+use pipeline::{Analysis, ProcessSummary};
 use serde::{Deserialize, Serialize};
 
 use crate::notes::{summarise, NoteKind, NoteRow, FIRST_PAGE};
@@ -165,9 +166,9 @@ pub struct CommPanel {
 
 impl CommPanel {
     pub fn from_analysis(a: &Analysis, session: &Session) -> Self {
-        let stats = pipeline::comm_stats(session, a);
-        let skews = pipeline::arrival_skew(session, a);
-        let setups = pipeline::comm_setups(session, a);
+        let stats = analyses::comm_stats(session, a);
+        let skews = analyses::arrival_skew(session, a);
+        let setups = analyses::comm_setups(session, a);
         let layout = match a.layout.sizes {
             Some(s) => format!(
                 "layout TP={} CP={} EP={} DP={} PP={} (confidence {:.2}): {}",
@@ -219,10 +220,10 @@ impl CommPanel {
                         }),
                     setup: setups
                         .get(i)
-                        .map_or(String::new(), pipeline::CommSetup::channels_text),
+                        .map_or(String::new(), analyses::CommSetup::channels_text),
                     transports: setups
                         .get(i)
-                        .map_or(String::new(), pipeline::CommSetup::transports_text),
+                        .map_or(String::new(), analyses::CommSetup::transports_text),
                 }
             })
             .collect();

@@ -9,7 +9,7 @@
 //! warm too. Each step is one task; a request that arrives ends the warm-up at the next step,
 //! so a drop waits for one step at most (a few milliseconds once warm, tens before).
 
-use pipeline::Session;
+use load::Session;
 use std::cell::Cell;
 use web_sys::Blob;
 

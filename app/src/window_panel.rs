@@ -1,11 +1,11 @@
-//! The aggregate of a time window (`pipeline::window_summary`): per operation type and per
+//! The aggregate of a time window (`analyses::window_summary`): per operation type and per
 //! rank, kernels, bytes, busy time and mean algorithm bandwidth. Shown for the timeline's
 //! visible window or a range selected on it, and for a summary that a self-contained link
 //! carries.
 
+use analyses::{WindowRow, WindowSummary};
 use leptos::prelude::*;
 use ncclscope_app::wire::human_bytes;
-use pipeline::{WindowRow, WindowSummary};
 
 fn rows_view(rows: &[WindowRow], what: &'static str) -> impl IntoView {
     let body = rows

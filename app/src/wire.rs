@@ -5,13 +5,11 @@
 //! small JSON [`ToPage`] and, with the result, the timeline in a compact binary form whose
 //! buffer is transferred, not copied.
 
+use analyses::{KernelDetails, WindowSummary};
 use js_sys::{Array, Object, Reflect};
 use model::OpType;
-use pipeline::{
-    op_byte, KernelDetails, Lod, Mark, Marker, MarkerRow, Span, Timeline, Track, WindowSummary,
-    LOD_NO_OP,
-};
 use serde::{Deserialize, Serialize};
+use timeline::{op_byte, Lod, Mark, Marker, MarkerRow, Span, Timeline, Track, LOD_NO_OP};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::Blob;
 
@@ -172,7 +170,7 @@ pub struct LoadRequest {
     pub pick_by: Option<(u32, String, u64)>,
     /// Redraw the timeline with this filter and clock ([`ToPage::View`]); later analyses keep
     /// them.
-    pub view: Option<pipeline::TimelineView>,
+    pub view: Option<timeline::TimelineView>,
     /// Of the open aggregate: this rank's kernels ([`ToPage::AggregateRank`]) ...
     pub aggregate_rank: Option<u32>,
     /// ... and the fields of kernel (rank, index) ([`ToPage::AggregateKernel`]).
@@ -389,7 +387,7 @@ impl LoadRequest {
                 .map(|(r, i)| (r as u32, i as usize)),
             view: get(v, "view_filter")?
                 .as_string()
-                .map(|filter| pipeline::TimelineView {
+                .map(|filter| timeline::TimelineView {
                     filter,
                     original_clock: get(v, "view_original_clock")
                         .ok()

@@ -21,12 +21,12 @@ pub fn scratch_dir(name: &str) -> PathBuf {
 
 /// The session of a generator preset's run (its logs and exports loaded as the page loads
 /// them), for tests that check an analysis of known inputs.
-pub fn generated_session(preset: &str) -> pipeline::Session {
+pub fn generated_session(preset: &str) -> load::Session {
     let p = synth::preset(preset).expect("a generator preset");
     let run = synth::generate_named(&p.config, Some(preset));
-    let mut session = pipeline::Session::default();
+    let mut session = load::Session::default();
     for (i, (name, bytes)) in run.files.iter().enumerate() {
-        let mut loader = pipeline::LogLoader::new(name, i as u32);
+        let mut loader = load::LogLoader::new(name, i as u32);
         loader.feed(bytes);
         session.add_log(loader.finish(bytes.len() as u64));
     }

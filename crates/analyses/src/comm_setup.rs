@@ -3,8 +3,8 @@
 //! layout. Read from the channel and init records (`ingest_nccl::CommChannels`, `CommInit`),
 //! which name the communicator by each process's own pointer.
 
-use crate::analysis::Analysis;
-use crate::session::Session;
+use load::Session;
+use pipeline::Analysis;
 use std::collections::BTreeMap;
 
 /// One logical communicator's set-up.

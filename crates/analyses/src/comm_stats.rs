@@ -3,9 +3,9 @@
 //! median, with the bottleneck's name. The exports ([`export`](../export)) show the same figures
 //! per kernel; the page shows these per communicator.
 
-use crate::analysis::Analysis;
-use crate::session::Session;
 use enrich::{Bottleneck, TopoIndex};
+use load::Session;
+use pipeline::Analysis;
 
 /// The bottleneck link of every logical communicator whose members' GPUs the logs' topology
 /// dumps place (same order as [`enrich::Communicators::comms`]).

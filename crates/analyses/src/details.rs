@@ -3,12 +3,12 @@
 //! instance on the other ranks (the members' kernels in synchronised time, the arrival skew and
 //! the slowest rank).
 
-use crate::alignment::ProcessMatch;
-use crate::analysis::Analysis;
-use crate::session::Session;
 use enrich::ClockSync;
+use load::Session;
 use model::log::{LogOp, ProcessKey};
 use model::nsys::Kernel;
+use pipeline::Analysis;
+use pipeline::ProcessMatch;
 use serde::{Deserialize, Serialize};
 
 /// One log line matched to the kernel.

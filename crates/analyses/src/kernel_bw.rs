@@ -2,8 +2,8 @@
 //! efficiency distribution, and what [`crate::comm_stats`] summarises per communicator (its
 //! medians), so the points' count per communicator equals its `kernels` there.
 
-use crate::analysis::Analysis;
 use enrich::Bottleneck;
+use pipeline::Analysis;
 
 /// One matched kernel that ran a single log operation.
 #[derive(Debug, Clone, PartialEq)]

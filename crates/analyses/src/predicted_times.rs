@@ -6,11 +6,11 @@
 //! members share this rank's node (the NVLink domain). A fused SendRecv kernel is predicted as
 //! its largest Send/Recv line, on the fast link when its peers are on the same node.
 
-use crate::alignment::ProcessMatch;
-use crate::analysis::Analysis;
 use enrich::bandwidth;
 use model::log::LogOp;
 use model::OpType;
+use pipeline::Analysis;
+use pipeline::ProcessMatch;
 use std::collections::{BTreeMap, HashMap};
 use theory::{collective_time_s, Hardware};
 
@@ -127,7 +127,7 @@ fn predict(
 /// The hardware the logs' topology dump describes: per-GPU NVLink bandwidth (the sum of a GPU's
 /// NVLink links, the fastest GPU), the fastest network link, GPUs and NICs per node. NCCL prints
 /// nominal link speeds, so LBNL's 0.7 efficiency applies. `None` without a dump or a GPU.
-pub fn hardware_from_topology(session: &crate::Session) -> Option<Hardware> {
+pub fn hardware_from_topology(session: &load::Session) -> Option<Hardware> {
     use ingest_nccl::topo::{LinkKind, NodeKind};
     let topo = session
         .logs()

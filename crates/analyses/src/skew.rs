@@ -6,10 +6,10 @@
 //! waits for the rest; the spread of starts is the time the early ranks spent waiting, and the
 //! last rank is the straggler of that instance.
 
-use crate::analysis::Analysis;
-use crate::session::Session;
 use enrich::{for_each_instance, skew, ClockSync, OpKey};
+use load::Session;
 use model::log::LogOps;
+use pipeline::Analysis;
 use std::collections::{BTreeMap, HashMap};
 
 /// Arrival skew over one communicator's instances.

@@ -11,8 +11,8 @@
 //! A line printed twice by the same process (same communicator, opCount, operation, buffers and
 //! count: the duplicated logging of the thesis' tables 4.1 and 4.2) is one operation.
 
-use crate::session::Session;
 use enrich::{bandwidth, Communicators, LayoutInference, Parallelism};
+use load::Session;
 use model::log::{Call, CallSite, LogOp, LogOps, ProcessKey};
 use model::OpType;
 use rustc_hash::{FxBuildHasher, FxHashMap};

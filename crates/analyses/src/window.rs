@@ -4,9 +4,9 @@
 //! bandwidth (bytes over busy time). A kernel that straddles an edge counts whole: its bytes
 //! cannot be split by time without inventing a rate.
 
-use crate::alignment::kernel_op;
-use crate::analysis::Analysis;
 use model::log::LogOp;
+use pipeline::kernel_op;
+use pipeline::Analysis;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

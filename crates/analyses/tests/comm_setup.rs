@@ -1,7 +1,9 @@
 //! Each logical communicator's set-up (channels, tree channels, transports, node layout) against
 //! what the generator's logs print, counted from their text.
 
-use pipeline::{analyse, comm_setups, LogLoader, Session, UserSizes};
+use analyses::comm_setups;
+use load::{LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The demo run (2 nodes × 4 GPUs, TP2 PP2 DP2): communicators inside a node (P2P) and across

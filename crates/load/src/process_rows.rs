@@ -27,7 +27,7 @@ pub struct ProcessOps {
 
 impl ProcessOps {
     /// From (log, row) pairs in the process's order, logs in session order.
-    pub(crate) fn from_rows<'a>(at: impl IntoIterator<Item = (&'a Arc<LoadedLog>, u32)>) -> Self {
+    pub fn from_rows<'a>(at: impl IntoIterator<Item = (&'a Arc<LoadedLog>, u32)>) -> Self {
         let mut out = ProcessOps::default();
         for (log, row) in at {
             if !out.logs.last().is_some_and(|l| Arc::ptr_eq(l, log)) {
@@ -78,7 +78,7 @@ impl ProcessOps {
     }
 
     /// Each operation's log and row in it, in order.
-    pub(crate) fn locations(&self) -> impl Iterator<Item = (&Arc<LoadedLog>, u32)> + '_ {
+    pub fn locations(&self) -> impl Iterator<Item = (&Arc<LoadedLog>, u32)> + '_ {
         self.rows.iter().enumerate().filter_map(|(i, &row)| {
             let log = self
                 .logs
@@ -110,9 +110,7 @@ pub struct ProcessKernels {
 
 impl ProcessKernels {
     /// From (export, row) pairs in the process's (start) order; exports compared by identity.
-    pub(crate) fn from_rows<'a>(
-        at: impl IntoIterator<Item = (&'a Arc<LoadedExport>, u32)>,
-    ) -> Self {
+    pub fn from_rows<'a>(at: impl IntoIterator<Item = (&'a Arc<LoadedExport>, u32)>) -> Self {
         let mut out = ProcessKernels::default();
         let mut export_of: Vec<u32> = Vec::new();
         for (export, row) in at {

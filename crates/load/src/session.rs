@@ -1,18 +1,15 @@
 //! Everything loaded so far, and the per-file reports.
 
 use crate::digest::records_digest;
-use crate::processes::ProcessSummary;
 use crate::report::FileReport;
 use crate::sniff::InputKind;
-use crate::timeline::{Lod, Span, Timeline, Track};
-use enrich::ClockSync;
 use ingest_nccl::{LogStream, ParsedLog};
-use ingest_nsys::{KernelNameCache, ReadOptions};
+use ingest_nsys::ReadOptions;
 use model::log::ProcessKey;
 use model::nsys::NsysExport;
 use model::Diagnostic;
 use sqlsource::SqlSource;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// A parsed log and the name it was loaded under.
@@ -193,171 +190,6 @@ impl Session {
         self.export_processes.push(mine);
         report
     }
-
-    /// One track per GPU of each process in the exports, NCCL kernels only, labelled and
-    /// ordered by global rank where the logs name the process (`processes`).
-    /// Every GPU's NCCL kernels as one track, ordered by global rank; a ranked process's times
-    /// are synchronised to the reference rank's clock with `clocks` (see [`crate::Analysis`]).
-    pub fn timeline(&self, processes: &[ProcessSummary], clocks: &ClockSync) -> Timeline {
-        self.timeline_reusing(processes, clocks, &mut |_| None)
-    }
-
-    /// [`Session::timeline`], where `reuse` may hand back the track a GPU would get, built
-    /// earlier from the same [`TrackInputs`] (the incremental analysis keeps unchanged tracks):
-    /// that GPU's kernels are then not read again.
-    pub(crate) fn timeline_reusing(
-        &self,
-        processes: &[ProcessSummary],
-        clocks: &ClockSync,
-        reuse: &mut dyn FnMut(&TrackInputs) -> Option<Track>,
-    ) -> Timeline {
-        // The GPUs, and which exports hold their kernels (counted, not yet read).
-        let mut gpus: BTreeMap<(String, u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
-        for (x, loaded) in self.exports.iter().enumerate() {
-            let e = &loaded.export;
-            // An export covers one node (or one rank): its first host names every process in it.
-            let host = e.hosts.first().cloned().unwrap_or_default();
-            let mut per_gpu: BTreeMap<(u32, u32), u32> = BTreeMap::new();
-            for k in &e.kernels {
-                *per_gpu.entry((k.pid, k.device)).or_default() += 1;
-            }
-            for ((pid, device), n) in per_gpu {
-                gpus.entry((host.clone(), pid, device))
-                    .or_default()
-                    .push((x as u32, n));
-            }
-        }
-        let rank_of = |host: &str, pid: u32| {
-            crate::processes::log_process(processes, host, pid)
-                .map(|p| (p.global_rank, p.process.host.as_str()))
-        };
-        // Tracks kept whole, and the spans of the others, read in one pass per export.
-        let mut kept: Vec<((String, u32, u32), Track)> = Vec::new();
-        let mut by_gpu: BTreeMap<(String, u32, u32), Vec<Span>> = BTreeMap::new();
-        let mut wanted: Vec<HashMap<(u32, u32), Vec<Span>>> =
-            self.exports.iter().map(|_| HashMap::new()).collect();
-        for (gpu, sources) in gpus {
-            let ranked = rank_of(&gpu.0, gpu.1);
-            let inputs = TrackInputs {
-                gpu: gpu.clone(),
-                sources,
-                rank: ranked.map(|(r, h)| (r, h.to_string())),
-                clock: ranked.and_then(|(r, _)| {
-                    clocks.ranks.get(&r).map(|c| {
-                        (
-                            c.offset_ns.to_bits(),
-                            c.drift_ppm.to_bits(),
-                            clocks.reference_ns,
-                        )
-                    })
-                }),
-            };
-            if let Some(track) = reuse(&inputs) {
-                kept.push((gpu, track));
-                continue;
-            }
-            for &(x, _) in &inputs.sources {
-                wanted[x as usize].insert((gpu.1, gpu.2), Vec::new());
-            }
-            by_gpu.insert(gpu, Vec::new());
-        }
-        let mut names = KernelNameCache::default();
-        for (loaded, wanted) in self.exports.iter().zip(&mut wanted) {
-            if wanted.is_empty() {
-                continue;
-            }
-            for k in &loaded.export.kernels {
-                if let Some(spans) = wanted.get_mut(&(k.pid, k.device)) {
-                    spans.push(Span::new(
-                        k.start_ns,
-                        k.end_ns,
-                        names.decode(&k.name).and_then(|n| n.op),
-                    ));
-                }
-            }
-        }
-        for (loaded, wanted) in self.exports.iter().zip(wanted) {
-            let host = loaded.export.hosts.first().cloned().unwrap_or_default();
-            for ((pid, device), spans) in wanted {
-                if let Some(all) = by_gpu.get_mut(&(host.clone(), pid, device)) {
-                    all.extend(spans);
-                }
-            }
-        }
-        let mut t = Timeline {
-            tracks: Vec::new(),
-            start_ns: i64::MAX,
-            end_ns: i64::MIN,
-            markers: Vec::new(),
-        };
-        let mut keyed: Vec<((u32, u32, u32), Track)> = Vec::new();
-        let mut cover = |spans: &[Span]| {
-            t.start_ns = t
-                .start_ns
-                .min(spans.first().map_or(i64::MAX, |s| s.start_ns));
-            t.end_ns = t
-                .end_ns
-                .max(spans.iter().map(|s| s.end_ns).max().unwrap_or(i64::MIN));
-        };
-        for ((host, pid, device), track) in kept {
-            cover(&track.spans);
-            let order = rank_of(&host, pid).map_or(u32::MAX, |(rank, _)| rank);
-            keyed.push(((order, pid, device), track));
-        }
-        for ((host, pid, device), mut spans) in by_gpu {
-            let ranked = rank_of(&host, pid);
-            if let Some((rank, _)) = ranked {
-                for s in &mut spans {
-                    s.start_ns = clocks.to_sync(rank, s.start_ns);
-                    s.end_ns = clocks.to_sync(rank, s.end_ns);
-                }
-            }
-            spans.sort_by_key(|s| s.start_ns);
-            cover(&spans);
-            let (order, label) = match ranked {
-                Some((rank, h)) => (rank, format!("rank {rank} · {h} · GPU {device}")),
-                None if host.is_empty() => (u32::MAX, format!("pid {pid} · GPU {device}")),
-                None => (u32::MAX, format!("{host} pid {pid} · GPU {device}")),
-            };
-            let source = Some((
-                ProcessKey {
-                    host: host.as_str().into(),
-                    pid,
-                },
-                device,
-            ));
-            keyed.push((
-                (order, pid, device),
-                Track {
-                    label,
-                    lod: Lod::build(&spans),
-                    par_lod: Lod::default(),
-                    spans,
-                    source,
-                },
-            ));
-        }
-        keyed.sort_by_key(|(k, _)| *k);
-        t.tracks = keyed.into_iter().map(|(_, track)| track).collect();
-        if t.tracks.is_empty() {
-            t.start_ns = 0;
-            t.end_ns = 0;
-        }
-        t
-    }
-}
-
-/// Everything one GPU's track is built from, besides its kernels' records: which exports hold
-/// them (index, count; loaded files never change, so within a growing session equal sources
-/// mean equal kernels), the process's global rank and host, and its rank's clock (offset and
-/// drift bits, reference time). Equal inputs give an equal track.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TrackInputs {
-    /// (host, pid, device).
-    pub gpu: (String, u32, u32),
-    pub sources: Vec<(u32, u32)>,
-    pub rank: Option<(u32, String)>,
-    pub clock: Option<(u64, u64, i64)>,
 }
 
 /// The processes (host, pid) an export holds kernels of; its first host names them all.

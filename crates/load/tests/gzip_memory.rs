@@ -5,7 +5,7 @@
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use pipeline::LogLoader;
+use load::LogLoader;
 use std::io::Write;
 
 #[global_allocator]

@@ -4,7 +4,7 @@
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use pipeline::{sniff, InputKind, LoadedLog, LogLoader, Session, SNIFF_BYTES};
+use load::{sniff, InputKind, LoadedLog, LogLoader, Session, SNIFF_BYTES};
 use std::io::Write;
 
 /// A made-up log of about `bytes` bytes: two processes' operation and tuning lines.

@@ -10,9 +10,8 @@
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use ingest_nsys::ReadOptions;
-use pipeline::{
-    analyse, read_export, sniff, FileReport, InputKind, LoadedLog, LogLoader, Session, UserSizes,
-};
+use load::{read_export, sniff, FileReport, InputKind, LoadedLog, LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 use rusqlite::Connection;
 use sqlsource_native::NativeDb;
 use std::io::Write;

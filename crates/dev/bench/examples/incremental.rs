@@ -6,18 +6,17 @@
 //! that file, then times per round `analyse_incremental` + `timeline_incremental` from the
 //! analysis before the file, and `analyse` + `Session::timeline`.
 
-use pipeline::{
-    analyse, analyse_incremental, sniff, timeline_incremental, InputKind, LogLoader, Session,
-    UserSizes,
-};
+use load::{sniff, InputKind, LogLoader, Session};
+use pipeline::{analyse, analyse_incremental, UserSizes};
 use sqlsource_native::NativeDb;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use timeline::build_incremental;
 
 fn add(session: &mut Session, path: &Path) {
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let bytes = std::fs::read(path).unwrap();
-    match sniff(&bytes[..bytes.len().min(pipeline::SNIFF_BYTES)]) {
+    match sniff(&bytes[..bytes.len().min(load::SNIFF_BYTES)]) {
         InputKind::NsysSqlite => {
             let db = NativeDb::open(path).unwrap();
             session.add_export(&db, &name, bytes.len() as u64);
@@ -74,7 +73,7 @@ fn main() {
     );
     let t = Instant::now();
     let mut before = analyse(&session, &user);
-    let mut before_timeline = session.timeline(&before.processes, &before.clocks);
+    let mut before_timeline = timeline::build(&session, &before.processes, &before.clocks);
     println!(
         "analysis + timeline before the last file: {:.2} s",
         t.elapsed().as_secs_f64()
@@ -85,12 +84,12 @@ fn main() {
         // Incremental: from the analysis before the file (rebuilt between rounds).
         let t = Instant::now();
         let (mut inc, mut rerun) = analyse_incremental(&session, &user, Some(before));
-        let timeline = timeline_incremental(&session, &mut inc, Some(before_timeline), &mut rerun);
+        let timeline = build_incremental(&session, &mut inc, Some(before_timeline), &mut rerun);
         let incremental = t.elapsed().as_secs_f64();
         drop((inc, timeline));
         let t = Instant::now();
         let scratch = analyse(&session, &user);
-        let scratch_timeline = session.timeline(&scratch.processes, &scratch.clocks);
+        let scratch_timeline = timeline::build(&session, &scratch.processes, &scratch.clocks);
         let from_scratch = t.elapsed().as_secs_f64();
         drop((scratch, scratch_timeline));
         println!(
@@ -105,7 +104,7 @@ fn main() {
                 add(&mut s2, f);
             }
             before = analyse(&s2, &user);
-            before_timeline = s2.timeline(&before.processes, &before.clocks);
+            before_timeline = timeline::build(&s2, &before.processes, &before.clocks);
         } else {
             break;
         }

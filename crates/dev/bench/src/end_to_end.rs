@@ -15,7 +15,8 @@
 use crate::growth::exponent;
 use crate::report::{Report, Verdict};
 use crate::{best_of, browser, Options, Scale};
-use pipeline::{analyse, LogLoader, Session, UserSizes};
+use load::{LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 use serde_json::Value;
 use sqlsource_native::NativeDb;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,8 @@ use crate::overview::{
 use crate::section::{encode, Kernel, RankDetail};
 use export::fields::*;
 use export::{KernelRecord, Records};
-use pipeline::{Analysis, Session};
+use load::Session;
+use pipeline::Analysis;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -410,7 +411,7 @@ fn comm_rows(
     analysis: &Analysis,
     bw: &BTreeMap<String, Vec<f64>>,
 ) -> Vec<CommRow> {
-    let bottlenecks = pipeline::comm_bottlenecks(session, analysis);
+    let bottlenecks = analyses::comm_bottlenecks(session, analysis);
     let layout = &analysis.layout;
     analysis
         .communicators

@@ -4,7 +4,8 @@
 //! and a truncated, garbled or hostile file is an error naming it, never a panic.
 
 use aggregate_file::{merge_files, Aggregate, Overview};
-use pipeline::{analyse, LogLoader, Session, UserSizes};
+use load::{LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 use std::collections::BTreeMap;
 
 /// A multi-node run: `nodes` nodes of 4 GPUs, TP2 PP2 and DP filling the rest, one log per

@@ -9,8 +9,9 @@
 
 use crate::enriched::{kernel_records, KernelRecord, Records};
 use crate::fields::{COMMUNICATOR_SIZE, MESSAGE_SIZE_BYTES, OP_COUNT_HEX, PARALLELISM_TYPE};
+use load::Session;
 use model::nsys::NvtxRange;
-use pipeline::{Analysis, Session};
+use pipeline::Analysis;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

@@ -7,7 +7,8 @@
 
 use crate::enriched::{kernel_records, KernelRecord, Records};
 use crate::fields::{all_fields, DURATION_NS, END_NS, NAME, START_NS};
-use pipeline::{Analysis, Session};
+use load::Session;
+use pipeline::Analysis;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::io::Write;

@@ -12,10 +12,11 @@
 use crate::fields::*;
 use align::KernelMatch;
 use enrich::Bottleneck;
+use load::{LoadedExport, ProcessOps, Session};
 use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, NvtxRange};
 use model::OpType;
-use pipeline::{Analysis, LoadedExport, ProcessOps, Session};
+use pipeline::Analysis;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,7 +65,7 @@ pub fn kernel_record(
         .find(|pm| &pm.process == process)?;
     let k = pm.kernels.get(kernel)?;
     let m = pm.alignment.per_kernel.get(kernel);
-    let bottlenecks = pipeline::comm_bottlenecks(session, analysis);
+    let bottlenecks = analyses::comm_bottlenecks(session, analysis);
     let ctx = Ctx {
         process: &pm.process,
         rank,
@@ -110,7 +111,7 @@ pub fn records_by_rank<'a>(
     analysis: &'a Analysis,
 ) -> impl Iterator<Item = RankRecords> + 'a {
     let ranks = assign_ranks(analysis);
-    let bottlenecks = pipeline::comm_bottlenecks(session, analysis);
+    let bottlenecks = analyses::comm_bottlenecks(session, analysis);
     let mut sources: BTreeMap<u32, RankSources> = BTreeMap::new();
     for (i, pm) in analysis.alignments.processes.iter().enumerate() {
         if let Some(&rank) = ranks.get(&pm.process) {

@@ -4,7 +4,8 @@
 
 use export::chrome_trace::{CAT_KERNEL, TID_NCCL, TID_PARALLELISM};
 use export::fields::*;
-use pipeline::{analyse, sniff, InputKind, LogLoader, Session, UserSizes};
+use load::{sniff, InputKind, LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 use serde_json::Value;
 use sqlsource_native::NativeDb;
 use std::collections::BTreeMap;

@@ -4,12 +4,12 @@
 //! one term are alternatives; a leading `-` negates a term. A bare word is an operation,
 //! parallelism or match status name. The query is plain text so that a link carries it as typed.
 
-use crate::analysis::Analysis;
-use crate::session::Session;
 use crate::span_facts::{annotate_spans, track_rank, walk_span_facts, SpanFact};
-use crate::timeline::{Lod, Mark, Timeline, Track};
+use crate::tracks::{Lod, Mark, Timeline, Track};
 use enrich::{ClockSync, Parallelism};
+use load::Session;
 use model::OpType;
+use pipeline::Analysis;
 use std::fmt;
 
 /// A parsed query: every term must hold.
@@ -216,7 +216,7 @@ fn ops_named(v: &str) -> Option<Vec<OpType>> {
 }
 
 fn parallelism_named(v: &str) -> Option<Parallelism> {
-    crate::timeline::PARALLELISMS
+    crate::tracks::PARALLELISMS
         .iter()
         .copied()
         .chain([Parallelism::Unknown])
@@ -420,7 +420,7 @@ impl TimelineView {
     ) -> Result<(Timeline, FilterCounts), FilterError> {
         let filter = Filter::parse(&self.filter)?;
         let clocks = self.clocks(analysis);
-        let mut base = session.timeline(&analysis.processes, &clocks);
+        let mut base = crate::build(session, &analysis.processes, &clocks);
         annotate_spans(analysis, &mut base, &clocks);
         base.markers = crate::marker_rows(session, analysis, &clocks);
         let (shown, mut counts) = if filter.is_empty() {

@@ -3,12 +3,12 @@
 //! export has them, in the timeline's clock. NCCL's own per-call ranges are left out: they
 //! would repeat the tracks.
 
-use crate::analysis::Analysis;
-use crate::session::Session;
 use crate::span_facts::track_rank;
-use crate::timeline::{Marker, MarkerKind, MarkerRow};
+use crate::tracks::{Marker, MarkerKind, MarkerRow};
 use enrich::ClockSync;
+use load::Session;
 use model::log::ProcessKey;
+use pipeline::Analysis;
 
 /// At most this many ranges a row: a program that marks every layer still draws quickly, and
 /// the message stays small.

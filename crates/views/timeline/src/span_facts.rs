@@ -4,12 +4,12 @@
 //! spans. Facts are walked, never stored: a run of millions of kernels would need a second copy
 //! of the timeline.
 
-use crate::analysis::Analysis;
-use crate::timeline::{par_byte, Lod, Mark, Timeline, LOW_CONFIDENCE};
-use crate::ProcessMatch;
+use crate::tracks::{par_byte, Lod, Mark, Timeline, LOW_CONFIDENCE};
 use enrich::{ClockSync, Parallelism};
 use model::log::ProcessKey;
 use model::OpType;
+use pipeline::Analysis;
+use pipeline::ProcessMatch;
 use std::collections::{HashMap, HashSet};
 
 /// One kernel of the timeline as the analysis sees it.
@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 pub struct SpanFact {
     /// The track's global rank, when the logs name its process.
     pub rank: Option<u32>,
-    /// The operation its log lines name ([`crate::kernel_op`]), else its kernel name's.
+    /// The operation its log lines name ([`pipeline::kernel_op`]), else its kernel name's.
     pub op: Option<OpType>,
     /// The logical communicator of its (first) log line: an index into
     /// [`enrich::Communicators::comms`].
@@ -170,7 +170,7 @@ fn kernel_fact(
     let parallelism = comm.and_then(|c| lookups.parallelism.get(c).copied().flatten());
     // As the exports compute them (`export::kernel_records`): the message size is the lines'
     // counts times their datatype, and the bandwidth moves their op_bytes in the kernel's time.
-    let op = crate::kernel_op(&ops);
+    let op = pipeline::kernel_op(&ops);
     let bytes = Some(ops.iter().map(|o| o.msg_bytes()).sum());
     let moved: Option<u64> = ops
         .iter()
@@ -207,10 +207,9 @@ fn kernel_fact(
     }
 }
 
-/// The global rank of a track's process, as [`crate::Session::timeline`] labels it.
+/// The global rank of a track's process, as [`crate::build`] labels it.
 pub(crate) fn track_rank(analysis: &Analysis, process: &ProcessKey) -> Option<u32> {
-    crate::processes::log_process(&analysis.processes, &process.host, process.pid)
-        .map(|p| p.global_rank)
+    pipeline::log_process(&analysis.processes, &process.host, process.pid).map(|p| p.global_rank)
 }
 
 /// The alignment of a track's process (a hostless export's pid, adopted as the aligner does).

@@ -6,7 +6,8 @@
 //! last line for the benchmark command (`ncclscope-bench memory`): operations, then the bytes live
 //! when loaded, analysed and with the timeline, then the peak.
 
-use pipeline::{analyse, sniff, InputKind, LogLoader, Session, UserSizes};
+use load::{sniff, InputKind, LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 use sqlsource_native::NativeDb;
 use std::path::{Path, PathBuf};
 
@@ -16,7 +17,7 @@ static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 fn add(session: &mut Session, path: &Path) {
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     let bytes = std::fs::read(path).unwrap();
-    match sniff(&bytes[..bytes.len().min(pipeline::SNIFF_BYTES)]) {
+    match sniff(&bytes[..bytes.len().min(load::SNIFF_BYTES)]) {
         InputKind::NsysSqlite => {
             let db = NativeDb::open(path).unwrap();
             session.add_export(&db, &name, bytes.len() as u64);
@@ -111,7 +112,7 @@ fn main() {
         kern_b / ops.max(1) as f64,
         per(match_b)
     );
-    let timeline = session.timeline(&analysis.processes, &analysis.clocks);
+    let timeline = timeline::build(&session, &analysis.processes, &analysis.clocks);
     let with_timeline = counting_alloc::live();
     println!(
         "timeline: {:8.1} MB live (+{:.0} B per operation), peak {:.1} MB",

@@ -6,7 +6,6 @@
 //! role of their traffic on communicators of that parallelism ([`crate::volumes`]), and the
 //! `all` entry compares with each rank's whole traffic, unlabelled communicators included.
 
-use crate::analysis::Analysis;
 use crate::volumes::RankVolume;
 use enrich::Parallelism;
 use model::OpType;
@@ -56,13 +55,12 @@ impl VolumeComparison {
     }
 }
 
-/// Every entry of `cfg`'s theory with the analysis' observed volumes.
-pub fn compare_volumes(cfg: &TheoryConfig, analysis: &Analysis) -> Vec<VolumeComparison> {
+/// Every entry of `cfg`'s theory with the run's observed volumes ([`crate::observed_volumes`]).
+pub fn compare_volumes(cfg: &TheoryConfig, volumes: &[RankVolume]) -> Vec<VolumeComparison> {
     estimate(cfg)
         .into_iter()
         .map(|entry| {
-            let ranks: Vec<&RankVolume> = analysis
-                .volumes
+            let ranks: Vec<&RankVolume> = volumes
                 .iter()
                 .filter(|v| holds_for(cfg, entry.rank_role, v.global_rank))
                 .collect();
