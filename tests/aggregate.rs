@@ -2,11 +2,11 @@
 //! the merged file labels every communicator as the generator's truth, and a garbled input is
 //! refused (exit status 2) without leaving a half-written output.
 
-use ncclscope_tests::scratch_dir;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use testkit::scratch_dir;
 
 fn run(args: &[&str]) -> ExitCode {
     ncclscope_cli::run(std::iter::once("ncclscope").chain(args.iter().copied()))

@@ -9,7 +9,7 @@ use pipeline::{analyse, Analysis, UserSizes};
 use timeline::{annotate_spans, filter_timeline, Filter, Mark};
 
 fn session_of(preset: &str) -> Session {
-    ncclscope_tests::generated_session(preset)
+    testkit::sessions::generated(preset)
 }
 
 fn kept(session: &Session, analysis: &Analysis, query: &str) -> u64 {

@@ -216,12 +216,12 @@ fn an_analysis_of_another_session_is_not_reused() {
 /// The real fixtures (logs and exports of unrelated runs) added one by one.
 #[test]
 fn real_fixtures_added_one_by_one() {
-    if real_fixtures::dir("nccl").is_none() {
+    if testkit::fixtures::dir("nccl").is_none() {
         return;
     }
     let mut files = Vec::new();
     for (sub, ext) in [("nsys", "sqlite"), ("nccl", "log")] {
-        for p in real_fixtures::files(sub, ext) {
+        for p in testkit::fixtures::files(sub, ext) {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             files.push(if sub == "nsys" {
                 File::Export(name, NativeDb::open(&p).unwrap())

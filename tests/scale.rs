@@ -6,13 +6,13 @@
 //! true counts, every communicator with its true members and parallelism, every kernel at its
 //! true time.
 
-use ncclscope_tests::scratch_dir;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use testkit::scratch_dir;
 
 /// The Python that has DuckDB and Dask (`scripts/setup` makes `.venv`).
 fn python() -> PathBuf {

@@ -8,7 +8,7 @@ use load::Session;
 use pipeline::{analyse, UserSizes};
 
 fn check(preset: &str) {
-    check_session(preset, &ncclscope_tests::generated_session(preset));
+    check_session(preset, &testkit::sessions::generated(preset));
 }
 
 fn check_session(preset: &str, session: &Session) {

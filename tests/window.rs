@@ -8,7 +8,7 @@ use pipeline::{analyse, UserSizes};
 use std::collections::BTreeMap;
 
 fn demo_session() -> Session {
-    ncclscope_tests::generated_session("demo")
+    testkit::sessions::generated("demo")
 }
 
 /// Per operation: the matched kernel records overlapping the window.

@@ -14,7 +14,7 @@ fn read(path: &Path) -> NsysExport {
 }
 
 fn real_exports() -> Vec<PathBuf> {
-    real_fixtures::files("nsys", "sqlite")
+    testkit::fixtures::files("nsys", "sqlite")
 }
 
 /// The generator's exports, written to `dir`.

@@ -6,7 +6,7 @@
 use ingest_nccl::{parse_bytes, ParsedLog};
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
-    real_fixtures::files("nccl", "log")
+    testkit::fixtures::files("nccl", "log")
         .into_iter()
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();

@@ -1,35 +1,16 @@
 //! Time to add the last file of a run: incremental analysis (with the previous analysis and
 //! timeline) against a from-scratch one, same session, alternating rounds.
 //!
-//! `cargo run --release -p pipeline --example incremental_bench -- DIR [log|export] [ROUNDS]`
+//! `cargo run --release -p ncclscope-bench --example incremental -- DIR [log|export] [ROUNDS]`
 //! loads every log and export of DIR but the last log (or the last export), analyses, adds
-//! that file, then times per round `analyse_incremental` + `timeline_incremental` from the
-//! analysis before the file, and `analyse` + `Session::timeline`.
+//! that file, then times per round `analyse_incremental` + `timeline::build_incremental` from the
+//! analysis before the file, and `analyse` + `timeline::build`.
 
-use load::{sniff, InputKind, LogLoader, Session};
+use load::Session;
 use pipeline::{analyse, analyse_incremental, UserSizes};
-use sqlsource_native::NativeDb;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 use timeline::build_incremental;
-
-fn add(session: &mut Session, path: &Path) {
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let bytes = std::fs::read(path).unwrap();
-    match sniff(&bytes[..bytes.len().min(load::SNIFF_BYTES)]) {
-        InputKind::NsysSqlite => {
-            let db = NativeDb::open(path).unwrap();
-            session.add_export(&db, &name, bytes.len() as u64);
-        }
-        _ => {
-            let mut loader = LogLoader::new(&name, session.next_file_index());
-            for chunk in bytes.chunks(1 << 20) {
-                loader.feed(chunk);
-            }
-            session.add_log(loader.finish(bytes.len() as u64));
-        }
-    }
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -64,7 +45,7 @@ fn main() {
     let mut session = Session::default();
     let t = Instant::now();
     for f in &files {
-        add(&mut session, f);
+        ncclscope_cli::inputs::load(&mut session, f);
     }
     println!(
         "loaded {} files in {:.2} s",
@@ -78,7 +59,7 @@ fn main() {
         "analysis + timeline before the last file: {:.2} s",
         t.elapsed().as_secs_f64()
     );
-    add(&mut session, &last);
+    ncclscope_cli::inputs::load(&mut session, &last);
     println!("added {}", last.display());
     for round in 0..rounds {
         // Incremental: from the analysis before the file (rebuilt between rounds).
@@ -101,7 +82,7 @@ fn main() {
             // The state before the file again, for the next round.
             let mut s2 = Session::default();
             for f in &files {
-                add(&mut s2, f);
+                ncclscope_cli::inputs::load(&mut s2, f);
             }
             before = analyse(&s2, &user);
             before_timeline = timeline::build(&s2, &before.processes, &before.clocks);

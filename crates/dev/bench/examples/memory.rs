@@ -1,36 +1,17 @@
 //! What a loaded and analysed run holds in memory, per operation: the heap live after each
 //! stage (a counting allocator), for the memory figures of docs/PERFORMANCE.md (issue 11).
 //!
-//! `cargo run --release -p pipeline --example memory -- DIR [--tsv]` loads every log and export of
+//! `cargo run --release -p ncclscope-bench --example memory -- DIR [--tsv]` loads every log and export of
 //! a generated run, analyses it and builds its timeline, as the page's worker does. `--tsv` adds a
 //! last line for the benchmark command (`ncclscope-bench memory`): operations, then the bytes live
 //! when loaded, analysed and with the timeline, then the peak.
 
-use load::{sniff, InputKind, LogLoader, Session};
+use load::Session;
 use pipeline::{analyse, UserSizes};
-use sqlsource_native::NativeDb;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[global_allocator]
 static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
-
-fn add(session: &mut Session, path: &Path) {
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let bytes = std::fs::read(path).unwrap();
-    match sniff(&bytes[..bytes.len().min(load::SNIFF_BYTES)]) {
-        InputKind::NsysSqlite => {
-            let db = NativeDb::open(path).unwrap();
-            session.add_export(&db, &name, bytes.len() as u64);
-        }
-        _ => {
-            let mut loader = LogLoader::new(&name, session.next_file_index());
-            for chunk in bytes.chunks(16 << 20) {
-                loader.feed(chunk);
-            }
-            session.add_log(loader.finish(bytes.len() as u64));
-        }
-    }
-}
 
 fn main() {
     let dir = PathBuf::from(std::env::args().nth(1).expect("usage: memory DIR"));
@@ -50,7 +31,7 @@ fn main() {
     let (mut log_bytes, mut export_bytes) = (0usize, 0usize);
     for f in &files {
         let before = counting_alloc::live();
-        add(&mut session, f);
+        ncclscope_cli::inputs::load(&mut session, f);
         let grew = counting_alloc::live() - before;
         if f.extension().is_some_and(|e| e == "log") {
             log_bytes += grew;

@@ -15,10 +15,9 @@
 use crate::growth::exponent;
 use crate::report::{Report, Verdict};
 use crate::{best_of, browser, Options, Scale};
-use load::{LogLoader, Session};
+use load::Session;
 use pipeline::{analyse, UserSizes};
 use serde_json::Value;
-use sqlsource_native::NativeDb;
 use std::path::{Path, PathBuf};
 
 /// One layout of the targets: the generator config, the target's operations per rank and time
@@ -202,12 +201,8 @@ fn native(logs: &[PathBuf], exports: &[PathBuf]) -> (f64, usize) {
     let mut ops = 0usize;
     let t = best_of(1, || {
         let mut session = Session::default();
-        for f in logs {
-            load_log(&mut session, f);
-        }
-        for f in exports {
-            let db = NativeDb::open(f).expect("open an export");
-            session.add_export(&db, &f.display().to_string(), 0);
+        for f in logs.iter().chain(exports) {
+            ncclscope_cli::inputs::load(&mut session, f);
         }
         let a = analyse(&session, &UserSizes::default());
         ops = session.logs().iter().map(|l| l.parsed.ops.len()).sum();
@@ -437,19 +432,4 @@ fn e2e_target(l: &Layout) -> String {
         "end to end in Chromium, {} × {} ops: under {} s (issue 11)",
         l.label, l.target_ops_per_rank, l.target_s
     )
-}
-
-fn load_log(session: &mut Session, path: &Path) {
-    use std::io::Read;
-    let mut loader = LogLoader::new(&path.display().to_string(), session.next_file_index());
-    let mut f = std::fs::File::open(path).expect("open a log");
-    let mut buf = vec![0u8; 1 << 22];
-    loop {
-        let n = f.read(&mut buf).expect("read a log");
-        if n == 0 {
-            break;
-        }
-        loader.feed(&buf[..n]);
-    }
-    session.add_log(loader.finish(0));
 }

@@ -1,6 +1,6 @@
 //! Memory: the bytes a loaded and analysed run holds per log operation, and its load's peak,
 //! against issue 11's budget (10 million enriched operations in under 1 GB of wasm memory: under
-//! 100 bytes an operation). Measured by `pipeline`'s own `memory` example (its counting allocator;
+//! 100 bytes an operation). Measured by this crate's `memory` example (its counting allocator;
 //! this crate keeps no allocator of its own), built and run as a child process on the end-to-end
 //! benchmark's 64-rank runs; the page's own wasm memory is in the end-to-end section.
 
@@ -26,14 +26,14 @@ pub fn run(runs: &[Run<'_>], report: &mut Report) {
     report.section(
         "Memory held per operation (issue 11)",
         "Every log and export of a run loaded, analysed and its timeline built, as the page's \
-         loading worker does, under a counting allocator (`crates/pipeline/examples/memory.rs`, \
+         loading worker does, under a counting allocator (`crates/dev/bench/examples/memory.rs`, \
          run as a child process on the 64-rank runs of the end-to-end section): the bytes live \
          after each stage and the peak, per log operation (the requested sizes; the allocator's own \
          overhead is not in them). Target (issue 11): 10 million enriched operations in under \
          1 GB of wasm memory, i.e. under 100 B an operation held and at the peak (a wasm memory \
          never shrinks: its size is the peak's).",
     );
-    let rows: Result<Vec<Row>, String> = crate::example::built("pipeline", "memory")
+    let rows: Result<Vec<Row>, String> = crate::example::built("ncclscope-bench", "memory")
         .and_then(|binary| runs.iter().map(|r| measure(&binary, r)).collect());
     let rows = match rows {
         Ok(rows) if !rows.is_empty() => rows,

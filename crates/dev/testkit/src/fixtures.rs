@@ -1,8 +1,8 @@
 //! Where the tests find the real public fixtures: `$NCCLSCOPE_REAL_FIXTURES`, else the shared
 //! checkout beside the workspace (`../shared/fixtures/real`). They are read in place, never
 //! copied. A test that needs them skips, with a printed notice, only when they are absent
-//! (`.ci/run` sets the variable and fails if it is missing). Dev-only: every test crate asks
-//! here instead of spelling the lookup out.
+//! (`.ci/run` sets the variable and fails if it is missing). Every test asks here instead of
+//! spelling the lookup out.
 
 use std::path::{Path, PathBuf};
 
@@ -46,4 +46,9 @@ pub fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
 /// Every `*.ext` fixture of `kind`, sorted; empty (with the notice of [`dir`]) when absent.
 pub fn files(kind: &str, ext: &str) -> Vec<PathBuf> {
     dir(kind).map_or_else(Vec::new, |d| files_in(&d, ext))
+}
+
+/// The fixtures' root when they are present (judged by `nccl/`), else `None` with the notice.
+pub fn present() -> Option<PathBuf> {
+    dir("nccl").map(|_| root())
 }

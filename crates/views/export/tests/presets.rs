@@ -4,10 +4,9 @@
 
 use export::chrome_trace::{CAT_KERNEL, TID_NCCL, TID_PARALLELISM};
 use export::fields::*;
-use load::{sniff, InputKind, LogLoader, Session};
+use load::Session;
 use pipeline::{analyse, UserSizes};
 use serde_json::Value;
-use sqlsource_native::NativeDb;
 use std::collections::BTreeMap;
 
 fn session_of(preset: &str) -> Session {
@@ -16,28 +15,7 @@ fn session_of(preset: &str) -> Session {
     std::fs::create_dir_all(&dir).expect("temp dir");
     // The run's logs and one SQLite report per node, as the command would find them.
     synth::write_run(&run, &dir).expect("write run");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .expect("read dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    paths.sort();
-    let mut session = Session::default();
-    for path in paths {
-        let bytes = std::fs::read(&path).expect("read");
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        match sniff(&bytes) {
-            InputKind::NsysSqlite => {
-                let db = NativeDb::open(&path).expect("open export");
-                session.add_export(&db, &name, bytes.len() as u64);
-            }
-            InputKind::NcclLog | InputKind::Gzip => {
-                let mut loader = LogLoader::new(&name, session.next_file_index());
-                loader.feed(&bytes);
-                session.add_log(loader.finish(bytes.len() as u64));
-            }
-            InputKind::Text | InputKind::Unknown => {}
-        }
-    }
+    let (session, _) = testkit::sessions::load_paths(&[dir.clone()]);
     let _ = std::fs::remove_dir_all(&dir);
     session
 }

@@ -5,5 +5,5 @@ use std::path::PathBuf;
 /// The real NCCL log fixtures' directory (`real_fixtures`), or `None` with a printed notice when
 /// they are absent.
 pub fn fixtures() -> Option<PathBuf> {
-    real_fixtures::dir("nccl")
+    testkit::fixtures::dir("nccl")
 }

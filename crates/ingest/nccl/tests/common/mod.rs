@@ -5,7 +5,7 @@
 /// Every real `*.log` fixture (`real_fixtures`): (file name, bytes), sorted by name; empty, with a
 /// notice, on a machine without them.
 pub fn fixtures() -> Vec<(String, Vec<u8>)> {
-    real_fixtures::files("nccl", "log")
+    testkit::fixtures::files("nccl", "log")
         .into_iter()
         .map(|p| {
             (

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 /// The real Nsight fixtures' directory (`real_fixtures`); `None`, with a printed notice, when
 /// absent, so the tests skip rather than fail.
 pub fn nsys_fixture_dir() -> Option<PathBuf> {
-    real_fixtures::dir("nsys")
+    testkit::fixtures::dir("nsys")
 }
 
 /// Every `.sqlite` file of the fixture dir, sorted.
 pub fn all_fixtures(dir: &Path) -> Vec<PathBuf> {
-    real_fixtures::files_in(dir, "sqlite")
+    testkit::fixtures::files_in(dir, "sqlite")
 }
 
 /// A read-only rusqlite connection for the independent SQL of the tests.
