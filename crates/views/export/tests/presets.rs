@@ -15,7 +15,7 @@ fn session_of(preset: &str) -> Session {
     std::fs::create_dir_all(&dir).expect("temp dir");
     // The run's logs and one SQLite report per node, as the command would find them.
     synth::write_run(&run, &dir).expect("write run");
-    let (session, _) = testkit::sessions::load_paths(&[dir.clone()]);
+    let (session, _) = testkit::sessions::load_paths(std::slice::from_ref(&dir));
     let _ = std::fs::remove_dir_all(&dir);
     session
 }
