@@ -1,0 +1,347 @@
+//! Logical communicators for the diagnosis. With `commId` (init lines of NCCL 2.17+) the
+//! analysis's grouping (`enrich::group`) is taken as it is. Without it, `enrich::group` ties
+//! members by identical operation sequences, which is exactly what a hang breaks: the member
+//! that stopped has a shorter sequence, the one that called another collective a different
+//! one. So here the sequences are compared only over the opCounts every member of a size class
+//! logged (from the latest first opCount to the earliest last one, the last excluded); members
+//! whose trimmed sequences agree form a communicator, and where more of them share one than
+//! the size allows, `enrich::group` splits them as it splits any run (consecutive or strided
+//! ranks, timestamps). Members with nothing to compare are tied by size alone, and only when
+//! they fit one communicator; otherwise each stays apart (the data cannot decide).
+
+use super::index::{Index, Pair};
+use enrich::GroupedBy;
+use model::log::{CommInit, LogOp, ProcessKey};
+use model::OpType;
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// How a communicator's members were tied together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum How {
+    CommId,
+    Sequence {
+        ambiguous: bool,
+    },
+    /// Nothing to compare, but each process logged no other communicator of this size and
+    /// all of them fit one: the only grouping there is.
+    OnlyOfSize,
+    SizeAlone,
+}
+
+impl How {
+    pub fn label(self) -> &'static str {
+        match self {
+            How::CommId => "commId",
+            How::Sequence { ambiguous: false } => "size and operation sequence",
+            How::Sequence { ambiguous: true } => "size and operation sequence (ambiguous split)",
+            How::OnlyOfSize => "size alone (each process's only communicator of that size)",
+            How::SizeAlone => "size alone",
+        }
+    }
+
+    /// Whether findings across its members can be trusted as much as the data allows.
+    pub fn firm(self) -> bool {
+        matches!(
+            self,
+            How::CommId | How::Sequence { ambiguous: false } | How::OnlyOfSize
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Comm {
+    pub id: String,
+    pub size: u32,
+    pub how: How,
+    /// Pairs (index into [`Index::pairs`]), ordered by global rank.
+    pub members: Vec<usize>,
+    /// No pair of another process could be a member: the members not here are in no log.
+    pub complete: bool,
+}
+
+pub(crate) fn group(ix: &Index<'_>) -> Vec<Comm> {
+    let mut out = Vec::new();
+    let mut taken = vec![false; ix.pairs.len()];
+    for c in &ix.enriched.comms {
+        if !matches!(c.grouped_by, GroupedBy::CommId(_)) {
+            continue;
+        }
+        let members: Vec<usize> = c
+            .members
+            .iter()
+            .filter_map(|(k, ptr, _)| ix.pair_of.get(&(*ix.proc_of.get(k)?, *ptr)).copied())
+            .collect();
+        for m in &members {
+            taken[*m] = true;
+        }
+        out.push((members, c.size, How::CommId, true, Some(c.id.clone())));
+    }
+    // Set-ups that never finished still print their commId on `Init START`.
+    let mut started: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, p) in ix.pairs.iter().enumerate() {
+        if let (false, Some((_, Some(id), _))) = (taken[i], p.unfinished_init) {
+            started.entry(id).or_default().push(i);
+        }
+    }
+    for (id, members) in started {
+        let size = members
+            .iter()
+            .map(|&m| ix.pairs[m].nranks)
+            .max()
+            .unwrap_or(0);
+        for m in &members {
+            taken[*m] = true;
+        }
+        out.push((members, size, How::CommId, true, Some(format!("0x{id:x}"))));
+    }
+    let mut classes: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, p) in ix.pairs.iter().enumerate() {
+        if !taken[i] && p.nranks > 0 {
+            classes.entry(p.nranks).or_default().push(i);
+        }
+    }
+    for (size, pairs) in classes {
+        for (members, how, complete) in group_class(ix, size, &pairs) {
+            out.push((members, size, how, complete, None));
+        }
+    }
+    let mut comms = name(ix, out);
+    comms.sort_by(|a, b| {
+        (std::cmp::Reverse(a.size), &a.id).cmp(&(std::cmp::Reverse(b.size), &b.id))
+    });
+    comms
+}
+
+/// Pairs of one size without `commId`, grouped.
+fn group_class(ix: &Index<'_>, size: u32, pairs: &[usize]) -> Vec<(Vec<usize>, How, bool)> {
+    let with_colls: Vec<usize> = pairs
+        .iter()
+        .copied()
+        .filter(|&p| !ix.pairs[p].colls.is_empty())
+        .collect();
+    let window = window(ix, &with_colls);
+    type Key = (bool, Vec<(OpType, u64, u32)>, BTreeSet<(u64, u32)>);
+    let mut buckets: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for &p in pairs {
+        let pair = &ix.pairs[p];
+        let key = if pair.colls.is_empty() && !pair.p2p.is_empty() {
+            let sizes = pair
+                .p2p
+                .iter()
+                .map(|e| (e.count, e.datatype_code))
+                .collect();
+            (true, Vec::new(), sizes)
+        } else {
+            (false, trimmed(pair, window), BTreeSet::new())
+        };
+        buckets.entry(key).or_default().push(p);
+    }
+    // Each process's only pair of this size, all fitting one communicator.
+    let procs: BTreeSet<usize> = pairs.iter().map(|&p| ix.pairs[p].proc).collect();
+    let only_of_size = procs.len() == pairs.len() && buckets.len() == 1;
+    let mut out: Vec<(Vec<usize>, How)> = Vec::new();
+    for ((_, seq, _), members) in buckets {
+        let fits = members.len() <= size as usize && distinct(ix, &members);
+        let how = match (seq.is_empty(), only_of_size) {
+            (false, _) => How::Sequence { ambiguous: false },
+            (true, true) => How::OnlyOfSize,
+            (true, false) => How::SizeAlone,
+        };
+        if fits {
+            out.push((members, how));
+        } else if !seq.is_empty() {
+            out.extend(split(ix, &members, window));
+        } else {
+            // Nothing to tell them apart: each stays its own.
+            out.extend(members.into_iter().map(|m| (vec![m], How::SizeAlone)));
+        }
+    }
+    // A group holding every process of its size class leaves no one in the logs out.
+    out.into_iter()
+        .map(|(members, how)| {
+            let mine: BTreeSet<usize> = members.iter().map(|&m| ix.pairs[m].proc).collect();
+            let complete = how.firm() || procs.is_subset(&mine);
+            (members, how, complete)
+        })
+        .collect()
+}
+
+/// The opCounts every pair of a class logged: from the latest first to the earliest last (the
+/// last left out: that is where a hung or mismatched member differs).
+fn window(ix: &Index<'_>, pairs: &[usize]) -> (u64, u64) {
+    let lo = pairs
+        .iter()
+        .filter_map(|&p| ix.pairs[p].colls.iter().map(|e| e.op_count).min())
+        .max()
+        .unwrap_or(0);
+    let hi = pairs
+        .iter()
+        .filter_map(|&p| ix.pairs[p].colls.iter().map(|e| e.op_count).max())
+        .min()
+        .unwrap_or(0);
+    (lo, hi)
+}
+
+fn in_window(op_count: u64, (lo, hi): (u64, u64)) -> bool {
+    op_count >= lo && op_count < hi
+}
+
+/// A pair's collectives inside the window: (operation, count, datatype), a line printed
+/// twice once.
+fn trimmed(pair: &Pair, window: (u64, u64)) -> Vec<(OpType, u64, u32)> {
+    let mut seq = Vec::new();
+    let mut last = None;
+    for e in pair.colls.iter().filter(|e| in_window(e.op_count, window)) {
+        if last == Some((e.op_count, e.op)) {
+            continue;
+        }
+        last = Some((e.op_count, e.op));
+        seq.push((e.op, e.count, e.datatype_code));
+    }
+    seq
+}
+
+/// Whether the pairs can be members of one communicator: no GPU twice, no init rank twice.
+fn distinct(ix: &Index<'_>, members: &[usize]) -> bool {
+    let mut gpus = BTreeSet::new();
+    let mut ranks = BTreeSet::new();
+    members.iter().all(|&m| {
+        let p = &ix.pairs[m];
+        let gpu_ok = gpus.insert((p.proc, p.cuda_dev));
+        let rank_ok = match p.init.map(|i| i.0).or(p.unfinished_init.map(|u| u.0)) {
+            Some(r) => ranks.insert(r),
+            None => true,
+        };
+        gpu_ok && rank_ok
+    })
+}
+
+/// More pairs share a trimmed sequence than one communicator holds: `enrich::group` splits
+/// them, given only their windowed collectives (so they all look alike to it).
+fn split(ix: &Index<'_>, members: &[usize], window: (u64, u64)) -> Vec<(Vec<usize>, How)> {
+    let mut ops: Vec<LogOp> = Vec::new();
+    let mut inits: Vec<CommInit> = Vec::new();
+    for &m in members {
+        let p = &ix.pairs[m];
+        let key = ix.procs[p.proc].key.clone();
+        let dev = p.cuda_dev.unwrap_or(0);
+        for e in p.colls.iter().filter(|e| in_window(e.op_count, window)) {
+            ops.push(synthetic_op(&key, p, dev, e));
+        }
+        if let Some((rank, _, source)) = p.init {
+            inits.push(CommInit {
+                process: key,
+                func: None,
+                comm: p.comm,
+                rank,
+                nranks: p.nranks,
+                cuda_dev: p.cuda_dev,
+                nvml_dev: None,
+                bus_id: None,
+                comm_id: None,
+                split_parent: None,
+                split_color: None,
+                split_key: None,
+                n_nodes: None,
+                local_ranks: None,
+                local_rank: None,
+                mnnvl: None,
+                source,
+            });
+        }
+    }
+    let grouped = enrich::group(&inits, &ops);
+    let mut out = Vec::new();
+    let mut placed = BTreeSet::new();
+    for c in grouped.comms {
+        let ambiguous = matches!(c.grouped_by, GroupedBy::Sequence { ambiguous: true });
+        let ms: Vec<usize> = c
+            .members
+            .iter()
+            .filter_map(|(k, ptr, _)| ix.pair_of.get(&(*ix.proc_of.get(k)?, *ptr)).copied())
+            .filter(|m| members.contains(m) && placed.insert(*m))
+            .collect();
+        if !ms.is_empty() {
+            out.push((ms, How::Sequence { ambiguous }));
+        }
+    }
+    for &m in members.iter().filter(|m| !placed.contains(m)) {
+        out.push((vec![m], How::SizeAlone));
+    }
+    out
+}
+
+fn synthetic_op(key: &ProcessKey, p: &Pair, dev: u32, e: &super::index::Entry) -> LogOp {
+    LogOp {
+        process: key.clone(),
+        tid: 0,
+        cuda_dev: dev,
+        op: e.op,
+        op_count: e.op_count,
+        sendbuff: 0,
+        recvbuff: 0,
+        count: e.count,
+        datatype: e.datatype,
+        datatype_code: e.datatype_code,
+        red_op: e.red_op,
+        root: e.root,
+        comm: p.comm,
+        nranks: p.nranks,
+        stream: e.stream,
+        timestamp_ns: e.timestamp_ns,
+        algo: None,
+        proto: None,
+        nchannels: None,
+        sym_kernel: None,
+        rccl_task: None,
+        rccl_global_rank: None,
+        rccl_acc: None,
+        source: e.source,
+    }
+}
+
+/// Ids: the analysis's id of the members' communicator when they share one, the ids joined
+/// with `+` when the analysis had them apart (a hang split them), else a new `diag-N`.
+/// (members, size, how, complete, the id when known)
+type Group = (Vec<usize>, u32, How, bool, Option<String>);
+
+fn name(ix: &Index<'_>, groups: Vec<Group>) -> Vec<Comm> {
+    let mut fresh = 0;
+    let mut ids_seen: FxHashMap<String, usize> = FxHashMap::default();
+    groups
+        .into_iter()
+        .map(|(mut members, size, how, complete, known)| {
+            members.sort_by_key(|&m| (ix.rank(ix.pairs[m].proc).unwrap_or(u32::MAX), m));
+            let ids: BTreeSet<&str> = members
+                .iter()
+                .filter_map(|&m| {
+                    let p = &ix.pairs[m];
+                    let c = ix.enriched.comm_of(&ix.procs[p.proc].key, p.comm)?;
+                    Some(ix.enriched.comms.get(c)?.id.as_str())
+                })
+                .collect();
+            let mut id = if let Some(id) = known {
+                id
+            } else if ids.is_empty() {
+                fresh += 1;
+                format!("diag-{fresh}")
+            } else {
+                ids.into_iter().collect::<Vec<_>>().join("+")
+            };
+            // Two groups the analysis had as one (an ambiguous split): keep ids apart.
+            let n = ids_seen.entry(id.clone()).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                id = format!("{id}#{n}");
+            }
+            Comm {
+                id,
+                size,
+                how,
+                members,
+                complete,
+            }
+        })
+        .collect()
+}

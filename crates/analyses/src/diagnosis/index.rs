@@ -1,0 +1,299 @@
+//! The logs rearranged for the diagnosis: every process, and every (process, communicator
+//! pointer) pair with its collective and point-to-point lines in file order, its init lines,
+//! and the cut lines of each file.
+
+use super::{Evidence, ProcessRef};
+use enrich::Communicators;
+use ingest_nccl::ParsedLog;
+use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
+use model::{DataType, OpType, RedOp};
+use rustc_hash::FxHashMap;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// One operation line, as the diagnosis compares it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Entry {
+    pub op: OpType,
+    pub op_count: u64,
+    pub count: u64,
+    pub datatype_code: u32,
+    pub datatype: Option<DataType>,
+    pub red_op: RedOp,
+    pub root: i64,
+    pub stream: u64,
+    pub timestamp_ns: Option<i64>,
+    pub source: SourceLine,
+}
+
+impl Entry {
+    fn of(o: &LogOp) -> Entry {
+        Entry {
+            op: o.op,
+            op_count: o.op_count,
+            count: o.count,
+            datatype_code: o.datatype_code,
+            datatype: o.datatype,
+            red_op: o.red_op,
+            root: o.root,
+            stream: o.stream,
+            timestamp_ns: o.timestamp_ns,
+            source: o.source,
+        }
+    }
+
+    /// What members of one communicator must agree on: the operation, count, datatype, and
+    /// the root or reduction where the operation has one.
+    pub fn signature(&self) -> Signature {
+        let rooted = matches!(self.op, OpType::Broadcast | OpType::Reduce);
+        let reduces = matches!(
+            self.op,
+            OpType::AllReduce | OpType::Reduce | OpType::ReduceScatter
+        );
+        Signature {
+            op: self.op,
+            count: self.count,
+            datatype_code: self.datatype_code,
+            root: rooted.then_some(self.root),
+            red_op: reduces.then_some(self.red_op),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Signature {
+    pub op: OpType,
+    pub count: u64,
+    pub datatype_code: u32,
+    pub root: Option<i64>,
+    pub red_op: Option<RedOp>,
+}
+
+/// One process that printed NCCL lines.
+#[derive(Debug, Clone)]
+pub(crate) struct Proc {
+    pub key: ProcessKey,
+    pub version: Option<String>,
+    pub cuda_dev: Option<u32>,
+    /// The files its lines are in, and whether it is the only process of each.
+    pub files: Vec<(u32, bool)>,
+}
+
+/// One process's view of one communicator (its pointer).
+#[derive(Debug, Clone)]
+pub(crate) struct Pair {
+    pub proc: usize,
+    pub comm: u64,
+    pub nranks: u32,
+    pub cuda_dev: Option<u32>,
+    pub colls: Vec<Entry>,
+    pub p2p: Vec<Entry>,
+    /// Its `Init COMPLETE`: rank in the communicator, commId, line.
+    pub init: Option<(u32, Option<u64>, SourceLine)>,
+    /// Its `Init START` when no `Init COMPLETE` followed it: rank, commId, line.
+    pub unfinished_init: Option<(u32, Option<u64>, SourceLine)>,
+}
+
+pub(crate) struct Index<'a> {
+    pub logs: &'a [&'a ParsedLog],
+    pub procs: Vec<Proc>,
+    pub proc_of: FxHashMap<ProcessKey, usize>,
+    pub pairs: Vec<Pair>,
+    pub pair_of: FxHashMap<(usize, u64), usize>,
+    /// The analysis's communicators, or the same grouping made here.
+    pub enriched: Cow<'a, Communicators>,
+    paths: FxHashMap<u32, &'a str>,
+    /// Per file, the lines of per-collective lines cut short or too garbled to read.
+    pub cut_lines: FxHashMap<u32, Vec<u64>>,
+}
+
+impl<'a> Index<'a> {
+    pub fn build(logs: &'a [&'a ParsedLog], given: Option<&'a Communicators>) -> Index<'a> {
+        let enriched = match given {
+            Some(c) => Cow::Borrowed(c),
+            None => {
+                let inits: Vec<CommInit> = logs.iter().flat_map(|l| l.inits.clone()).collect();
+                Cow::Owned(enrich::group(&inits, logs.iter().flat_map(|l| &l.ops)))
+            }
+        };
+        let mut ix = Index {
+            logs,
+            procs: Vec::new(),
+            proc_of: FxHashMap::default(),
+            pairs: Vec::new(),
+            pair_of: FxHashMap::default(),
+            enriched,
+            paths: logs
+                .iter()
+                .map(|l| (l.file_index, l.path.as_str()))
+                .collect(),
+            cut_lines: FxHashMap::default(),
+        };
+        for log in logs {
+            ix.add_log(log);
+        }
+        ix
+    }
+
+    fn add_log(&mut self, log: &ParsedLog) {
+        let single = log.processes.len() == 1;
+        for p in &log.processes {
+            let i = self.proc_index(&p.process);
+            let proc = &mut self.procs[i];
+            if proc.version.is_none() {
+                proc.version.clone_from(&p.nccl_version);
+            }
+            if !proc.files.iter().any(|(f, _)| *f == log.file_index) {
+                proc.files.push((log.file_index, single));
+            }
+        }
+        for o in log.ops.iter() {
+            let pi = self.proc_index(&o.process);
+            if self.procs[pi].cuda_dev.is_none() {
+                self.procs[pi].cuda_dev = Some(o.cuda_dev);
+            }
+            let pair = self.pair_index(pi, o.comm);
+            let p = &mut self.pairs[pair];
+            p.nranks = p.nranks.max(o.nranks);
+            p.cuda_dev.get_or_insert(o.cuda_dev);
+            let e = Entry::of(&o);
+            if o.op.is_p2p() {
+                p.p2p.push(e);
+            } else {
+                p.colls.push(e);
+            }
+        }
+        for i in &log.inits {
+            let pi = self.proc_index(&i.process);
+            let pair = self.pair_index(pi, i.comm);
+            let p = &mut self.pairs[pair];
+            p.nranks = p.nranks.max(i.nranks);
+            if i.cuda_dev.is_some() {
+                p.cuda_dev = i.cuda_dev;
+            }
+            p.init = Some((i.rank, i.comm_id, i.source));
+            p.unfinished_init = None;
+        }
+        self.unfinished_inits(log);
+        let cut: Vec<u64> = log
+            .diagnostics
+            .iter()
+            .filter(|d| {
+                let r = ingest_nccl::split_note(d).reason;
+                r.starts_with(ingest_nccl::SKIPPED) && r.contains("per-collective")
+            })
+            .map(|d| d.line)
+            .collect();
+        if !cut.is_empty() {
+            self.cut_lines
+                .entry(log.file_index)
+                .or_default()
+                .extend(cut);
+        }
+    }
+
+    /// `Init START` lines with no later `Init COMPLETE` of their (process, communicator).
+    fn unfinished_inits(&mut self, log: &ParsedLog) {
+        let mut done: BTreeMap<(&ProcessKey, u64), u64> = BTreeMap::new();
+        for i in &log.inits {
+            let l = done.entry((&i.process, i.comm)).or_insert(0);
+            *l = (*l).max(i.source.line);
+        }
+        for s in &log.init_starts {
+            let finished = done
+                .get(&(&s.process, s.comm))
+                .is_some_and(|&l| l > s.source.line);
+            if finished {
+                continue;
+            }
+            let pi = self.proc_index(&s.process);
+            let pair = self.pair_index(pi, s.comm);
+            let p = &mut self.pairs[pair];
+            p.nranks = p.nranks.max(s.nranks);
+            if s.cuda_dev.is_some() {
+                p.cuda_dev = s.cuda_dev;
+            }
+            p.unfinished_init = Some((s.rank, s.comm_id, s.source));
+        }
+    }
+
+    fn proc_index(&mut self, key: &ProcessKey) -> usize {
+        if let Some(i) = self.proc_of.get(key) {
+            return *i;
+        }
+        let i = self.procs.len();
+        self.procs.push(Proc {
+            key: key.clone(),
+            version: None,
+            cuda_dev: None,
+            files: Vec::new(),
+        });
+        self.proc_of.insert(key.clone(), i);
+        i
+    }
+
+    fn pair_index(&mut self, proc: usize, comm: u64) -> usize {
+        if let Some(i) = self.pair_of.get(&(proc, comm)) {
+            return *i;
+        }
+        let i = self.pairs.len();
+        self.pairs.push(Pair {
+            proc,
+            comm,
+            nranks: 0,
+            cuda_dev: None,
+            colls: Vec::new(),
+            p2p: Vec::new(),
+            init: None,
+            unfinished_init: None,
+        });
+        self.pair_of.insert((proc, comm), i);
+        i
+    }
+
+    /// The global rank of a process (the analysis's numbering).
+    pub fn rank(&self, proc: usize) -> Option<u32> {
+        self.enriched.rank_of(&self.procs.get(proc)?.key)
+    }
+
+    pub fn rank_of_key(&self, key: &ProcessKey) -> Option<u32> {
+        self.enriched.rank_of(key)
+    }
+
+    pub fn process_ref(&self, proc: usize) -> ProcessRef {
+        let k = &self.procs[proc].key;
+        ProcessRef {
+            host: k.host.to_string(),
+            pid: k.pid,
+        }
+    }
+
+    pub fn evidence(&self, s: SourceLine) -> Evidence {
+        Evidence {
+            path: self
+                .paths
+                .get(&s.file)
+                .copied()
+                .unwrap_or_default()
+                .to_string(),
+            line: s.line,
+        }
+    }
+
+    /// The first per-collective line cut short after `after` in a file where `proc` is the only
+    /// process (so the cut line is its own).
+    pub fn cut_line_after(&self, proc: usize, after: SourceLine) -> Option<SourceLine> {
+        let p = self.procs.get(proc)?;
+        p.files
+            .iter()
+            .filter(|(f, only)| *only && *f == after.file)
+            .find_map(|(f, _)| {
+                let lines = self.cut_lines.get(f)?;
+                lines.iter().copied().find(|l| *l > after.line)
+            })
+            .map(|line| SourceLine {
+                file: after.file,
+                line,
+            })
+    }
+}
