@@ -41,8 +41,9 @@ impl ErrorClass {
     }
 }
 
-/// Phrases, checked in this order (out of memory before CUDA: `Cuda failure 'out of memory'`).
-const CLASSES: [(ErrorClass, &[&str]); 5] = [
+/// Phrases, checked in this order (out of memory before CUDA: `Cuda failure 'out of memory'`;
+/// bootstrap before the network: a bootstrap that cannot connect is a set-up failure).
+const CLASSES: [(ErrorClass, &[&str]); 6] = [
     (
         ErrorClass::Mismatch,
         &[
@@ -81,6 +82,10 @@ const CLASSES: [(ErrorClass, &[&str]); 5] = [
         ],
     ),
     (
+        ErrorClass::Init,
+        &["Bootstrap", "bootstrap", "no socket interface"],
+    ),
+    (
         ErrorClass::Network,
         &[
             "NET/IB",
@@ -105,8 +110,6 @@ const CLASSES: [(ErrorClass, &[&str]); 5] = [
     (
         ErrorClass::Init,
         &[
-            "Bootstrap",
-            "bootstrap",
             "unhandled system error",
             "invalid usage",
             "Invalid usage",
@@ -120,7 +123,6 @@ const CLASSES: [(ErrorClass, &[&str]); 5] = [
             "timeout",
             "Timeout",
             "timed out",
-            "no socket interface",
         ],
     ),
 ];
