@@ -12,7 +12,6 @@
 use super::index::{Index, Pair};
 use enrich::GroupedBy;
 use model::log::{CommInit, LogOp, ProcessKey};
-use model::OpType;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -115,47 +114,16 @@ pub(crate) fn group(ix: &Index<'_>) -> Vec<Comm> {
 
 /// Pairs of one size without `commId`, grouped.
 fn group_class(ix: &Index<'_>, size: u32, pairs: &[usize]) -> Vec<(Vec<usize>, How, bool)> {
-    let with_colls: Vec<usize> = pairs
-        .iter()
-        .copied()
-        .filter(|&p| !ix.pairs[p].colls.is_empty())
-        .collect();
-    let window = window(ix, &with_colls);
-    type Key = (bool, Vec<(OpType, u64, u32)>, BTreeSet<(u64, u32)>);
-    let mut buckets: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
-    for &p in pairs {
-        let pair = &ix.pairs[p];
-        let key = if pair.colls.is_empty() && !pair.p2p.is_empty() {
-            let sizes = pair
-                .p2p
-                .iter()
-                .map(|e| (e.count, e.datatype_code))
-                .collect();
-            (true, Vec::new(), sizes)
-        } else {
-            (false, trimmed(pair, window), BTreeSet::new())
-        };
-        buckets.entry(key).or_default().push(p);
-    }
-    // Each process's only pair of this size, all fitting one communicator.
     let procs: BTreeSet<usize> = pairs.iter().map(|&p| ix.pairs[p].proc).collect();
-    let only_of_size = procs.len() == pairs.len() && buckets.len() == 1;
     let mut out: Vec<(Vec<usize>, How)> = Vec::new();
-    for ((_, seq, _), members) in buckets {
-        let fits = members.len() <= size as usize && distinct(ix, &members);
-        let how = match (seq.is_empty(), only_of_size) {
-            (false, _) => How::Sequence { ambiguous: false },
-            (true, true) => How::OnlyOfSize,
-            (true, false) => How::SizeAlone,
-        };
-        if fits {
-            out.push((members, how));
-        } else if !seq.is_empty() {
-            out.extend(split(ix, &members, window));
-        } else {
-            // Nothing to tell them apart: each stays its own.
-            out.extend(members.into_iter().map(|m| (vec![m], How::SizeAlone)));
-        }
+    if procs.len() == pairs.len() && pairs.len() <= size as usize && distinct(ix, pairs) {
+        // Each process's only pair of this size, all fitting one communicator.
+        out.push((pairs.to_vec(), How::OnlyOfSize));
+    } else {
+        let (colls, rest): (Vec<usize>, Vec<usize>) =
+            pairs.iter().partition(|&&p| !ix.pairs[p].colls.is_empty());
+        out.extend(super::merge::coll_groups(ix, size, &colls));
+        out.extend(without_collectives(ix, size, &rest));
     }
     // A group holding every process of its size class leaves no one in the logs out.
     out.into_iter()
@@ -167,43 +135,35 @@ fn group_class(ix: &Index<'_>, size: u32, pairs: &[usize]) -> Vec<(Vec<usize>, H
         .collect()
 }
 
-/// The opCounts every pair of a class logged: from the latest first to the earliest last (the
-/// last left out: that is where a hung or mismatched member differs).
-fn window(ix: &Index<'_>, pairs: &[usize]) -> (u64, u64) {
-    let lo = pairs
-        .iter()
-        .filter_map(|&p| ix.pairs[p].colls.iter().map(|e| e.op_count).min())
-        .max()
-        .unwrap_or(0);
-    let hi = pairs
-        .iter()
-        .filter_map(|&p| ix.pairs[p].colls.iter().map(|e| e.op_count).max())
-        .min()
-        .unwrap_or(0);
-    (lo, hi)
+/// Pairs with no collective: point-to-point ones by their message sizes, set-up-only ones
+/// together, each bucket one communicator where it fits one, else each pair its own.
+fn without_collectives(ix: &Index<'_>, size: u32, pairs: &[usize]) -> Vec<(Vec<usize>, How)> {
+    let mut buckets: BTreeMap<BTreeSet<(u64, u32)>, Vec<usize>> = BTreeMap::new();
+    for &p in pairs {
+        let sizes = ix.pairs[p]
+            .p2p
+            .iter()
+            .map(|e| (e.count, e.datatype_code))
+            .collect();
+        buckets.entry(sizes).or_default().push(p);
+    }
+    let mut out = Vec::new();
+    for members in buckets.into_values() {
+        if members.len() <= size as usize && distinct(ix, &members) {
+            out.push((members, How::SizeAlone));
+        } else {
+            out.extend(members.into_iter().map(|m| (vec![m], How::SizeAlone)));
+        }
+    }
+    out
 }
 
 fn in_window(op_count: u64, (lo, hi): (u64, u64)) -> bool {
     op_count >= lo && op_count < hi
 }
 
-/// A pair's collectives inside the window: (operation, count, datatype), a line printed
-/// twice once.
-fn trimmed(pair: &Pair, window: (u64, u64)) -> Vec<(OpType, u64, u32)> {
-    let mut seq = Vec::new();
-    let mut last = None;
-    for e in pair.colls.iter().filter(|e| in_window(e.op_count, window)) {
-        if last == Some((e.op_count, e.op)) {
-            continue;
-        }
-        last = Some((e.op_count, e.op));
-        seq.push((e.op, e.count, e.datatype_code));
-    }
-    seq
-}
-
 /// Whether the pairs can be members of one communicator: no GPU twice, no init rank twice.
-fn distinct(ix: &Index<'_>, members: &[usize]) -> bool {
+pub(super) fn distinct(ix: &Index<'_>, members: &[usize]) -> bool {
     let mut gpus = BTreeSet::new();
     let mut ranks = BTreeSet::new();
     members.iter().all(|&m| {
@@ -219,7 +179,11 @@ fn distinct(ix: &Index<'_>, members: &[usize]) -> bool {
 
 /// More pairs share a trimmed sequence than one communicator holds: `enrich::group` splits
 /// them, given only their windowed collectives (so they all look alike to it).
-fn split(ix: &Index<'_>, members: &[usize], window: (u64, u64)) -> Vec<(Vec<usize>, How)> {
+pub(super) fn split(
+    ix: &Index<'_>,
+    members: &[usize],
+    window: (u64, u64),
+) -> Vec<(Vec<usize>, How)> {
     let mut ops: Vec<LogOp> = Vec::new();
     let mut inits: Vec<CommInit> = Vec::new();
     for &m in members {

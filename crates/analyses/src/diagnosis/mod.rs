@@ -17,6 +17,7 @@ mod config;
 mod errors;
 mod groups;
 mod index;
+mod merge;
 mod mismatch;
 mod stops;
 mod text;

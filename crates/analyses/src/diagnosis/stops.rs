@@ -13,6 +13,7 @@ use super::groups::Comm;
 use super::index::{Entry, Index};
 use super::mismatch::{comparable, Mismatch};
 use super::{text, CommStops, Finding, Kind, LastOp, MemberStop, Severity};
+use model::log::SourceLine;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A finding about where members stopped, and whether a failure elsewhere in the logs makes it
@@ -20,7 +21,22 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct StopFinding {
     pub finding: Finding,
     pub raise: bool,
+    /// When the others began to wait for the members it names (the first line of an operation
+    /// they did not log): the earliest wait is where a stopped rank got stuck first.
+    pub since: Since,
 }
+
+/// (the first waiting line's timestamp, whether the member logged nothing there, the line).
+pub(crate) type Since = (Option<i64>, bool, SourceLine);
+
+const NEVER: Since = (
+    None,
+    true,
+    SourceLine {
+        file: u32::MAX,
+        line: u64::MAX,
+    },
+);
 
 pub(crate) fn find(
     ix: &Index<'_>,
@@ -51,6 +67,7 @@ pub(crate) fn find(
             findings.push(StopFinding {
                 finding,
                 raise: false,
+                since: NEVER,
             });
         }
         stops.push(CommStops {
@@ -62,8 +79,16 @@ pub(crate) fn find(
             missing: missing.1,
         });
     }
-    // Stops that may be the cause before their consequences (the order is kept by severity).
-    findings.sort_by_key(|f| !f.raise);
+    // Stops that may be the cause before their consequences, the earliest wait first (the
+    // order is kept within a severity).
+    findings.sort_by_key(|f| {
+        (
+            !f.raise,
+            f.since.0.unwrap_or(i64::MAX),
+            f.since.1,
+            f.since.2,
+        )
+    });
     (stops, findings)
 }
 
@@ -210,7 +235,16 @@ fn behind_findings(
         .into_iter()
         .map(|((last, waits, cut), idx)| {
             let by = idx.iter().map(|&i| behind[i]).max().unwrap_or(0);
+            let since = c
+                .members
+                .iter()
+                .flat_map(|&m| ix.pairs[m].colls.iter())
+                .filter(|e| last.is_none_or(|l| e.op_count > l))
+                .map(|e| (e.timestamp_ns, last.is_none(), e.source))
+                .min_by_key(|s| (s.0.unwrap_or(i64::MAX), s.2))
+                .unwrap_or(NEVER);
             let facts = Facts {
+                since,
                 waits,
                 cut,
                 level,
@@ -223,6 +257,7 @@ fn behind_findings(
 
 /// What decides how much a member's stop means.
 struct Facts {
+    since: Since,
     /// It waits in a collective some other member never logged.
     waits: bool,
     /// Its log ends in a cut operation line.
@@ -318,6 +353,7 @@ fn behind_finding(
             peer_ranks: Vec::new(),
         },
         raise,
+        since: facts.since,
     }
 }
 
@@ -355,6 +391,7 @@ fn unfinished_inits(ix: &Index<'_>, c: &Comm) -> Vec<StopFinding> {
                     peer_ranks: Vec::new(),
                 },
                 raise: true,
+                since: NEVER,
             })
         })
         .collect()
