@@ -472,6 +472,9 @@ impl LogParser {
             let line = std::mem::take(&mut self.carry);
             let overlong = self.carry_overlong;
             self.end_line(&line, overlong);
+            // What a write cut mid-line leaves (or a file saved without a final newline): the
+            // diagnosis names such a line as possibly cut.
+            self.out.counters.unterminated_lines = 1;
         }
         let order = std::mem::take(&mut self.pending_order);
         for key in order {

@@ -205,4 +205,8 @@ pub struct Counters {
     /// Lines of the framework (PyTorch's watchdog and errors) read into
     /// [`ParsedLog::framework`]: not NCCL lines, not skipped either.
     pub framework_lines: u64,
+    /// 1 when the file ends inside its last line (no line end after it: a write cut there, or a
+    /// file saved without a final newline), else 0. Like `bytes`, a fact about the bytes: the
+    /// records are the same either way.
+    pub unterminated_lines: u64,
 }

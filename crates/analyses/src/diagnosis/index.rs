@@ -103,7 +103,8 @@ pub(crate) struct Index<'a> {
     /// The analysis's communicators, or the same grouping made here.
     pub enriched: Cow<'a, Communicators>,
     paths: FxHashMap<u32, &'a str>,
-    /// Per file, the lines of per-collective lines cut short or too garbled to read.
+    /// Per file, the lines of operation lines cut short or too garbled to read (and the last
+    /// line, when it was skipped: a write cut there).
     pub cut_lines: FxHashMap<u32, Vec<u64>>,
 }
 
@@ -175,14 +176,22 @@ impl<'a> Index<'a> {
             p.unfinished_init = None;
         }
         self.unfinished_inits(log);
+        let last_line = log.counters.total_lines;
         let cut: Vec<u64> = log
             .diagnostics
             .iter()
             .filter(|d| {
                 let r = ingest_nccl::split_note(d).reason;
-                r.starts_with(ingest_nccl::SKIPPED) && r.contains("per-collective")
+                // An operation line cut short or without its header, or whatever the last line
+                // became when the write was cut.
+                r.starts_with(ingest_nccl::SKIPPED)
+                    && (r.contains("per-collective")
+                        || r.contains("NCCL-looking")
+                        || d.line == last_line)
             })
             .map(|d| d.line)
+            // The file ends inside its last line: cut there, whatever it reads as.
+            .chain((log.counters.unterminated_lines > 0).then_some(last_line))
             .collect();
         if !cut.is_empty() {
             self.cut_lines
@@ -289,7 +298,7 @@ impl<'a> Index<'a> {
             .filter(|(f, only)| *only && *f == after.file)
             .find_map(|(f, _)| {
                 let lines = self.cut_lines.get(f)?;
-                lines.iter().copied().find(|l| *l > after.line)
+                lines.iter().copied().filter(|l| *l > after.line).min()
             })
             .map(|line| SourceLine {
                 file: after.file,
