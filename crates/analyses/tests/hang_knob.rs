@@ -82,6 +82,8 @@ fn cases(kind: HangKind) -> Vec<Case> {
                 rank: (seed as u32 * 3 + 1) % world,
                 call: 5 + 7 * seed as usize,
                 kind,
+                // PyTorch's watchdog lines in the same files on every third run.
+                watchdog: seed % 3 == 2,
             });
             out.push(Case {
                 name: format!("{lname}-seed{seed}-{}", cfg.nccl_version),
@@ -133,6 +135,15 @@ fn members(d: &Diagnosis, id: &str) -> BTreeSet<u32> {
         .collect()
 }
 
+/// The watchdog timeout the diagnosis tied to this communicator and opCount.
+fn timeout_on<'a>(d: &'a Diagnosis, id: &str, op_count: u64) -> Option<&'a Finding> {
+    d.findings.iter().find(|f| {
+        f.kind == Kind::Timeout
+            && f.communicator.as_deref() == Some(id)
+            && f.op_count.as_deref() == Some(format!("{op_count:x}").as_str())
+    })
+}
+
 fn show(d: &Diagnosis) -> String {
     d.findings
         .iter()
@@ -159,8 +170,19 @@ fn a_rank_that_stops_is_named_with_its_communicator_and_last_opcount() {
         let id = first.communicator.as_deref().expect("a communicator");
         let want: BTreeSet<u32> = e.comm_ranks.iter().copied().collect();
         assert_eq!(members(&d, id), want, "{why}");
-        // The others all parked at the same collective: the classic picture, a warning.
-        if e.comm_ranks.len() >= 3 {
+        let watchdog = case.cfg.hang.as_ref().is_some_and(|h| h.watchdog);
+        if watchdog {
+            // The timeouts corroborate the stop: critical, and tied to the same communicator
+            // and opCount, naming the rank that never enqueued it.
+            assert_eq!(first.severity, Severity::Critical, "{why}");
+            let t = timeout_on(&d, id, e.op_count).unwrap_or_else(|| panic!("no timeout: {why}"));
+            assert_eq!(t.ranks, [e.rank], "{why}");
+            assert!(
+                t.message.contains(&format!("SeqNum {}", e.op_count + 1)),
+                "{why}"
+            );
+        } else if e.comm_ranks.len() >= 3 {
+            // The others all parked at the same collective: the classic picture, a warning.
             assert_eq!(first.severity, Severity::Warning, "{why}");
         }
         assert!(
@@ -199,6 +221,12 @@ fn a_rank_that_calls_another_collective_is_the_odd_one_out() {
         }
         let odd = e.odd_op.expect("the odd call").name();
         assert!(m.message.contains(odd), "{why}");
+        if case.cfg.hang.as_ref().is_some_and(|h| h.watchdog) {
+            // Every member timed out in it, the odd one too.
+            let t = timeout_on(&d, id, e.op_count).unwrap_or_else(|| panic!("no timeout: {why}"));
+            let timed_out: BTreeSet<u32> = t.ranks.iter().copied().collect();
+            assert_eq!(timed_out, want, "{why}");
+        }
         assert_eq!(
             d.findings[0].kind,
             Kind::Mismatch,

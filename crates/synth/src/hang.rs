@@ -32,6 +32,11 @@ pub struct Hang {
     /// the last such call when none follows).
     pub call: usize,
     pub kind: HangKind,
+    /// The ranks also print PyTorch's watchdog lines into their logs: each blocked rank the
+    /// timeout of the collective it waits in and its last enqueued and completed work; a rank
+    /// that stopped, the dump signal with its own (earlier) last work.
+    #[serde(default)]
+    pub watchdog: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,7 +50,8 @@ pub enum HangKind {
 pub struct Expected {
     pub kind: HangKind,
     pub rank: u32,
-    /// The communicator's members, by global rank.
+    /// The communicator (index into the run's communicators) and its members, by global rank.
+    pub comm: usize,
     pub comm_ranks: Vec<u32>,
     /// The opCount of the collective the rank never called (`Stop`) or called differently
     /// (`Mismatch`).
@@ -53,6 +59,8 @@ pub struct Expected {
     /// What the others call there, and (`Mismatch`) what the rank calls instead.
     pub op: OpType,
     pub odd_op: Option<OpType>,
+    /// Ranks that block in a call they logged (every rank the hang reaches).
+    pub blocked: Vec<u32>,
 }
 
 /// The run's expected diagnosis (None without a hang, or when the rank has no collective at or
@@ -88,7 +96,11 @@ pub(crate) fn apply(
             never = Some((comm, op_count));
         }
     }
-    block(comms, calls, timed, &mut limits, h.rank, never);
+    let mut blocked = block(comms, calls, timed, &mut limits, h.rank, never);
+    if h.kind == HangKind::Mismatch {
+        blocked.push(h.rank);
+        blocked.sort_unstable();
+    }
     for (list, n) in calls.iter_mut().zip(&limits) {
         list.truncate(*n);
     }
@@ -98,10 +110,12 @@ pub(crate) fn apply(
     Some(Expected {
         kind: h.kind,
         rank: h.rank,
+        comm,
         comm_ranks: comms.list[comm].global_ranks.clone(),
         op_count,
         op,
         odd_op,
+        blocked,
     })
 }
 
@@ -132,7 +146,8 @@ fn different(op: OpType) -> OpType {
 }
 
 /// Lowers each rank's number of issued calls until every rank has stopped at its first call
-/// that cannot complete (which it issues, then blocks in). `hung` keeps its own limit.
+/// that cannot complete (which it issues, then blocks in). `hung` keeps its own limit. Returns
+/// the ranks that block (`hung` aside).
 fn block(
     comms: &Comms,
     calls: &[Vec<Call>],
@@ -140,7 +155,8 @@ fn block(
     limits: &mut [usize],
     hung: u32,
     never: Option<(usize, u64)>,
-) {
+) -> Vec<u32> {
+    let mut stuck = vec![false; calls.len()];
     // (comm, opCount) → index of that call in each member's list, and each call's opCount.
     let mut index: HashMap<(usize, u64), HashMap<u32, usize>> = HashMap::new();
     let mut op_counts: Vec<Vec<u64>> = Vec::with_capacity(calls.len());
@@ -185,6 +201,7 @@ fn block(
                 })
             });
             if let Some(i) = first_stuck {
+                stuck[q] = true;
                 if i + 1 < limits[q] {
                     limits[q] = i + 1;
                     changed = true;
@@ -195,4 +212,119 @@ fn block(
             break;
         }
     }
+    (0..calls.len())
+        .filter(|&q| stuck[q])
+        .map(|q| q as u32)
+        .collect()
+}
+
+/// PyTorch's watchdog fires this long after a collective was enqueued (its default).
+const WATCHDOG_MS: i64 = 600_000;
+
+/// The watchdog lines of one process (see [`Hang::watchdog`]), with their true times.
+pub(crate) fn watchdog_lines(pl: &crate::Plan<'_>, p: &crate::Proc) -> Vec<(i64, String)> {
+    let (Some(h), Some(e)) = (pl.cfg.hang.as_ref(), pl.hang.as_ref()) else {
+        return Vec::new();
+    };
+    if !h.watchdog {
+        return Vec::new();
+    }
+    let r = p.rank as usize;
+    let (list, timed) = (&pl.calls[r], &pl.timed[r]);
+    let stopped = p.rank == e.rank && e.kind == HangKind::Stop;
+    if !(e.blocked.contains(&p.rank) || stopped) {
+        return Vec::new();
+    }
+    // The communicator the rank waits in (or stopped before) and its sequence number there.
+    let comm = if stopped {
+        Some(e.comm)
+    } else {
+        list.last().map(|c| c.comm())
+    };
+    let Some(ci) = comm else {
+        return Vec::new();
+    };
+    let c = &pl.comms.list[ci];
+    let me = c.member(p.rank);
+    let on_comm = list.iter().filter(|x| x.comm() == ci).count() as u64;
+    let pg = format!(
+        "[PG ID {ci} PG GUID {ci}({})",
+        if ci == pl.comms.world {
+            "default_pg"
+        } else {
+            c.parallelism
+        }
+    );
+    let head = |t: i64| {
+        format!(
+            "{}[rank{}]:[E{} ProcessGroupNCCL.cpp:616] {pg} Rank {me}] ",
+            p.printer.tag,
+            p.rank,
+            glog_time(crate::EPOCH_NS + t)
+        )
+    };
+    if stopped {
+        let t = timed.last().map_or(0, |x| x.arrive_ns) + WATCHDOG_MS * 1_000_000;
+        let from = e.blocked.first().copied().unwrap_or(0);
+        let body = format!(
+            "Received a dump signal due to a collective timeout from rank {from} and we will try our best to dump the debug info. Last enqueued NCCL work: {on_comm}, last completed NCCL work: {on_comm}."
+        );
+        return vec![(t, head(t) + &body)];
+    }
+    let (Some(call), Some(tm)) = (list.last(), timed.last()) else {
+        return Vec::new();
+    };
+    let o = &call.ops[0];
+    let n = u64::from(c.size());
+    let (op_type, numel_in, numel_out) = match o.op {
+        OpType::AllReduce => ("ALLREDUCE", o.count, o.count),
+        OpType::AllGather => ("_ALLGATHER_BASE", o.count, o.count * n),
+        OpType::ReduceScatter => ("_REDUCE_SCATTER_BASE", o.count * n, o.count),
+        OpType::Broadcast => ("BROADCAST", o.count, o.count),
+        OpType::Reduce => ("REDUCE", o.count, o.count),
+        OpType::Send => ("SEND", o.count, o.count),
+        OpType::Recv => ("RECV", o.count, o.count),
+        _ => ("ALLTOALL_BASE", o.count, o.count),
+    };
+    let t = tm.arrive_ns + WATCHDOG_MS * 1_000_000;
+    let ran = WATCHDOG_MS + 1 + i64::from(p.rank % 50);
+    let timeout = format!(
+        "[Rank {me}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={on_comm}, OpType={op_type}, NumelIn={numel_in}, NumelOut={numel_out}, Timeout(ms)={WATCHDOG_MS}) ran for {ran} milliseconds before timing out."
+    );
+    let status = format!(
+        "Timeout at NCCL work: {on_comm}, last enqueued NCCL work: {on_comm}, last completed NCCL work: {}.",
+        on_comm - 1
+    );
+    // glog's header, then the PG prefix on the status line (the timeout line has only `[Rank n]`).
+    let t_head = format!(
+        "{}[rank{}]:[E{} ProcessGroupNCCL.cpp:616] ",
+        p.printer.tag,
+        p.rank,
+        glog_time(crate::EPOCH_NS + t)
+    );
+    vec![
+        (t, t_head + &timeout),
+        (t + 1_000, head(t + 1_000) + &status),
+    ]
+}
+
+/// glog's `MMDD HH:MM:SS.nnnnnnnnn` of an epoch time (UTC).
+fn glog_time(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let (days, sod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // H. Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    format!(
+        "{m:02}{d:02} {:02}:{:02}:{:02}.{:09}",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60,
+        ns.rem_euclid(1_000_000_000)
+    )
 }

@@ -156,7 +156,7 @@ impl Run {
 }
 
 /// Reference epoch of every run (2024-11-21T00:53:20Z), so logs look like real runs.
-const EPOCH_NS: i64 = 1_732_150_400_000_000_000;
+pub(crate) const EPOCH_NS: i64 = 1_732_150_400_000_000_000;
 /// The captures start this long before t0 (before NCCL init).
 const SESSION_LEAD_NS: i64 = 5_000_000_000;
 const BUS_IDS: [u64; 8] = [
@@ -933,6 +933,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         log_volume_by_parallelism: log_volume,
     };
 
+    lines.extend(hang::watchdog_lines(pl, p));
     // Imperfect text: garbled and truncated non-operation lines.
     lines.sort_by_key(|(t, _)| *t);
     let (stamps, mut texts): (Vec<i64>, Vec<String>) = lines.into_iter().unzip();

@@ -37,6 +37,7 @@ struct Timeout<'a> {
     rank: Option<u32>,
     op_type: &'a str,
     numel: Option<u64>,
+    numel_out: Option<u64>,
     timeout_ms: Option<u64>,
 }
 
@@ -47,6 +48,17 @@ pub(crate) fn find(ix: &Index<'_>, comms: &[Comm]) -> Vec<Finding> {
     // group → rank → last enqueued work
     let mut enqueued: BTreeMap<GroupKey, BTreeMap<u32, i64>> = BTreeMap::new();
     let mut out = Vec::new();
+    // The timeout line names only `[Rank n]`; the status line after it names the group too:
+    // (rank, work) → group.
+    let group_of_work: BTreeMap<(Option<u32>, u64), GroupKey> = lines
+        .iter()
+        .filter_map(|f| match &f.event {
+            FrameworkEvent::WorkStatus { work: Some(w), .. } if f.group.is_some() => {
+                Some(((rank_of(ix, f), *w), group_key(&f.group)))
+            }
+            _ => None,
+        })
+        .collect();
     for f in &lines {
         let rank = rank_of(ix, f);
         match &f.event {
@@ -54,10 +66,15 @@ pub(crate) fn find(ix: &Index<'_>, comms: &[Comm]) -> Vec<Finding> {
                 seq,
                 op_type,
                 numel_in,
+                numel_out,
                 timeout_ms,
                 ..
             } => {
-                let list = timeouts.entry((group_key(&f.group), *seq)).or_default();
+                let group = match f.group {
+                    Some(_) => group_key(&f.group),
+                    None => group_of_work.get(&(rank, *seq)).cloned().flatten(),
+                };
+                let list = timeouts.entry((group, *seq)).or_default();
                 if !list
                     .iter()
                     .any(|t| t.rank == rank && t.line.process == f.process)
@@ -67,6 +84,7 @@ pub(crate) fn find(ix: &Index<'_>, comms: &[Comm]) -> Vec<Finding> {
                         rank,
                         op_type,
                         numel: *numel_in,
+                        numel_out: *numel_out,
                         timeout_ms: *timeout_ms,
                     });
                 }
@@ -194,8 +212,6 @@ fn timeout(
 /// communicator has it.
 fn join(ix: &Index<'_>, comms: &[Comm], seq: u64, list: &[Timeout<'_>]) -> Option<(String, u64)> {
     let oc = seq.checked_sub(1)?;
-    let first = list.first()?;
-    let op = op_of(first.op_type);
     let procs: BTreeSet<usize> = list
         .iter()
         .flat_map(|t| {
@@ -212,15 +228,28 @@ fn join(ix: &Index<'_>, comms: &[Comm], seq: u64, list: &[Timeout<'_>]) -> Optio
             by_key.into_iter().chain(by_rank.into_iter().flatten())
         })
         .collect();
+    // Every timed-out rank is a member (those whose process is known).
     let found: Vec<&Comm> = comms
         .iter()
-        .filter(|c| c.members.iter().any(|m| procs.contains(&ix.pairs[*m].proc)))
         .filter(|c| {
+            let mine: BTreeSet<usize> = c.members.iter().map(|&m| ix.pairs[m].proc).collect();
+            !procs.is_empty() && procs.is_subset(&mine)
+        })
+        .filter(|c| {
+            // Some member logged, at that opCount, what some timed-out rank names.
             c.members.iter().any(|&m| {
                 ix.pairs[m].colls.iter().any(|e| {
                     e.op_count == oc
-                        && op.is_none_or(|o| o == e.op)
-                        && first.numel.is_none_or(|n| n == e.count || op.is_none())
+                        && list.iter().any(|t| {
+                            let op = op_of(t.op_type);
+                            // NCCL's count is PyTorch's input (AllGather) or output
+                            // (ReduceScatter) element count.
+                            let counts = [t.numel, t.numel_out];
+                            op.is_none_or(|o| o == e.op)
+                                && (op.is_none()
+                                    || counts.iter().all(Option::is_none)
+                                    || counts.contains(&Some(e.count)))
+                        })
                 })
             })
         })
