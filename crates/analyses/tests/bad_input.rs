@@ -148,6 +148,7 @@ fn repeats_and_interleaving_change_nothing() {
         rank: 2,
         call: 9,
         kind: HangKind::Mismatch,
+        watchdog: true,
     });
     let run = synth::generate(&cfg);
     let files: Vec<(String, Vec<u8>)> = run.files.clone();
