@@ -55,7 +55,7 @@ fn layouts() -> Vec<(&'static str, Layout, u32)> {
 
 /// Seeds per layout (each also turns the version, timestamps, combined log, launcher and init
 /// lines).
-const SEEDS: u64 = 10;
+const SEEDS: u64 = 20;
 
 struct Case {
     name: String,
@@ -156,34 +156,52 @@ fn a_rank_that_stops_is_named_with_its_communicator_and_last_opcount() {
     for case in cases(HangKind::Stop) {
         let (d, e) = run(&case);
         let why = format!("{}: expected {e:?}\n{}", case.name, show(&d));
+        // The first stop named is the rank's.
         let first: &Finding = d
             .findings
             .iter()
             .find(|f| f.kind == Kind::Behind)
             .unwrap_or_else(|| panic!("no behind finding: {why}"));
         assert_eq!(first.ranks, [e.rank], "{why}");
-        assert_eq!(
-            first.op_count.as_deref(),
-            Some(format!("{:x}", e.op_count - 1).as_str()),
-            "{why}"
-        );
-        let id = first.communicator.as_deref().expect("a communicator");
+        // On the communicator it never called, at its last opCount there (the first stop named
+        // unless the data leave the communicators' split to a guess, when the rank may first be
+        // named where the others' wait shows on another communicator).
         let want: BTreeSet<u32> = e.comm_ranks.iter().copied().collect();
-        assert_eq!(members(&d, id), want, "{why}");
+        let last = format!("{:x}", e.op_count - 1);
+        let on_comm = d
+            .findings
+            .iter()
+            .filter(|f| f.kind == Kind::Behind && f.ranks == [e.rank])
+            .find(|f| {
+                f.op_count.as_deref() == Some(last.as_str())
+                    && f.communicator
+                        .as_deref()
+                        .is_some_and(|id| members(&d, id) == want)
+            })
+            .unwrap_or_else(|| panic!("no stop on the communicator: {why}"));
+        let guessed = on_comm
+            .grouped_by
+            .as_deref()
+            .is_some_and(|g| g.contains("ambiguous"));
+        if !guessed {
+            assert!(std::ptr::eq(first, on_comm), "{why}");
+        }
+        let id = on_comm.communicator.as_deref().expect("a communicator");
         let watchdog = case.cfg.hang.as_ref().is_some_and(|h| h.watchdog);
         if watchdog {
             // The timeouts corroborate the stop: critical, and tied to the same communicator
             // and opCount, naming the rank that never enqueued it.
             assert_eq!(first.severity, Severity::Critical, "{why}");
+            assert_eq!(on_comm.severity, Severity::Critical, "{why}");
             let t = timeout_on(&d, id, e.op_count).unwrap_or_else(|| panic!("no timeout: {why}"));
             assert_eq!(t.ranks, [e.rank], "{why}");
             assert!(
                 t.message.contains(&format!("SeqNum {}", e.op_count + 1)),
                 "{why}"
             );
-        } else if e.comm_ranks.len() >= 3 {
+        } else if e.comm_ranks.len() >= 3 && !guessed {
             // The others all parked at the same collective: the classic picture, a warning.
-            assert_eq!(first.severity, Severity::Warning, "{why}");
+            assert_eq!(on_comm.severity, Severity::Warning, "{why}");
         }
         assert!(
             d.findings.iter().all(|f| f.kind != Kind::Mismatch),
@@ -214,7 +232,18 @@ fn a_rank_that_calls_another_collective_is_the_odd_one_out() {
         assert_eq!(members(&d, id), want, "{why}");
         if e.comm_ranks.len() >= 3 {
             assert_eq!(m.ranks, [e.rank], "{why}");
-            assert_eq!(m.severity, Severity::Critical, "{why}");
+            // Critical, unless no init line, no stamp and the layout leave the split of
+            // communicators of one size to a guess (consecutive or strided ranks).
+            let guessed = m
+                .grouped_by
+                .as_deref()
+                .is_some_and(|g| g.contains("ambiguous"));
+            let want = if guessed {
+                Severity::Warning
+            } else {
+                Severity::Critical
+            };
+            assert_eq!(m.severity, want, "{why}");
         } else {
             // Two members: the data cannot tell which one is wrong; both are named.
             assert!(m.ranks.contains(&e.rank), "{why}");
@@ -227,10 +256,20 @@ fn a_rank_that_calls_another_collective_is_the_odd_one_out() {
             let timed_out: BTreeSet<u32> = t.ranks.iter().copied().collect();
             assert_eq!(timed_out, want, "{why}");
         }
-        assert_eq!(
-            d.findings[0].kind,
-            Kind::Mismatch,
-            "most severe first: {why}"
+        if m.severity == Severity::Critical {
+            assert_eq!(
+                d.findings[0].kind,
+                Kind::Mismatch,
+                "most severe first: {why}"
+            );
+        }
+        // Every rank the hang reaches waits in a collective: none is named as where it began.
+        assert!(
+            d.findings
+                .iter()
+                .filter(|f| f.kind == Kind::Behind)
+                .all(|f| f.severity == Severity::Info),
+            "{why}"
         );
     }
 }

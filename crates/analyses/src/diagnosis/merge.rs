@@ -78,14 +78,21 @@ fn atoms(ix: &Index<'_>, size: u32, pairs: &[usize]) -> Vec<Atom> {
             .or_insert_with(|| (seq, Vec::new()));
         e.1.push(p);
     }
+    let mut groups: Vec<(Sequence, Vec<usize>)> = by_hash.into_values().collect();
+    absorb(ix, size, &mut groups);
     let mut out = Vec::new();
-    for (_, (seq, members)) in by_hash {
+    for (seq, members) in groups {
         let fits = members.len() <= size as usize && super::groups::distinct(ix, &members);
         let parts = if fits {
             vec![(members, How::Sequence { ambiguous: false })]
         } else {
+            // Split over the opCounts all of them logged but the last (where one may differ).
             let lo = seq.keys().next().copied().unwrap_or(0);
-            let hi = seq.keys().next_back().map_or(0, |k| k + 1);
+            let hi = members
+                .iter()
+                .filter_map(|&m| ix.pairs[m].colls.iter().map(|e| e.op_count).max())
+                .min()
+                .unwrap_or(lo);
             split(ix, &members, (lo, hi))
         };
         for (members, how) in parts {
@@ -99,6 +106,45 @@ fn atoms(ix: &Index<'_>, size: u32, pairs: &[usize]) -> Vec<Atom> {
         }
     }
     out
+}
+
+/// A group of identical sequences too big for one communicator but not a whole number of
+/// them is missing members that differ at the end (stopped early, called differently): it
+/// takes in the best-agreeing small groups that fill it up before it is split.
+fn absorb(ix: &Index<'_>, size: u32, groups: &mut Vec<(Sequence, Vec<usize>)>) {
+    let size = size as usize;
+    let mut i = 0;
+    while i < groups.len() {
+        let short = |g: &(Sequence, Vec<usize>)| {
+            let n = g.1.len();
+            n > size && !n.is_multiple_of(size)
+        };
+        if !short(&groups[i]) {
+            i += 1;
+            continue;
+        }
+        let missing = size - groups[i].1.len() % size;
+        let procs: BTreeSet<usize> = groups[i].1.iter().map(|&m| ix.pairs[m].proc).collect();
+        let best = (0..groups.len())
+            .filter(|&j| j != i && groups[j].1.len() <= missing)
+            .filter(|&j| {
+                groups[j]
+                    .1
+                    .iter()
+                    .all(|&m| !procs.contains(&ix.pairs[m].proc))
+            })
+            .filter_map(|j| agreement(&groups[i].0, &groups[j].0).map(|s| (s, j)))
+            .max();
+        match best {
+            Some((_, j)) => {
+                let (_, members) = groups.remove(j);
+                let at = if j < i { i - 1 } else { i };
+                groups[at].1.extend(members);
+                i = 0;
+            }
+            None => i += 1,
+        }
+    }
 }
 
 fn init_rank(ix: &Index<'_>, m: usize) -> Option<u32> {

@@ -190,10 +190,11 @@ pub fn diagnose(logs: &[&ParsedLog], ctx: Context<'_>) -> Diagnosis {
     let comms = groups::group(&ix);
     let mut findings = Vec::new();
     let mismatches = mismatch::find(&ix, &comms);
-    let (stopped, stop_findings) = stops::find(&ix, &comms, &mismatches);
+    let timeouts = timeouts::find(&ix, &comms);
+    let (stopped, stop_findings) = stops::find(&ix, &comms, &mismatches, &timeouts.stragglers);
     findings.extend(mismatches.into_iter().map(|m| m.finding));
     let mut errs = errors::find(&ix);
-    let timeouts = timeouts::find(&ix, &comms);
+    let timeouts = timeouts.findings;
     // A hang's evidence is stronger with the failure's own lines beside it.
     let failed = errs.iter().any(|e| e.finding.severity > Severity::Info)
         || timeouts.iter().any(|t| t.severity == Severity::Critical);

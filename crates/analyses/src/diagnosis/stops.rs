@@ -21,6 +21,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct StopFinding {
     pub finding: Finding,
     pub raise: bool,
+    /// The watchdog's lines name its rank as the one the others waited for.
+    pub named: bool,
     /// When the others began to wait for the members it names (the first line of an operation
     /// they did not log): the earliest wait is where a stopped rank got stuck first.
     pub since: Since,
@@ -42,8 +44,13 @@ pub(crate) fn find(
     ix: &Index<'_>,
     comms: &[Comm],
     mismatches: &[Mismatch],
+    stragglers: &BTreeSet<(String, u32)>,
 ) -> (Vec<CommStops>, Vec<StopFinding>) {
-    let waiting = waiting_pairs(ix, comms);
+    let waiting = Waiting {
+        pairs: waiting_pairs(ix, comms, mismatches),
+        p2p_last: p2p_last(ix),
+        stragglers,
+    };
     let mut stops = Vec::new();
     let mut findings = Vec::new();
     for (ci, c) in comms.iter().enumerate() {
@@ -67,6 +74,7 @@ pub(crate) fn find(
             findings.push(StopFinding {
                 finding,
                 raise: false,
+                named: false,
                 since: NEVER,
             });
         }
@@ -84,6 +92,7 @@ pub(crate) fn find(
     findings.sort_by_key(|f| {
         (
             !f.raise,
+            !f.named,
             f.since.0.unwrap_or(i64::MAX),
             f.since.1,
             f.since.2,
@@ -121,7 +130,7 @@ fn last_entry<'a>(ix: &'a Index<'_>, pair: usize) -> Option<&'a Entry> {
 
 /// The table of members, and (when opCounts compare) each member's distance behind.
 fn members(ix: &Index<'_>, c: &Comm) -> (Vec<MemberStop>, Vec<u32>) {
-    let compare = comparable(ix, c) && c.how.firm();
+    let compare = comparable(ix, c) && (c.how.firm() || guessed(c));
     let all: BTreeSet<u64> = c
         .members
         .iter()
@@ -171,11 +180,21 @@ fn last_op(ix: &Index<'_>, e: &Entry) -> LastOp {
     }
 }
 
-/// Pairs whose last collective some present member of its communicator did not log: they
-/// wait in it.
-fn waiting_pairs(ix: &Index<'_>, comms: &[Comm]) -> BTreeSet<usize> {
+/// Pairs whose last collective some present member of its communicator did not log, or whose
+/// members called differently (a mismatch): they wait in it.
+fn waiting_pairs(ix: &Index<'_>, comms: &[Comm], mismatches: &[Mismatch]) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
-    for c in comms.iter().filter(|c| comparable(ix, c) && c.how.firm()) {
+    for m in mismatches {
+        for &p in &comms[m.comm].members {
+            if ix.pairs[p].colls.iter().map(|e| e.op_count).max() == Some(m.op_count) {
+                out.insert(p);
+            }
+        }
+    }
+    for c in comms
+        .iter()
+        .filter(|c| comparable(ix, c) && (c.how.firm() || guessed(c)))
+    {
         let logged: Vec<BTreeSet<u64>> = c
             .members
             .iter()
@@ -199,7 +218,7 @@ fn behind_findings(
     c: &Comm,
     table: &[MemberStop],
     behind: &[u32],
-    waiting: &BTreeSet<usize>,
+    waiting: &Waiting<'_>,
     first_mismatch: Option<u64>,
 ) -> Vec<StopFinding> {
     let Some(front) = c
@@ -211,29 +230,40 @@ fn behind_findings(
     else {
         return Vec::new();
     };
+    // The classic picture of a hang: the other members all logged the same last collective.
+    let level = behind.iter().filter(|b| **b == 0).count() >= 2;
     // (last opCount or none, waiting elsewhere, cut line) → members
-    let mut groups: BTreeMap<(Option<u64>, bool, bool), Vec<usize>> = BTreeMap::new();
+    let mut groups: BTreeMap<(Option<u64>, Waits, bool, bool), Vec<usize>> = BTreeMap::new();
     for (i, &m) in c.members.iter().enumerate() {
         if behind[i] == 0 {
             continue;
         }
         let proc = ix.pairs[m].proc;
-        // Waiting in a collective of any of its communicators.
-        let waits = ix
+        // Waiting in a collective of any of its communicators, or (unless the others all
+        // stand at one collective) in the Send or Recv it logged last.
+        let named = ix
+            .rank(proc)
+            .is_some_and(|r| waiting.stragglers.contains(&(c.id.clone(), r)));
+        let waits = if ix
             .pair_of
             .iter()
-            .any(|((p, _), pair)| *p == proc && waiting.contains(pair));
+            .any(|((p, _), pair)| *p == proc && waiting.pairs.contains(pair))
+        {
+            Waits::Collective
+        } else if waiting.p2p_last.contains(&proc) && !level {
+            Waits::PointToPoint
+        } else {
+            Waits::No
+        };
         let last = last_entry(ix, m).map(|e| e.op_count);
         groups
-            .entry((last, waits, table[i].cut_line.is_some()))
+            .entry((last, waits, table[i].cut_line.is_some(), named))
             .or_default()
             .push(i);
     }
-    // The classic picture of a hang: the other members all logged the same last collective.
-    let level = behind.iter().filter(|b| **b == 0).count() >= 2;
     groups
         .into_iter()
-        .map(|((last, waits, cut), idx)| {
+        .map(|((last, waits, cut, named), idx)| {
             let by = idx.iter().map(|&i| behind[i]).max().unwrap_or(0);
             let since = c
                 .members
@@ -244,6 +274,7 @@ fn behind_findings(
                 .min_by_key(|s| (s.0.unwrap_or(i64::MAX), s.2))
                 .unwrap_or(NEVER);
             let facts = Facts {
+                named,
                 since,
                 waits,
                 cut,
@@ -255,11 +286,58 @@ fn behind_findings(
         .collect()
 }
 
+/// Where a member waits, as far as its lines say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Waits {
+    No,
+    /// In a collective some other member never logged (or called differently).
+    Collective,
+    /// In the Send or Recv it logged last (for its peer).
+    PointToPoint,
+}
+
+/// Pairs waiting in a collective, processes whose last operation is a Send or Recv, and the
+/// ranks the watchdog's lines show never enqueued what the others waited in.
+struct Waiting<'a> {
+    pairs: BTreeSet<usize>,
+    p2p_last: BTreeSet<usize>,
+    stragglers: &'a BTreeSet<(String, u32)>,
+}
+
+/// Processes whose last logged operation (by stamp, else by line) is a Send or Recv.
+fn p2p_last(ix: &Index<'_>) -> BTreeSet<usize> {
+    let mut last: BTreeMap<usize, (Option<i64>, SourceLine, bool)> = BTreeMap::new();
+    for p in &ix.pairs {
+        let entries = p
+            .colls
+            .iter()
+            .map(|e| (e, false))
+            .chain(p.p2p.iter().map(|e| (e, true)));
+        for (e, p2p) in entries {
+            let key = (e.timestamp_ns, e.source, p2p);
+            let slot = last.entry(p.proc).or_insert(key);
+            if (key.0, key.1) > (slot.0, slot.1) {
+                *slot = key;
+            }
+        }
+    }
+    last.into_iter()
+        .filter(|(_, k)| k.2)
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// Members split from others of one sequence by a guess (consecutive or strided ranks).
+fn guessed(c: &Comm) -> bool {
+    c.how == super::groups::How::Sequence { ambiguous: true }
+}
+
 /// What decides how much a member's stop means.
 struct Facts {
+    /// The watchdog's lines name it as never having enqueued what the others waited in.
+    named: bool,
     since: Since,
-    /// It waits in a collective some other member never logged.
-    waits: bool,
+    waits: Waits,
     /// Its log ends in a cut operation line.
     cut: bool,
     /// Two or more other members logged the same last collective.
@@ -304,10 +382,24 @@ fn behind_finding(
                 .to_string(),
             false,
         )
-    } else if facts.waits {
+    } else if facts.named {
+        (
+            Severity::Warning,
+            "; the watchdog's lines show it never enqueued the collective the others timed out in"
+                .to_string(),
+            true,
+        )
+    } else if facts.waits == Waits::Collective {
         (
             Severity::Info,
             "; it waits in a collective another member never logged, so it is a consequence"
+                .to_string(),
+            false,
+        )
+    } else if facts.waits == Waits::PointToPoint {
+        (
+            Severity::Info,
+            "; its last logged operation is a Send or Recv, which may be waiting for its peer"
                 .to_string(),
             false,
         )
@@ -325,6 +417,16 @@ fn behind_finding(
                 .to_string(),
             true,
         )
+    };
+    // Members tied by a guess say less, unless the watchdog names them.
+    let (severity, raise, tail) = if guessed(c) && !facts.named {
+        (
+            Severity::Info,
+            false,
+            format!("{tail} (if the grouping, a guess, holds)"),
+        )
+    } else {
+        (severity, raise, tail)
     };
     let mut evidence: Vec<_> = idx
         .iter()
@@ -353,6 +455,7 @@ fn behind_finding(
             peer_ranks: Vec::new(),
         },
         raise,
+        named: facts.named,
         since: facts.since,
     }
 }
@@ -391,6 +494,7 @@ fn unfinished_inits(ix: &Index<'_>, c: &Comm) -> Vec<StopFinding> {
                     peer_ranks: Vec::new(),
                 },
                 raise: true,
+                named: false,
                 since: NEVER,
             })
         })

@@ -41,13 +41,21 @@ struct Timeout<'a> {
     timeout_ms: Option<u64>,
 }
 
-pub(crate) fn find(ix: &Index<'_>, comms: &[Comm]) -> Vec<Finding> {
+/// The timeout findings, and the (communicator, rank) pairs whose own watchdog lines show they
+/// never enqueued the collective the others timed out in.
+pub(crate) struct Timeouts {
+    pub findings: Vec<Finding>,
+    pub stragglers: BTreeSet<(String, u32)>,
+}
+
+pub(crate) fn find(ix: &Index<'_>, comms: &[Comm]) -> Timeouts {
     let lines: Vec<&FrameworkLine> = ix.logs.iter().flat_map(|l| &l.framework).collect();
     // (group, seq) → timeouts, one per rank (the terminated-with-exception line repeats it)
     let mut timeouts: BTreeMap<(GroupKey, u64), Vec<Timeout<'_>>> = BTreeMap::new();
     // group → rank → last enqueued work
     let mut enqueued: BTreeMap<GroupKey, BTreeMap<u32, i64>> = BTreeMap::new();
     let mut out = Vec::new();
+    let mut stragglers = BTreeSet::new();
     // The timeout line names only `[Rank n]`; the status line after it names the group too:
     // (rank, work) → group.
     let group_of_work: BTreeMap<(Option<u32>, u64), GroupKey> = lines
@@ -110,9 +118,16 @@ pub(crate) fn find(ix: &Index<'_>, comms: &[Comm]) -> Vec<Finding> {
                 .then(|| enqueued.values().next())
                 .flatten()
         });
-        out.push(timeout(ix, comms, group, *seq, list, status));
+        let (finding, late) = timeout(ix, comms, group, *seq, list, status);
+        if let Some(c) = &finding.communicator {
+            stragglers.extend(late.into_iter().map(|r| (c.clone(), r)));
+        }
+        out.push(finding);
     }
-    out
+    Timeouts {
+        findings: out,
+        stragglers,
+    }
 }
 
 fn timeout(
@@ -122,7 +137,7 @@ fn timeout(
     seq: u64,
     list: &[Timeout<'_>],
     enqueued: Option<&BTreeMap<u32, i64>>,
-) -> Finding {
+) -> (Finding, Vec<u32>) {
     let timed_out: Vec<u32> = list
         .iter()
         .filter_map(|t| t.rank)
@@ -183,7 +198,7 @@ fn timeout(
         .collect();
     processes.sort();
     processes.dedup();
-    Finding {
+    let finding = Finding {
         kind: Kind::Timeout,
         severity: Severity::Critical,
         communicator: joined.as_ref().map(|(c, _)| c.clone()),
@@ -191,7 +206,7 @@ fn timeout(
         ranks: if stragglers.is_empty() {
             timed_out
         } else {
-            stragglers
+            stragglers.clone()
         },
         processes,
         message,
@@ -204,7 +219,8 @@ fn timeout(
         first: false,
         grouped_by: None,
         peer_ranks: Vec::new(),
-    }
+    };
+    (finding, stragglers)
 }
 
 /// The communicator and opCount a timeout names: opCount `seq - 1` logged with the named
@@ -254,9 +270,25 @@ fn join(ix: &Index<'_>, comms: &[Comm], seq: u64, list: &[Timeout<'_>]) -> Optio
             })
         })
         .collect();
+    // Communicators of the same members (a TP and a model-parallel group): the one the
+    // timed-out ranks stopped in, their last operation there being that opCount.
+    let waited_in = |c: &&&Comm| {
+        c.members
+            .iter()
+            .filter(|&&m| procs.contains(&ix.pairs[m].proc))
+            .all(|&m| ix.pairs[m].colls.iter().map(|e| e.op_count).max() == Some(oc))
+    };
     match found.as_slice() {
         [c] => Some((c.id.clone(), oc)),
-        _ => None,
+        _ => match found
+            .iter()
+            .filter(waited_in)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            [c] => Some((c.id.clone(), oc)),
+            _ => None,
+        },
     }
 }
 
