@@ -82,6 +82,8 @@ fn classes_peers_and_the_first_error_by_stamps() {
     );
     let cuda = error_of(&d, 1);
     assert_eq!(cuda.class, Some(ErrorClass::Cuda));
+    // 1732150000 + 1000.2 s, as the log stamped it.
+    assert_eq!(cuda.time.as_deref(), Some("2024-11-21 01:03:20.200000"));
     assert!(cuda.first, "rank 1's error is 0.3 s earlier");
     assert!(!net.first);
     let first = d.first_error.as_ref().expect("told");

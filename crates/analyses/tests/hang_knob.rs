@@ -199,6 +199,11 @@ fn a_rank_that_stops_is_named_with_its_communicator_and_last_opcount() {
                 t.message.contains(&format!("SeqNum {}", e.op_count + 1)),
                 "{why}"
             );
+            // glog's stamp of the first timeout line: `E` and the month and day of the run.
+            assert!(
+                t.time.as_deref().is_some_and(|s| s.starts_with("E11")),
+                "{why}"
+            );
         } else if e.comm_ranks.len() >= 3 && !guessed {
             // The others all parked at the same collective: the classic picture, a warning.
             assert_eq!(on_comm.severity, Severity::Warning, "{why}");

@@ -166,6 +166,7 @@ fn config_finding(
         first: false,
         grouped_by: None,
         peer_ranks: Vec::new(),
+        time: None,
     }
 }
 

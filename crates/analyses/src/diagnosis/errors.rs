@@ -341,6 +341,7 @@ fn event(
             first: false,
             grouped_by: None,
             peer_ranks,
+            time: time_ns.map(text::time),
         },
         rank,
         who,

@@ -202,5 +202,9 @@ fn finding(
         first: false,
         grouped_by: Some(c.how.label().to_string()),
         peer_ranks: Vec::new(),
+        time: odd
+            .iter()
+            .find_map(|&i| calls[i].1.first()?.timestamp_ns)
+            .map(text::time),
     }
 }

@@ -77,6 +77,10 @@ pub struct Finding {
     /// Ranks a peer named in the text (by address, host or rank) resolves to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peer_ranks: Vec<u32>,
+    /// When it happened, as the log stamped it (an error's first line, a stop's last
+    /// operation), when stamped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {

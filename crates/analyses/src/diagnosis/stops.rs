@@ -453,6 +453,9 @@ fn behind_finding(
             first: false,
             grouped_by: Some(c.how.label().to_string()),
             peer_ranks: Vec::new(),
+            time: idx
+                .iter()
+                .find_map(|&i| table[i].last.as_ref()?.time.clone()),
         },
         raise,
         named: facts.named,
@@ -492,6 +495,7 @@ fn unfinished_inits(ix: &Index<'_>, c: &Comm) -> Vec<StopFinding> {
                     first: false,
                     grouped_by: Some(c.how.label().to_string()),
                     peer_ranks: Vec::new(),
+                    time: None,
                 },
                 raise: true,
                 named: false,
@@ -549,5 +553,6 @@ fn missing_finding(c: &Comm, missing: &(Vec<u32>, u32)) -> Option<Finding> {
         first: false,
         grouped_by: Some(c.how.label().to_string()),
         peer_ranks: Vec::new(),
+        time: None,
     })
 }

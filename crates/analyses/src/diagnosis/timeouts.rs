@@ -219,6 +219,7 @@ fn timeout(
         first: false,
         grouped_by: None,
         peer_ranks: Vec::new(),
+        time: first.line.stamp.clone(),
     };
     (finding, stragglers)
 }
@@ -335,6 +336,7 @@ fn stuck(ix: &Index<'_>, f: &FrameworkLine, rank: Option<u32>, seconds: Option<u
         first: false,
         grouped_by: None,
         peer_ranks: Vec::new(),
+        time: f.stamp.clone(),
     }
 }
 
