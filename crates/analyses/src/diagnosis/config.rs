@@ -210,7 +210,7 @@ fn comm_shape(ix: &Index<'_>, c: &Comm, channels_of: &ChannelsOf<'_>) -> Vec<Fin
         let line = p
             .init
             .map(|i| i.2)
-            .or_else(|| p.colls.first().map(|e| e.source))
+            .or_else(|| p.colls.first().map(|e| ix.source(e)))
             .unwrap_or_default();
         sizes
             .entry(p.nranks.to_string())

@@ -9,9 +9,9 @@
 //! ranks, timestamps). Members with nothing to compare are tied by size alone, and only when
 //! they fit one communicator; otherwise each stays apart (the data cannot decide).
 
-use super::index::{Index, Pair};
+use super::index::Index;
 use enrich::GroupedBy;
-use model::log::{CommInit, LogOp, ProcessKey};
+use model::log::{CommInit, LogOp};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -143,7 +143,7 @@ fn without_collectives(ix: &Index<'_>, size: u32, pairs: &[usize]) -> Vec<(Vec<u
         let sizes = ix.pairs[p]
             .p2p
             .iter()
-            .map(|e| (e.count, e.datatype_code))
+            .map(|e| (ix.sig(e).count, ix.sig(e).datatype_code))
             .collect();
         buckets.entry(sizes).or_default().push(p);
     }
@@ -189,10 +189,13 @@ pub(super) fn split(
     for &m in members {
         let p = &ix.pairs[m];
         let key = ix.procs[p.proc].key.clone();
-        let dev = p.cuda_dev.unwrap_or(0);
-        for e in p.colls.iter().filter(|e| in_window(e.op_count, window)) {
-            ops.push(synthetic_op(&key, p, dev, e));
-        }
+        // The lines themselves, read back from their logs.
+        ops.extend(
+            p.colls
+                .iter()
+                .filter(|e| in_window(e.op_count, window))
+                .filter_map(|e| ix.full(e)),
+        );
         if let Some((rank, _, source)) = p.init {
             inits.push(CommInit {
                 process: key,
@@ -234,35 +237,6 @@ pub(super) fn split(
         out.push((vec![m], How::SizeAlone));
     }
     out
-}
-
-fn synthetic_op(key: &ProcessKey, p: &Pair, dev: u32, e: &super::index::Entry) -> LogOp {
-    LogOp {
-        process: key.clone(),
-        tid: 0,
-        cuda_dev: dev,
-        op: e.op,
-        op_count: e.op_count,
-        sendbuff: 0,
-        recvbuff: 0,
-        count: e.count,
-        datatype: e.datatype,
-        datatype_code: e.datatype_code,
-        red_op: e.red_op,
-        root: e.root,
-        comm: p.comm,
-        nranks: p.nranks,
-        stream: e.stream,
-        timestamp_ns: e.timestamp_ns,
-        algo: None,
-        proto: None,
-        nchannels: None,
-        sym_kernel: None,
-        rccl_task: None,
-        rccl_global_rank: None,
-        rccl_acc: None,
-        source: e.source,
-    }
 }
 
 /// Ids: the analysis's id of the members' communicator when they share one, the ids joined

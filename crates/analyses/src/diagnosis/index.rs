@@ -5,61 +5,37 @@
 use super::{Evidence, ProcessRef};
 use enrich::Communicators;
 use ingest_nccl::ParsedLog;
-use model::log::{CommInit, LogOp, ProcessKey, SourceLine};
+use model::log::{CallSite, CommInit, LogOp, ProcessKey, SourceLine};
 use model::{DataType, OpType, RedOp};
 use rustc_hash::FxHashMap;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// One operation line, as the diagnosis compares it.
-#[derive(Debug, Clone, PartialEq)]
+/// One operation line, as the diagnosis compares it: 24 bytes (every line of a run is one, so
+/// the rest of the line, its stamp and line number, is read back from its log when needed).
+/// Entries order as their lines do within a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Entry {
-    pub op: OpType,
     pub op_count: u64,
-    pub count: u64,
-    pub datatype_code: u32,
-    pub datatype: Option<DataType>,
-    pub red_op: RedOp,
-    pub root: i64,
-    pub stream: u64,
-    pub timestamp_ns: Option<i64>,
-    pub source: SourceLine,
+    /// Index into [`Index::logs`], and the line's row in that log's operations.
+    log: u32,
+    row: u32,
+    /// Interned [`Signature`] ([`Index::sig`]): equal ids, equal calls.
+    pub sig: u32,
 }
+
+// Every operation line of a run becomes one: keep it small.
+const _: () = assert!(std::mem::size_of::<Entry>() <= 24);
 
 impl Entry {
-    fn of(o: &LogOp) -> Entry {
-        Entry {
-            op: o.op,
-            op_count: o.op_count,
-            count: o.count,
-            datatype_code: o.datatype_code,
-            datatype: o.datatype,
-            red_op: o.red_op,
-            root: o.root,
-            stream: o.stream,
-            timestamp_ns: o.timestamp_ns,
-            source: o.source,
-        }
-    }
-
-    /// What members of one communicator must agree on: the operation, count, datatype, and
-    /// the root or reduction where the operation has one.
-    pub fn signature(&self) -> Signature {
-        let rooted = matches!(self.op, OpType::Broadcast | OpType::Reduce);
-        let reduces = matches!(
-            self.op,
-            OpType::AllReduce | OpType::Reduce | OpType::ReduceScatter
-        );
-        Signature {
-            op: self.op,
-            count: self.count,
-            datatype_code: self.datatype_code,
-            root: rooted.then_some(self.root),
-            red_op: reduces.then_some(self.red_op),
-        }
+    /// Where the line is in its log's order (its file's order).
+    pub fn at(&self) -> (u32, u32) {
+        (self.log, self.row)
     }
 }
 
+/// What members of one communicator must agree on: the operation, count, datatype, and the
+/// root or reduction where the operation has one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Signature {
     pub op: OpType,
@@ -67,6 +43,27 @@ pub(crate) struct Signature {
     pub datatype_code: u32,
     pub root: Option<i64>,
     pub red_op: Option<RedOp>,
+}
+
+impl Signature {
+    fn of(site: &CallSite, count: u64) -> Signature {
+        let rooted = matches!(site.op, OpType::Broadcast | OpType::Reduce);
+        let reduces = matches!(
+            site.op,
+            OpType::AllReduce | OpType::Reduce | OpType::ReduceScatter
+        );
+        Signature {
+            op: site.op,
+            count,
+            datatype_code: site.datatype_code,
+            root: rooted.then_some(site.root),
+            red_op: reduces.then_some(site.red_op),
+        }
+    }
+
+    pub fn datatype(&self) -> Option<DataType> {
+        DataType::from_code(self.datatype_code)
+    }
 }
 
 /// One process that printed NCCL lines.
@@ -92,6 +89,8 @@ pub(crate) struct Pair {
     pub init: Option<(u32, Option<u64>, SourceLine)>,
     /// Its `Init START` when no `Init COMPLETE` followed it: rank, commId, line.
     pub unfinished_init: Option<(u32, Option<u64>, SourceLine)>,
+    /// The distinct opCounts of its collectives, ascending.
+    pub op_counts: Vec<u64>,
 }
 
 pub(crate) struct Index<'a> {
@@ -103,6 +102,8 @@ pub(crate) struct Index<'a> {
     /// The analysis's communicators, or the same grouping made here.
     pub enriched: Cow<'a, Communicators>,
     paths: FxHashMap<u32, &'a str>,
+    sigs: Vec<Signature>,
+    sig_ids: FxHashMap<Signature, u32>,
     /// Per file, the lines of operation lines cut short or too garbled to read (and the last
     /// line, when it was skipped: a write cut there).
     pub cut_lines: FxHashMap<u32, Vec<u64>>,
@@ -128,15 +129,22 @@ impl<'a> Index<'a> {
                 .iter()
                 .map(|l| (l.file_index, l.path.as_str()))
                 .collect(),
+            sigs: Vec::new(),
+            sig_ids: FxHashMap::default(),
             cut_lines: FxHashMap::default(),
         };
-        for log in logs {
-            ix.add_log(log);
+        for (i, log) in logs.iter().enumerate() {
+            ix.add_log(i as u32, log);
+        }
+        for p in &mut ix.pairs {
+            p.op_counts = p.colls.iter().map(|e| e.op_count).collect();
+            p.op_counts.sort_unstable();
+            p.op_counts.dedup();
         }
         ix
     }
 
-    fn add_log(&mut self, log: &ParsedLog) {
+    fn add_log(&mut self, log_index: u32, log: &ParsedLog) {
         let single = log.processes.len() == 1;
         for p in &log.processes {
             let i = self.proc_index(&p.process);
@@ -148,22 +156,7 @@ impl<'a> Index<'a> {
                 proc.files.push((log.file_index, single));
             }
         }
-        for o in log.ops.iter() {
-            let pi = self.proc_index(&o.process);
-            if self.procs[pi].cuda_dev.is_none() {
-                self.procs[pi].cuda_dev = Some(o.cuda_dev);
-            }
-            let pair = self.pair_index(pi, o.comm);
-            let p = &mut self.pairs[pair];
-            p.nranks = p.nranks.max(o.nranks);
-            p.cuda_dev.get_or_insert(o.cuda_dev);
-            let e = Entry::of(&o);
-            if o.op.is_p2p() {
-                p.p2p.push(e);
-            } else {
-                p.colls.push(e);
-            }
-        }
+        self.add_ops(log_index, log);
         for i in &log.inits {
             let pi = self.proc_index(&i.process);
             let pair = self.pair_index(pi, i.comm);
@@ -201,6 +194,67 @@ impl<'a> Index<'a> {
         }
     }
 
+    /// Every operation line, read per call site (what a process's calls from one place share
+    /// is looked up once per site, not per line).
+    fn add_ops(&mut self, log_index: u32, log: &ParsedLog) {
+        let ops = &log.ops;
+        // Per site: (pair, is point-to-point); per (site, count): the interned signature.
+        let mut site_pairs: Vec<Option<(usize, bool)>> = vec![None; ops.sites().len()];
+        let mut sigs: FxHashMap<(u32, u64), u32> = FxHashMap::default();
+        for row in 0..ops.len() {
+            let (Some(si), Some(call)) = (ops.site_index(row), ops.call(row)) else {
+                continue;
+            };
+            let Some(site) = ops.sites().get(si as usize) else {
+                continue;
+            };
+            let (pair, p2p) = match site_pairs.get(si as usize).copied().flatten() {
+                Some(known) => known,
+                None => {
+                    let key = ops
+                        .processes()
+                        .get(site.process as usize)
+                        .cloned()
+                        .unwrap_or(ProcessKey {
+                            host: Default::default(),
+                            pid: 0,
+                        });
+                    let pi = self.proc_index(&key);
+                    self.procs[pi].cuda_dev.get_or_insert(site.cuda_dev);
+                    let pair = self.pair_index(pi, site.comm);
+                    let p = &mut self.pairs[pair];
+                    p.nranks = p.nranks.max(site.nranks);
+                    p.cuda_dev.get_or_insert(site.cuda_dev);
+                    let known = (pair, site.op.is_p2p());
+                    if let Some(slot) = site_pairs.get_mut(si as usize) {
+                        *slot = Some(known);
+                    }
+                    known
+                }
+            };
+            let sig = match sigs.get(&(si, call.count)) {
+                Some(s) => *s,
+                None => {
+                    let s = self.intern(Signature::of(site, call.count));
+                    sigs.insert((si, call.count), s);
+                    s
+                }
+            };
+            let e = Entry {
+                op_count: call.op_count,
+                log: log_index,
+                row: u32::try_from(row).unwrap_or(u32::MAX),
+                sig,
+            };
+            let p = &mut self.pairs[pair];
+            if p2p {
+                p.p2p.push(e);
+            } else {
+                p.colls.push(e);
+            }
+        }
+    }
+
     /// `Init START` lines with no later `Init COMPLETE` of their (process, communicator).
     fn unfinished_inits(&mut self, log: &ParsedLog) {
         let mut done: BTreeMap<(&ProcessKey, u64), u64> = BTreeMap::new();
@@ -224,6 +278,45 @@ impl<'a> Index<'a> {
             }
             p.unfinished_init = Some((s.rank, s.comm_id, s.source));
         }
+    }
+
+    fn intern(&mut self, s: Signature) -> u32 {
+        if let Some(i) = self.sig_ids.get(&s) {
+            return *i;
+        }
+        let i = u32::try_from(self.sigs.len()).unwrap_or(u32::MAX);
+        self.sigs.push(s.clone());
+        self.sig_ids.insert(s, i);
+        i
+    }
+
+    pub fn sig(&self, e: &Entry) -> &Signature {
+        &self.sigs[e.sig as usize]
+    }
+
+    /// Where the line is.
+    pub fn source(&self, e: &Entry) -> SourceLine {
+        let log = self.logs.get(e.log as usize);
+        SourceLine {
+            file: log.map_or(0, |l| l.file_index),
+            line: log
+                .and_then(|l| l.ops.call(e.row as usize))
+                .map_or(0, |c| c.line),
+        }
+    }
+
+    /// The line's stamp, when it has one.
+    pub fn timestamp_ns(&self, e: &Entry) -> Option<i64> {
+        self.logs
+            .get(e.log as usize)?
+            .ops
+            .call(e.row as usize)?
+            .timestamp_ns
+    }
+
+    /// The whole line's operation, read back from its log.
+    pub fn full(&self, e: &Entry) -> Option<LogOp> {
+        self.logs.get(e.log as usize)?.ops.get(e.row as usize)
     }
 
     fn proc_index(&mut self, key: &ProcessKey) -> usize {
@@ -255,6 +348,7 @@ impl<'a> Index<'a> {
             p2p: Vec::new(),
             init: None,
             unfinished_init: None,
+            op_counts: Vec::new(),
         });
         self.pair_of.insert((proc, comm), i);
         i

@@ -9,7 +9,7 @@
 //! process with them and cannot.
 
 use super::groups::{split, How};
-use super::index::{Index, Signature};
+use super::index::Index;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
@@ -19,8 +19,8 @@ const MAX_ATOMS: usize = 256;
 /// communicator differ (their ends) and where unrelated ones do (everywhere).
 const SAMPLE: usize = 128;
 
-/// opCount → the calls there (a line printed twice once).
-type Sequence = BTreeMap<u64, Vec<Signature>>;
+/// opCount → the calls there (interned signatures; a line printed twice once).
+type Sequence = BTreeMap<u64, Vec<u32>>;
 
 struct Atom {
     members: Vec<usize>,
@@ -57,10 +57,9 @@ pub(super) fn coll_groups(ix: &Index<'_>, size: u32, pairs: &[usize]) -> Vec<(Ve
 fn sequence(ix: &Index<'_>, pair: usize) -> Sequence {
     let mut seq = Sequence::new();
     for e in &ix.pairs[pair].colls {
-        let s = e.signature();
         let calls = seq.entry(e.op_count).or_default();
-        if calls.last() != Some(&s) {
-            calls.push(s);
+        if calls.last() != Some(&e.sig) {
+            calls.push(e.sig);
         }
     }
     seq
@@ -173,10 +172,7 @@ fn best_merge(atoms: &[Atom], size: u32) -> Option<(usize, usize)> {
 }
 
 /// How many sampled opCounts two sequences agree on, when they are compatible.
-fn agreement(
-    a: &BTreeMap<u64, Vec<Signature>>,
-    b: &BTreeMap<u64, Vec<Signature>>,
-) -> Option<usize> {
+fn agreement(a: &Sequence, b: &Sequence) -> Option<usize> {
     let (last_a, last_b) = (a.keys().next_back()?, b.keys().next_back()?);
     let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     let sampled: BTreeSet<u64> = small

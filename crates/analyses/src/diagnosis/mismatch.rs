@@ -8,9 +8,8 @@
 //! differently on each member, so equal opCounts there need not be one call.
 
 use super::groups::Comm;
-use super::index::{Entry, Index, Signature};
+use super::index::{Entry, Index};
 use super::{text, Finding, Kind, Severity};
-use std::collections::BTreeMap;
 
 /// A mismatch and where it is.
 pub(crate) struct Mismatch {
@@ -29,15 +28,15 @@ pub(crate) fn find(ix: &Index<'_>, comms: &[Comm]) -> Vec<Mismatch> {
         if !comparable(ix, c) {
             continue;
         }
-        for (op_count, calls) in by_op_count(ix, c) {
-            if let Some(finding) = disagreement(ix, c, op_count, &calls) {
+        for_each_disagreeing_op_count(ix, c, |op_count, calls| {
+            if let Some(finding) = disagreement(ix, c, op_count, calls) {
                 out.push(Mismatch {
                     comm: ci,
                     op_count,
                     finding,
                 });
             }
-        }
+        });
     }
     out
 }
@@ -49,29 +48,51 @@ pub(crate) fn comparable(ix: &Index<'_>, c: &Comm) -> bool {
     c.members.len() >= 2
         && c.members.iter().all(|&m| {
             let p = &ix.pairs[m];
-            let distinct: std::collections::BTreeSet<u64> =
-                p.colls.iter().map(|e| e.op_count).collect();
-            p.p2p.is_empty() && (p.colls.len() < 4 || distinct.len() * 4 > p.colls.len())
+            p.p2p.is_empty() && (p.colls.len() < 4 || p.op_counts.len() * 4 > p.colls.len())
         })
 }
 
-/// Per opCount, each member's lines there (a line printed twice once).
-fn by_op_count<'a>(ix: &'a Index<'_>, c: &Comm) -> BTreeMap<u64, Vec<(usize, Vec<&'a Entry>)>> {
-    let mut at: BTreeMap<u64, Vec<(usize, Vec<&Entry>)>> = BTreeMap::new();
-    for &m in &c.members {
-        let mut per: BTreeMap<u64, Vec<&Entry>> = BTreeMap::new();
-        for e in &ix.pairs[m].colls {
-            let list = per.entry(e.op_count).or_default();
-            if list.last().is_some_and(|l| l.signature() == e.signature()) {
-                continue;
-            }
-            list.push(e);
-        }
-        for (oc, list) in per {
-            at.entry(oc).or_default().push((m, list));
-        }
+/// Calls `f` with each opCount where the members' lines are not all one call, and each
+/// member's lines there (a line printed twice once). One sort of every line of the
+/// communicator: a run's communicators hold millions of lines, nearly all in agreement.
+fn for_each_disagreeing_op_count<'a>(
+    ix: &'a Index<'_>,
+    c: &Comm,
+    mut f: impl FnMut(u64, &[(usize, Vec<&'a Entry>)]),
+) {
+    // (opCount, member, position in its lines)
+    let mut flat: Vec<(u64, u32, u32)> = Vec::new();
+    for (k, &m) in c.members.iter().enumerate() {
+        let colls = &ix.pairs[m].colls;
+        flat.extend(
+            colls
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.op_count, k as u32, i as u32)),
+        );
     }
-    at
+    flat.sort_unstable();
+    let entry = |&(_, k, i): &(u64, u32, u32)| &ix.pairs[c.members[k as usize]].colls[i as usize];
+    for group in flat.chunk_by(|a, b| a.0 == b.0) {
+        let first = entry(&group[0]).sig;
+        if group.iter().all(|g| entry(g).sig == first) {
+            continue;
+        }
+        let mut calls: Vec<(usize, Vec<&Entry>)> = Vec::new();
+        for g in group {
+            let m = c.members[g.1 as usize];
+            let e = entry(g);
+            match calls.last_mut() {
+                Some((last, list)) if *last == m => {
+                    if list.last().is_none_or(|l| l.sig != e.sig) {
+                        list.push(e);
+                    }
+                }
+                _ => calls.push((m, vec![e])),
+            }
+        }
+        f(group[0].0, &calls);
+    }
 }
 
 /// Clusters of members whose calls at one opCount agree (one's list a prefix of another's);
@@ -86,9 +107,9 @@ fn disagreement(
         return None;
     }
     // (the longest list of the cluster, its members)
-    let mut clusters: Vec<(Vec<Signature>, Vec<usize>)> = Vec::new();
+    let mut clusters: Vec<(Vec<u32>, Vec<usize>)> = Vec::new();
     for (i, (_, list)) in calls.iter().enumerate() {
-        let sigs: Vec<Signature> = list.iter().map(|e| e.signature()).collect();
+        let sigs: Vec<u32> = list.iter().map(|e| e.sig).collect();
         match clusters.iter_mut().find(|(rep, _)| compatible(rep, &sigs)) {
             Some((rep, ms)) => {
                 if sigs.len() > rep.len() {
@@ -114,7 +135,7 @@ fn disagreement(
     Some(finding(ix, c, op_count, calls, &clusters, &odd, tied > 1))
 }
 
-fn compatible(a: &[Signature], b: &[Signature]) -> bool {
+fn compatible(a: &[u32], b: &[u32]) -> bool {
     a.iter().zip(b).all(|(x, y)| x == y)
 }
 
@@ -123,7 +144,7 @@ fn finding(
     c: &Comm,
     op_count: u64,
     calls: &[(usize, Vec<&Entry>)],
-    clusters: &[(Vec<Signature>, Vec<usize>)],
+    clusters: &[(Vec<u32>, Vec<usize>)],
     odd: &[usize],
     tie: bool,
 ) -> Finding {
@@ -138,7 +159,7 @@ fn finding(
                 .iter()
                 .max_by_key(|&&i| calls[i].1.len())
                 .and_then(|&i| calls[i].1.first())
-                .map(|e| text::call(e))
+                .map(|e| text::call(ix.sig(e)))
                 .unwrap_or_default();
             let verb = if ms.len() == 1 { "calls" } else { "call" };
             format!("{} {verb} {longest}", text::ranks(&rs))
@@ -179,7 +200,7 @@ fn finding(
     let firsts = clusters.iter().filter_map(|(_, ms)| ms.first().copied());
     for i in odd.iter().copied().chain(firsts) {
         if let Some(e) = calls[i].1.first() {
-            let ev = ix.evidence(e.source);
+            let ev = ix.evidence(ix.source(e));
             if !evidence.contains(&ev) && evidence.len() < EVIDENCE {
                 evidence.push(ev);
             }
@@ -204,7 +225,7 @@ fn finding(
         peer_ranks: Vec::new(),
         time: odd
             .iter()
-            .find_map(|&i| calls[i].1.first()?.timestamp_ns)
+            .find_map(|&i| ix.timestamp_ns(calls[i].1.first()?))
             .map(text::time),
     }
 }

@@ -119,9 +119,7 @@ pub(crate) fn corroborate(found: Vec<StopFinding>, failed: bool) -> Vec<Finding>
 /// point-to-point line.
 fn last_entry<'a>(ix: &'a Index<'_>, pair: usize) -> Option<&'a Entry> {
     let p = &ix.pairs[pair];
-    let latest = |v: &'_ [Entry]| -> Option<usize> {
-        (0..v.len()).max_by_key(|&i| (v[i].op_count, v[i].source))
-    };
+    let latest = |v: &'_ [Entry]| -> Option<usize> { (0..v.len()).max_by_key(|&i| v[i]) };
     match latest(&p.colls) {
         Some(i) => p.colls.get(i),
         None => latest(&p.p2p).and_then(|i| p.p2p.get(i)),
@@ -131,11 +129,13 @@ fn last_entry<'a>(ix: &'a Index<'_>, pair: usize) -> Option<&'a Entry> {
 /// The table of members, and (when opCounts compare) each member's distance behind.
 fn members(ix: &Index<'_>, c: &Comm) -> (Vec<MemberStop>, Vec<u32>) {
     let compare = comparable(ix, c) && (c.how.firm() || guessed(c));
-    let all: BTreeSet<u64> = c
+    let mut all: Vec<u64> = c
         .members
         .iter()
-        .flat_map(|&m| ix.pairs[m].colls.iter().map(|e| e.op_count))
+        .flat_map(|&m| ix.pairs[m].op_counts.iter().copied())
         .collect();
+    all.sort_unstable();
+    all.dedup();
     let mut behind = Vec::new();
     let table = c
         .members
@@ -145,7 +145,7 @@ fn members(ix: &Index<'_>, c: &Comm) -> (Vec<MemberStop>, Vec<u32>) {
             let last = last_entry(ix, m);
             let behind_by = match (compare, last) {
                 (false, _) => 0,
-                (true, Some(e)) => all.range(e.op_count + 1..).count() as u32,
+                (true, Some(e)) => (all.len() - all.partition_point(|&o| o <= e.op_count)) as u32,
                 (true, None) => all.len() as u32,
             };
             behind.push(behind_by);
@@ -159,7 +159,7 @@ fn members(ix: &Index<'_>, c: &Comm) -> (Vec<MemberStop>, Vec<u32>) {
                 behind_by,
                 init_unfinished: p.unfinished_init.is_some(),
                 cut_line: last
-                    .and_then(|e| ix.cut_line_after(p.proc, e.source))
+                    .and_then(|e| ix.cut_line_after(p.proc, ix.source(e)))
                     .map(|s| ix.evidence(s)),
             }
         })
@@ -168,15 +168,18 @@ fn members(ix: &Index<'_>, c: &Comm) -> (Vec<MemberStop>, Vec<u32>) {
 }
 
 fn last_op(ix: &Index<'_>, e: &Entry) -> LastOp {
+    let s = ix.sig(e);
+    // Root and stream are read back from the line (the index keeps what is compared).
+    let full = ix.full(e);
     LastOp {
         op_count: text::hex(e.op_count),
-        op: text::op_name(e.op),
-        count: e.count,
-        datatype: text::datatype(e.datatype, e.datatype_code),
-        root: e.root,
-        stream: format!("0x{:x}", e.stream),
-        time: e.timestamp_ns.map(text::time),
-        evidence: ix.evidence(e.source),
+        op: text::op_name(s.op),
+        count: s.count,
+        datatype: text::datatype(s.datatype(), s.datatype_code),
+        root: full.as_ref().map_or(0, |o| o.root),
+        stream: format!("0x{:x}", full.as_ref().map_or(0, |o| o.stream)),
+        time: ix.timestamp_ns(e).map(text::time),
+        evidence: ix.evidence(ix.source(e)),
     }
 }
 
@@ -186,7 +189,7 @@ fn waiting_pairs(ix: &Index<'_>, comms: &[Comm], mismatches: &[Mismatch]) -> BTr
     let mut out = BTreeSet::new();
     for m in mismatches {
         for &p in &comms[m.comm].members {
-            if ix.pairs[p].colls.iter().map(|e| e.op_count).max() == Some(m.op_count) {
+            if ix.pairs[p].op_counts.last() == Some(&m.op_count) {
                 out.insert(p);
             }
         }
@@ -195,16 +198,15 @@ fn waiting_pairs(ix: &Index<'_>, comms: &[Comm], mismatches: &[Mismatch]) -> BTr
         .iter()
         .filter(|c| comparable(ix, c) && (c.how.firm() || guessed(c)))
     {
-        let logged: Vec<BTreeSet<u64>> = c
-            .members
-            .iter()
-            .map(|&m| ix.pairs[m].colls.iter().map(|e| e.op_count).collect())
-            .collect();
         for &m in &c.members {
-            let Some(last) = ix.pairs[m].colls.iter().map(|e| e.op_count).max() else {
+            let Some(last) = ix.pairs[m].op_counts.last() else {
                 continue;
             };
-            if logged.iter().any(|l| !l.contains(&last)) {
+            let missing = c
+                .members
+                .iter()
+                .any(|&o| ix.pairs[o].op_counts.binary_search(last).is_err());
+            if missing {
                 out.insert(m);
             }
         }
@@ -270,7 +272,7 @@ fn behind_findings(
                 .iter()
                 .flat_map(|&m| ix.pairs[m].colls.iter())
                 .filter(|e| last.is_none_or(|l| e.op_count > l))
-                .map(|e| (e.timestamp_ns, last.is_none(), e.source))
+                .map(|e| (ix.timestamp_ns(e), last.is_none(), ix.source(e)))
                 .min_by_key(|s| (s.0.unwrap_or(i64::MAX), s.2))
                 .unwrap_or(NEVER);
             let facts = Facts {
@@ -308,13 +310,16 @@ struct Waiting<'a> {
 fn p2p_last(ix: &Index<'_>) -> BTreeSet<usize> {
     let mut last: BTreeMap<usize, (Option<i64>, SourceLine, bool)> = BTreeMap::new();
     for p in &ix.pairs {
+        // Each list's last line (its lines are in file order), stamped, for the process.
         let entries = p
             .colls
             .iter()
+            .max_by_key(|e| e.at())
             .map(|e| (e, false))
-            .chain(p.p2p.iter().map(|e| (e, true)));
+            .into_iter()
+            .chain(p.p2p.iter().max_by_key(|e| e.at()).map(|e| (e, true)));
         for (e, p2p) in entries {
-            let key = (e.timestamp_ns, e.source, p2p);
+            let key = (ix.timestamp_ns(e), ix.source(e), p2p);
             let slot = last.entry(p.proc).or_insert(key);
             if (key.0, key.1) > (slot.0, slot.1) {
                 *slot = key;

@@ -1,14 +1,13 @@
 //! How findings word things: operations, rank lists, times.
 
-use super::index::Entry;
+use super::index::Signature;
 use model::{DataType, OpType};
 
 /// `AllReduce (count 1048576, float32, sum)`: what a member called, with what must agree.
-pub(crate) fn call(e: &Entry) -> String {
-    let s = e.signature();
+pub(crate) fn call(s: &Signature) -> String {
     let mut parts = vec![
-        format!("count {}", e.count),
-        datatype(e.datatype, e.datatype_code),
+        format!("count {}", s.count),
+        datatype(s.datatype(), s.datatype_code),
     ];
     if let Some(r) = s.red_op {
         parts.push(r.name().to_string());
@@ -16,7 +15,7 @@ pub(crate) fn call(e: &Entry) -> String {
     if let Some(root) = s.root {
         parts.push(format!("root {root}"));
     }
-    format!("{} ({})", e.op.name(), parts.join(", "))
+    format!("{} ({})", s.op.name(), parts.join(", "))
 }
 
 pub(crate) fn datatype(d: Option<DataType>, code: u32) -> String {

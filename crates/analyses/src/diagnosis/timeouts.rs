@@ -262,10 +262,10 @@ fn join(ix: &Index<'_>, comms: &[Comm], seq: u64, list: &[Timeout<'_>]) -> Optio
                             // NCCL's count is PyTorch's input (AllGather) or output
                             // (ReduceScatter) element count.
                             let counts = [t.numel, t.numel_out];
-                            op.is_none_or(|o| o == e.op)
+                            op.is_none_or(|o| o == ix.sig(e).op)
                                 && (op.is_none()
                                     || counts.iter().all(Option::is_none)
-                                    || counts.contains(&Some(e.count)))
+                                    || counts.contains(&Some(ix.sig(e).count)))
                         })
                 })
             })
