@@ -1,12 +1,13 @@
 //! `ncclscope analyze --json` carries the diagnosis exactly as CONTRACT.md's Additions describe
 //! it: on a generated hang (logs and exports together) and on a real excerpt (a log alone).
 
-use ncclscope_tests::{real_fixtures, scratch_dir};
 use serde_json::Value;
 use std::path::Path;
 use std::process::ExitCode;
 use synth::hang::{Hang, HangKind};
 use synth::{Layout, Model, RunConfig};
+use testkit::fixtures::present as real_fixtures;
+use testkit::scratch_dir;
 
 fn analyze(paths: &[&Path], name: &str) -> Value {
     let out = scratch_dir(name).join("summary.json");

@@ -205,7 +205,7 @@ fn repeats_and_interleaving_change_nothing() {
 /// launcher's prefix, quoted or indented in markdown, with prose between the lines.
 #[test]
 fn pasted_fragments_still_give_their_finding() {
-    let Some(path) = real_fixtures::files("nccl", "log")
+    let Some(path) = testkit::fixtures::files("nccl", "log")
         .into_iter()
         .find(|p| p.to_string_lossy().contains("issue147_"))
     else {

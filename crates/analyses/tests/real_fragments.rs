@@ -265,7 +265,7 @@ fn show(d: &Diagnosis) -> String {
 
 #[test]
 fn every_fragment_gives_the_maintainers_finding() {
-    let files = real_fixtures::files("nccl", "log");
+    let files = testkit::fixtures::files("nccl", "log");
     if files.is_empty() {
         return;
     }
@@ -345,7 +345,7 @@ fn every_fragment_gives_the_maintainers_finding() {
 /// contract's fields are there with their names and shapes.
 #[test]
 fn findings_are_the_contracts_json() {
-    let Some(path) = real_fixtures::files("nccl", "log")
+    let Some(path) = testkit::fixtures::files("nccl", "log")
         .into_iter()
         .find(|p| p.to_string_lossy().contains("issue147_"))
     else {
