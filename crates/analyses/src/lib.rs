@@ -10,13 +10,17 @@
 //!   communicator, against the topology's bottleneck link;
 //! - [`comm_setup`]: how NCCL set each communicator up (channels, trees, transports);
 //! - [`details`]: one picked kernel with its log lines and the same collective on every rank;
-//! - [`window`]: a time window's kernels aggregated per operation and per rank.
+//! - [`window`]: a time window's kernels aggregated per operation and per rank;
+//! - [`diagnosis`]: what went wrong, from the logs alone: where every member stopped,
+//!   mismatched collectives, classified errors and the first of them, watchdog timeouts,
+//!   configuration that differs across ranks.
 //!
 //! A new analysis is a new module here.
 
 pub mod comm_setup;
 pub mod comm_stats;
 pub mod details;
+pub mod diagnosis;
 pub mod kernel_bw;
 pub mod predicted_times;
 pub mod skew;

@@ -13,6 +13,7 @@
 
 pub mod chatter;
 pub mod comms;
+pub mod hang;
 pub mod layout;
 pub mod logfmt;
 pub mod model;
@@ -97,6 +98,9 @@ pub struct RunConfig {
     /// writes them) instead of one per node.
     #[serde(default)]
     pub report_per_rank: bool,
+    /// A rank that stops, or calls another collective, at a chosen operation ([`hang`]).
+    #[serde(default)]
+    pub hang: Option<hang::Hang>,
 }
 
 impl RunConfig {
@@ -123,6 +127,7 @@ impl RunConfig {
             launcher: Launcher::None,
             symmetric: false,
             report_per_rank: false,
+            hang: None,
         }
     }
 
@@ -151,7 +156,7 @@ impl Run {
 }
 
 /// Reference epoch of every run (2024-11-21T00:53:20Z), so logs look like real runs.
-const EPOCH_NS: i64 = 1_732_150_400_000_000_000;
+pub(crate) const EPOCH_NS: i64 = 1_732_150_400_000_000_000;
 /// The captures start this long before t0 (before NCCL init).
 const SESSION_LEAD_NS: i64 = 5_000_000_000;
 const BUS_IDS: [u64; 8] = [
@@ -211,6 +216,8 @@ pub(crate) struct Plan<'a> {
     /// Latest kernel end over ranks `0..=r` (the truncated last line of rank r is stamped after
     /// it, as the sequential generator always did).
     pub(crate) end_prefix: Vec<i64>,
+    /// What the hang knob planted, if anything.
+    pub(crate) hang: Option<hang::Expected>,
 }
 
 impl Plan<'_> {
@@ -269,7 +276,8 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         nvlink_gbps: 150.0,
         net_gbps: cfg.net_gbps,
     };
-    let timed = timing::simulate(&calls, &comms, &hw, cfg.seed);
+    let mut timed = timing::simulate(&calls, &comms, &hw, cfg.seed);
+    let hang = hang::apply(cfg.hang.as_ref(), &comms, &mut calls, &mut timed);
 
     // Processes and clocks.
     let mut prng = Rng::derive(cfg.seed, 0x91D);
@@ -334,6 +342,7 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         procs,
         clocks,
         end_prefix,
+        hang,
     }
 }
 
@@ -924,6 +933,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         log_volume_by_parallelism: log_volume,
     };
 
+    lines.extend(hang::watchdog_lines(pl, p));
     // Imperfect text: garbled and truncated non-operation lines.
     lines.sort_by_key(|(t, _)| *t);
     let (stamps, mut texts): (Vec<i64>, Vec<String>) = lines.into_iter().unzip();
