@@ -1,0 +1,717 @@
+//! The run's own performance model: per link class and operation, `t = α + x/β` fitted to the
+//! run's kernels, where `x` is the bytes one rank moves over its links (nccl-tests' bus bytes:
+//! the operation's bytes `S` times its bus factor, [`enrich::bus_factor`]), `α` the latency and
+//! `β` the bandwidth the link delivered.
+//!
+//! How: matched kernels are binned by `x` (eight bins per octave); each bin's lower envelope is
+//! its [`ENVELOPE_QUANTILE`] duration (a kernel's duration is its transfer plus the time it
+//! waited for its slowest peer, so the transfer is what the fastest kernels show, and a low
+//! quantile rather than the minimum keeps one timer glitch from setting it); a Theil–Sen line
+//! through the bins' envelopes gives `α` (intercept) and `1/β` (slope). Bins of fewer than
+//! [`MIN_BIN_KERNELS`] kernels are left out of the fit when at least two bins have that many.
+//!
+//! Saturation (seed 003, §5.3: effective bandwidth grows with the message size until a link's
+//! capacity, about 2 MB on PCIe, 16 MB on NVLink, 128 MB on NVSwitch): the smallest size whose
+//! envelope bandwidth `x / t` reaches [`SATURATION_SHARE`] of the largest seen, and the size at
+//! which the fitted curve reaches that share of `β` (`x = 9·α·β` for 90 %).
+//!
+//! Beside the fit, every kernel's time as LBNL's two-tier model predicts it
+//! ([`theory::collective_time_s`], seed 001), on the hardware the caller gives (the topology
+//! dump's links, or a preset). Residuals are `measured / predicted`; the kernels furthest from
+//! the fitted curve (by `|ln ratio|`) are listed with their rank, communicator and opCount so
+//! the page can show them on the timeline.
+
+use super::facts::RunFacts;
+use super::fit;
+use super::links::LinkClass;
+use super::notes::{Note, Notes};
+use super::totals::{KernelSeen, Totals};
+use model::OpType;
+use pipeline::Analysis;
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use theory::Hardware;
+
+/// The duration quantile of a size bin taken as its lower envelope.
+pub const ENVELOPE_QUANTILE: f64 = 0.1;
+/// Kernels a bin needs to take part in the fit (when two bins have that many).
+pub const MIN_BIN_KERNELS: u64 = 3;
+/// Share of the top bandwidth that counts as saturated.
+pub const SATURATION_SHARE: f64 = 0.9;
+/// Kernels listed as furthest off the fitted curve.
+pub const OUTLIERS: usize = 50;
+/// Size bins per octave of `x`.
+const BINS_PER_OCTAVE: f64 = 8.0;
+
+/// The fitted line of one group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    /// `fitted` (α and β), `latency-only` (sizes too alike or time not growing with size: α is
+    /// the envelope's median, β unknown), `none` (no kernel of positive duration).
+    pub status: String,
+    pub alpha_ns: Option<f64>,
+    /// Bytes per ns = GB/s.
+    pub beta_gbps: Option<f64>,
+    /// Bins the line went through.
+    pub bins_used: u32,
+}
+
+impl Fit {
+    /// The predicted duration (ns) for `x` bus bytes.
+    pub fn predict_ns(&self, x: f64) -> Option<f64> {
+        let a = self.alpha_ns?;
+        Some(match self.beta_gbps {
+            Some(b) => a + x / b,
+            None => a,
+        })
+    }
+}
+
+/// Where effective bandwidth stopped growing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Saturation {
+    /// The largest envelope bus bandwidth of a bin, GB/s.
+    pub max_bus_gbps: Option<f64>,
+    /// The smallest bin reaching [`SATURATION_SHARE`] of it: its mean message size (`S`) and bus
+    /// bytes (`x`).
+    pub msg_bytes: Option<u64>,
+    pub bus_bytes: Option<u64>,
+    /// Whether the growth and the plateau were both seen (a smaller bin below the share and a
+    /// larger bin at it); false means the sizes seen do not bracket the saturation point.
+    pub bracketed: bool,
+    /// Bus bytes at which the fitted curve reaches the share of β (`9·α·β` for 90 %).
+    pub fitted_bus_bytes: Option<u64>,
+}
+
+/// One size bin of a group: what the bandwidth-versus-size plot draws.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeBin {
+    pub kernels: u64,
+    /// Mean bus bytes (`x`) and message bytes (`S`) of the bin's kernels.
+    pub bus_bytes: f64,
+    pub msg_bytes: f64,
+    /// The lower envelope and the median of the durations, ns.
+    pub envelope_ns: f64,
+    pub median_ns: f64,
+    /// `x / envelope`, GB/s.
+    pub envelope_bus_gbps: f64,
+    /// The fitted and LBNL predictions at the bin (LBNL's the mean over its kernels), ns.
+    pub fitted_ns: Option<f64>,
+    pub lbnl_ns: f64,
+}
+
+/// The distribution of `measured / predicted` over a group's kernels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Residuals {
+    pub kernels: u64,
+    /// (q, ratio) for q in 0.05, 0.25, 0.5, 0.75, 0.95, 0.99.
+    pub quantiles: Vec<(f64, f64)>,
+    /// Kernels per ratio bin: bin `i` holds ratios in `[2^(i/4 − 2), 2^((i+1)/4 − 2))`, the
+    /// first and last bins everything below and above.
+    pub histogram: Vec<u64>,
+}
+
+/// The lower bound of histogram bin `i`'s ratio (see [`Residuals::histogram`]).
+pub fn histogram_bin_ratio(i: usize) -> f64 {
+    2f64.powf(i as f64 / 4.0 - 2.0)
+}
+
+/// Ratio bins of [`Residuals::histogram`]: 2^-2 to 2^6, a quarter octave each.
+const HIST_BINS: usize = 32;
+
+/// One link class and operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelGroup {
+    pub link_class: LinkClass,
+    pub op: String,
+    /// Kernels of positive duration in the group.
+    pub kernels: u64,
+    pub fit: Fit,
+    pub saturation: Saturation,
+    /// Ascending size.
+    pub bins: Vec<SizeBin>,
+    pub fitted_residuals: Residuals,
+    pub lbnl_residuals: Residuals,
+}
+
+/// A kernel far off the fitted curve, with what the timeline needs to show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outlier {
+    pub rank: u32,
+    pub host: String,
+    pub pid: u32,
+    /// The communicator's id and the operation's opCount as printed (hex).
+    pub comm: String,
+    pub op_count: String,
+    pub op: String,
+    pub link_class: LinkClass,
+    pub msg_bytes: u64,
+    pub measured_ns: i64,
+    pub fitted_ns: f64,
+    pub lbnl_ns: f64,
+    /// measured / fitted.
+    pub ratio: f64,
+    /// The kernel's times on its own GPU clock and on the run's synchronised clock.
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub sync_start_ns: i64,
+    pub sync_end_ns: i64,
+}
+
+/// The run's model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PerfModel {
+    /// The hardware LBNL's predictions used (`A100`, ..., `observed` from the topology dump).
+    pub lbnl_hardware: String,
+    pub groups: Vec<ModelGroup>,
+    /// Furthest off the fitted curve first.
+    pub outliers: Vec<Outlier>,
+    pub notes: Vec<Note>,
+}
+
+impl PerfModel {
+    /// The group of a link class and operation.
+    pub fn group(&self, class: LinkClass, op: OpType) -> Option<&ModelGroup> {
+        self.groups
+            .iter()
+            .find(|g| g.link_class == class && g.op == op.name())
+    }
+}
+
+/// One matched kernel's measured time beside both predictions ([`for_each_prediction`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpPrediction {
+    /// Index into `analysis.alignments.processes`, and the kernel's index there.
+    pub process: usize,
+    pub kernel: usize,
+    pub rank: u32,
+    /// Index into the communicators.
+    pub comm: u32,
+    pub op_count: u64,
+    pub op: OpType,
+    pub link_class: LinkClass,
+    /// `S` and `x` (see the module).
+    pub msg_bytes: u64,
+    pub bus_bytes: f64,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub fitted_ns: Option<f64>,
+    pub lbnl_ns: f64,
+}
+
+impl OpPrediction {
+    pub fn measured_ns(&self) -> i64 {
+        self.end_ns - self.start_ns
+    }
+}
+
+/// What a kernel is for the model.
+struct Point {
+    class: LinkClass,
+    op: OpType,
+    comm: u32,
+    msg: u64,
+    x: f64,
+    lbnl_ns: f64,
+}
+
+/// A kernel's point: its operation, class, bytes and LBNL prediction; `None` for a kernel whose
+/// lines name no communicator or bytes.
+fn point(k: &KernelSeen, totals: &Totals, facts: &RunFacts, hw: &Hardware) -> Option<Point> {
+    let first = &totals.ops[k.lines.first()?.total as usize];
+    let c = facts.comms.get(first.comm as usize)?;
+    let me = c.comm_rank(first.src)?;
+    if first.op.is_p2p() {
+        let (mut sent, mut recv) = (0u64, 0u64);
+        let mut class = None;
+        for l in k.lines {
+            let o = &totals.ops[l.total as usize];
+            let peer = u32::try_from(o.root).ok().filter(|&p| p != me);
+            let Some(Some(g)) = peer.and_then(|p| c.global.get(p as usize)) else {
+                continue;
+            };
+            let bytes = l.count.saturating_mul(o.elem_bytes);
+            match o.op {
+                OpType::Send => sent += bytes,
+                OpType::Recv => recv += bytes,
+                _ => continue,
+            }
+            let pc = facts.pair_class(first.src, *g);
+            class = Some(match class {
+                Some(LinkClass::Network) => LinkClass::Network,
+                _ => pc,
+            });
+        }
+        // A group of self-sends only: no link crossed.
+        let class = class?;
+        let op = match (sent > 0, recv > 0, k.lines.len()) {
+            (true, false, 1) => OpType::Send,
+            (false, true, 1) => OpType::Recv,
+            _ => OpType::SendRecv,
+        };
+        let x = sent.max(recv);
+        let local = class != LinkClass::Network;
+        let lbnl = theory::collective_time_s(hw, op, x as f64, 2, if local { 2 } else { 1 });
+        return Some(Point {
+            class,
+            op,
+            comm: first.comm,
+            msg: x,
+            x: x as f64,
+            lbnl_ns: lbnl * 1e9,
+        });
+    }
+    let n = c.size.max(1);
+    let count = k.lines[0].count;
+    let op = match first.op {
+        OpType::Other(name) if name.as_str().eq_ignore_ascii_case("alltoall") => OpType::AllToAll,
+        op => op,
+    };
+    let s = enrich::op_bytes(op, count, first.elem_bytes, n);
+    let x = s as f64 * enrich::bus_factor(op, first.algo, n);
+    let per_domain = facts
+        .host_of
+        .get(&first.src)
+        .and_then(|h| c.per_host.get(h))
+        .copied()
+        .unwrap_or(1);
+    let lbnl = theory::collective_time_s(hw, op, s as f64, n, per_domain.max(1));
+    Some(Point {
+        class: c.class,
+        op,
+        comm: first.comm,
+        msg: s,
+        x,
+        lbnl_ns: lbnl * 1e9,
+    })
+}
+
+fn bin_of(x: f64) -> i32 {
+    if x <= 0.0 {
+        i32::MIN
+    } else {
+        (x.log2() * BINS_PER_OCTAVE).floor() as i32
+    }
+}
+
+#[derive(Default)]
+struct BinAcc {
+    kernels: u64,
+    sum_x: f64,
+    sum_msg: f64,
+    durations: Vec<f64>,
+    sum_lbnl: f64,
+}
+
+#[derive(Default)]
+struct GroupAcc {
+    bins: FxHashMap<i32, BinAcc>,
+    kernels: u64,
+    fitted: Vec<f64>,
+    lbnl: Vec<f64>,
+}
+
+/// Fits the model of an analysed session (LBNL's predictions on `hw`).
+pub fn perf_model(
+    analysis: &Analysis,
+    facts: &RunFacts,
+    totals: &Totals,
+    hw: &Hardware,
+) -> PerfModel {
+    let mut notes = Notes::default();
+    let mut groups: FxHashMap<(LinkClass, OpType), GroupAcc> = FxHashMap::default();
+    let (mut zero, mut pointless) = (0u64, 0u64);
+    totals.for_each_kernel(analysis, |k| {
+        let d = k.duration_ns();
+        if d <= 0 {
+            zero += 1;
+            return;
+        }
+        let Some(p) = point(k, totals, facts, hw) else {
+            pointless += 1;
+            return;
+        };
+        let g = groups.entry((p.class, p.op)).or_default();
+        g.kernels += 1;
+        let b = g.bins.entry(bin_of(p.x)).or_default();
+        b.kernels += 1;
+        b.sum_x += p.x;
+        b.sum_msg += p.msg as f64;
+        b.durations.push(d as f64);
+        b.sum_lbnl += p.lbnl_ns;
+    });
+    if zero > 0 {
+        notes.add(
+            "zero-duration",
+            "kernels of zero or negative duration were left out of the fit and the residuals",
+            zero,
+            None,
+        );
+    }
+    if pointless > 0 {
+        notes.add(
+            "no-link",
+            "kernels whose lines moved nothing over a link (self-sends only) were left out",
+            pointless,
+            None,
+        );
+    }
+    let mut fitted: FxHashMap<(LinkClass, OpType), (Fit, Vec<SizeBin>, Saturation)> =
+        FxHashMap::default();
+    for (key, g) in &mut groups {
+        let mut keys: Vec<i32> = g.bins.keys().copied().collect();
+        keys.sort_unstable();
+        let bins: Vec<SizeBin> = keys
+            .iter()
+            .map(|k| {
+                let b = g.bins.get_mut(k).expect("a key of the map");
+                let n = b.kernels as f64;
+                let x = b.sum_x / n;
+                let envelope = fit::quantile(&mut b.durations, ENVELOPE_QUANTILE).unwrap_or(0.0);
+                let median = fit::median(&mut b.durations).unwrap_or(0.0);
+                b.durations = Vec::new();
+                SizeBin {
+                    kernels: b.kernels,
+                    bus_bytes: x,
+                    msg_bytes: b.sum_msg / n,
+                    envelope_ns: envelope,
+                    median_ns: median,
+                    envelope_bus_gbps: if envelope > 0.0 { x / envelope } else { 0.0 },
+                    fitted_ns: None,
+                    lbnl_ns: b.sum_lbnl / n,
+                }
+            })
+            .collect();
+        let f = fit_bins(&bins);
+        let mut bins = bins;
+        for b in &mut bins {
+            b.fitted_ns = f.predict_ns(b.bus_bytes);
+        }
+        let s = saturation(&bins, &f);
+        fitted.insert(*key, (f, bins, s));
+    }
+    // Second pass: every kernel against both predictions.
+    let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
+    let mut far: FxHashMap<(usize, usize), (OpPrediction, f64)> = FxHashMap::default();
+    for_each_point(analysis, facts, totals, hw, &fitted_fits(&fitted), |p| {
+        let Some(g) = groups.get_mut(&(p.link_class, p.op)) else {
+            return;
+        };
+        let measured = p.measured_ns() as f64;
+        g.lbnl.push(measured / p.lbnl_ns.max(1e-9));
+        let Some(pred) = p.fitted_ns.filter(|&f| f > 0.0) else {
+            return;
+        };
+        let ratio = measured / pred;
+        g.fitted.push(ratio);
+        // The heap keeps the OUTLIERS largest |ln ratio| (as integer micro-units).
+        let key = (ratio.ln().abs() * 1e6) as u64;
+        if heap.len() < OUTLIERS || heap.peek().is_some_and(|Reverse(k)| key > k.0) {
+            heap.push(Reverse((key, p.process, p.kernel)));
+            far.insert((p.process, p.kernel), (p.clone(), ratio));
+            if heap.len() > OUTLIERS {
+                if let Some(Reverse((_, a, b))) = heap.pop() {
+                    far.remove(&(a, b));
+                }
+            }
+        }
+    });
+    let mut out: Vec<ModelGroup> = groups
+        .into_iter()
+        .map(|(key, mut g)| {
+            let (f, bins, s) = fitted.remove(&key).expect("every group was fitted");
+            ModelGroup {
+                link_class: key.0,
+                op: key.1.name().to_string(),
+                kernels: g.kernels,
+                fit: f,
+                saturation: s,
+                bins,
+                fitted_residuals: residuals(&mut g.fitted),
+                lbnl_residuals: residuals(&mut g.lbnl),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| (a.link_class, &a.op).cmp(&(b.link_class, &b.op)));
+    let mut outliers: Vec<Outlier> = far
+        .into_values()
+        .map(|(p, ratio)| outlier(analysis, facts, &p, ratio))
+        .collect();
+    outliers.sort_by(|a, b| b.ratio.ln().abs().total_cmp(&a.ratio.ln().abs()));
+    for g in &out {
+        if g.fit.status != "fitted" {
+            notes.add(
+                "not-fitted",
+                "groups whose sizes are too alike (or whose time does not grow with size) got a latency only",
+                1,
+                Some(format!("{} {}", g.link_class.name(), g.op)),
+            );
+        }
+    }
+    PerfModel {
+        lbnl_hardware: hw.name.to_string(),
+        groups: out,
+        outliers,
+        notes: notes.into_vec(),
+    }
+}
+
+/// Each group's fitted line, for the prediction pass.
+fn fitted_fits(
+    fitted: &FxHashMap<(LinkClass, OpType), (Fit, Vec<SizeBin>, Saturation)>,
+) -> FxHashMap<(LinkClass, OpType), Fit> {
+    fitted.iter().map(|(k, v)| (*k, v.0.clone())).collect()
+}
+
+/// Visits every matched kernel of positive duration with its measured time, its fitted
+/// prediction (from `fits`, by link class and operation) and LBNL's: "every operation's time
+/// predicted", one at a time (a run has millions).
+pub fn for_each_point(
+    analysis: &Analysis,
+    facts: &RunFacts,
+    totals: &Totals,
+    hw: &Hardware,
+    fits: &FxHashMap<(LinkClass, OpType), Fit>,
+    mut f: impl FnMut(&OpPrediction),
+) {
+    totals.for_each_kernel(analysis, |k| {
+        if k.duration_ns() <= 0 {
+            return;
+        }
+        let Some(p) = point(k, totals, facts, hw) else {
+            return;
+        };
+        f(&OpPrediction {
+            process: k.process,
+            kernel: k.kernel,
+            rank: k.rank,
+            comm: p.comm,
+            op_count: k.lines[0].op_count,
+            op: p.op,
+            link_class: p.class,
+            msg_bytes: p.msg,
+            bus_bytes: p.x,
+            start_ns: k.start_ns,
+            end_ns: k.end_ns,
+            fitted_ns: fits.get(&(p.class, p.op)).and_then(|f| f.predict_ns(p.x)),
+            lbnl_ns: p.lbnl_ns,
+        });
+    });
+}
+
+/// [`for_each_point`] with a fitted model's lines.
+pub fn for_each_prediction(
+    analysis: &Analysis,
+    facts: &RunFacts,
+    totals: &Totals,
+    hw: &Hardware,
+    model: &PerfModel,
+    f: impl FnMut(&OpPrediction),
+) {
+    let fits: FxHashMap<(LinkClass, OpType), Fit> = model
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let op = OpType::from_name(&g.op)?;
+            Some(((g.link_class, op), g.fit.clone()))
+        })
+        .collect();
+    for_each_point(analysis, facts, totals, hw, &fits, f)
+}
+
+/// The Theil–Sen line through the bins' envelopes (see the module).
+pub fn fit_bins(bins: &[SizeBin]) -> Fit {
+    let full: Vec<&SizeBin> = bins
+        .iter()
+        .filter(|b| b.kernels >= MIN_BIN_KERNELS && b.envelope_ns > 0.0)
+        .collect();
+    let used: Vec<&SizeBin> = if full.len() >= 2 {
+        full
+    } else {
+        bins.iter().filter(|b| b.envelope_ns > 0.0).collect()
+    };
+    let points: Vec<(f64, f64)> = used.iter().map(|b| (b.bus_bytes, b.envelope_ns)).collect();
+    if let Some((a, slope)) = fit::theil_sen(&points).filter(|&(_, s)| s > 0.0) {
+        return Fit {
+            status: "fitted".into(),
+            alpha_ns: Some(a.max(0.0)),
+            beta_gbps: Some(1.0 / slope),
+            bins_used: used.len() as u32,
+        };
+    }
+    let mut t: Vec<f64> = points.iter().map(|p| p.1).collect();
+    match fit::median(&mut t) {
+        Some(a) => Fit {
+            status: "latency-only".into(),
+            alpha_ns: Some(a),
+            beta_gbps: None,
+            bins_used: used.len() as u32,
+        },
+        None => Fit {
+            status: "none".into(),
+            alpha_ns: None,
+            beta_gbps: None,
+            bins_used: 0,
+        },
+    }
+}
+
+/// Where the envelope's bandwidth reaches [`SATURATION_SHARE`] of its top (see the module).
+pub fn saturation(bins: &[SizeBin], f: &Fit) -> Saturation {
+    let seen: Vec<&SizeBin> = bins
+        .iter()
+        .filter(|b| b.bus_bytes > 0.0 && b.envelope_ns > 0.0)
+        .collect();
+    let top = seen
+        .iter()
+        .map(|b| b.envelope_bus_gbps)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let at = top.and_then(|t| {
+        seen.iter()
+            .position(|b| b.envelope_bus_gbps >= SATURATION_SHARE * t)
+    });
+    let fitted = match (f.alpha_ns, f.beta_gbps) {
+        (Some(a), Some(b)) => {
+            let share = SATURATION_SHARE / (1.0 - SATURATION_SHARE);
+            Some((share * a * b).round() as u64)
+        }
+        _ => None,
+    };
+    Saturation {
+        max_bus_gbps: top,
+        msg_bytes: at.map(|i| seen[i].msg_bytes.round() as u64),
+        bus_bytes: at.map(|i| seen[i].bus_bytes.round() as u64),
+        bracketed: at.is_some_and(|i| i > 0 && i + 1 < seen.len()),
+        fitted_bus_bytes: fitted,
+    }
+}
+
+/// The distribution of ratios (reorders them).
+fn residuals(ratios: &mut [f64]) -> Residuals {
+    if ratios.is_empty() {
+        return Residuals::default();
+    }
+    let mut histogram = vec![0u64; HIST_BINS];
+    for &r in ratios.iter() {
+        let i = ((r.log2() + 2.0) * 4.0).floor();
+        let i = if i.is_nan() {
+            0.0
+        } else {
+            i.clamp(0.0, (HIST_BINS - 1) as f64)
+        };
+        histogram[i as usize] += 1;
+    }
+    let quantiles = [0.05, 0.25, 0.5, 0.75, 0.95, 0.99]
+        .iter()
+        .filter_map(|&q| Some((q, fit::quantile(ratios, q)?)))
+        .collect();
+    Residuals {
+        kernels: ratios.len() as u64,
+        quantiles,
+        histogram,
+    }
+}
+
+fn outlier(analysis: &Analysis, facts: &RunFacts, p: &OpPrediction, ratio: f64) -> Outlier {
+    let process = &analysis.alignments.processes[p.process].process;
+    let clocks = &analysis.clocks;
+    Outlier {
+        rank: p.rank,
+        host: process.host.to_string(),
+        pid: process.pid,
+        comm: facts
+            .comms
+            .get(p.comm as usize)
+            .map_or_else(String::new, |c| c.id.clone()),
+        op_count: format!("{:x}", p.op_count),
+        op: p.op.name().to_string(),
+        link_class: p.link_class,
+        msg_bytes: p.msg_bytes,
+        measured_ns: p.measured_ns(),
+        fitted_ns: p.fitted_ns.unwrap_or(0.0),
+        lbnl_ns: p.lbnl_ns,
+        ratio,
+        start_ns: p.start_ns,
+        end_ns: p.end_ns,
+        sync_start_ns: clocks.to_sync(p.rank, p.start_ns),
+        sync_end_ns: clocks.to_sync(p.rank, p.end_ns),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bin(x: f64, t: f64, kernels: u64) -> SizeBin {
+        SizeBin {
+            kernels,
+            bus_bytes: x,
+            msg_bytes: x,
+            envelope_ns: t,
+            median_ns: t,
+            envelope_bus_gbps: x / t,
+            fitted_ns: None,
+            lbnl_ns: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_envelope_line_gives_alpha_beta_and_the_saturation_point() {
+        // α = 5 µs, β = 100 GB/s: sizes 1 KB to 1 GB.
+        let bins: Vec<SizeBin> = (10..=30)
+            .map(|p| {
+                let x = f64::from(1u32 << p);
+                bin(x, 5_000.0 + x / 100.0, 10)
+            })
+            .collect();
+        let f = fit_bins(&bins);
+        assert_eq!(f.status, "fitted");
+        assert!((f.alpha_ns.unwrap() - 5_000.0).abs() < 1e-6);
+        assert!((f.beta_gbps.unwrap() - 100.0).abs() < 1e-9);
+        let s = saturation(&bins, &f);
+        // x/(α + x/β) ≥ 0.9·(top ≈ β): from 9·α·β = 4.5 MB up, the first power of two is 8 MiB.
+        assert_eq!(s.bus_bytes, Some(1 << 23));
+        assert!(s.bracketed);
+        assert_eq!(s.fitted_bus_bytes, Some(4_500_000));
+    }
+
+    #[test]
+    fn alike_sizes_give_a_latency_and_small_bins_stay_out() {
+        let f = fit_bins(&[bin(8.0, 6_000.0, 50)]);
+        assert_eq!(f.status, "latency-only");
+        assert_eq!(f.alpha_ns, Some(6_000.0));
+        assert_eq!(f.predict_ns(1e9), Some(6_000.0));
+        // Two full bins fix the line; a bin of one kernel far above it does not tilt it.
+        let f = fit_bins(&[
+            bin(0.0, 1_000.0, 10),
+            bin(1e6, 11_000.0, 10),
+            bin(5e5, 90_000.0, 1),
+        ]);
+        assert!((f.beta_gbps.unwrap() - 100.0).abs() < 1e-9);
+        assert_eq!(fit_bins(&[]).status, "none");
+        // Time falling with size: no bandwidth to fit.
+        assert_eq!(
+            fit_bins(&[bin(1.0, 9_000.0, 5), bin(1e6, 8_000.0, 5)]).status,
+            "latency-only"
+        );
+    }
+
+    #[test]
+    fn residuals_quantiles_and_histogram() {
+        let mut r: Vec<f64> = (1..=100).map(|i| 1.0 + i as f64 / 100.0).collect();
+        r.push(1000.0);
+        let d = residuals(&mut r);
+        assert_eq!(d.kernels, 101);
+        assert_eq!(d.histogram.iter().sum::<u64>(), 101);
+        assert_eq!(
+            *d.histogram.last().unwrap(),
+            1,
+            "1000× lands in the last bin"
+        );
+        let median = d.quantiles.iter().find(|q| q.0 == 0.5).unwrap().1;
+        assert!((median - 1.51).abs() < 1e-9);
+        assert_eq!(histogram_bin_ratio(8), 1.0);
+    }
+}

@@ -1,0 +1,874 @@
+//! On-Off periodicity (seed 003, §3.1: "a GPU experiences 2m micro-batch communication blocks
+//! per iteration … repetitive, with consistent durations"): per communicator, its communication
+//! blocks per step, how consistent their count and duration are, the period, and the steps and
+//! ranks that break the pattern.
+//!
+//! Blocks: on each member, the communicator's kernels in start order, merged while the idle gap
+//! between one's end and the next's start is at most the communicator's gap threshold. The
+//! threshold splits the gaps of the communicator's lowest member into short (within a block)
+//! and long (Off) ones: Otsu's split of `ln(gap)`, kept when the long gaps' mean is at least
+//! [`OFF_RATIO`] times the short ones' (else there are no distinct Off periods and every kernel
+//! is a block). One threshold per communicator, so every member is cut the same way.
+//!
+//! Steps: the exports' NVTX iteration ranges of each member's process, when every process has
+//! them (a block belongs to the range its start falls in); otherwise the blocks' own period:
+//! on the lowest member, the lag `k` (in blocks) at which the sequence of block durations and
+//! gaps best repeats ([`find_period`]), its phase at the longest recurring gap, and step `j` the
+//! blocks `[φ + jk, φ + (j+1)k)` of every member.
+//!
+//! Flags: a (step, rank) whose block count differs from the communicator's usual count (the
+//! mode); a step whose On time (median over members) is off the steps' median by more than
+//! [`ROBUST_Z`] robust deviations and [`MIN_DEVIATION`] of the median; a rank whose On time per
+//! step (median over steps) is off the members' median the same way, or whose count breaks the
+//! mode in most steps.
+
+use super::facts::RunFacts;
+use super::fit;
+use super::notes::{Note, Notes};
+use super::totals::Totals;
+use pipeline::{Analysis, Session};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+/// Long gaps must be this many times the short ones (mean of logs) to count as Off periods.
+pub const OFF_RATIO: f64 = 4.0;
+/// Robust deviations (MAD × 1.4826) beyond which a step's or rank's On time is flagged…
+pub const ROBUST_Z: f64 = 4.0;
+/// …provided it is also off by this share of the median.
+pub const MIN_DEVIATION: f64 = 0.1;
+/// Blocks of the lowest member the period search reads, and the longest lag it tries.
+const PERIOD_WINDOW: usize = 4096;
+const MAX_LAG: usize = 2048;
+/// Flagged steps and ranks listed per communicator (the counts are exact).
+const MAX_FLAGS: usize = 100;
+
+/// Where steps came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepSource {
+    /// The exports' NVTX iteration ranges.
+    Nvtx,
+    /// The blocks' own period.
+    Period,
+    /// Neither: blocks are counted over the whole run.
+    None,
+}
+
+/// One block: a run of kernels with no Off gap between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub kernels: u32,
+}
+
+impl Block {
+    pub fn duration_ns(&self) -> i64 {
+        self.end_ns - self.start_ns
+    }
+}
+
+/// One step of a communicator, over its members.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRow {
+    pub step: u32,
+    /// The members' most common block count in this step.
+    pub blocks: u32,
+    /// The members' median On time (sum of block durations), ns.
+    pub on_ns: i64,
+    pub flagged: bool,
+}
+
+/// A step that breaks the pattern.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlaggedStep {
+    pub step: u32,
+    /// `count` (some ranks had another number of blocks) or `duration` (On time off).
+    pub reason: String,
+    /// The ranks at fault (for `count`), or every member (for `duration`).
+    pub ranks: Vec<u32>,
+}
+
+/// A rank that breaks the pattern.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlaggedRank {
+    pub rank: u32,
+    /// `count` (its block count broke the mode in most steps) or `duration`.
+    pub reason: String,
+    /// Its median On time per step against the members' median, ns.
+    pub on_ns: i64,
+    pub members_on_ns: i64,
+}
+
+/// One communicator's On-Off pattern.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommPeriodicity {
+    pub comm: String,
+    pub parallelism: String,
+    pub size: u32,
+    /// Members with kernels.
+    pub members: u32,
+    pub kernels: u64,
+    /// Gaps longer than this are Off periods (0: no distinct Off periods, every kernel a block).
+    pub gap_threshold_ns: i64,
+    pub steps: u32,
+    /// The usual number of blocks per step, and the share of (step, rank) cells that have it.
+    pub blocks_per_step: u32,
+    pub count_consistency: f64,
+    /// Median time from one step's first block to the next's, over members.
+    pub period_ns: Option<i64>,
+    /// Median On time per step, and its robust coefficient of variation over steps.
+    pub on_ns_per_step: Option<i64>,
+    pub on_time_cv: Option<f64>,
+    /// Robust coefficient of variation of a block's duration across steps (blocks compared at
+    /// the same position in their step), median over positions.
+    pub block_cv: Option<f64>,
+    /// With [`StepSource::Period`]: the period in blocks.
+    pub lag_blocks: Option<u32>,
+    pub per_step: Vec<StepRow>,
+    pub flagged_steps: Vec<FlaggedStep>,
+    pub flagged_step_count: u32,
+    pub flagged_ranks: Vec<FlaggedRank>,
+}
+
+/// Every communicator's pattern.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Periodicity {
+    pub step_source: StepSource,
+    pub comms: Vec<CommPeriodicity>,
+    pub notes: Vec<Note>,
+}
+
+/// Cuts one member's kernels (start, end; in start order) into blocks: a gap of at most
+/// `gap_ns` joins two kernels.
+pub fn blocks(kernels: &[(i64, i64)], gap_ns: i64) -> Vec<Block> {
+    let mut out: Vec<Block> = Vec::new();
+    for &(s, e) in kernels {
+        match out.last_mut() {
+            Some(b) if s - b.end_ns <= gap_ns => {
+                b.end_ns = b.end_ns.max(e);
+                b.kernels += 1;
+            }
+            _ => out.push(Block {
+                start_ns: s,
+                end_ns: e,
+                kernels: 1,
+            }),
+        }
+    }
+    out
+}
+
+/// The Off threshold of a member's kernels (see the module): `None` when its gaps show no
+/// distinct Off periods.
+pub fn gap_threshold(kernels: &[(i64, i64)]) -> Option<i64> {
+    let gaps: Vec<f64> = kernels
+        .windows(2)
+        .map(|w| ((w[1].0 - w[0].1).max(0) as f64 + 1.0).ln())
+        .collect();
+    let (t, low, high) = fit::otsu(&gaps)?;
+    (high - low >= OFF_RATIO.ln()).then(|| (t.exp() - 1.0).floor() as i64)
+}
+
+/// The period of a block sequence: (lag in blocks, phase, score), the smallest lag whose
+/// mismatch is within 5 % of the best (the fundamental, not a multiple), the phase at the
+/// longest recurring gap. `None` with fewer than two periods' worth of blocks or no lag that
+/// repeats (mean mismatch of the logs above 0.5).
+pub fn find_period(blocks: &[Block]) -> Option<(usize, usize, f64)> {
+    let w = blocks.len().min(PERIOD_WINDOW);
+    if w < 4 {
+        return None;
+    }
+    // Per block: ln(duration) and ln(gap to the next).
+    let feat: Vec<(f64, f64)> = (0..w)
+        .map(|i| {
+            let b = &blocks[i];
+            let gap = blocks
+                .get(i + 1)
+                .map_or(0, |n| (n.start_ns - b.end_ns).max(0));
+            (
+                (b.duration_ns().max(0) as f64 + 1.0).ln(),
+                (gap as f64 + 1.0).ln(),
+            )
+        })
+        .collect();
+    let max_lag = (w / 2).min(MAX_LAG);
+    let scores: Vec<f64> = (1..=max_lag)
+        .map(|k| {
+            let n = w - k - 1;
+            let sum: f64 = (0..n)
+                .map(|i| {
+                    let (a, b) = (feat[i], feat[i + k]);
+                    ((a.0 - b.0).abs() + (a.1 - b.1).abs()).min(4.0)
+                })
+                .sum();
+            sum / n.max(1) as f64
+        })
+        .collect();
+    let best = scores.iter().copied().fold(f64::INFINITY, f64::min);
+    // NaN (no lag scored) or a poor best: nothing repeats.
+    if best.is_nan() || best > 0.5 {
+        return None;
+    }
+    let lag = scores.iter().position(|&s| s <= best * 1.05 + 1e-3)? + 1;
+    // Phase: the position whose preceding gap is longest on average.
+    let phase = (0..lag)
+        .max_by(|&p, &q| {
+            mean_gap_before(blocks, p, lag).total_cmp(&mean_gap_before(blocks, q, lag))
+        })
+        .unwrap_or(0);
+    Some((lag, phase, scores[lag - 1]))
+}
+
+fn mean_gap_before(blocks: &[Block], p: usize, lag: usize) -> f64 {
+    let (mut sum, mut n) = (0f64, 0u32);
+    let mut i = if p == 0 { lag } else { p };
+    while i < blocks.len() {
+        sum += (blocks[i].start_ns - blocks[i - 1].end_ns).max(0) as f64;
+        n += 1;
+        i += lag;
+    }
+    if n == 0 {
+        0.0
+    } else {
+        sum / f64::from(n)
+    }
+}
+
+/// One member's blocks of one communicator.
+#[derive(Debug, Clone)]
+struct Member {
+    rank: u32,
+    /// Index into the alignments' processes.
+    process: usize,
+    blocks: Vec<Block>,
+    kernels: u64,
+}
+
+/// Per step, per member: (blocks, On time, first block's start).
+type Cells = Vec<Vec<Option<(u32, i64, i64)>>>;
+
+/// The On-Off pattern of every communicator of an analysed session. `prefer` picks the step
+/// source: [`StepSource::Nvtx`] uses NVTX iteration ranges when every process has them and
+/// falls back to the period; [`StepSource::Period`] always uses the period.
+pub fn periodicity(
+    session: &Session,
+    analysis: &Analysis,
+    facts: &RunFacts,
+    totals: &Totals,
+    prefer: StepSource,
+) -> Periodicity {
+    let mut notes = Notes::default();
+    let thresholds = thresholds(analysis, facts, totals);
+    let members = member_blocks(analysis, totals, &thresholds);
+    let ranges = iteration_ranges(session, analysis);
+    let with_nvtx = members
+        .values()
+        .flatten()
+        .all(|m| ranges.get(m.process).is_some_and(|r| !r.is_empty()));
+    let source = match prefer {
+        StepSource::Nvtx if with_nvtx && !members.is_empty() => StepSource::Nvtx,
+        StepSource::None => StepSource::None,
+        _ => StepSource::Period,
+    };
+    if prefer == StepSource::Nvtx && source == StepSource::Period {
+        notes.add(
+            "no-nvtx-steps",
+            "not every process has NVTX iteration ranges: steps come from each communicator's own period",
+            1,
+            None,
+        );
+    }
+    let mut comms: Vec<CommPeriodicity> = Vec::new();
+    let mut keys: Vec<u32> = members.keys().copied().collect();
+    keys.sort_unstable();
+    for c in keys {
+        let mut ms = members[&c].clone();
+        ms.sort_by_key(|m| m.rank);
+        let Some(cf) = facts.comms.get(c as usize) else {
+            continue;
+        };
+        let (cells, lag) = match source {
+            StepSource::Nvtx => (cells_by_ranges(&ms, &ranges), None),
+            StepSource::Period => match ms.first().and_then(|m| find_period(&m.blocks)) {
+                Some((lag, phase, _)) => {
+                    let cells = match boundary_gap(&ms[0].blocks, lag, phase) {
+                        Some(gap) => cells_by_boundaries(&ms, gap),
+                        None => cells_by_period(&ms, lag, phase),
+                    };
+                    (cells, Some(lag as u32))
+                }
+                None => {
+                    notes.add(
+                        "no-period",
+                        "communicators whose blocks do not repeat are counted over the whole run, as one step",
+                        1,
+                        Some(cf.id.clone()),
+                    );
+                    (cells_whole(&ms), None)
+                }
+            },
+            StepSource::None => (cells_whole(&ms), None),
+        };
+        let mut out = summarise(&ms, &cells);
+        out.comm = cf.id.clone();
+        out.parallelism = cf.parallelism.name().to_string();
+        out.size = cf.size;
+        out.gap_threshold_ns = thresholds.get(&c).copied().flatten().unwrap_or(0);
+        out.lag_blocks = lag;
+        comms.push(out);
+    }
+    Periodicity {
+        step_source: source,
+        comms,
+        notes: notes.into_vec(),
+    }
+}
+
+/// Each communicator's gap threshold, from its lowest-ranked member's kernels.
+fn thresholds(
+    analysis: &Analysis,
+    facts: &RunFacts,
+    totals: &Totals,
+) -> FxHashMap<u32, Option<i64>> {
+    let lowest: Vec<Option<u32>> = facts
+        .comms
+        .iter()
+        .map(|c| c.global.iter().flatten().min().copied())
+        .collect();
+    let mut kernels: FxHashMap<u32, Vec<(i64, i64)>> = FxHashMap::default();
+    totals.for_each_kernel(analysis, |k| {
+        let c = totals.ops[k.lines[0].total as usize].comm;
+        if lowest.get(c as usize).copied().flatten() == Some(k.rank) {
+            kernels.entry(c).or_default().push((k.start_ns, k.end_ns));
+        }
+    });
+    kernels
+        .into_iter()
+        .map(|(c, ks)| (c, gap_threshold(&ks)))
+        .collect()
+}
+
+/// Every member's blocks, per communicator.
+fn member_blocks(
+    analysis: &Analysis,
+    totals: &Totals,
+    thresholds: &FxHashMap<u32, Option<i64>>,
+) -> FxHashMap<u32, Vec<Member>> {
+    let mut out: FxHashMap<u32, Vec<Member>> = FxHashMap::default();
+    // One process at a time: its kernels per communicator, cut into blocks when it ends.
+    let mut current: Option<(usize, u32)> = None;
+    let mut open: FxHashMap<u32, Vec<(i64, i64)>> = FxHashMap::default();
+    let mut flush = |process: usize, rank: u32, open: &mut FxHashMap<u32, Vec<(i64, i64)>>| {
+        for (c, ks) in open.drain() {
+            let gap = thresholds.get(&c).copied().flatten().unwrap_or(0);
+            out.entry(c).or_default().push(Member {
+                rank,
+                process,
+                blocks: blocks(&ks, gap),
+                kernels: ks.len() as u64,
+            });
+        }
+    };
+    totals.for_each_kernel(analysis, |k| {
+        if current.is_some_and(|(p, _)| p != k.process) {
+            let (p, r) = current.expect("checked");
+            flush(p, r, &mut open);
+        }
+        current = Some((k.process, k.rank));
+        let c = totals.ops[k.lines[0].total as usize].comm;
+        open.entry(c).or_default().push((k.start_ns, k.end_ns));
+    });
+    if let Some((p, r)) = current {
+        flush(p, r, &mut open);
+    }
+    out
+}
+
+/// An export's host, a pid, and that process's iteration ranges.
+type PidRanges = (String, u32, Vec<(i64, i64)>);
+
+/// Each aligned process's NVTX iteration ranges (its export's clock), sorted by start.
+fn iteration_ranges(session: &Session, analysis: &Analysis) -> Vec<Vec<(i64, i64)>> {
+    // (export host, pid) → ranges.
+    let mut by_pid: Vec<PidRanges> = Vec::new();
+    for e in session.exports() {
+        let host = e.export.hosts.first().cloned().unwrap_or_default();
+        let mut per: FxHashMap<u32, Vec<(i64, i64)>> = FxHashMap::default();
+        for &i in &e.export.iterations {
+            if let Some(r) = e.export.nvtx.get(i) {
+                if let Some(end) = r.end_ns.filter(|&end| end > r.start_ns) {
+                    per.entry(r.pid).or_default().push((r.start_ns, end));
+                }
+            }
+        }
+        for (pid, mut ranges) in per {
+            ranges.sort_unstable();
+            by_pid.push((host.clone(), pid, ranges));
+        }
+    }
+    analysis
+        .alignments
+        .processes
+        .iter()
+        .map(|pm| {
+            let pid = pm.process.pid;
+            let host = pm.process.host.as_str();
+            let same_pid: Vec<&PidRanges> = by_pid.iter().filter(|(_, p, _)| *p == pid).collect();
+            let named = same_pid.iter().find(|(h, _, _)| same_host(h, host));
+            match (named, same_pid.as_slice()) {
+                (Some(x), _) => x.2.clone(),
+                (None, [only]) => only.2.clone(),
+                _ => Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// Host names as a log and an export print them: equal, or one the other's first label
+/// (`node01` and `node01.cluster.example`).
+fn same_host(a: &str, b: &str) -> bool {
+    a == b
+        || a.strip_prefix(b).is_some_and(|rest| rest.starts_with('.'))
+        || b.strip_prefix(a).is_some_and(|rest| rest.starts_with('.'))
+}
+
+fn cells_by_ranges(ms: &[Member], ranges: &[Vec<(i64, i64)>]) -> Cells {
+    let steps = ms
+        .iter()
+        .map(|m| ranges.get(m.process).map_or(0, Vec::len))
+        .max()
+        .unwrap_or(0);
+    let mut cells: Cells = vec![vec![None; ms.len()]; steps];
+    for (j, m) in ms.iter().enumerate() {
+        let Some(rs) = ranges.get(m.process) else {
+            continue;
+        };
+        for (s, _) in rs.iter().enumerate() {
+            cells[s][j] = Some((0, 0, i64::MAX));
+        }
+        for b in &m.blocks {
+            let at = rs.partition_point(|r| r.0 <= b.start_ns);
+            let Some(s) = at.checked_sub(1).filter(|&s| b.start_ns < rs[s].1) else {
+                continue;
+            };
+            if let Some(c) = cells[s][j].as_mut() {
+                c.0 += 1;
+                c.1 += b.duration_ns();
+                c.2 = c.2.min(b.start_ns);
+            }
+        }
+    }
+    cells
+}
+
+/// The gap that tells step boundaries from gaps within a step, when it does: the boundaries
+/// (the gaps before blocks `φ + jk`) all longer than every other gap of the lowest member. Then
+/// each member is cut at its own long gaps, so a member with a block too many or too few shows
+/// it (cut by index every step would have `k` blocks). The geometric middle of the two.
+fn boundary_gap(blocks: &[Block], lag: usize, phase: usize) -> Option<i64> {
+    let gap = |i: usize| (blocks[i].start_ns - blocks[i - 1].end_ns).max(0);
+    let (mut shortest_boundary, mut longest_other) = (i64::MAX, 0i64);
+    for i in phase.max(1)..blocks.len() {
+        if i >= phase && (i - phase).is_multiple_of(lag) {
+            shortest_boundary = shortest_boundary.min(gap(i));
+        } else if i > phase {
+            longest_other = longest_other.max(gap(i));
+        }
+    }
+    (shortest_boundary != i64::MAX && shortest_boundary > longest_other.saturating_mul(2))
+        .then(|| ((shortest_boundary as f64) * (longest_other.max(1) as f64)).sqrt() as i64)
+}
+
+/// Steps cut at every gap longer than `gap`, from each member's first such gap on.
+fn cells_by_boundaries(ms: &[Member], gap: i64) -> Cells {
+    let per_member: Vec<Vec<(u32, i64, i64)>> = ms
+        .iter()
+        .map(|m| {
+            let mut steps: Vec<(u32, i64, i64)> = Vec::new();
+            for (i, b) in m.blocks.iter().enumerate() {
+                let boundary = i > 0 && b.start_ns - m.blocks[i - 1].end_ns > gap;
+                if boundary {
+                    steps.push((0, 0, b.start_ns));
+                }
+                if let Some(s) = steps.last_mut() {
+                    s.0 += 1;
+                    s.1 += b.duration_ns();
+                }
+            }
+            steps
+        })
+        .collect();
+    let steps = per_member.iter().map(Vec::len).max().unwrap_or(0);
+    let mut cells: Cells = vec![vec![None; ms.len()]; steps];
+    for (j, st) in per_member.into_iter().enumerate() {
+        for (s, c) in st.into_iter().enumerate() {
+            cells[s][j] = Some(c);
+        }
+    }
+    cells
+}
+
+fn cells_by_period(ms: &[Member], lag: usize, phase: usize) -> Cells {
+    let steps = ms
+        .iter()
+        .map(|m| m.blocks.len().saturating_sub(phase) / lag)
+        .max()
+        .unwrap_or(0);
+    let mut cells: Cells = vec![vec![None; ms.len()]; steps];
+    for (j, m) in ms.iter().enumerate() {
+        for (s, row) in cells.iter_mut().enumerate() {
+            let (a, b) = (phase + s * lag, phase + (s + 1) * lag);
+            if b > m.blocks.len() {
+                break;
+            }
+            let part = &m.blocks[a..b];
+            row[j] = Some((
+                lag as u32,
+                part.iter().map(Block::duration_ns).sum(),
+                part[0].start_ns,
+            ));
+        }
+    }
+    cells
+}
+
+fn cells_whole(ms: &[Member]) -> Cells {
+    vec![ms
+        .iter()
+        .map(|m| {
+            Some((
+                m.blocks.len() as u32,
+                m.blocks.iter().map(Block::duration_ns).sum(),
+                m.blocks.first().map_or(0, |b| b.start_ns),
+            ))
+        })
+        .collect()]
+}
+
+/// The most common value.
+fn mode(values: impl Iterator<Item = u32>) -> Option<u32> {
+    let mut counts: FxHashMap<u32, u32> = FxHashMap::default();
+    for v in values {
+        *counts.entry(v).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(v, n)| (n, std::cmp::Reverse(v)))
+        .map(|(v, _)| v)
+}
+
+/// Whether `x` is off `median` by more than [`ROBUST_Z`] robust deviations and
+/// [`MIN_DEVIATION`] of the median.
+fn off(x: f64, median: f64, sigma: f64) -> bool {
+    let d = (x - median).abs();
+    d > ROBUST_Z * sigma && d > MIN_DEVIATION * median.abs()
+}
+
+fn summarise(ms: &[Member], cells: &Cells) -> CommPeriodicity {
+    let all = || cells.iter().flatten().flatten();
+    let usual = mode(all().map(|c| c.0)).unwrap_or(0);
+    let n_cells = all().count();
+    let consistent = all().filter(|c| c.0 == usual).count();
+    let mut per_step: Vec<StepRow> = Vec::new();
+    let mut flagged_steps: Vec<FlaggedStep> = Vec::new();
+    for (s, row) in cells.iter().enumerate() {
+        let present: Vec<(usize, (u32, i64, i64))> = row
+            .iter()
+            .enumerate()
+            .filter_map(|(j, c)| Some((j, (*c)?)))
+            .collect();
+        let mut on: Vec<f64> = present.iter().map(|(_, c)| c.1 as f64).collect();
+        let odd: Vec<u32> = present
+            .iter()
+            .filter(|(_, c)| c.0 != usual)
+            .map(|(j, _)| ms[*j].rank)
+            .collect();
+        if !odd.is_empty() {
+            flagged_steps.push(FlaggedStep {
+                step: s as u32,
+                reason: "count".into(),
+                ranks: odd,
+            });
+        }
+        per_step.push(StepRow {
+            step: s as u32,
+            blocks: mode(present.iter().map(|(_, c)| c.0)).unwrap_or(0),
+            on_ns: fit::median(&mut on).unwrap_or(0.0).round() as i64,
+            flagged: false,
+        });
+    }
+    // Steps whose On time is off the others'.
+    let step_on: Vec<f64> = per_step.iter().map(|r| r.on_ns as f64).collect();
+    let (on_median, on_sigma) = fit::mad(&step_on).unwrap_or((0.0, 0.0));
+    for r in &per_step {
+        if off(r.on_ns as f64, on_median, on_sigma) {
+            flagged_steps.push(FlaggedStep {
+                step: r.step,
+                reason: "duration".into(),
+                ranks: ms.iter().map(|m| m.rank).collect(),
+            });
+        }
+    }
+    flagged_steps.sort_by_key(|f| f.step);
+    for f in &flagged_steps {
+        if let Some(r) = per_step.get_mut(f.step as usize) {
+            r.flagged = true;
+        }
+    }
+    let flagged_step_count = per_step.iter().filter(|r| r.flagged).count() as u32;
+    flagged_steps.truncate(MAX_FLAGS);
+    let flagged_ranks = flag_ranks(ms, cells, usual);
+    // Period: per member, the median distance between its steps' first blocks.
+    let mut periods: Vec<f64> = (0..ms.len())
+        .filter_map(|j| {
+            let starts: Vec<i64> = cells
+                .iter()
+                .filter_map(|row| row[j].map(|c| c.2).filter(|&t| t != i64::MAX))
+                .collect();
+            let mut d: Vec<f64> = starts.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+            fit::median(&mut d)
+        })
+        .collect();
+    CommPeriodicity {
+        comm: String::new(),
+        parallelism: String::new(),
+        size: 0,
+        members: ms.len() as u32,
+        kernels: ms.iter().map(|m| m.kernels).sum(),
+        gap_threshold_ns: 0,
+        steps: cells.len() as u32,
+        blocks_per_step: usual,
+        count_consistency: if n_cells == 0 {
+            0.0
+        } else {
+            consistent as f64 / n_cells as f64
+        },
+        period_ns: (cells.len() > 1)
+            .then(|| fit::median(&mut periods))
+            .flatten()
+            .map(|p| p.round() as i64),
+        on_ns_per_step: (!per_step.is_empty()).then_some(on_median.round() as i64),
+        on_time_cv: (on_median > 0.0).then(|| on_sigma / on_median),
+        block_cv: block_cv(ms, cells, usual),
+        lag_blocks: None,
+        per_step,
+        flagged_steps,
+        flagged_step_count,
+        flagged_ranks,
+    }
+}
+
+/// Ranks whose On time per step or block count departs from the other members'.
+fn flag_ranks(ms: &[Member], cells: &Cells, usual: u32) -> Vec<FlaggedRank> {
+    let per_member: Vec<(f64, usize, usize)> = (0..ms.len())
+        .map(|j| {
+            let mut on: Vec<f64> = cells
+                .iter()
+                .filter_map(|r| r[j])
+                .map(|c| c.1 as f64)
+                .collect();
+            let steps = on.len();
+            let odd = cells
+                .iter()
+                .filter_map(|r| r[j])
+                .filter(|c| c.0 != usual)
+                .count();
+            (fit::median(&mut on).unwrap_or(0.0), steps, odd)
+        })
+        .collect();
+    let ons: Vec<f64> = per_member.iter().map(|m| m.0).collect();
+    let (median, sigma) = fit::mad(&ons).unwrap_or((0.0, 0.0));
+    let mut out = Vec::new();
+    for (j, &(on, steps, odd)) in per_member.iter().enumerate() {
+        let reason = if steps > 0 && odd * 2 > steps {
+            "count"
+        } else if ms.len() > 2 && off(on, median, sigma) {
+            "duration"
+        } else {
+            continue;
+        };
+        out.push(FlaggedRank {
+            rank: ms[j].rank,
+            reason: reason.into(),
+            on_ns: on.round() as i64,
+            members_on_ns: median.round() as i64,
+        });
+    }
+    out.truncate(MAX_FLAGS);
+    out
+}
+
+/// The median over block positions of the robust CV of the block's duration across steps (on
+/// the lowest member, over steps with the usual count; blocks read back from the member by
+/// each step's first block).
+fn block_cv(ms: &[Member], cells: &Cells, usual: u32) -> Option<f64> {
+    let m = ms.first()?;
+    if usual == 0 {
+        return None;
+    }
+    let mut by_position: Vec<Vec<f64>> = vec![Vec::new(); usual as usize];
+    for row in cells {
+        let Some((count, _, first)) = row[0] else {
+            continue;
+        };
+        if count != usual || first == i64::MAX {
+            continue;
+        }
+        let at = m.blocks.partition_point(|b| b.start_ns < first);
+        for (p, b) in m.blocks[at..].iter().take(usual as usize).enumerate() {
+            by_position[p].push(b.duration_ns() as f64);
+        }
+    }
+    let mut cvs: Vec<f64> = by_position
+        .iter()
+        .filter(|v| v.len() >= 2)
+        .filter_map(|v| {
+            let (med, sigma) = fit::mad(v)?;
+            (med > 0.0).then(|| sigma / med)
+        })
+        .collect();
+    fit::median(&mut cvs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member's kernels: `steps` steps of `per_step` blocks of 3 kernels (1 µs apart), blocks
+    /// 100 µs apart, steps 1 ms apart (after `lead` ns).
+    fn kernels(steps: usize, per_step: usize, lead: i64) -> Vec<(i64, i64)> {
+        let mut out = Vec::new();
+        let mut t = lead;
+        for _ in 0..steps {
+            for _ in 0..per_step {
+                for _ in 0..3 {
+                    out.push((t, t + 5_000));
+                    t += 6_000;
+                }
+                t += 100_000;
+            }
+            t += 1_000_000;
+        }
+        out
+    }
+
+    #[test]
+    fn gaps_split_into_blocks_and_the_period_is_found() {
+        let ks = kernels(6, 4, 0);
+        let gap = gap_threshold(&ks).expect("Off periods stand out");
+        assert!((1_000..100_000).contains(&gap), "threshold {gap}");
+        let b = blocks(&ks, gap);
+        assert_eq!(b.len(), 24);
+        assert!(b.iter().all(|b| b.kernels == 3));
+        let (lag, phase, _) = find_period(&b).expect("a period");
+        assert_eq!((lag, phase), (4, 0));
+        // Kernels evenly spaced: no Off period.
+        let even: Vec<(i64, i64)> = (0..50).map(|i| (i * 10_000, i * 10_000 + 5_000)).collect();
+        assert_eq!(gap_threshold(&even), None);
+    }
+
+    fn member(rank: u32, ks: &[(i64, i64)]) -> Member {
+        Member {
+            rank,
+            process: rank as usize,
+            blocks: blocks(ks, 50_000),
+            kernels: ks.len() as u64,
+        }
+    }
+
+    #[test]
+    fn a_step_with_an_extra_block_and_a_slow_rank_are_flagged() {
+        let mut ms: Vec<Member> = (0..4)
+            .map(|r| member(r, &kernels(8, 4, r as i64 * 7)))
+            .collect();
+        // Rank 2: an extra block in step 5 (a kernel 60 µs after the step's last block).
+        let extra_at = ms[2].blocks[5 * 4 + 3].end_ns + 60_000;
+        ms[2].blocks.insert(
+            5 * 4 + 4,
+            Block {
+                start_ns: extra_at,
+                end_ns: extra_at + 5_000,
+                kernels: 1,
+            },
+        );
+        // Rank 3: every block twice as long.
+        for b in &mut ms[3].blocks {
+            b.end_ns += b.duration_ns();
+        }
+        let ranges: Vec<Vec<(i64, i64)>> = (0..4)
+            .map(|r| {
+                let ks = kernels(8, 4, r as i64 * 7);
+                // Each step from its first kernel to just before the next step's.
+                let per = 12;
+                (0..8)
+                    .map(|s| {
+                        let a = ks[s * per].0 - 10;
+                        let b = ks.get((s + 1) * per).map_or(i64::MAX / 2, |k| k.0 - 10);
+                        (a, b)
+                    })
+                    .collect()
+            })
+            .collect();
+        let cells = cells_by_ranges(&ms, &ranges);
+        let p = summarise(&ms, &cells);
+        assert_eq!(p.steps, 8);
+        assert_eq!(p.blocks_per_step, 4);
+        assert_eq!(
+            p.flagged_steps,
+            vec![FlaggedStep {
+                step: 5,
+                reason: "count".into(),
+                ranks: vec![2]
+            }]
+        );
+        assert_eq!(p.flagged_ranks.len(), 1);
+        assert_eq!(p.flagged_ranks[0].rank, 3);
+        assert_eq!(p.flagged_ranks[0].reason, "duration");
+        assert!((p.count_consistency - 31.0 / 32.0).abs() < 1e-9);
+        // 4 blocks × (3 × 6 µs) + 3 × 100 µs + 1 ms a step.
+        assert_eq!(p.period_ns, Some(4 * 18_000 + 4 * 100_000 + 1_000_000));
+        // The same blocks cut by their own period: the same steps from the first boundary on
+        // (the one before it is no whole step), and the same faults.
+        let (lag, phase, _) = find_period(&ms[0].blocks).unwrap();
+        assert_eq!((lag, phase), (4, 0));
+        let gap = boundary_gap(&ms[0].blocks, lag, phase).expect("steps stand apart");
+        assert!((100_000..1_000_000).contains(&gap), "boundary gap {gap}");
+        let by_period = summarise(&ms, &cells_by_boundaries(&ms, gap));
+        assert_eq!(by_period.steps, 7);
+        assert_eq!(by_period.blocks_per_step, 4);
+        assert_eq!(by_period.period_ns, p.period_ns);
+        assert_eq!(by_period.flagged_steps[0].step, 4);
+        assert_eq!(by_period.flagged_steps[0].ranks, vec![2]);
+        // Cut by index, every step has the lag's count: the extra block goes unseen.
+        assert!(summarise(&ms, &cells_by_period(&ms, lag, phase))
+            .flagged_steps
+            .iter()
+            .all(|f| f.reason != "count"));
+    }
+
+    #[test]
+    fn a_slow_step_is_flagged_by_its_duration() {
+        let mut ms: Vec<Member> = (0..2).map(|r| member(r, &kernels(10, 2, 0))).collect();
+        for m in &mut ms {
+            for b in &mut m.blocks[6..8] {
+                b.end_ns += 40_000;
+            }
+        }
+        let p = summarise(&ms, &cells_by_period(&ms, 2, 0));
+        let steps: Vec<(u32, &str)> = p
+            .flagged_steps
+            .iter()
+            .map(|f| (f.step, f.reason.as_str()))
+            .collect();
+        assert_eq!(steps, vec![(3, "duration")]);
+        assert!(p.per_step[3].flagged && !p.per_step[2].flagged);
+    }
+
+    #[test]
+    fn hosts_match_by_their_first_label() {
+        assert!(same_host("node01", "node01.cluster.example"));
+        assert!(same_host("node01.cluster.example", "node01"));
+        assert!(!same_host("node01", "node011"));
+    }
+}
