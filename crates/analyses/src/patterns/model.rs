@@ -1,7 +1,8 @@
 //! The run's own performance model: per link class and operation, `t = α + x/β` fitted to the
 //! run's kernels, where `x` is the bytes one rank moves over its links (nccl-tests' bus bytes:
-//! the operation's bytes `S` times its bus factor, [`enrich::bus_factor`]), `α` the latency and
-//! `β` the bandwidth the link delivered.
+//! the operation's bytes `S` times its bus factor, [`enrich::bus_factor`]; for point-to-point
+//! kernels the larger of what the kernel sent and received), `α` the latency and `β` the
+//! bandwidth the link delivered.
 //!
 //! How: matched kernels are binned by `x` (eight bins per octave); each bin's lower envelope is
 //! its [`ENVELOPE_QUANTILE`] duration (a kernel's duration is its transfer plus the time it
@@ -9,6 +10,10 @@
 //! quantile rather than the minimum keeps one timer glitch from setting it); a Theil–Sen line
 //! through the bins' envelopes gives `α` (intercept) and `1/β` (slope). Bins of fewer than
 //! [`MIN_BIN_KERNELS`] kernels are left out of the fit when at least two bins have that many.
+//! A bandwidth is only claimed when the sizes can show one: the largest size at least
+//! [`MIN_SPREAD`] times the smallest, and the bandwidth term there at least
+//! [`MIN_BANDWIDTH_SHARE`] of the latency; otherwise the group gets a latency alone (eight-byte
+//! scalars say nothing about a link's bandwidth).
 //!
 //! Saturation (seed 003, §5.3: effective bandwidth grows with the message size until a link's
 //! capacity, about 2 MB on PCIe, 16 MB on NVLink, 128 MB on NVSwitch): the smallest size whose
@@ -42,14 +47,19 @@ pub const MIN_BIN_KERNELS: u64 = 3;
 pub const SATURATION_SHARE: f64 = 0.9;
 /// Kernels listed as furthest off the fitted curve.
 pub const OUTLIERS: usize = 50;
+/// The largest size of a fit must be this many times its smallest…
+pub const MIN_SPREAD: f64 = 4.0;
+/// …and the bandwidth term at it at least this share of the latency.
+pub const MIN_BANDWIDTH_SHARE: f64 = 0.1;
 /// Size bins per octave of `x`.
 const BINS_PER_OCTAVE: f64 = 8.0;
 
 /// The fitted line of one group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
-    /// `fitted` (α and β), `latency-only` (sizes too alike or time not growing with size: α is
-    /// the envelope's median, β unknown), `none` (no kernel of positive duration).
+    /// `fitted` (α and β), `latency-only` (sizes too alike or too small, or time not growing
+    /// with size: α is the envelopes' median, β unknown), `none` (no kernel of positive
+    /// duration).
     pub status: String,
     pub alpha_ns: Option<f64>,
     /// Bytes per ns = GB/s.
@@ -270,7 +280,10 @@ fn point(k: &KernelSeen, totals: &Totals, facts: &RunFacts, hw: &Hardware) -> Op
         op => op,
     };
     let s = enrich::op_bytes(op, count, first.elem_bytes, n);
-    let x = s as f64 * enrich::bus_factor(op, first.algo, n);
+    // nccl-tests' bus factor, whatever the algorithm: a tree AllReduce's link carries `S` up
+    // and `S` down in opposite directions, no more per direction than the ring's `2(n−1)/n·S`
+    // suggests, and one axis for every algorithm keeps ring and tree kernels comparable.
+    let x = s as f64 * enrich::bus_factor(op, None, n);
     let per_domain = facts
         .host_of
         .get(&first.src)
@@ -533,7 +546,13 @@ pub fn fit_bins(bins: &[SizeBin]) -> Fit {
         bins.iter().filter(|b| b.envelope_ns > 0.0).collect()
     };
     let points: Vec<(f64, f64)> = used.iter().map(|b| (b.bus_bytes, b.envelope_ns)).collect();
-    if let Some((a, slope)) = fit::theil_sen(&points).filter(|&(_, s)| s > 0.0) {
+    let smallest = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let largest = points.iter().map(|p| p.0).fold(0.0, f64::max);
+    let spread = largest >= MIN_SPREAD * smallest;
+    let shows = |(a, slope): (f64, f64)| {
+        slope > 0.0 && spread && slope * largest >= MIN_BANDWIDTH_SHARE * a.max(0.0)
+    };
+    if let Some((a, slope)) = fit::theil_sen(&points).filter(|&l| shows(l)) {
         return Fit {
             status: "fitted".into(),
             alpha_ns: Some(a.max(0.0)),

@@ -160,64 +160,93 @@ pub fn blocks(kernels: &[(i64, i64)], gap_ns: i64) -> Vec<Block> {
 }
 
 /// The Off threshold of a member's kernels (see the module): `None` when its gaps show no
-/// distinct Off periods.
+/// distinct Off periods. Otsu's split says whether there are two modes and roughly where; the
+/// threshold is then put in the middle of the widest empty stretch between the two modes' means
+/// (in `ln`), so that jitter moves no gap across it.
 pub fn gap_threshold(kernels: &[(i64, i64)]) -> Option<i64> {
-    let gaps: Vec<f64> = kernels
+    let mut gaps: Vec<f64> = kernels
         .windows(2)
         .map(|w| ((w[1].0 - w[0].1).max(0) as f64 + 1.0).ln())
         .collect();
     let (t, low, high) = fit::otsu(&gaps)?;
-    (high - low >= OFF_RATIO.ln()).then(|| (t.exp() - 1.0).floor() as i64)
+    if high - low < OFF_RATIO.ln() {
+        return None;
+    }
+    gaps.sort_unstable_by(f64::total_cmp);
+    let widest = gaps
+        .windows(2)
+        .map(|w| (w[1] - w[0], (w[0] + w[1]) / 2.0))
+        .filter(|&(width, middle)| width > 0.0 && (low..=high).contains(&middle))
+        .max_by(|x, y| x.0.total_cmp(&y.0))
+        .map_or(t, |(_, middle)| middle);
+    Some((widest.exp() - 1.0).floor() as i64)
 }
 
-/// The period of a block sequence: (lag in blocks, phase, score), the smallest lag whose
-/// mismatch is within 5 % of the best (the fundamental, not a multiple), the phase at the
-/// longest recurring gap. `None` with fewer than two periods' worth of blocks or no lag that
-/// repeats (mean mismatch of the logs above 0.5).
+/// The period of a block sequence: (lag in blocks, phase, score). Each block is compared with
+/// the block `k` later by its kernel count (differ or not), the logs of the gap after it and
+/// (weighted ¼: durations carry the waits for peers, the noisiest part) of its duration; the
+/// lag with the least mean mismatch wins, or the smallest divisor of it whose mismatch is within
+/// three standard errors (a multiple of the period matches as well as the period). The phase is
+/// at the longest recurring gap. `None` with fewer than four blocks or no lag that repeats (mean
+/// mismatch above 0.5).
 pub fn find_period(blocks: &[Block]) -> Option<(usize, usize, f64)> {
     let w = blocks.len().min(PERIOD_WINDOW);
     if w < 4 {
         return None;
     }
-    // Per block: ln(duration) and ln(gap to the next).
-    let feat: Vec<(f64, f64)> = (0..w)
+    let feat: Vec<(f64, f64, f64)> = (0..w)
         .map(|i| {
             let b = &blocks[i];
             let gap = blocks
                 .get(i + 1)
                 .map_or(0, |n| (n.start_ns - b.end_ns).max(0));
             (
-                (b.duration_ns().max(0) as f64 + 1.0).ln(),
+                f64::from(b.kernels),
                 (gap as f64 + 1.0).ln(),
+                (b.duration_ns().max(0) as f64 + 1.0).ln(),
             )
         })
         .collect();
     let max_lag = (w / 2).min(MAX_LAG);
-    let scores: Vec<f64> = (1..=max_lag)
+    // Per lag: (mean mismatch, its standard error).
+    let scores: Vec<(f64, f64)> = (1..=max_lag)
         .map(|k| {
             let n = w - k - 1;
-            let sum: f64 = (0..n)
-                .map(|i| {
-                    let (a, b) = (feat[i], feat[i + k]);
-                    ((a.0 - b.0).abs() + (a.1 - b.1).abs()).min(4.0)
-                })
-                .sum();
-            sum / n.max(1) as f64
+            let (mut sum, mut sq) = (0f64, 0f64);
+            for i in 0..n {
+                let (a, b) = (feat[i], feat[i + k]);
+                let t = if a.0 == b.0 { 0.0 } else { 1.0 }
+                    + (a.1 - b.1).abs().min(4.0)
+                    + 0.25 * (a.2 - b.2).abs().min(4.0);
+                sum += t;
+                sq += t * t;
+            }
+            let n = n.max(1) as f64;
+            let mean = sum / n;
+            let var = (sq / n - mean * mean).max(0.0);
+            (mean, (var / n).sqrt())
         })
         .collect();
-    let best = scores.iter().copied().fold(f64::INFINITY, f64::min);
+    let (best_at, &(best, se)) = scores
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))?;
     // NaN (no lag scored) or a poor best: nothing repeats.
     if best.is_nan() || best > 0.5 {
         return None;
     }
-    let lag = scores.iter().position(|&s| s <= best * 1.05 + 1e-3)? + 1;
+    let best_lag = best_at + 1;
+    let lag = (1..best_lag)
+        .filter(|d| best_lag.is_multiple_of(*d))
+        .find(|&d| scores[d - 1].0 <= best + 3.0 * se + 1e-9)
+        .unwrap_or(best_lag);
     // Phase: the position whose preceding gap is longest on average.
     let phase = (0..lag)
         .max_by(|&p, &q| {
             mean_gap_before(blocks, p, lag).total_cmp(&mean_gap_before(blocks, q, lag))
         })
         .unwrap_or(0);
-    Some((lag, phase, scores[lag - 1]))
+    Some((lag, phase, scores[lag - 1].0))
 }
 
 fn mean_gap_before(blocks: &[Block], p: usize, lag: usize) -> f64 {
@@ -279,6 +308,14 @@ pub fn periodicity(
             None,
         );
     }
+    let mut p2p = vec![false; facts.comms.len()];
+    for o in &totals.ops {
+        if o.op.is_p2p() {
+            if let Some(x) = p2p.get_mut(o.comm as usize) {
+                *x = true;
+            }
+        }
+    }
     let mut comms: Vec<CommPeriodicity> = Vec::new();
     let mut keys: Vec<u32> = members.keys().copied().collect();
     keys.sort_unstable();
@@ -310,7 +347,8 @@ pub fn periodicity(
             },
             StepSource::None => (cells_whole(&ms), None),
         };
-        let mut out = summarise(&ms, &cells);
+        let symmetric = !p2p.get(c as usize).copied().unwrap_or(false);
+        let mut out = summarise(&ms, &cells, symmetric);
         out.comm = cf.id.clone();
         out.parallelism = cf.parallelism.name().to_string();
         out.size = cf.size;
@@ -565,11 +603,22 @@ fn off(x: f64, median: f64, sigma: f64) -> bool {
     d > ROBUST_Z * sigma && d > MIN_DEVIATION * median.abs()
 }
 
-fn summarise(ms: &[Member], cells: &Cells) -> CommPeriodicity {
+/// Sums a communicator's cells up. Counts are judged per member (its most common count):
+/// on a communicator that carries point-to-point operations the members' roles differ (a first
+/// pipeline stage sends what a middle one sends and receives), so only a `symmetric` one (every
+/// member runs the same collectives) compares members with each other.
+fn summarise(ms: &[Member], cells: &Cells, symmetric: bool) -> CommPeriodicity {
     let all = || cells.iter().flatten().flatten();
-    let usual = mode(all().map(|c| c.0)).unwrap_or(0);
+    let own: Vec<u32> = (0..ms.len())
+        .map(|j| mode(cells.iter().filter_map(|r| r[j]).map(|c| c.0)).unwrap_or(0))
+        .collect();
+    let usual = mode(own.iter().copied()).unwrap_or(0);
     let n_cells = all().count();
-    let consistent = all().filter(|c| c.0 == usual).count();
+    let consistent = cells
+        .iter()
+        .flat_map(|r| r.iter().enumerate())
+        .filter(|(j, c)| c.is_some_and(|c| c.0 == own[*j]))
+        .count();
     let mut per_step: Vec<StepRow> = Vec::new();
     let mut flagged_steps: Vec<FlaggedStep> = Vec::new();
     for (s, row) in cells.iter().enumerate() {
@@ -581,7 +630,7 @@ fn summarise(ms: &[Member], cells: &Cells) -> CommPeriodicity {
         let mut on: Vec<f64> = present.iter().map(|(_, c)| c.1 as f64).collect();
         let odd: Vec<u32> = present
             .iter()
-            .filter(|(_, c)| c.0 != usual)
+            .filter(|(j, c)| c.0 != own[*j])
             .map(|(j, _)| ms[*j].rank)
             .collect();
         if !odd.is_empty() {
@@ -618,7 +667,11 @@ fn summarise(ms: &[Member], cells: &Cells) -> CommPeriodicity {
     }
     let flagged_step_count = per_step.iter().filter(|r| r.flagged).count() as u32;
     flagged_steps.truncate(MAX_FLAGS);
-    let flagged_ranks = flag_ranks(ms, cells, usual);
+    let flagged_ranks = if symmetric {
+        flag_ranks(ms, cells, &own, usual)
+    } else {
+        Vec::new()
+    };
     // Period: per member, the median distance between its steps' first blocks.
     let mut periods: Vec<f64> = (0..ms.len())
         .filter_map(|j| {
@@ -659,29 +712,22 @@ fn summarise(ms: &[Member], cells: &Cells) -> CommPeriodicity {
     }
 }
 
-/// Ranks whose On time per step or block count departs from the other members'.
-fn flag_ranks(ms: &[Member], cells: &Cells, usual: u32) -> Vec<FlaggedRank> {
-    let per_member: Vec<(f64, usize, usize)> = (0..ms.len())
+/// Ranks whose usual block count or On time per step departs from the other members'.
+fn flag_ranks(ms: &[Member], cells: &Cells, own: &[u32], usual: u32) -> Vec<FlaggedRank> {
+    let per_member: Vec<f64> = (0..ms.len())
         .map(|j| {
             let mut on: Vec<f64> = cells
                 .iter()
                 .filter_map(|r| r[j])
                 .map(|c| c.1 as f64)
                 .collect();
-            let steps = on.len();
-            let odd = cells
-                .iter()
-                .filter_map(|r| r[j])
-                .filter(|c| c.0 != usual)
-                .count();
-            (fit::median(&mut on).unwrap_or(0.0), steps, odd)
+            fit::median(&mut on).unwrap_or(0.0)
         })
         .collect();
-    let ons: Vec<f64> = per_member.iter().map(|m| m.0).collect();
-    let (median, sigma) = fit::mad(&ons).unwrap_or((0.0, 0.0));
+    let (median, sigma) = fit::mad(&per_member).unwrap_or((0.0, 0.0));
     let mut out = Vec::new();
-    for (j, &(on, steps, odd)) in per_member.iter().enumerate() {
-        let reason = if steps > 0 && odd * 2 > steps {
+    for (j, &on) in per_member.iter().enumerate() {
+        let reason = if own[j] != usual {
             "count"
         } else if ms.len() > 2 && off(on, median, sigma) {
             "duration"
@@ -704,6 +750,7 @@ fn flag_ranks(ms: &[Member], cells: &Cells, usual: u32) -> Vec<FlaggedRank> {
 /// each step's first block).
 fn block_cv(ms: &[Member], cells: &Cells, usual: u32) -> Option<f64> {
     let m = ms.first()?;
+    let usual = mode(cells.iter().filter_map(|r| r[0]).map(|c| c.0)).unwrap_or(usual);
     if usual == 0 {
         return None;
     }
@@ -811,7 +858,7 @@ mod tests {
             })
             .collect();
         let cells = cells_by_ranges(&ms, &ranges);
-        let p = summarise(&ms, &cells);
+        let p = summarise(&ms, &cells, true);
         assert_eq!(p.steps, 8);
         assert_eq!(p.blocks_per_step, 4);
         assert_eq!(
@@ -834,14 +881,14 @@ mod tests {
         assert_eq!((lag, phase), (4, 0));
         let gap = boundary_gap(&ms[0].blocks, lag, phase).expect("steps stand apart");
         assert!((100_000..1_000_000).contains(&gap), "boundary gap {gap}");
-        let by_period = summarise(&ms, &cells_by_boundaries(&ms, gap));
+        let by_period = summarise(&ms, &cells_by_boundaries(&ms, gap), true);
         assert_eq!(by_period.steps, 7);
         assert_eq!(by_period.blocks_per_step, 4);
         assert_eq!(by_period.period_ns, p.period_ns);
         assert_eq!(by_period.flagged_steps[0].step, 4);
         assert_eq!(by_period.flagged_steps[0].ranks, vec![2]);
         // Cut by index, every step has the lag's count: the extra block goes unseen.
-        assert!(summarise(&ms, &cells_by_period(&ms, lag, phase))
+        assert!(summarise(&ms, &cells_by_period(&ms, lag, phase), true)
             .flagged_steps
             .iter()
             .all(|f| f.reason != "count"));
@@ -855,7 +902,7 @@ mod tests {
                 b.end_ns += 40_000;
             }
         }
-        let p = summarise(&ms, &cells_by_period(&ms, 2, 0));
+        let p = summarise(&ms, &cells_by_period(&ms, 2, 0), true);
         let steps: Vec<(u32, &str)> = p
             .flagged_steps
             .iter()
