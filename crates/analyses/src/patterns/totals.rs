@@ -53,6 +53,9 @@ pub struct Totals {
     first: Vec<Vec<u32>>,
     /// The next sum of the same site (another tuning), or `NONE`.
     next: Vec<u32>,
+    /// Where the calls of a sum moved to when their printed copies carried the tuning (see
+    /// [`Totals::of`]), or `NONE`: a kernel matched to the untuned line belongs there.
+    moved_to: Vec<u32>,
     /// Each loaded log by address (the session's `Arc`), for rows read through an alignment.
     log_index: FxHashMap<usize, u32>,
 }
@@ -105,8 +108,8 @@ impl Totals {
                 })
                 .collect();
             let mut first = vec![NONE; ops.sites().len()];
-            // The site's previous call's (opCount, count, send, receive buffer).
-            let mut previous: Vec<Option<(u64, u64, u64, u64)>> = vec![None; first.len()];
+            // The site's previous call's (opCount, count, send, receive buffer) and its sums.
+            let mut previous: Vec<Option<((u64, u64, u64, u64), u32)>> = vec![None; first.len()];
             let mut unplaced = 0u64;
             for j in 0..ops.len() {
                 let (Some(s), Some(call), Some((algo, _, nch))) =
@@ -120,11 +123,26 @@ impl Totals {
                     continue;
                 };
                 let key = (call.op_count, call.count, call.sendbuff, call.recvbuff);
-                if previous[s] == Some(key) {
-                    continue;
-                }
-                previous[s] = Some(key);
                 let site = &ops.sites()[s];
+                let mut moved = None;
+                let elem = site.datatype.map_or(0, |d| d.size_bytes());
+                let bytes = u128::from(call.count) * u128::from(elem);
+                if let Some((k, at)) = previous[s] {
+                    if k == key {
+                        // A line printed twice is one call. NCCL prints one tuning line after
+                        // the pair, so the copy may carry the tuning the first lacked: the call
+                        // then moves to the copy's tuning.
+                        let untuned = t.ops[at as usize].algo.is_none() && algo.is_some();
+                        if untuned {
+                            moved = Some(at);
+                            let o = &mut t.ops[at as usize];
+                            o.msg_bytes -= bytes;
+                            o.calls -= 1;
+                        } else {
+                            continue;
+                        }
+                    }
+                }
                 let i = t.find_or_add(&mut first[s], algo, nch, || OpTotals {
                     src,
                     comm,
@@ -132,14 +150,18 @@ impl Totals {
                     root: site.root,
                     algo,
                     nchannels: nch,
-                    elem_bytes: site.datatype.map_or(0, |d| d.size_bytes()),
+                    elem_bytes: elem,
                     msg_bytes: 0,
                     calls: 0,
                     time_ns: 0,
                     kernels: 0,
                 });
+                previous[s] = Some((key, i));
+                if let Some(from) = moved {
+                    t.moved_to[from as usize] = i;
+                }
                 let o = &mut t.ops[i as usize];
-                o.msg_bytes += u128::from(call.count) * u128::from(o.elem_bytes);
+                o.msg_bytes += bytes;
                 o.calls += 1;
             }
             if unplaced > 0 {
@@ -190,6 +212,7 @@ impl Totals {
         let i = self.ops.len() as u32;
         self.ops.push(make());
         self.next.push(NONE);
+        self.moved_to.push(NONE);
         if last == NONE {
             *first = i;
         } else {
@@ -206,6 +229,10 @@ impl Totals {
         while at != NONE {
             let o = &self.ops[at as usize];
             if o.algo == algo && o.nchannels == nch {
+                // Every call of it moved to its copies' tuning: so did its kernels.
+                while self.ops[at as usize].calls == 0 && self.moved_to[at as usize] != NONE {
+                    at = self.moved_to[at as usize];
+                }
                 return Some(at);
             }
             at = self.next[at as usize];
