@@ -42,6 +42,9 @@ pub struct OpTotals {
     pub kernels: u64,
 }
 
+/// What tells a call from a copy of it: (opCount, count, send buffer, receive buffer).
+type CallKey = (u64, u64, u64, u64);
+
 /// Where a variant chain ends.
 const NONE: u32 = u32::MAX;
 
@@ -108,8 +111,8 @@ impl Totals {
                 })
                 .collect();
             let mut first = vec![NONE; ops.sites().len()];
-            // The site's previous call's (opCount, count, send, receive buffer) and its sums.
-            let mut previous: Vec<Option<((u64, u64, u64, u64), u32)>> = vec![None; first.len()];
+            // The site's previous call's numbers and its sums.
+            let mut previous: Vec<Option<(CallKey, u32)>> = vec![None; first.len()];
             let mut unplaced = 0u64;
             for j in 0..ops.len() {
                 let (Some(s), Some(call), Some((algo, _, nch))) =
