@@ -8,19 +8,24 @@
 //! threshold splits the gaps of the communicator's lowest member into short (within a block)
 //! and long (Off) ones: Otsu's split of `ln(gap)`, kept when the long gaps' mean is at least
 //! [`OFF_RATIO`] times the short ones' (else there are no distinct Off periods and every kernel
-//! is a block). One threshold per communicator, so every member is cut the same way.
+//! is a block), placed in the widest empty stretch between the two. One threshold per
+//! communicator, so every member is cut the same way.
 //!
 //! Steps: the exports' NVTX iteration ranges of each member's process, when every process has
-//! them (a block belongs to the range its start falls in); otherwise the blocks' own period:
-//! on the lowest member, the lag `k` (in blocks) at which the sequence of block durations and
-//! gaps best repeats ([`find_period`]), its phase at the longest recurring gap, and step `j` the
-//! blocks `[φ + jk, φ + (j+1)k)` of every member.
+//! them (a block belongs to the range its start falls in); otherwise the blocks' own period
+//! ([`find_period`]: the lag in blocks at which a member's sequence of blocks best repeats, its
+//! phase at the longest recurring gap). Steps are a rank's, not a communicator's, so each rank
+//! is cut by one reference, its busiest collective-only communicator whose blocks repeat, and
+//! every communicator's blocks on that rank fall into those steps by time. Only whole periods
+//! count (the run's first and last iterations may be left out), and the first and last of them
+//! are not flagged: where a reference's boundary falls in an iteration, they hold part of the
+//! run's start or end.
 //!
-//! Flags: a (step, rank) whose block count differs from the communicator's usual count (the
-//! mode); a step whose On time (median over members) is off the steps' median by more than
-//! [`ROBUST_Z`] robust deviations and [`MIN_DEVIATION`] of the median; a rank whose On time per
-//! step (median over steps) is off the members' median the same way, or whose count breaks the
-//! mode in most steps.
+//! Flags: a (step, rank) whose block count differs from that member's usual count (the mode of
+//! its steps); a step whose On time (median over members) is off the steps' median by more
+//! than [`ROBUST_Z`] robust deviations and [`MIN_DEVIATION`] of the median. On a communicator
+//! that runs collectives only (members alike), a rank whose usual count differs from the other
+//! members', or whose On time per step (median over steps) is off theirs the same way.
 
 use super::facts::RunFacts;
 use super::fit;
@@ -123,8 +128,11 @@ pub struct CommPeriodicity {
     /// Robust coefficient of variation of a block's duration across steps (blocks compared at
     /// the same position in their step), median over positions.
     pub block_cv: Option<f64>,
-    /// With [`StepSource::Period`]: the period in blocks.
+    /// With [`StepSource::Period`]: the period in blocks of the lowest member.
     pub lag_blocks: Option<u32>,
+    /// Whether the communicator runs collectives only, so that its members are compared with
+    /// each other (point-to-point members play different roles).
+    pub symmetric: bool,
     pub per_step: Vec<StepRow>,
     pub flagged_steps: Vec<FlaggedStep>,
     pub flagged_step_count: u32,
@@ -316,6 +324,15 @@ pub fn periodicity(
             }
         }
     }
+    let mut lags: FxHashMap<u32, u32> = FxHashMap::default();
+    let ranges = match source {
+        StepSource::Nvtx => ranges,
+        StepSource::Period => {
+            let processes = analysis.alignments.processes.len();
+            period_ranges(&members, &p2p, processes, &mut lags)
+        }
+        StepSource::None => Vec::new(),
+    };
     let mut comms: Vec<CommPeriodicity> = Vec::new();
     let mut keys: Vec<u32> = members.keys().copied().collect();
     keys.sort_unstable();
@@ -325,35 +342,37 @@ pub fn periodicity(
         let Some(cf) = facts.comms.get(c as usize) else {
             continue;
         };
-        let (cells, lag) = match source {
-            StepSource::Nvtx => (cells_by_ranges(&ms, &ranges), None),
-            StepSource::Period => match ms.first().and_then(|m| find_period(&m.blocks)) {
-                Some((lag, phase, _)) => {
-                    let cells = match boundary_gap(&ms[0].blocks, lag, phase) {
-                        Some(gap) => cells_by_boundaries(&ms, gap),
-                        None => cells_by_period(&ms, lag, phase),
-                    };
-                    (cells, Some(lag as u32))
-                }
-                None => {
-                    notes.add(
-                        "no-period",
-                        "communicators whose blocks do not repeat are counted over the whole run, as one step",
-                        1,
-                        Some(cf.id.clone()),
-                    );
-                    (cells_whole(&ms), None)
-                }
-            },
-            StepSource::None => (cells_whole(&ms), None),
+        let stepped = ms
+            .iter()
+            .any(|m| ranges.get(m.process).is_some_and(|r| !r.is_empty()));
+        let cells = if stepped {
+            let mut cells = cells_by_ranges(&ms, &ranges);
+            if source == StepSource::Period {
+                forget_empty_edges(&mut cells);
+            }
+            cells
+        } else {
+            if source == StepSource::Period {
+                notes.add(
+                    "no-period",
+                    "communicators on ranks where no collective repeats are counted over the whole run, as one step",
+                    1,
+                    Some(cf.id.clone()),
+                );
+            }
+            cells_whole(&ms)
         };
         let symmetric = !p2p.get(c as usize).copied().unwrap_or(false);
         let mut out = summarise(&ms, &cells, symmetric);
+        if source == StepSource::Period && stepped {
+            spare_the_edges(&mut out);
+        }
         out.comm = cf.id.clone();
         out.parallelism = cf.parallelism.name().to_string();
         out.size = cf.size;
         out.gap_threshold_ns = thresholds.get(&c).copied().flatten().unwrap_or(0);
-        out.lag_blocks = lag;
+        out.lag_blocks = lags.get(&c).copied();
+        out.symmetric = symmetric;
         comms.push(out);
     }
     Periodicity {
@@ -361,6 +380,75 @@ pub fn periodicity(
         comms,
         notes: notes.into_vec(),
     }
+}
+
+/// Steps from the blocks' own period, as ranges per process like NVTX iteration ranges. Steps
+/// are the rank's, not a communicator's (a pipeline rank's sends belong to the iteration its
+/// collectives do), so each rank is cut by one reference: of the communicators it is a member
+/// of that run collectives only (whose members all repeat alike) and whose lowest member's
+/// blocks repeat, the one with the most kernels on that rank. Its steps start at each long gap
+/// ([`boundary_gap`]) or, when none stands out, every `lag` blocks from the phase; only whole
+/// periods count (the first and last iterations may be left out). `lags` receives every
+/// communicator's period in blocks.
+fn period_ranges(
+    members: &FxHashMap<u32, Vec<Member>>,
+    p2p: &[bool],
+    processes: usize,
+    lags: &mut FxHashMap<u32, u32>,
+) -> Vec<Vec<(i64, i64)>> {
+    // Per process: (kernels of the reference on it, its step starts).
+    let mut best: Vec<Option<(u64, Vec<i64>)>> = vec![None; processes];
+    let mut keys: Vec<u32> = members.keys().copied().collect();
+    keys.sort_unstable();
+    for c in keys {
+        let ms = &members[&c];
+        let Some(lowest) = ms.iter().min_by_key(|m| m.rank) else {
+            continue;
+        };
+        let Some((lag, phase, _)) = find_period(&lowest.blocks) else {
+            continue;
+        };
+        lags.insert(c, lag as u32);
+        if p2p.get(c as usize).copied().unwrap_or(true) {
+            continue;
+        }
+        let boundary = boundary_gap(&lowest.blocks, lag, phase);
+        for m in ms {
+            let starts = step_starts(&m.blocks, lag, phase, boundary);
+            let Some(slot) = best.get_mut(m.process) else {
+                continue;
+            };
+            if starts.len() >= 3 && slot.as_ref().is_none_or(|(k, _)| m.kernels > *k) {
+                *slot = Some((m.kernels, starts));
+            }
+        }
+    }
+    best.into_iter()
+        .map(|b| b.map_or_else(Vec::new, |(_, starts)| ranges_from_starts(&starts)))
+        .collect()
+}
+
+/// Where one member's steps start: at each gap longer than `boundary`, or (none) every `lag`
+/// blocks from `phase`.
+fn step_starts(blocks: &[Block], lag: usize, phase: usize, boundary: Option<i64>) -> Vec<i64> {
+    match boundary {
+        Some(gap) => (1..blocks.len())
+            .filter(|&i| blocks[i].start_ns - blocks[i - 1].end_ns > gap)
+            .map(|i| blocks[i].start_ns)
+            .collect(),
+        None => blocks
+            .iter()
+            .skip(phase)
+            .step_by(lag.max(1))
+            .map(|b| b.start_ns)
+            .collect(),
+    }
+}
+
+/// Step ranges from their starts: each to the next start. What follows the last start is no
+/// whole step (the run's last iteration cannot be told from its teardown), and is left out.
+fn ranges_from_starts(starts: &[i64]) -> Vec<(i64, i64)> {
+    starts.windows(2).map(|w| (w[0], w[1])).collect()
 }
 
 /// Each communicator's gap threshold, from its lowest-ranked member's kernels.
@@ -501,9 +589,10 @@ fn cells_by_ranges(ms: &[Member], ranges: &[Vec<(i64, i64)>]) -> Cells {
 }
 
 /// The gap that tells step boundaries from gaps within a step, when it does: the boundaries
-/// (the gaps before blocks `φ + jk`) all longer than every other gap of the lowest member. Then
-/// each member is cut at its own long gaps, so a member with a block too many or too few shows
-/// it (cut by index every step would have `k` blocks). The geometric middle of the two.
+/// (the gaps before blocks `φ + jk`) all longer than twice every other gap of the lowest
+/// member. Then each member is cut at its own long gaps, so a member with a block too many or
+/// too few shows it (cut by index every step would have `k` blocks). The geometric middle of
+/// the two.
 fn boundary_gap(blocks: &[Block], lag: usize, phase: usize) -> Option<i64> {
     let gap = |i: usize| (blocks[i].start_ns - blocks[i - 1].end_ns).max(0);
     let (mut shortest_boundary, mut longest_other) = (i64::MAX, 0i64);
@@ -518,57 +607,32 @@ fn boundary_gap(blocks: &[Block], lag: usize, phase: usize) -> Option<i64> {
         .then(|| ((shortest_boundary as f64) * (longest_other.max(1) as f64)).sqrt() as i64)
 }
 
-/// Steps cut at every gap longer than `gap`, from each member's first such gap on.
-fn cells_by_boundaries(ms: &[Member], gap: i64) -> Cells {
-    let per_member: Vec<Vec<(u32, i64, i64)>> = ms
-        .iter()
-        .map(|m| {
-            let mut steps: Vec<(u32, i64, i64)> = Vec::new();
-            for (i, b) in m.blocks.iter().enumerate() {
-                let boundary = i > 0 && b.start_ns - m.blocks[i - 1].end_ns > gap;
-                if boundary {
-                    steps.push((0, 0, b.start_ns));
-                }
-                if let Some(s) = steps.last_mut() {
-                    s.0 += 1;
-                    s.1 += b.duration_ns();
+/// Steps cut by a period start and end where its boundaries fall, not where a communicator's
+/// work does: a member with nothing in the first or the last step has not broken the pattern
+/// there, the step only began before or ended after its blocks.
+fn forget_empty_edges(cells: &mut Cells) {
+    let last = cells.len().saturating_sub(1);
+    for s in [0, last] {
+        if let Some(row) = cells.get_mut(s) {
+            for c in row.iter_mut() {
+                if c.is_some_and(|c| c.0 == 0) {
+                    *c = None;
                 }
             }
-            steps
-        })
-        .collect();
-    let steps = per_member.iter().map(Vec::len).max().unwrap_or(0);
-    let mut cells: Cells = vec![vec![None; ms.len()]; steps];
-    for (j, st) in per_member.into_iter().enumerate() {
-        for (s, c) in st.into_iter().enumerate() {
-            cells[s][j] = Some(c);
         }
     }
-    cells
 }
 
-fn cells_by_period(ms: &[Member], lag: usize, phase: usize) -> Cells {
-    let steps = ms
-        .iter()
-        .map(|m| m.blocks.len().saturating_sub(phase) / lag)
-        .max()
-        .unwrap_or(0);
-    let mut cells: Cells = vec![vec![None; ms.len()]; steps];
-    for (j, m) in ms.iter().enumerate() {
-        for (s, row) in cells.iter_mut().enumerate() {
-            let (a, b) = (phase + s * lag, phase + (s + 1) * lag);
-            if b > m.blocks.len() {
-                break;
-            }
-            let part = &m.blocks[a..b];
-            row[j] = Some((
-                lag as u32,
-                part.iter().map(Block::duration_ns).sum(),
-                part[0].start_ns,
-            ));
-        }
+/// Steps cut by a period are cut where a reference communicator's boundaries fall, not where
+/// an iteration does, so the first and the last whole period may hold part of the run's start
+/// or end: they are shown but not flagged.
+fn spare_the_edges(p: &mut CommPeriodicity) {
+    let last = p.per_step.len().saturating_sub(1) as u32;
+    p.flagged_steps.retain(|f| f.step != 0 && f.step != last);
+    for r in &mut p.per_step {
+        r.flagged = r.flagged && r.step != 0 && r.step != last;
     }
-    cells
+    p.flagged_step_count = p.per_step.iter().filter(|r| r.flagged).count() as u32;
 }
 
 fn cells_whole(ms: &[Member]) -> Cells {
@@ -705,6 +769,7 @@ fn summarise(ms: &[Member], cells: &Cells, symmetric: bool) -> CommPeriodicity {
         on_time_cv: (on_median > 0.0).then(|| on_sigma / on_median),
         block_cv: block_cv(ms, cells, usual),
         lag_blocks: None,
+        symmetric,
         per_step,
         flagged_steps,
         flagged_step_count,
@@ -875,23 +940,27 @@ mod tests {
         assert!((p.count_consistency - 31.0 / 32.0).abs() < 1e-9);
         // 4 blocks × (3 × 6 µs) + 3 × 100 µs + 1 ms a step.
         assert_eq!(p.period_ns, Some(4 * 18_000 + 4 * 100_000 + 1_000_000));
-        // The same blocks cut by their own period: the same steps from the first boundary on
-        // (the one before it is no whole step), and the same faults.
+        // The same blocks cut by their own period: the whole steps between two boundaries (the
+        // first step has no boundary before it, the last none after), and the same faults.
         let (lag, phase, _) = find_period(&ms[0].blocks).unwrap();
         assert_eq!((lag, phase), (4, 0));
         let gap = boundary_gap(&ms[0].blocks, lag, phase).expect("steps stand apart");
         assert!((100_000..1_000_000).contains(&gap), "boundary gap {gap}");
-        let by_period = summarise(&ms, &cells_by_boundaries(&ms, gap), true);
-        assert_eq!(by_period.steps, 7);
+        let cut = |boundary: Option<i64>| -> Vec<Vec<(i64, i64)>> {
+            ms.iter()
+                .map(|m| ranges_from_starts(&step_starts(&m.blocks, lag, phase, boundary)))
+                .collect()
+        };
+        let by_period = summarise(&ms, &cells_by_ranges(&ms, &cut(Some(gap))), true);
+        assert_eq!(by_period.steps, 6);
         assert_eq!(by_period.blocks_per_step, 4);
         assert_eq!(by_period.period_ns, p.period_ns);
         assert_eq!(by_period.flagged_steps[0].step, 4);
         assert_eq!(by_period.flagged_steps[0].ranks, vec![2]);
-        // Cut by index, every step has the lag's count: the extra block goes unseen.
-        assert!(summarise(&ms, &cells_by_period(&ms, lag, phase), true)
-            .flagged_steps
-            .iter()
-            .all(|f| f.reason != "count"));
+        // Cut every `lag` blocks instead (no gap standing out): every step has the lag's
+        // count, so rank 2's extra block goes unseen: why long gaps are preferred.
+        let by_index = summarise(&ms, &cells_by_ranges(&ms, &cut(None)), true);
+        assert!(by_index.flagged_steps.iter().all(|f| f.reason != "count"));
     }
 
     #[test]
@@ -902,7 +971,11 @@ mod tests {
                 b.end_ns += 40_000;
             }
         }
-        let p = summarise(&ms, &cells_by_period(&ms, 2, 0), true);
+        let ranges: Vec<Vec<(i64, i64)>> = ms
+            .iter()
+            .map(|m| ranges_from_starts(&step_starts(&m.blocks, 2, 0, None)))
+            .collect();
+        let p = summarise(&ms, &cells_by_ranges(&ms, &ranges), true);
         let steps: Vec<(u32, &str)> = p
             .flagged_steps
             .iter()
