@@ -257,3 +257,30 @@ fn node_matrix_and_csv_of_the_demo() {
         m.entries.iter().filter(|e| e.src == 5).count()
     );
 }
+
+/// The matrix the inferred layout predicts: every observed transfer of a labelled communicator
+/// is between ranks of one group, no rank of a reducing group is silent, and every pipeline and
+/// expert pair the layout implies carried traffic.
+#[test]
+fn the_layout_predicts_where_traffic_flows() {
+    for name in support::small_presets() {
+        let cfg = support::preset(name);
+        if cfg.imperfections.drop_log_pct > 0.0 {
+            continue;
+        }
+        let (run, session, analysis) = support::analysed(&cfg);
+        let m = comm_matrix(&Prepared::of(&session, &analysis));
+        let p = analyses::patterns::predicted_matrix(&analysis.layout, None, &m);
+        let l = &run.truth.layout;
+        let sizes = p.sizes.unwrap_or_else(|| panic!("{name}: a layout"));
+        assert_eq!(
+            (sizes.tp, sizes.pp, sizes.dp, sizes.ep, sizes.cp),
+            (l.tp, l.pp, l.dp, l.ep, l.cp),
+            "{name}"
+        );
+        assert!(p.unexpected.is_empty(), "{name}: {:?}", p.unexpected);
+        assert!(p.silent.is_empty(), "{name}: {:?}", p.silent);
+        assert!(p.missing.is_empty(), "{name}: {:?}", p.missing);
+        assert!(!p.entries.is_empty(), "{name}");
+    }
+}

@@ -16,8 +16,9 @@
 //! NCCL does not use the textbook ring when its topology search finds a better one, so the
 //! comparison is by group, not by ring pair: an observed transfer is *expected* when both ranks
 //! share the group of its parallelism (or, for PP, are neighbouring stages of one pipeline or its
-//! two ends); a rank of a group that sent nothing within it is *silent*; a pipeline or expert pair
-//! the layout implies with no traffic either way is *missing*.
+//! two ends); a rank of a group that sent nothing within it is *silent*; a pipeline pair, or an
+//! expert pair where the experts exchange point to point (the all-to-all dispatcher), that the
+//! layout implies with no traffic either way is *missing*.
 
 use super::matrix::{CommMatrix, MatrixEntry};
 use super::notes::{Note, Notes};
@@ -345,9 +346,15 @@ fn compare(sizes: &Sizes, predicted: &[PredictedEntry], matrix: &CommMatrix) -> 
         .collect();
     let talked =
         |a: u32, b: u32, p: &str| observed.contains(&(a, b, p)) || observed.contains(&(b, a, p));
+    // Expert pairs are all-to-all only with the all-to-all dispatcher (point-to-point traffic
+    // on the expert groups); the AllGather dispatcher goes round a ring.
+    let all_to_all = matrix
+        .entries
+        .iter()
+        .any(|e| e.parallelism == "EP" && (e.op == "Send" || e.op == "AllToAll"));
     let mut missing: Vec<PairRef> = predicted
         .iter()
-        .filter(|e| e.parallelism == "PP" || e.parallelism == "EP")
+        .filter(|e| e.parallelism == "PP" || (e.parallelism == "EP" && all_to_all))
         .filter(|e| !talked(e.src, e.dst, &e.parallelism))
         .map(|e| PairRef {
             src: e.src,
