@@ -19,6 +19,10 @@ pub struct AnalyzeArgs {
     /// Write the enriched operations as CSV, one row per NCCL kernel.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Write the rank-to-rank matrix (the summary's `comm_matrix`) as CSV:
+    /// `src,dst,parallelism,op,bytes,time_ns`, one row per entry.
+    #[arg(long, value_name = "FILE")]
+    matrix_csv: Option<PathBuf>,
     /// Write the enriched kernels as Apache Parquet (one row per NCCL kernel; for DuckDB, Dask,
     /// Spark). Run once per node for runs too large for one process: see docs/SCALE.md.
     #[arg(long)]
@@ -86,6 +90,24 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let hardware = hardware(&args.hardware, &session)?;
     let mut summary = summary::build(&session, &reports, &analysis, theory.as_ref());
     summary["time"] = summary::time_entry(&analysis, &hardware);
+    let patterns = analyses::patterns::patterns(
+        &session,
+        &analysis,
+        &analyses::patterns::Options {
+            hardware: &hardware,
+            theory: theory.as_ref(),
+            steps: analyses::patterns::StepSource::Nvtx,
+        },
+    );
+    summary::add_patterns(&mut summary, &patterns);
+    if let Some(path) = &args.matrix_csv {
+        let mut csv = Vec::new();
+        patterns
+            .matrix
+            .write_csv(&mut csv)
+            .map_err(|e| e.to_string())?;
+        write_output(path, &csv)?;
+    }
     if let Some(cfg) = &theory {
         // Where the thesis' figure 5.30 marks the histogram: one microbatch's activation b·s·h·β.
         let m = &cfg.model;

@@ -21,8 +21,10 @@ pub enum LinkClass {
     NVLink,
     PCIe,
     /// Between nodes (InfiniBand, RoCE, sockets).
+    #[serde(rename = "network")]
     Network,
     /// Within one node, but no topology dump said over what.
+    #[serde(rename = "intra-node")]
     IntraNode,
 }
 
@@ -71,6 +73,21 @@ pub fn comm_class(transports: &[String], hosts: usize, host: Option<LinkClass>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serialised_as_named() {
+        for c in [
+            LinkClass::NVLink,
+            LinkClass::PCIe,
+            LinkClass::Network,
+            LinkClass::IntraNode,
+        ] {
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                serde_json::Value::from(c.name())
+            );
+        }
+    }
 
     #[test]
     fn transports_and_hosts_decide_before_the_topology() {
