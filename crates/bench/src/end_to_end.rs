@@ -438,7 +438,7 @@ fn e2e_target(l: &Layout) -> String {
     )
 }
 
-fn load_log(session: &mut Session, path: &Path) {
+pub(crate) fn load_log(session: &mut Session, path: &Path) {
     use std::io::Read;
     let mut loader = LogLoader::new(&path.display().to_string(), session.next_file_index());
     let mut f = std::fs::File::open(path).expect("open a log");

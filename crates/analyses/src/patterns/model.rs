@@ -4,7 +4,8 @@
 //! kernels the larger of what the kernel sent and received), `α` the latency and `β` the
 //! bandwidth the link delivered.
 //!
-//! How: matched kernels are binned by `x` (eight bins per octave); each bin's lower envelope is
+//! How: matched kernels are binned by `x` (eight bins per octave: the octave and the three bits
+//! after its leading one); each bin's lower envelope is
 //! its [`ENVELOPE_QUANTILE`] duration (a kernel's duration is its transfer plus the time it
 //! waited for its slowest peer, so the transfer is what the fastest kernels show, and a low
 //! quantile rather than the minimum keeps one timer glitch from setting it); a Theil–Sen line
@@ -51,8 +52,6 @@ pub const OUTLIERS: usize = 50;
 pub const MIN_SPREAD: f64 = 4.0;
 /// …and the bandwidth term at it at least this share of the latency.
 pub const MIN_BANDWIDTH_SHARE: f64 = 0.1;
-/// Size bins per octave of `x`.
-const BINS_PER_OCTAVE: f64 = 8.0;
 
 /// The fitted line of one group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,19 +115,20 @@ pub struct SizeBin {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Residuals {
     pub kernels: u64,
-    /// (q, ratio) for q in 0.05, 0.25, 0.5, 0.75, 0.95, 0.99.
+    /// (q, ratio) for q in 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, each within 1/64 of an octave.
     pub quantiles: Vec<(f64, f64)>,
-    /// Kernels per ratio bin: bin `i` holds ratios in `[2^(i/4 − 2), 2^((i+1)/4 − 2))`, the
-    /// first and last bins everything below and above.
+    /// Kernels per ratio bin, a quarter octave each from 2^-2 to 2^6: bin `i` starts at
+    /// [`histogram_bin_ratio`]`(i)`, the first and last bins hold everything below and above.
     pub histogram: Vec<u64>,
 }
 
-/// The lower bound of histogram bin `i`'s ratio (see [`Residuals::histogram`]).
+/// The lower bound of histogram bin `i`'s ratio (see [`Residuals::histogram`]):
+/// `2^(⌊i/4⌋ − 2) · (1 + (i mod 4)/4)`, quarters of each octave's span.
 pub fn histogram_bin_ratio(i: usize) -> f64 {
-    2f64.powf(i as f64 / 4.0 - 2.0)
+    2f64.powi((i / 4) as i32 - 2) * (1.0 + (i % 4) as f64 / 4.0)
 }
 
-/// Ratio bins of [`Residuals::histogram`]: 2^-2 to 2^6, a quarter octave each.
+/// Ratio bins of [`Residuals::histogram`]: 2^-2 to 2^6, four per octave.
 const HIST_BINS: usize = 32;
 
 /// One link class and operation.
@@ -217,96 +217,237 @@ impl OpPrediction {
     }
 }
 
-/// What a kernel is for the model.
-struct Point {
+/// What every kernel of one sum (one call site and tuning) shares for the model, worked out
+/// once per sum: a run has millions of kernels and a few thousand sums.
+#[derive(Debug, Clone, Copy)]
+struct SumFacts {
+    comm: u32,
+    n: u32,
     class: LinkClass,
+    /// The operation, a 2.28 `AlltoAll` read as [`OpType::AllToAll`].
     op: OpType,
+    elem: u64,
+    /// nccl-tests' bus factor of the operation on `n` ranks.
+    bus: f64,
+    /// A send (`true`) or receive to another rank, and the pair's class.
+    p2p: Option<(bool, LinkClass)>,
+    /// The (class, operation) group of a collective.
+    group: u32,
+    /// LBNL's prediction of a collective, `a + b·S` ns ([`Lbnl`]).
+    lbnl: Lbnl,
+}
+
+/// LBNL's time of one operation shape (operation, ranks, ranks per NVLink domain) as a line in
+/// the bytes, `a + b·S` ns: every formula of `theory::collective_time_s` is a latency plus the
+/// bytes over a bandwidth, so two evaluations give it, and a kernel costs a multiply-add.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Lbnl {
+    a: f64,
+    b: f64,
+}
+
+impl Lbnl {
+    fn of(hw: &Hardware, op: OpType, ranks: u32, per_domain: u32) -> Lbnl {
+        let t = |bytes: f64| theory::collective_time_s(hw, op, bytes, ranks, per_domain) * 1e9;
+        let a = t(0.0);
+        Lbnl {
+            a,
+            b: (t(1e9) - a) / 1e9,
+        }
+    }
+
+    fn ns(self, bytes: f64) -> f64 {
+        self.a + self.b * bytes
+    }
+}
+
+/// What a kernel is for the model.
+#[derive(Debug, Clone, Copy)]
+struct Point {
+    group: u32,
     comm: u32,
     msg: u64,
     x: f64,
     lbnl_ns: f64,
 }
 
-/// A kernel's point: its operation, class, bytes and LBNL prediction; `None` for a kernel whose
-/// lines name no communicator or bytes.
-fn point(k: &KernelSeen, totals: &Totals, facts: &RunFacts, hw: &Hardware) -> Option<Point> {
-    let first = &totals.ops[k.lines.first()?.total as usize];
-    let c = facts.comms.get(first.comm as usize)?;
-    let me = c.comm_rank(first.src)?;
-    if first.op.is_p2p() {
-        let (mut sent, mut recv) = (0u64, 0u64);
-        let mut class = None;
-        for l in k.lines {
-            let o = &totals.ops[l.total as usize];
-            let peer = u32::try_from(o.root).ok().filter(|&p| p != me);
-            let Some(Some(g)) = peer.and_then(|p| c.global.get(p as usize)) else {
-                continue;
-            };
-            let bytes = l.count.saturating_mul(o.elem_bytes);
-            match o.op {
-                OpType::Send => sent += bytes,
-                OpType::Recv => recv += bytes,
-                _ => continue,
-            }
-            let pc = facts.pair_class(first.src, *g);
-            class = Some(match class {
-                Some(LinkClass::Network) => LinkClass::Network,
-                _ => pc,
-            });
-        }
-        // A group of self-sends only: no link crossed.
-        let class = class?;
-        let op = match (sent > 0, recv > 0, k.lines.len()) {
-            (true, false, 1) => OpType::Send,
-            (false, true, 1) => OpType::Recv,
-            _ => OpType::SendRecv,
-        };
-        let x = sent.max(recv);
-        let local = class != LinkClass::Network;
-        let lbnl = theory::collective_time_s(hw, op, x as f64, 2, if local { 2 } else { 1 });
-        return Some(Point {
-            class,
-            op,
-            comm: first.comm,
-            msg: x,
-            x: x as f64,
-            lbnl_ns: lbnl * 1e9,
-        });
-    }
-    let n = c.size.max(1);
-    let count = k.lines[0].count;
-    let op = match first.op {
-        OpType::Other(name) if name.as_str().eq_ignore_ascii_case("alltoall") => OpType::AllToAll,
-        op => op,
-    };
-    let s = enrich::op_bytes(op, count, first.elem_bytes, n);
-    // nccl-tests' bus factor, whatever the algorithm: a tree AllReduce's link carries `S` up
-    // and `S` down in opposite directions, no more per direction than the ring's `2(n−1)/n·S`
-    // suggests, and one axis for every algorithm keeps ring and tree kernels comparable.
-    let x = s as f64 * enrich::bus_factor(op, None, n);
-    let per_domain = facts
-        .host_of
-        .get(&first.src)
-        .and_then(|h| c.per_host.get(h))
-        .copied()
-        .unwrap_or(1);
-    let lbnl = theory::collective_time_s(hw, op, s as f64, n, per_domain.max(1));
-    Some(Point {
-        class: c.class,
-        op,
-        comm: first.comm,
-        msg: s,
-        x,
-        lbnl_ns: lbnl * 1e9,
-    })
+/// The kernels' points: each sum's facts, and the groups by (class, operation), numbered as met.
+struct Points {
+    sums: Vec<Option<SumFacts>>,
+    /// LBNL's lines of a point-to-point kernel: Send, Recv, SendRecv, each on the network
+    /// (`[_][0]`) and within a node (`[_][1]`).
+    p2p_lbnl: [[Lbnl; 2]; 3],
+    ids: FxHashMap<(LinkClass, OpType), u32>,
+    keys: Vec<(LinkClass, OpType)>,
 }
 
-fn bin_of(x: f64) -> i32 {
-    if x <= 0.0 {
-        i32::MIN
-    } else {
-        (x.log2() * BINS_PER_OCTAVE).floor() as i32
+impl Points {
+    fn new(totals: &Totals, facts: &RunFacts, hw: &Hardware) -> Points {
+        let p2p = |op| [Lbnl::of(hw, op, 2, 1), Lbnl::of(hw, op, 2, 2)];
+        let mut p = Points {
+            sums: Vec::with_capacity(totals.ops.len()),
+            p2p_lbnl: [p2p(OpType::Send), p2p(OpType::Recv), p2p(OpType::SendRecv)],
+            ids: FxHashMap::default(),
+            keys: Vec::new(),
+        };
+        for o in &totals.ops {
+            let f = (|| {
+                let c = facts.comms.get(o.comm as usize)?;
+                let me = c.comm_rank(o.src)?;
+                let n = c.size.max(1);
+                let op = match o.op {
+                    OpType::Other(name) if name.as_str().eq_ignore_ascii_case("alltoall") => {
+                        OpType::AllToAll
+                    }
+                    op => op,
+                };
+                let p2p = if op.is_p2p() {
+                    let peer = u32::try_from(o.root).ok().filter(|&q| q != me);
+                    let g = peer.and_then(|q| c.global.get(q as usize).copied().flatten());
+                    g.map(|g| (op == OpType::Send, facts.pair_class(o.src, g)))
+                } else {
+                    None
+                };
+                // Members on the caller's host: LBNL's GPUs per NVLink domain.
+                let per_domain = facts
+                    .host_of
+                    .get(&o.src)
+                    .and_then(|h| c.per_host.get(h))
+                    .copied()
+                    .unwrap_or(1)
+                    .max(1);
+                Some(SumFacts {
+                    comm: o.comm,
+                    n,
+                    class: c.class,
+                    op,
+                    elem: o.elem_bytes,
+                    // nccl-tests' bus factor, whatever the algorithm: a tree AllReduce's link
+                    // carries `S` up and `S` down in opposite directions, no more per direction
+                    // than the ring's `2(n−1)/n·S` suggests, and one axis for every algorithm
+                    // keeps ring and tree kernels comparable.
+                    bus: enrich::bus_factor(op, None, n),
+                    p2p,
+                    group: u32::MAX,
+                    lbnl: Lbnl::of(hw, op, n, per_domain),
+                })
+            })();
+            p.sums.push(f);
+        }
+        for i in 0..p.sums.len() {
+            if let Some(f) = p.sums[i].filter(|f| !f.op.is_p2p()) {
+                let g = p.group(f.class, f.op);
+                if let Some(s) = p.sums[i].as_mut() {
+                    s.group = g;
+                }
+            }
+        }
+        p
     }
+
+    fn group(&mut self, class: LinkClass, op: OpType) -> u32 {
+        let next = self.keys.len() as u32;
+        let id = *self.ids.entry((class, op)).or_insert(next);
+        if id == next {
+            self.keys.push((class, op));
+        }
+        id
+    }
+
+    /// A kernel's point; `None` for a kernel whose lines name no communicator, or only
+    /// self-sends (no link crossed).
+    fn point(&mut self, k: &KernelSeen) -> Option<Point> {
+        let first = k.lines.first()?;
+        let f = self.sums.get(first.total as usize).copied().flatten()?;
+        if f.op.is_p2p() {
+            let (mut sent, mut recv) = (0u64, 0u64);
+            let mut class = None;
+            for l in k.lines {
+                let Some(s) = self.sums.get(l.total as usize).copied().flatten() else {
+                    continue;
+                };
+                let Some((send, pc)) = s.p2p else {
+                    continue;
+                };
+                let bytes = l.count.saturating_mul(s.elem);
+                if send {
+                    sent += bytes;
+                } else {
+                    recv += bytes;
+                }
+                class = Some(match class {
+                    Some(LinkClass::Network) => LinkClass::Network,
+                    _ => pc,
+                });
+            }
+            let class = class?;
+            let op = match (sent > 0, recv > 0, k.lines.len()) {
+                (true, false, 1) => OpType::Send,
+                (false, true, 1) => OpType::Recv,
+                _ => OpType::SendRecv,
+            };
+            let x = sent.max(recv);
+            let which = match op {
+                OpType::Send => 0,
+                OpType::Recv => 1,
+                _ => 2,
+            };
+            let lbnl = self.p2p_lbnl[which][usize::from(class != LinkClass::Network)];
+            return Some(Point {
+                group: self.group(class, op),
+                comm: f.comm,
+                msg: x,
+                x: x as f64,
+                lbnl_ns: lbnl.ns(x as f64),
+            });
+        }
+        let s = enrich::op_bytes(f.op, first.count, f.elem, f.n);
+        Some(Point {
+            group: f.group,
+            comm: f.comm,
+            msg: s,
+            x: s as f64 * f.bus,
+            lbnl_ns: f.lbnl.ns(s as f64),
+        })
+    }
+
+    /// The prediction the kernel's group's line gives, as an [`OpPrediction`].
+    fn prediction(&self, k: &KernelSeen, p: &Point, fit: Option<&Fit>) -> OpPrediction {
+        let (class, op) = self.keys[p.group as usize];
+        OpPrediction {
+            process: k.process,
+            kernel: k.kernel,
+            rank: k.rank,
+            comm: p.comm,
+            op_count: k.lines[0].op_count,
+            op,
+            link_class: class,
+            msg_bytes: p.msg,
+            bus_bytes: p.x,
+            start_ns: k.start_ns,
+            end_ns: k.end_ns,
+            fitted_ns: fit.and_then(|f| f.predict_ns(p.x)),
+            lbnl_ns: p.lbnl_ns,
+        }
+    }
+}
+
+/// Size bins: eight per octave of `x` (the octave's leading bit and the three after it), and one
+/// for `x < 1` (nothing moved). No logarithm per kernel.
+const BIN_SLOTS: usize = 1 + 64 * 8;
+
+fn bin_slot(x: f64) -> usize {
+    if x < 1.0 || x.is_nan() {
+        return 0;
+    }
+    let v = x.min(u64::MAX as f64) as u64;
+    let octave = 63 - v.leading_zeros();
+    let eighth = if octave >= 3 {
+        (v >> (octave - 3)) & 7
+    } else {
+        (v << (3 - octave)) & 7
+    };
+    1 + (octave as usize) * 8 + eighth as usize
 }
 
 #[derive(Default)]
@@ -318,13 +459,89 @@ struct BinAcc {
     sum_lbnl: f64,
 }
 
-#[derive(Default)]
 struct GroupAcc {
-    bins: FxHashMap<i32, BinAcc>,
+    bins: Vec<BinAcc>,
     kernels: u64,
-    fitted: Vec<f64>,
-    lbnl: Vec<f64>,
+    fitted: RatioHist,
+    lbnl: RatioHist,
 }
+
+impl Default for GroupAcc {
+    fn default() -> Self {
+        GroupAcc {
+            bins: (0..BIN_SLOTS).map(|_| BinAcc::default()).collect(),
+            kernels: 0,
+            fitted: RatioHist::default(),
+            lbnl: RatioHist::default(),
+        }
+    }
+}
+
+/// Octaves of ratio a [`RatioHist`] holds (2^-8 to 2^24), and bins per octave.
+const RATIO_OCTAVES: usize = 32;
+const RATIO_STEPS: usize = 64;
+
+/// A distribution of ratios in 64 bins per octave, read off a ratio's own bits (its binary
+/// exponent and the six bits after the leading one): quantiles within 1.6 % (a bin's width)
+/// at a counter's cost per kernel, where keeping millions of ratios to select from took a
+/// tenth of the model's time.
+struct RatioHist {
+    counts: Vec<u64>,
+    n: u64,
+}
+
+impl Default for RatioHist {
+    fn default() -> Self {
+        RatioHist {
+            counts: vec![0; RATIO_OCTAVES * RATIO_STEPS],
+            n: 0,
+        }
+    }
+}
+
+impl RatioHist {
+    fn bin(r: f64) -> usize {
+        if r.is_nan() || r <= 0.0 {
+            return 0;
+        }
+        let bits = r.to_bits();
+        let exp = ((bits >> 52) & 0x7ff) as i64 - 1023;
+        let step = ((bits >> 46) & 63) as i64;
+        let i = (exp + 8) * RATIO_STEPS as i64 + step;
+        i.clamp(0, (RATIO_OCTAVES * RATIO_STEPS) as i64 - 1) as usize
+    }
+
+    /// The middle of bin `i`.
+    fn value(i: usize) -> f64 {
+        let exp = (i / RATIO_STEPS) as i32 - 8;
+        let step = (i % RATIO_STEPS) as f64;
+        2f64.powi(exp) * (1.0 + (step + 0.5) / RATIO_STEPS as f64)
+    }
+
+    fn add(&mut self, r: f64) {
+        self.counts[Self::bin(r)] += 1;
+        self.n += 1;
+    }
+
+    /// The `q`-quantile by the nearest rank, as its bin's middle.
+    fn quantile(&self, q: f64) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
+        let rank = ((self.n - 1) as f64 * q.clamp(0.0, 1.0)).round() as u64;
+        let mut seen = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen > rank {
+                return Some(Self::value(i));
+            }
+        }
+        None
+    }
+}
+
+/// A kernel far off the curve, kept while the pass runs.
+type Far = (OpPrediction, f64);
 
 /// Fits the model of an analysed session (LBNL's predictions on `hw`).
 pub fn perf_model(
@@ -334,7 +551,8 @@ pub fn perf_model(
     hw: &Hardware,
 ) -> PerfModel {
     let mut notes = Notes::default();
-    let mut groups: FxHashMap<(LinkClass, OpType), GroupAcc> = FxHashMap::default();
+    let mut points = Points::new(totals, facts, hw);
+    let mut groups: Vec<GroupAcc> = Vec::new();
     let (mut zero, mut pointless) = (0u64, 0u64);
     totals.for_each_kernel(analysis, |k| {
         let d = k.duration_ns();
@@ -342,13 +560,17 @@ pub fn perf_model(
             zero += 1;
             return;
         }
-        let Some(p) = point(k, totals, facts, hw) else {
+        let Some(p) = points.point(k) else {
             pointless += 1;
             return;
         };
-        let g = groups.entry((p.class, p.op)).or_default();
-        g.kernels += 1;
-        let b = g.bins.entry(bin_of(p.x)).or_default();
+        let g = p.group as usize;
+        if groups.len() <= g {
+            groups.resize_with(g + 1, GroupAcc::default);
+        }
+        let acc = &mut groups[g];
+        acc.kernels += 1;
+        let b = &mut acc.bins[bin_slot(p.x)];
         b.kernels += 1;
         b.sum_x += p.x;
         b.sum_msg += p.msg as f64;
@@ -371,81 +593,109 @@ pub fn perf_model(
             None,
         );
     }
-    let mut fitted: FxHashMap<(LinkClass, OpType), (Fit, Vec<SizeBin>, Saturation)> =
-        FxHashMap::default();
-    for (key, g) in &mut groups {
-        let mut keys: Vec<i32> = g.bins.keys().copied().collect();
-        keys.sort_unstable();
-        let bins: Vec<SizeBin> = keys
-            .iter()
-            .map(|k| {
-                let b = g.bins.get_mut(k).expect("a key of the map");
-                let n = b.kernels as f64;
-                let x = b.sum_x / n;
-                let envelope = fit::quantile(&mut b.durations, ENVELOPE_QUANTILE).unwrap_or(0.0);
-                let median = fit::median(&mut b.durations).unwrap_or(0.0);
-                b.durations = Vec::new();
-                SizeBin {
-                    kernels: b.kernels,
-                    bus_bytes: x,
-                    msg_bytes: b.sum_msg / n,
-                    envelope_ns: envelope,
-                    median_ns: median,
-                    envelope_bus_gbps: if envelope > 0.0 { x / envelope } else { 0.0 },
-                    fitted_ns: None,
-                    lbnl_ns: b.sum_lbnl / n,
-                }
-            })
-            .collect();
-        let f = fit_bins(&bins);
-        let mut bins = bins;
-        for b in &mut bins {
-            b.fitted_ns = f.predict_ns(b.bus_bytes);
-        }
-        let s = saturation(&bins, &f);
-        fitted.insert(*key, (f, bins, s));
-    }
+    let fitted: Vec<(Fit, Vec<SizeBin>, Saturation)> = groups
+        .iter_mut()
+        .map(|g| {
+            let bins: Vec<SizeBin> = g
+                .bins
+                .iter_mut()
+                .filter(|b| b.kernels > 0)
+                .map(|b| {
+                    let n = b.kernels as f64;
+                    let x = b.sum_x / n;
+                    let envelope =
+                        fit::quantile(&mut b.durations, ENVELOPE_QUANTILE).unwrap_or(0.0);
+                    let median = fit::median(&mut b.durations).unwrap_or(0.0);
+                    b.durations = Vec::new();
+                    SizeBin {
+                        kernels: b.kernels,
+                        bus_bytes: x,
+                        msg_bytes: b.sum_msg / n,
+                        envelope_ns: envelope,
+                        median_ns: median,
+                        envelope_bus_gbps: if envelope > 0.0 { x / envelope } else { 0.0 },
+                        fitted_ns: None,
+                        lbnl_ns: b.sum_lbnl / n,
+                    }
+                })
+                .collect();
+            let f = fit_bins(&bins);
+            let mut bins = bins;
+            for b in &mut bins {
+                b.fitted_ns = f.predict_ns(b.bus_bytes);
+            }
+            let s = saturation(&bins, &f);
+            (f, bins, s)
+        })
+        .collect();
     // Second pass: every kernel against both predictions.
     let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
-    let mut far: FxHashMap<(usize, usize), (OpPrediction, f64)> = FxHashMap::default();
-    for_each_point(analysis, facts, totals, hw, &fitted_fits(&fitted), |p| {
-        let Some(g) = groups.get_mut(&(p.link_class, p.op)) else {
+    let mut far: FxHashMap<(usize, usize), Far> = FxHashMap::default();
+    let mut band = (1.0, 1.0);
+    totals.for_each_kernel(analysis, |k| {
+        let d = k.duration_ns();
+        if d <= 0 {
+            return;
+        }
+        let Some(p) = points.point(k) else {
             return;
         };
-        let measured = p.measured_ns() as f64;
-        g.lbnl.push(measured / p.lbnl_ns.max(1e-9));
-        let Some(pred) = p.fitted_ns.filter(|&f| f > 0.0) else {
+        let (Some(g), Some((fit, _, _))) = (
+            groups.get_mut(p.group as usize),
+            fitted.get(p.group as usize),
+        ) else {
+            return;
+        };
+        let measured = d as f64;
+        g.lbnl.add(measured / p.lbnl_ns.max(1e-9));
+        let Some(pred) = fit.predict_ns(p.x).filter(|&f| f > 0.0) else {
             return;
         };
         let ratio = measured / pred;
-        g.fitted.push(ratio);
-        // The heap keeps the OUTLIERS largest |ln ratio| (as integer micro-units).
+        g.fitted.add(ratio);
+        // The heap keeps the OUTLIERS largest |ln ratio| (as integer micro-units); a ratio
+        // inside the band the heap's smallest spans cannot enter, and costs no logarithm.
+        if heap.len() >= OUTLIERS && ratio < band.1 && ratio > band.0 {
+            return;
+        }
         let key = (ratio.ln().abs() * 1e6) as u64;
-        if heap.len() < OUTLIERS || heap.peek().is_some_and(|Reverse(k)| key > k.0) {
-            heap.push(Reverse((key, p.process, p.kernel)));
-            far.insert((p.process, p.kernel), (p.clone(), ratio));
+        if heap.len() < OUTLIERS || heap.peek().is_some_and(|Reverse(top)| key > top.0) {
+            heap.push(Reverse((key, k.process, k.kernel)));
+            far.insert(
+                (k.process, k.kernel),
+                (points.prediction(k, &p, Some(fit)), ratio),
+            );
             if heap.len() > OUTLIERS {
                 if let Some(Reverse((_, a, b))) = heap.pop() {
                     far.remove(&(a, b));
+                }
+            }
+            if heap.len() >= OUTLIERS {
+                if let Some(Reverse((top, _, _))) = heap.peek() {
+                    let t = *top as f64 / 1e6;
+                    band = ((-t).exp(), t.exp());
                 }
             }
         }
     });
     let mut out: Vec<ModelGroup> = groups
         .into_iter()
-        .map(|(key, mut g)| {
-            let (f, bins, s) = fitted.remove(&key).expect("every group was fitted");
+        .zip(fitted)
+        .enumerate()
+        .map(|(i, (g, (f, bins, s)))| {
+            let (class, op) = points.keys[i];
             ModelGroup {
-                link_class: key.0,
-                op: key.1.name().to_string(),
+                link_class: class,
+                op: op.name().to_string(),
                 kernels: g.kernels,
                 fit: f,
                 saturation: s,
                 bins,
-                fitted_residuals: residuals(&mut g.fitted),
-                lbnl_residuals: residuals(&mut g.lbnl),
+                fitted_residuals: residuals(&g.fitted),
+                lbnl_residuals: residuals(&g.lbnl),
             }
         })
+        .filter(|g| g.kernels > 0)
         .collect();
     out.sort_by(|a, b| (a.link_class, &a.op).cmp(&(b.link_class, &b.op)));
     let mut outliers: Vec<Outlier> = far
@@ -471,13 +721,6 @@ pub fn perf_model(
     }
 }
 
-/// Each group's fitted line, for the prediction pass.
-fn fitted_fits(
-    fitted: &FxHashMap<(LinkClass, OpType), (Fit, Vec<SizeBin>, Saturation)>,
-) -> FxHashMap<(LinkClass, OpType), Fit> {
-    fitted.iter().map(|(k, v)| (*k, v.0.clone())).collect()
-}
-
 /// Visits every matched kernel of positive duration with its measured time, its fitted
 /// prediction (from `fits`, by link class and operation) and LBNL's: "every operation's time
 /// predicted", one at a time (a run has millions).
@@ -489,28 +732,21 @@ pub fn for_each_point(
     fits: &FxHashMap<(LinkClass, OpType), Fit>,
     mut f: impl FnMut(&OpPrediction),
 ) {
+    let mut points = Points::new(totals, facts, hw);
+    // The fits by group id, looked up once per group.
+    let mut by_id: Vec<Option<Fit>> = Vec::new();
     totals.for_each_kernel(analysis, |k| {
         if k.duration_ns() <= 0 {
             return;
         }
-        let Some(p) = point(k, totals, facts, hw) else {
+        let Some(p) = points.point(k) else {
             return;
         };
-        f(&OpPrediction {
-            process: k.process,
-            kernel: k.kernel,
-            rank: k.rank,
-            comm: p.comm,
-            op_count: k.lines[0].op_count,
-            op: p.op,
-            link_class: p.class,
-            msg_bytes: p.msg,
-            bus_bytes: p.x,
-            start_ns: k.start_ns,
-            end_ns: k.end_ns,
-            fitted_ns: fits.get(&(p.class, p.op)).and_then(|f| f.predict_ns(p.x)),
-            lbnl_ns: p.lbnl_ns,
-        });
+        while by_id.len() < points.keys.len() {
+            by_id.push(fits.get(&points.keys[by_id.len()]).cloned());
+        }
+        let fit = by_id[p.group as usize].as_ref();
+        f(&points.prediction(k, &p, fit));
     });
 }
 
@@ -607,27 +843,23 @@ pub fn saturation(bins: &[SizeBin], f: &Fit) -> Saturation {
     }
 }
 
-/// The distribution of ratios (reorders them).
-fn residuals(ratios: &mut [f64]) -> Residuals {
-    if ratios.is_empty() {
+/// The distribution of ratios: its quantiles and the coarse histogram of [`Residuals`].
+fn residuals(h: &RatioHist) -> Residuals {
+    if h.n == 0 {
         return Residuals::default();
     }
     let mut histogram = vec![0u64; HIST_BINS];
-    for &r in ratios.iter() {
-        let i = ((r.log2() + 2.0) * 4.0).floor();
-        let i = if i.is_nan() {
-            0.0
-        } else {
-            i.clamp(0.0, (HIST_BINS - 1) as f64)
-        };
-        histogram[i as usize] += 1;
+    for (i, &c) in h.counts.iter().enumerate().filter(|(_, &c)| c > 0) {
+        // Quarter octaves from 2^-2: the fine bins' octave and top two steps.
+        let quarter = (i / RATIO_STEPS) as i64 * 4 + (i % RATIO_STEPS) as i64 / 16 - 6 * 4;
+        histogram[quarter.clamp(0, HIST_BINS as i64 - 1) as usize] += c;
     }
     let quantiles = [0.05, 0.25, 0.5, 0.75, 0.95, 0.99]
         .iter()
-        .filter_map(|&q| Some((q, fit::quantile(ratios, q)?)))
+        .filter_map(|&q| Some((q, h.quantile(q)?)))
         .collect();
     Residuals {
-        kernels: ratios.len() as u64,
+        kernels: h.n,
         quantiles,
         histogram,
     }
@@ -718,10 +950,56 @@ mod tests {
     }
 
     #[test]
+    fn lbnl_as_a_line_is_lbnl() {
+        let hw = Hardware::a100();
+        for op in [
+            OpType::AllReduce,
+            OpType::AllGather,
+            OpType::Broadcast,
+            OpType::SendRecv,
+            OpType::Send,
+        ] {
+            for (n, d) in [(2, 1), (8, 4), (32, 4), (4, 4)] {
+                let line = Lbnl::of(&hw, op, n, d);
+                for bytes in [0.0, 1.0, 4096.0, 3.3e7, 1e10] {
+                    let want = theory::collective_time_s(&hw, op, bytes, n, d) * 1e9;
+                    let got = line.ns(bytes);
+                    assert!(
+                        (got - want).abs() <= 1e-6 * want.max(1.0),
+                        "{op:?} {n} {bytes}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn size_bins_are_eighths_of_octaves() {
+        assert_eq!(bin_slot(0.0), 0);
+        assert_eq!(bin_slot(0.5), 0);
+        assert_eq!(bin_slot(1.0), 1);
+        // 1024 = 2^10: the octave's first eighth; 1024 + 127 still in it, 1024 + 128 the next.
+        assert_eq!(bin_slot(1024.0), 1 + 80);
+        assert_eq!(bin_slot(1151.0), 1 + 80);
+        assert_eq!(bin_slot(1152.0), 1 + 81);
+        assert_eq!(bin_slot(2047.0), 1 + 87);
+        assert_eq!(bin_slot(2048.0), 1 + 88);
+        let slots: Vec<usize> = (0..4000).map(|x| bin_slot(x as f64 * 97.3)).collect();
+        assert!(
+            slots.windows(2).all(|w| w[0] <= w[1]),
+            "ascending with size"
+        );
+        assert!(bin_slot(1e30) < BIN_SLOTS);
+    }
+
+    #[test]
     fn residuals_quantiles_and_histogram() {
-        let mut r: Vec<f64> = (1..=100).map(|i| 1.0 + i as f64 / 100.0).collect();
-        r.push(1000.0);
-        let d = residuals(&mut r);
+        let mut h = RatioHist::default();
+        for i in 1..=100 {
+            h.add(1.0 + i as f64 / 100.0);
+        }
+        h.add(1000.0);
+        let d = residuals(&h);
         assert_eq!(d.kernels, 101);
         assert_eq!(d.histogram.iter().sum::<u64>(), 101);
         assert_eq!(
@@ -729,8 +1007,18 @@ mod tests {
             1,
             "1000× lands in the last bin"
         );
+        // Quantiles within a fine bin (1/64 of an octave) of the exact ones.
         let median = d.quantiles.iter().find(|q| q.0 == 0.5).unwrap().1;
-        assert!((median - 1.51).abs() < 1e-9);
+        assert!((median - 1.51).abs() <= 1.51 / 64.0, "{median}");
+        let p5 = d.quantiles.iter().find(|q| q.0 == 0.05).unwrap().1;
+        assert!((p5 - 1.06).abs() <= 1.06 / 64.0, "{p5}");
+        // 1.01..1.24 are the first quarter of the octave from 1, 1.25..1.49 the second.
         assert_eq!(histogram_bin_ratio(8), 1.0);
+        assert_eq!(histogram_bin_ratio(9), 1.25);
+        assert_eq!(d.histogram[8], 24);
+        assert_eq!(d.histogram[9], 25);
+        assert_eq!(RatioHist::bin(0.0), 0);
+        assert_eq!(RatioHist::bin(f64::NAN), 0);
+        assert_eq!(RatioHist::bin(1e30), RATIO_OCTAVES * RATIO_STEPS - 1);
     }
 }

@@ -12,7 +12,6 @@
 //! buffers as the site's previous line) is one operation, as the volumes count it.
 
 use super::notes::Notes;
-use model::log::LogOps;
 use model::{Algo, OpType};
 use pipeline::{Analysis, Session};
 use rustc_hash::FxHashMap;
@@ -52,13 +51,12 @@ const NONE: u32 = u32::MAX;
 #[derive(Debug, Default)]
 pub struct Totals {
     pub ops: Vec<OpTotals>,
-    /// Per log (session order), per site: the first of the site's sums (`NONE`: no counted call).
-    first: Vec<Vec<u32>>,
-    /// The next sum of the same site (another tuning), or `NONE`.
+    /// Per log (session order), per row: the sums its call was counted in (a printed copy's
+    /// row: its call's), `NONE` for a row not counted. 4 bytes an operation, so that a kernel's
+    /// line finds its sums in one read, millions of times per analysis.
+    row_total: Vec<Vec<u32>>,
+    /// The next sum of the same site (another tuning), or `NONE` (while summing).
     next: Vec<u32>,
-    /// Where the calls of a sum moved to when their printed copies carried the tuning (see
-    /// [`Totals::of`]), or `NONE`: a kernel matched to the untuned line belongs there.
-    moved_to: Vec<u32>,
     /// Each loaded log by address (the session's `Arc`), for rows read through an alignment.
     log_index: FxHashMap<usize, u32>,
 }
@@ -111,8 +109,9 @@ impl Totals {
                 })
                 .collect();
             let mut first = vec![NONE; ops.sites().len()];
-            // The site's previous call's numbers and its sums.
-            let mut previous: Vec<Option<(CallKey, u32)>> = vec![None; first.len()];
+            let mut row_total = vec![NONE; ops.len()];
+            // The site's previous call's numbers, its sums and its row.
+            let mut previous: Vec<Option<(CallKey, u32, usize)>> = vec![None; first.len()];
             let mut unplaced = 0u64;
             for j in 0..ops.len() {
                 let (Some(s), Some(call), Some((algo, _, nch))) =
@@ -130,18 +129,19 @@ impl Totals {
                 let mut moved = None;
                 let elem = site.datatype.map_or(0, |d| d.size_bytes());
                 let bytes = u128::from(call.count) * u128::from(elem);
-                if let Some((k, at)) = previous[s] {
+                if let Some((k, at, row)) = previous[s] {
                     if k == key {
                         // A line printed twice is one call. NCCL prints one tuning line after
                         // the pair, so the copy may carry the tuning the first lacked: the call
-                        // then moves to the copy's tuning.
+                        // then moves to the copy's tuning (its first row with it).
                         let untuned = t.ops[at as usize].algo.is_none() && algo.is_some();
                         if untuned {
-                            moved = Some(at);
+                            moved = Some(row);
                             let o = &mut t.ops[at as usize];
                             o.msg_bytes -= bytes;
                             o.calls -= 1;
                         } else {
+                            row_total[j] = at;
                             continue;
                         }
                     }
@@ -159,9 +159,10 @@ impl Totals {
                     time_ns: 0,
                     kernels: 0,
                 });
-                previous[s] = Some((key, i));
-                if let Some(from) = moved {
-                    t.moved_to[from as usize] = i;
+                previous[s] = Some((key, i, j));
+                row_total[j] = i;
+                if let Some(row) = moved {
+                    row_total[row] = i;
                 }
                 let o = &mut t.ops[i as usize];
                 o.msg_bytes += bytes;
@@ -175,7 +176,7 @@ impl Totals {
                     Some(log.name.clone()),
                 );
             }
-            t.first.push(first);
+            t.row_total.push(row_total);
         }
         let unknown_type: u64 = t
             .ops
@@ -215,7 +216,6 @@ impl Totals {
         let i = self.ops.len() as u32;
         self.ops.push(make());
         self.next.push(NONE);
-        self.moved_to.push(NONE);
         if last == NONE {
             *first = i;
         } else {
@@ -225,27 +225,20 @@ impl Totals {
     }
 
     /// The sums a log row belongs to, if its call was counted.
-    fn total_of(&self, log: u32, ops: &LogOps, row: usize) -> Option<u32> {
-        let site = ops.site_index(row)? as usize;
-        let (algo, _, nch) = ops.tuning(row)?;
-        let mut at = *self.first.get(log as usize)?.get(site)?;
-        while at != NONE {
-            let o = &self.ops[at as usize];
-            if o.algo == algo && o.nchannels == nch {
-                // Every call of it moved to its copies' tuning: so did its kernels.
-                while self.ops[at as usize].calls == 0 && self.moved_to[at as usize] != NONE {
-                    at = self.moved_to[at as usize];
-                }
-                return Some(at);
-            }
-            at = self.next[at as usize];
-        }
-        None
+    fn total_of(&self, log: u32, row: usize) -> Option<u32> {
+        let t = *self.row_total.get(log as usize)?.get(row)?;
+        (t != NONE).then_some(t)
     }
 
     /// Visits every matched kernel of every aligned process with a global rank, in process and
     /// kernel order, with the sums its lines belong to.
-    pub fn for_each_kernel(&self, analysis: &Analysis, mut f: impl FnMut(&KernelSeen)) {
+    pub fn for_each_kernel(&self, analysis: &Analysis, f: impl FnMut(&KernelSeen)) {
+        self.walk(analysis, true, f)
+    }
+
+    /// [`Totals::for_each_kernel`]; without `calls`, the lines' own numbers are not read (they
+    /// are 0): a pass that needs only the sums saves a row read per line.
+    fn walk(&self, analysis: &Analysis, calls: bool, mut f: impl FnMut(&KernelSeen)) {
         let mut lines: Vec<KernelLine> = Vec::new();
         for (p, pm) in analysis.alignments.processes.iter().enumerate() {
             let Some(rank) = analysis.communicators.rank_of(&pm.process) else {
@@ -270,15 +263,18 @@ impl Totals {
                             None => continue,
                         },
                     };
-                    let ops = &log.parsed.ops;
-                    let (Some(total), Some(call)) = (self.total_of(l, ops, row), ops.call(row))
-                    else {
+                    let Some(total) = self.total_of(l, row) else {
                         continue;
+                    };
+                    let (count, op_count) = match calls.then(|| log.parsed.ops.call(row)) {
+                        Some(Some(call)) => (call.count, call.op_count),
+                        Some(None) => continue,
+                        None => (0, 0),
                     };
                     lines.push(KernelLine {
                         total,
-                        count: call.count,
-                        op_count: call.op_count,
+                        count,
+                        op_count,
                     });
                 }
                 if lines.is_empty() {
@@ -303,7 +299,7 @@ impl Totals {
         let mut time: Vec<(i64, u64)> = vec![(0, 0); self.ops.len()];
         let mut zero = 0u64;
         let mut seen: Vec<u32> = Vec::new();
-        self.for_each_kernel(analysis, |k| {
+        self.walk(analysis, false, |k| {
             let d = k.duration_ns();
             if d <= 0 {
                 zero += 1;
