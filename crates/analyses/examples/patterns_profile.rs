@@ -11,7 +11,9 @@ use std::time::Instant;
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = std::path::PathBuf::from(args.next().expect("a run directory"));
-    let rounds: usize = args.next().map_or(5, |s| s.parse().expect("a number of rounds"));
+    let rounds: usize = args
+        .next()
+        .map_or(5, |s| s.parse().expect("a number of rounds"));
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .expect("a readable directory")
         .map(|e| e.expect("an entry").path())

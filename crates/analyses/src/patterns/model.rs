@@ -543,7 +543,11 @@ impl RatioHist {
 /// A kernel far off the curve, kept while the pass runs.
 type Far = (OpPrediction, f64);
 
-/// Fits the model of an analysed session (LBNL's predictions on `hw`).
+/// A group's fitted line, its size bins (with both predictions) and its saturation.
+type Fitted = (Fit, Vec<SizeBin>, Saturation);
+
+/// Fits the model of an analysed session (LBNL's predictions on `hw`): a pass that bins every
+/// kernel, a fit per group, a pass that sets every kernel beside both predictions.
 pub fn perf_model(
     analysis: &Analysis,
     facts: &RunFacts,
@@ -552,6 +556,59 @@ pub fn perf_model(
 ) -> PerfModel {
     let mut notes = Notes::default();
     let mut points = Points::new(totals, facts, hw);
+    let mut groups = bin_kernels(analysis, totals, &mut points, &mut notes);
+    let fitted: Vec<Fitted> = groups.iter_mut().map(fit_group).collect();
+    let far = compare_kernels(analysis, totals, &mut points, &mut groups, &fitted);
+    let mut out: Vec<ModelGroup> = groups
+        .into_iter()
+        .zip(fitted)
+        .enumerate()
+        .map(|(i, (g, (f, bins, s)))| {
+            let (class, op) = points.keys[i];
+            ModelGroup {
+                link_class: class,
+                op: op.name().to_string(),
+                kernels: g.kernels,
+                fit: f,
+                saturation: s,
+                bins,
+                fitted_residuals: residuals(&g.fitted),
+                lbnl_residuals: residuals(&g.lbnl),
+            }
+        })
+        .filter(|g| g.kernels > 0)
+        .collect();
+    out.sort_by(|a, b| (a.link_class, &a.op).cmp(&(b.link_class, &b.op)));
+    let mut outliers: Vec<Outlier> = far
+        .into_iter()
+        .map(|(p, ratio)| outlier(analysis, facts, &p, ratio))
+        .collect();
+    outliers.sort_by(|a, b| b.ratio.ln().abs().total_cmp(&a.ratio.ln().abs()));
+    for g in &out {
+        if g.fit.status != "fitted" {
+            notes.add(
+                "not-fitted",
+                "groups whose sizes are too alike (or whose time does not grow with size) got a latency only",
+                1,
+                Some(format!("{} {}", g.link_class.name(), g.op)),
+            );
+        }
+    }
+    PerfModel {
+        lbnl_hardware: hw.name.to_string(),
+        groups: out,
+        outliers,
+        notes: notes.into_vec(),
+    }
+}
+
+/// The first pass: every matched kernel of positive duration into its group's size bin.
+fn bin_kernels(
+    analysis: &Analysis,
+    totals: &Totals,
+    points: &mut Points,
+    notes: &mut Notes,
+) -> Vec<GroupAcc> {
     let mut groups: Vec<GroupAcc> = Vec::new();
     let (mut zero, mut pointless) = (0u64, 0u64);
     totals.for_each_kernel(analysis, |k| {
@@ -593,44 +650,53 @@ pub fn perf_model(
             None,
         );
     }
-    let fitted: Vec<(Fit, Vec<SizeBin>, Saturation)> = groups
+    groups
+}
+
+/// One group's bins (their durations given up), fit and saturation.
+fn fit_group(g: &mut GroupAcc) -> Fitted {
+    let mut bins: Vec<SizeBin> = g
+        .bins
         .iter_mut()
-        .map(|g| {
-            let bins: Vec<SizeBin> = g
-                .bins
-                .iter_mut()
-                .filter(|b| b.kernels > 0)
-                .map(|b| {
-                    let n = b.kernels as f64;
-                    let x = b.sum_x / n;
-                    let envelope =
-                        fit::quantile(&mut b.durations, ENVELOPE_QUANTILE).unwrap_or(0.0);
-                    let median = fit::median(&mut b.durations).unwrap_or(0.0);
-                    b.durations = Vec::new();
-                    SizeBin {
-                        kernels: b.kernels,
-                        bus_bytes: x,
-                        msg_bytes: b.sum_msg / n,
-                        envelope_ns: envelope,
-                        median_ns: median,
-                        envelope_bus_gbps: if envelope > 0.0 { x / envelope } else { 0.0 },
-                        fitted_ns: None,
-                        lbnl_ns: b.sum_lbnl / n,
-                    }
-                })
-                .collect();
-            let f = fit_bins(&bins);
-            let mut bins = bins;
-            for b in &mut bins {
-                b.fitted_ns = f.predict_ns(b.bus_bytes);
+        .filter(|b| b.kernels > 0)
+        .map(|b| {
+            let n = b.kernels as f64;
+            let x = b.sum_x / n;
+            let envelope = fit::quantile(&mut b.durations, ENVELOPE_QUANTILE).unwrap_or(0.0);
+            let median = fit::median(&mut b.durations).unwrap_or(0.0);
+            b.durations = Vec::new();
+            SizeBin {
+                kernels: b.kernels,
+                bus_bytes: x,
+                msg_bytes: b.sum_msg / n,
+                envelope_ns: envelope,
+                median_ns: median,
+                envelope_bus_gbps: if envelope > 0.0 { x / envelope } else { 0.0 },
+                fitted_ns: None,
+                lbnl_ns: b.sum_lbnl / n,
             }
-            let s = saturation(&bins, &f);
-            (f, bins, s)
         })
         .collect();
-    // Second pass: every kernel against both predictions.
+    let f = fit_bins(&bins);
+    for b in &mut bins {
+        b.fitted_ns = f.predict_ns(b.bus_bytes);
+    }
+    let s = saturation(&bins, &f);
+    (f, bins, s)
+}
+
+/// The second pass: every kernel against both predictions, into its group's residuals; the
+/// [`OUTLIERS`] furthest off the fitted curve kept (with their ratio).
+fn compare_kernels(
+    analysis: &Analysis,
+    totals: &Totals,
+    points: &mut Points,
+    groups: &mut [GroupAcc],
+    fitted: &[Fitted],
+) -> Vec<Far> {
     let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
     let mut far: FxHashMap<(usize, usize), Far> = FxHashMap::default();
+    // The |ratio| band the heap's smallest spans, once the heap is full.
     let mut band = (1.0, 1.0);
     totals.for_each_kernel(analysis, |k| {
         let d = k.duration_ns();
@@ -654,7 +720,7 @@ pub fn perf_model(
         let ratio = measured / pred;
         g.fitted.add(ratio);
         // The heap keeps the OUTLIERS largest |ln ratio| (as integer micro-units); a ratio
-        // inside the band the heap's smallest spans cannot enter, and costs no logarithm.
+        // inside the band cannot enter, and costs no logarithm.
         if heap.len() >= OUTLIERS && ratio < band.1 && ratio > band.0 {
             return;
         }
@@ -678,47 +744,7 @@ pub fn perf_model(
             }
         }
     });
-    let mut out: Vec<ModelGroup> = groups
-        .into_iter()
-        .zip(fitted)
-        .enumerate()
-        .map(|(i, (g, (f, bins, s)))| {
-            let (class, op) = points.keys[i];
-            ModelGroup {
-                link_class: class,
-                op: op.name().to_string(),
-                kernels: g.kernels,
-                fit: f,
-                saturation: s,
-                bins,
-                fitted_residuals: residuals(&g.fitted),
-                lbnl_residuals: residuals(&g.lbnl),
-            }
-        })
-        .filter(|g| g.kernels > 0)
-        .collect();
-    out.sort_by(|a, b| (a.link_class, &a.op).cmp(&(b.link_class, &b.op)));
-    let mut outliers: Vec<Outlier> = far
-        .into_values()
-        .map(|(p, ratio)| outlier(analysis, facts, &p, ratio))
-        .collect();
-    outliers.sort_by(|a, b| b.ratio.ln().abs().total_cmp(&a.ratio.ln().abs()));
-    for g in &out {
-        if g.fit.status != "fitted" {
-            notes.add(
-                "not-fitted",
-                "groups whose sizes are too alike (or whose time does not grow with size) got a latency only",
-                1,
-                Some(format!("{} {}", g.link_class.name(), g.op)),
-            );
-        }
-    }
-    PerfModel {
-        lbnl_hardware: hw.name.to_string(),
-        groups: out,
-        outliers,
-        notes: notes.into_vec(),
-    }
+    far.into_values().collect()
 }
 
 /// Visits every matched kernel of positive duration with its measured time, its fitted
