@@ -5,7 +5,8 @@
 
 use analyses::patterns::notes::Notes;
 use analyses::patterns::{comm_matrix, perf_model, Prepared, RunFacts, Totals};
-use pipeline::{analyse, LogLoader, Session, UserSizes};
+use load::{LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 use std::time::Instant;
 
 fn main() {
@@ -33,7 +34,7 @@ fn main() {
         }
     }
     let analysis = analyse(&session, &UserSizes::default());
-    let hw = pipeline::hardware_from_topology(&session).unwrap_or_else(theory::Hardware::a100);
+    let hw = analyses::hardware_from_topology(&session).unwrap_or_else(theory::Hardware::a100);
     eprintln!("loaded and analysed; rounds follow");
     for _ in 0..rounds {
         let t = Instant::now();

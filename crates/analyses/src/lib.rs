@@ -1,5 +1,42 @@
-//! Analyses of an analysed session ([`pipeline::Analysis`]): one module per analysis, each
-//! returning plain serde-serialisable values the command writes and the page draws as they are.
-//! Portable: no I/O, no clocks, no threads (the page runs them in its worker).
+//! The analyses: what a loaded session and its [`pipeline::Analysis`] say, one module each.
+//! Each reads the session's records and the analysis and returns plain data for the command's
+//! summary, the page's panels and the exports; none changes the analysis.
+//!
+//! - [`volumes`]: every rank's observed link traffic per parallelism, from the logs;
+//! - [`theory_vs_observed`]: a model and layout's theoretical volume beside the observed one;
+//! - [`predicted_times`]: every matched kernel's duration beside the LBNL alpha-beta model;
+//! - [`skew`]: arrival skew per communicator (who arrives last at each collective);
+//! - [`kernel_bw`] and [`comm_stats`]: bus bandwidth and efficiency per kernel and per
+//!   communicator, against the topology's bottleneck link;
+//! - [`comm_setup`]: how NCCL set each communicator up (channels, trees, transports);
+//! - [`details`]: one picked kernel with its log lines and the same collective on every rank;
+//! - [`window`]: a time window's kernels aggregated per operation and per rank;
+//! - [`patterns`]: where traffic flows (the rank-to-rank matrix, observed and as the layout
+//!   predicts it), whether it repeats (On-Off periodicity), and the run's own α-β model per link
+//!   class (docs/design/patterns.md).
+//!
+//! A new analysis is a new module here.
 
+pub mod comm_setup;
+pub mod comm_stats;
+pub mod details;
+pub mod kernel_bw;
 pub mod patterns;
+pub mod predicted_times;
+pub mod skew;
+pub mod theory_vs_observed;
+pub mod volumes;
+pub mod window;
+
+pub use comm_setup::{comm_setups, CommSetup};
+pub use comm_stats::{comm_bottlenecks, comm_stats, CommStats};
+pub use details::{
+    find_kernel, kernel_details, InstanceDetails, KernelDetails, LineDetails, MemberTiming,
+};
+pub use enrich::Bottleneck;
+pub use kernel_bw::{for_each_kernel_bandwidth, kernel_bandwidths, KernelBw};
+pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
+pub use skew::{arrival_skew, CommSkew};
+pub use theory_vs_observed::{compare_volumes, VolumeComparison};
+pub use volumes::{dominant_element_bytes, observed_volumes, traffic_bytes, RankVolume};
+pub use window::{window_summary, WindowRow, WindowSummary};

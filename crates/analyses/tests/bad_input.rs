@@ -7,7 +7,8 @@ mod support;
 use analyses::patterns::{
     comm_matrix, perf_model, periodicity, predicted_matrix, Prepared, StepSource,
 };
-use pipeline::{analyse, LogLoader, Session, UserSizes};
+use load::{LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 
 /// Three processes of one host on one communicator (commId 0xfeed), no ring line, each logging
 /// an AllReduce of 1000 floats with a tuning line naming `Algo FOO`, an AllToAllPivot of 10
@@ -114,7 +115,7 @@ fn zero_duration_kernels_are_left_out_and_counted() {
     };
     assert_eq!(bytes(&m), bytes(&m2));
     // The model leaves them out: every kernel it holds has a positive duration.
-    let hw = pipeline::hardware_from_topology(&session).unwrap();
+    let hw = analyses::hardware_from_topology(&session).unwrap();
     let model = perf_model(&analysis, &prepared, &hw);
     let held: u64 = model.groups.iter().map(|g| g.kernels).sum();
     let matched: u64 = analysis

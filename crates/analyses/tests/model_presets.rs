@@ -37,7 +37,7 @@ fn fitted_alpha_and_beta_recover_the_generator_links() {
             continue;
         }
         let (_run, session, analysis) = support::analysed(&cfg);
-        let hw = pipeline::hardware_from_topology(&session).expect("the logs print a topology");
+        let hw = analyses::hardware_from_topology(&session).expect("the logs print a topology");
         let m = perf_model(&analysis, &Prepared::of(&session, &analysis), &hw);
         for g in &m.groups {
             // The generator times a receive as its latency alone: no bandwidth to recover.
@@ -90,7 +90,7 @@ fn fitted_alpha_and_beta_recover_the_generator_links() {
 fn every_kernel_beside_both_predictions_and_the_outliers_on_the_timeline() {
     let cfg = support::preset("demo");
     let (_run, session, analysis) = support::analysed(&cfg);
-    let hw = pipeline::hardware_from_topology(&session).unwrap();
+    let hw = analyses::hardware_from_topology(&session).unwrap();
     let prepared = Prepared::of(&session, &analysis);
     let m = perf_model(&analysis, &prepared, &hw);
     // The groups hold every matched kernel of positive duration once.

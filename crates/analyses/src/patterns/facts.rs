@@ -5,7 +5,8 @@
 
 use super::links::{self, LinkClass};
 use enrich::Parallelism;
-use pipeline::{Analysis, Session};
+use load::Session;
+use pipeline::Analysis;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -119,7 +120,7 @@ impl RunFacts {
             }
         }
         let routes = routes_of(session, analysis);
-        let setups = pipeline::comm_setups(session, analysis);
+        let setups = crate::comm_setups(session, analysis);
         let label: FxHashMap<usize, Parallelism> = analysis
             .layout
             .comms

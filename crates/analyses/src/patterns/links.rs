@@ -5,7 +5,7 @@
 //!
 //! Evidence, strongest first:
 //! 1. the transports of the communicator's connections as NCCL printed them
-//!    (`pipeline::comm_setups`: `NET/IB/GDRDMA`, `P2P/IPC/read`, `SHM`): any network transport
+//!    (`crate::comm_setups`: `NET/IB/GDRDMA`, `P2P/IPC/read`, `SHM`): any network transport
 //!    makes it a network communicator;
 //! 2. members on more than one host: the network (the slowest link of a ring sets its pace);
 //! 3. one host: its topology dump (`=== System : ...`, on [`pipeline::ProcessSummary`]) — an

@@ -36,7 +36,8 @@ pub use periodicity::{Periodicity, StepSource};
 pub use predicted::{predicted_matrix, PredictedMatrix};
 pub use totals::Totals;
 
-use pipeline::{Analysis, Session};
+use load::Session;
+use pipeline::Analysis;
 use serde::{Deserialize, Serialize};
 use theory::{Hardware, TheoryConfig};
 

@@ -31,7 +31,8 @@ use super::facts::RunFacts;
 use super::fit;
 use super::notes::{Note, Notes};
 use super::totals::Totals;
-use pipeline::{Analysis, Session};
+use load::Session;
+use pipeline::Analysis;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 

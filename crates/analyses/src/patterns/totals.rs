@@ -12,8 +12,9 @@
 //! buffers as the site's previous line) is one operation, as the volumes count it.
 
 use super::notes::Notes;
+use load::Session;
 use model::{Algo, OpType};
-use pipeline::{Analysis, Session};
+use pipeline::Analysis;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 

@@ -2,7 +2,8 @@
 
 #![allow(dead_code)]
 
-use pipeline::{analyse, Analysis, LogLoader, Session, UserSizes};
+use load::{LogLoader, Session};
+use pipeline::{analyse, Analysis, UserSizes};
 
 /// A generator run's logs and exports in a session, and its analysis.
 pub fn analysed(config: &synth::RunConfig) -> (synth::Run, Session, Analysis) {
