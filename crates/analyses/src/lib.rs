@@ -13,7 +13,10 @@
 //! - [`window`]: a time window's kernels aggregated per operation and per rank;
 //! - [`diagnosis`]: what went wrong, from the logs alone: where every member stopped,
 //!   mismatched collectives, classified errors and the first of them, watchdog timeouts,
-//!   configuration that differs across ranks.
+//!   configuration that differs across ranks;
+//! - [`patterns`]: where traffic flows (the rank-to-rank matrix, observed and as the layout
+//!   predicts it), whether it repeats (On-Off periodicity), and the run's own α-β model per link
+//!   class (docs/design/patterns.md).
 //!
 //! A new analysis is a new module here.
 
@@ -22,6 +25,7 @@ pub mod comm_stats;
 pub mod details;
 pub mod diagnosis;
 pub mod kernel_bw;
+pub mod patterns;
 pub mod predicted_times;
 pub mod skew;
 pub mod theory_vs_observed;

@@ -225,6 +225,25 @@ fn observed_only_entries(volumes: &[RankVolume]) -> Vec<Value> {
         .collect()
 }
 
+/// The contract's `comm_matrix` (the rank-to-rank matrix's entries) and, under `patterns`, the
+/// rest of issue 34's analyses: the matrix's hosts, node matrix, routing and notes, the matrix
+/// the layout predicts, the On-Off periodicity and the run's own performance model.
+pub fn add_patterns(summary: &mut Value, p: &analyses::patterns::Patterns) {
+    let value = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
+    summary["comm_matrix"] = value(serde_json::to_value(&p.matrix.entries));
+    summary["patterns"] = json!({
+        "matrix": {
+            "hosts": value(serde_json::to_value(&p.matrix.hosts)),
+            "nodes": value(serde_json::to_value(&p.matrix.nodes)),
+            "comms": value(serde_json::to_value(&p.matrix.comms)),
+            "notes": value(serde_json::to_value(&p.matrix.notes)),
+        },
+        "predicted": value(serde_json::to_value(&p.predicted)),
+        "periodicity": value(serde_json::to_value(&p.periodicity)),
+        "model": value(serde_json::to_value(&p.model)),
+    });
+}
+
 /// Observed kernel time beside the time model's, per operation type and size bucket, and the
 /// message-size histogram per parallelism.
 pub fn time_entry(analysis: &Analysis, volumes: &[RankVolume], hw: &theory::Hardware) -> Value {
