@@ -231,7 +231,7 @@ pub fn stage_file(run: &Run) -> String {
             }
         }
     }
-    rows.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+    rows.sort_by_key(|r| (r.0, r.1, r.2));
     let mut out = String::from("step,rank,stage,duration_ms\n");
     for (step, rank, _, stage, ms) in rows {
         let _ = writeln!(out, "{step},{rank},{stage},{ms:.6}");
