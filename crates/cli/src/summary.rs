@@ -206,6 +206,18 @@ fn observed_only_entries(analysis: &Analysis) -> Vec<Value> {
         .collect()
 }
 
+/// CONTRACT.md's `steps`: StageFrontier, the iteration-time breakdown and the baselines
+/// (`analyses::steps`), when the inputs show steps.
+pub fn steps_entry(
+    session: &Session,
+    analysis: &Analysis,
+    opts: &analyses::steps::StepOptions,
+    hw: &theory::Hardware,
+) -> Option<Value> {
+    let report = analyses::steps::analyse(session, analysis, opts, Some(hw))?;
+    serde_json::to_value(&report).ok()
+}
+
 /// Observed kernel time beside the time model's, per operation type and size bucket, and the
 /// message-size histogram per parallelism.
 pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {

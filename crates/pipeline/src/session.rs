@@ -55,6 +55,12 @@ pub struct Session {
     pub digests: bool,
     /// What exports are read for, e.g. the NVTX range names that mark an iteration.
     pub read_options: ReadOptions,
+    /// Stage files ([`Session::add_stage_file`], module `stage_files`).
+    pub(crate) stage_files: Vec<Arc<crate::stage_files::LoadedStageFile>>,
+    /// Also read each export's other (compute) kernels, compactly ([`model::compute`]): the
+    /// step analysis's breakdown and baselines need them; off by default (a second pass over
+    /// the kernel table).
+    pub read_compute: bool,
 }
 
 /// Streams one log in, chunk by chunk, plain or gzip-compressed ([`ingest_nccl::LogStream`]:
@@ -110,6 +116,11 @@ impl Session {
         self.next_file
     }
 
+    /// Counts a file that is neither a log nor an export (a stage file) in the file indices.
+    pub(crate) fn next_file_index_bump(&mut self) {
+        self.next_file += 1;
+    }
+
     pub fn logs(&self) -> &[Arc<LoadedLog>] {
         &self.logs
     }
@@ -149,7 +160,10 @@ impl Session {
 
     /// Reads an export through `db` (which the caller may close right after) and reports on it.
     pub fn add_export(&mut self, db: &dyn SqlSource, name: &str, bytes: u64) -> FileReport {
-        let read = read_export(db, name, &self.read_options);
+        let mut read = read_export(db, name, &self.read_options);
+        if let (true, Ok(export)) = (self.read_compute, &mut read) {
+            crate::stage_files::read_compute(db, name, export);
+        }
         self.add_read_export(name, bytes, read)
     }
 
@@ -529,6 +543,9 @@ fn export_digest(e: &NsysExport) -> String {
         nccl_calls,
         payload_schemas,
         diagnostics,
+        // Read on request only (`Session::read_compute`): left out so the digest of what every
+        // reader reads stays the same.
+        compute: _,
     } = e;
     let messages: Vec<(&str, u64)> = diagnostics
         .iter()

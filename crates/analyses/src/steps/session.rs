@@ -1,0 +1,643 @@
+//! The step analysis of a loaded, analysed session: which source gives the steps (a stage file,
+//! NVTX step ranges, else the collectives' period), and the kernels' breakdown, baselines and
+//! the 1F1B check beside the frontier. The only module that reads the session and the analysis
+//! (`pipeline::Session`, `pipeline::Analysis`); everything else takes plain data.
+
+use super::baselines::{baselines, parallelism_index, KernelStats, OpKey, OpStats};
+use super::breakdown::{
+    breakdown, measured_closed_terms, ratios, ClosedForm, ClosedFormInputs, NcclSpan, RankKernels,
+};
+use super::collectives::{period_rows, KernelSequence};
+use super::mapping::StageMapping;
+use super::matrix::{MatrixBuilder, StageMatrix};
+use super::nvtx::{stage_rows, ProcessRanges, StepWindow};
+use super::pipeline::check;
+use super::report::{Source, StepsReport};
+use super::types::Settings;
+use enrich::Parallelism;
+use model::compute::BusyMerger;
+use model::nsys::NvtxRange;
+use model::OpType;
+use pipeline::{Analysis, Session};
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// What the step analysis is asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepOptions {
+    pub settings: Settings,
+    pub mapping: StageMapping,
+    /// The model and layout of the closed forms (the command's `--config`); without it there are
+    /// no closed forms.
+    pub model: Option<theory::TheoryConfig>,
+    /// Peak FLOP/s per GPU, TFLOP/s; `None`: the hardware preset's dense FP16 figure.
+    pub peak_tflops: Option<f64>,
+    /// Utilisation μ of the closed forms' compute term.
+    pub utilisation: f64,
+    /// Full activation recomputation (ConfigTuner's assumption).
+    pub recompute: bool,
+}
+
+impl Default for StepOptions {
+    fn default() -> Self {
+        StepOptions {
+            settings: Settings::default(),
+            mapping: StageMapping::default(),
+            model: None,
+            peak_tflops: None,
+            utilisation: 0.5,
+            recompute: false,
+        }
+    }
+}
+
+/// Every process of the session by (host, pid) → its global rank: the logs' ranks, and for the
+/// processes no log names, numbers after the largest in (host, pid) order.
+struct Ranks {
+    of: BTreeMap<(String, u32), u32>,
+    unranked: Vec<String>,
+}
+
+impl Ranks {
+    fn new(session: &Session, analysis: &Analysis) -> Ranks {
+        let mut seen: BTreeSet<(String, u32)> = BTreeSet::new();
+        for e in session.exports() {
+            let host = host_of(&e.export);
+            let pids = e.export.nvtx.iter().map(|r| r.pid);
+            for pid in pids.chain(e.export.kernels.iter().map(|k| k.pid)) {
+                seen.insert((host.clone(), pid));
+            }
+        }
+        let mut of = BTreeMap::new();
+        let mut unranked = Vec::new();
+        let mut next = analysis
+            .processes
+            .iter()
+            .map(|p| p.global_rank + 1)
+            .max()
+            .unwrap_or(0);
+        for (host, pid) in seen {
+            let named = analysis
+                .processes
+                .iter()
+                .filter(|p| p.process.pid == pid && (host.is_empty() || p.process.host == host))
+                .collect::<Vec<_>>();
+            let rank = match named[..] {
+                [p] => p.global_rank,
+                _ => {
+                    unranked.push(format!("{host}:{pid}"));
+                    next += 1;
+                    next - 1
+                }
+            };
+            of.insert((host, pid), rank);
+        }
+        Ranks { of, unranked }
+    }
+
+    fn get(&self, host: &str, pid: u32) -> Option<u32> {
+        self.of.get(&(host.to_string(), pid)).copied()
+    }
+}
+
+fn host_of(e: &model::nsys::NsysExport) -> String {
+    e.hosts.first().cloned().unwrap_or_default()
+}
+
+/// The step analysis; `None` when the inputs show no steps (no stage file, no NVTX step range,
+/// no NCCL kernels with a period). `hardware` gives the closed forms' peak FLOP/s by default.
+pub fn analyse(
+    session: &Session,
+    analysis: &Analysis,
+    opts: &StepOptions,
+    hardware: Option<&theory::Hardware>,
+) -> Option<StepsReport> {
+    let ranks = Ranks::new(session, analysis);
+    let mut notes: Vec<String> = Vec::new();
+
+    // NVTX: steps and stages of every process, and the steps' windows.
+    let processes = nvtx_processes(session, &ranks);
+    let (nvtx_rows, nvtx_found, nvtx_windows) = stage_rows(&processes, &opts.mapping);
+    // The collectives' period, when no NVTX range gives the steps' times.
+    let need_period = nvtx_windows.is_empty();
+    let (period_builder, period_found, period_windows) = if need_period {
+        let (b, f, w) = period_rows(&kernel_sequences(session, &ranks));
+        (Some(b), Some(f), w)
+    } else {
+        (None, None, Vec::new())
+    };
+
+    let stage_file_rows = stage_file_rows(session);
+    let (matrix, source, confidence) = if let Some(b) = stage_file_rows {
+        (b.finish(), Source::StageFile, 1.0)
+    } else if !nvtx_rows.is_empty() {
+        (nvtx_rows.finish(), Source::Nvtx, 1.0)
+    } else if let Some(b) = period_builder.filter(|b| !b.is_empty()) {
+        let c = period_found.as_ref().map_or(0.0, |f| f.confidence);
+        (b.finish(), Source::Collectives, c)
+    } else {
+        return None;
+    };
+    let mut report = StepsReport::of_matrix(&matrix, source, &opts.settings);
+    report.confidence = confidence;
+    match source {
+        Source::StageFile => {
+            let n = session.stage_files().len();
+            notes.push(format!("steps and stages from {n} stage file(s)"));
+        }
+        Source::Nvtx => {
+            report.mapping = Some(opts.mapping.clone());
+            notes.push(format!(
+                "steps from the NVTX ranges named like `{}` on {} process(es); stages from the \
+                 ranges inside them (each rank's own clock)",
+                nvtx_found.step_pattern.as_deref().unwrap_or("?"),
+                nvtx_found.processes
+            ));
+        }
+        Source::Collectives => {
+            let f = period_found.as_ref();
+            let periods: BTreeSet<usize> = f
+                .map(|f| f.processes.iter().map(|p| p.period).collect())
+                .unwrap_or_default();
+            notes.push(format!(
+                "no NVTX step ranges (patterns: {}): steps from the period of the collectives \
+                 ({} NCCL kernels per step), confidence {:.2}; one stage per step",
+                opts.mapping.steps.join(", "),
+                periods
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+                confidence
+            ));
+        }
+    }
+    if source != Source::Nvtx && nvtx_found.processes == 0 && !nvtx_found.without_steps.is_empty()
+    {
+        notes.push(format!(
+            "NVTX ranges on {} process(es) but no step range among them",
+            nvtx_found.without_steps.len()
+        ));
+    }
+    if !ranks.unranked.is_empty() {
+        notes.push(format!(
+            "{} process(es) no log names are numbered after the logs' ranks: {}",
+            ranks.unranked.len(),
+            ranks.unranked.join(", ")
+        ));
+    }
+    report.nvtx =
+        (nvtx_found.processes > 0 || !nvtx_found.without_steps.is_empty()).then_some(nvtx_found);
+    report.collectives = period_found.filter(|_| source == Source::Collectives);
+
+    // The kernels: breakdown, baselines, the 1F1B check.
+    let (windows, windows_from) = if !nvtx_windows.is_empty() {
+        (nvtx_windows, "nvtx")
+    } else {
+        (period_windows, "collectives")
+    };
+    let (rank_kernels, keys) = rank_kernels(session, analysis, &ranks);
+    let ops = OpStats::of(keys, &rank_kernels);
+    let base = ops.baselines();
+    let win: Vec<(u32, u64, i64, i64)> = windows
+        .iter()
+        .map(|w| (w.rank, w.step, w.start_ns, w.end_ns))
+        .collect();
+    if !rank_kernels.is_empty() && !win.is_empty() {
+        let mut b = breakdown(&rank_kernels, &win, &base, windows_from);
+        if let Some(cfg) = &opts.model {
+            match closed_form(session, analysis, cfg, opts, hardware) {
+                Ok(inputs) => {
+                    let predicted = inputs.terms();
+                    let first_stage = ranks_of_stage(analysis, &report.ranks, 0);
+                    let measured = measured_closed_terms(&b, &first_stage);
+                    b.closed_form = Some(ClosedForm {
+                        ratio: ratios(&measured, &predicted),
+                        inputs,
+                        predicted,
+                        measured,
+                    });
+                }
+                Err(why) => b.notes.push(why),
+            }
+        }
+        report.breakdown = Some(b);
+    }
+    let step_lookup = StepLookup::new(&windows);
+    let kernels = compute_stats(session, &ranks);
+    if !rank_kernels.is_empty() || !kernels.is_empty() {
+        report.baselines = Some(baselines(&ops, &rank_kernels, &kernels, &|r, t| {
+            step_lookup.step(r, t)
+        }));
+    }
+    let pp = analysis.layout.sizes.map_or(1, |s| s.pp);
+    let measured = mean_frontier(&report);
+    let grad_sync = |stage: u32| -> Option<f64> {
+        let b = report.breakdown.as_ref()?;
+        let of_stage = ranks_of_stage(analysis, &report.ranks, stage);
+        let rows: Vec<f64> = b
+            .per_rank
+            .iter()
+            .filter(|r| of_stage.contains(&r.rank))
+            .map(|r| r.mean.exposed_ms.get("DP").copied().unwrap_or(0.0))
+            .collect();
+        (!rows.is_empty()).then(|| rows.iter().sum::<f64>() / rows.len() as f64)
+    };
+    let stage_of = |rank: u32| pp_stage(analysis, rank);
+    report.pipeline = check(&matrix, pp, &stage_of, &grad_sync, measured);
+    report.notes = notes;
+    Some(report)
+}
+
+/// The mean over steps of the step's exposed time (the frontier's last value).
+fn mean_frontier(r: &StepsReport) -> f64 {
+    let v: Vec<f64> = r
+        .per_step
+        .iter()
+        .filter_map(|s| s.frontier_ms.last().copied())
+        .collect();
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// The pipeline stage of a global rank under the inferred or given layout (Megatron order).
+fn pp_stage(analysis: &Analysis, rank: u32) -> Option<u32> {
+    let s = analysis.layout.sizes?;
+    (s.pp > 1).then(|| (rank / s.stride(Parallelism::PP)) % s.pp)
+}
+
+fn ranks_of_stage(analysis: &Analysis, ranks: &[u32], stage: u32) -> Vec<u32> {
+    ranks
+        .iter()
+        .copied()
+        .filter(|&r| pp_stage(analysis, r).unwrap_or(0) == stage)
+        .collect()
+}
+
+/// Every stage file's rows, in load order (`None` without a stage file).
+fn stage_file_rows(session: &Session) -> Option<MatrixBuilder> {
+    let files = session.stage_files();
+    if files.is_empty() {
+        return None;
+    }
+    let mut b = MatrixBuilder::new();
+    for f in files {
+        let ids: Vec<u32> = f.file.stage_names.iter().map(|n| b.stage(n)).collect();
+        for r in &f.file.records {
+            b.push(r.step, r.rank, ids[r.stage as usize], r.duration_ms);
+        }
+        for &s in &f.file.incomplete_steps {
+            b.flag(s);
+        }
+    }
+    Some(b)
+}
+
+/// Every export's NVTX ranges, per process.
+fn nvtx_processes<'a>(session: &'a Session, ranks: &Ranks) -> Vec<ProcessRanges<'a>> {
+    let mut out = Vec::new();
+    for e in session.exports() {
+        let host = e.export.hosts.first().map_or("", String::as_str);
+        let mut by_pid: BTreeMap<u32, Vec<&NvtxRange>> = BTreeMap::new();
+        for r in &e.export.nvtx {
+            by_pid.entry(r.pid).or_default().push(r);
+        }
+        for (pid, ranges) in by_pid {
+            out.push(ProcessRanges {
+                host,
+                pid,
+                rank: ranks.get(host, pid),
+                ranges,
+            });
+        }
+    }
+    out
+}
+
+/// Every process's NCCL kernels as signatures (name and stream) in start order.
+fn kernel_sequences(session: &Session, ranks: &Ranks) -> Vec<KernelSequence> {
+    let mut sig: FxHashMap<(usize, u32), u32> = FxHashMap::default();
+    type Kernels = Vec<(u32, i64, i64)>;
+    let mut by_process: BTreeMap<(String, u32), Kernels> = BTreeMap::new();
+    for e in session.exports() {
+        let host = host_of(&e.export);
+        let k = &e.export.kernels;
+        for i in 0..k.len() {
+            let (Some(pid), Some(s), Some(t)) = (k.pid(i), k.start_ns(i), k.end_ns(i)) else {
+                continue;
+            };
+            let name = k
+                .name(i)
+                .map_or(0, |n| Arc::as_ptr(n) as *const u8 as usize);
+            let next = sig.len() as u32;
+            let id = *sig.entry((name, k.stream(i).unwrap_or(0))).or_insert(next);
+            by_process
+                .entry((host.clone(), pid))
+                .or_default()
+                .push((id, s, t));
+        }
+    }
+    by_process
+        .into_iter()
+        .filter_map(|((host, pid), mut kernels)| {
+            kernels.sort_by_key(|k| (k.1, k.2));
+            Some(KernelSequence {
+                rank: ranks.get(&host, pid)?,
+                name: format!("{host}:{pid}"),
+                kernels,
+            })
+        })
+        .collect()
+}
+
+/// Every process's NCCL kernels with their parallelism and operation key, and its compute busy
+/// time; the keys they index.
+fn rank_kernels(
+    session: &Session,
+    analysis: &Analysis,
+    ranks: &Ranks,
+) -> (Vec<RankKernels>, Vec<OpKey>) {
+    let mut keys: Vec<OpKey> = Vec::new();
+    let mut key_ids: FxHashMap<OpKey, u32> = FxHashMap::default();
+    let mut key_of = |k: OpKey| -> u32 {
+        if let Some(&i) = key_ids.get(&k) {
+            return i;
+        }
+        keys.push(k.clone());
+        key_ids.insert(k, keys.len() as u32 - 1);
+        keys.len() as u32 - 1
+    };
+    let mut par: Vec<Parallelism> = vec![Parallelism::Unknown; analysis.communicators.comms.len()];
+    for c in &analysis.layout.comms {
+        if let Some(p) = par.get_mut(c.comm) {
+            *p = c.parallelism;
+        }
+    }
+    let mut names = ingest_nsys::KernelNameCache::default();
+    let mut out: BTreeMap<(String, u32), RankKernels> = BTreeMap::new();
+    let mut aligned: BTreeSet<(String, u32)> = BTreeSet::new();
+    for pm in &analysis.alignments.processes {
+        let host = pm.process.host.to_string();
+        let Some(rank) = ranks
+            .get(&host, pm.process.pid)
+            .or_else(|| ranks.get("", pm.process.pid))
+        else {
+            continue;
+        };
+        aligned.insert((host.clone(), pm.process.pid));
+        let mut comm_of = analysis.communicators.comm_lookup(&pm.process);
+        let mut spans = Vec::with_capacity(pm.kernels.len());
+        for (k, m) in pm
+            .alignment
+            .per_kernel
+            .iter()
+            .enumerate()
+            .take(pm.kernels.len())
+        {
+            let (Some(s), Some(e)) = (pm.kernels.start_ns(k), pm.kernels.end_ns(k)) else {
+                continue;
+            };
+            let key = match m {
+                Some(m) => {
+                    let lines: Vec<usize> = m.lines().collect();
+                    let site = pm.log_ops.site(lines[0]);
+                    let comm = site.and_then(|s| comm_of(s.comm));
+                    let bytes: Option<u64> = lines
+                        .iter()
+                        .map(|&l| {
+                            let site = pm.log_ops.site(l)?;
+                            Some(pm.log_ops.call(l)?.count * site.datatype?.size_bytes())
+                        })
+                        .sum();
+                    let op = match site.map(|s| s.op) {
+                        Some(OpType::Send | OpType::Recv) => "SendRecv".to_string(),
+                        Some(op) => op.name().to_string(),
+                        None => "unknown".to_string(),
+                    };
+                    OpKey {
+                        op,
+                        bytes,
+                        comm: comm
+                            .and_then(|c| analysis.communicators.comms.get(c))
+                            .map(|c| c.id.clone()),
+                        parallelism: comm
+                            .and_then(|c| par.get(c))
+                            .map_or("unknown", |p| p.name())
+                            .to_string(),
+                    }
+                }
+                None => unmatched_key(pm.kernels.get(k).map(|k| k.name), &mut names),
+            };
+            let parallelism = parallelism_index(&key.parallelism);
+            spans.push(NcclSpan {
+                start_ns: s,
+                end_ns: e,
+                parallelism,
+                key: key_of(key),
+            });
+        }
+        spans.sort_by_key(|s| (s.start_ns, s.end_ns));
+        out.insert(
+            (host.clone(), pm.process.pid),
+            RankKernels {
+                rank,
+                process: format!("{host}:{}", pm.process.pid),
+                nccl: spans,
+                busy: None,
+            },
+        );
+    }
+    // Processes with kernels and no log: every kernel unmatched.
+    for e in session.exports() {
+        let host = host_of(&e.export);
+        let k = &e.export.kernels;
+        for i in 0..k.len() {
+            let Some(pid) = k.pid(i) else { continue };
+            if aligned.contains(&(host.clone(), pid)) {
+                continue;
+            }
+            let (Some(s), Some(t), Some(rank)) =
+                (k.start_ns(i), k.end_ns(i), ranks.get(&host, pid))
+            else {
+                continue;
+            };
+            let key = key_of(unmatched_key(k.name(i).cloned(), &mut names));
+            out.entry((host.clone(), pid))
+                .or_insert_with(|| RankKernels {
+                    rank,
+                    process: format!("{host}:{pid}"),
+                    ..RankKernels::default()
+                })
+                .nccl
+                .push(NcclSpan {
+                    start_ns: s,
+                    end_ns: t,
+                    parallelism: parallelism_index("unknown"),
+                    key,
+                });
+        }
+    }
+    // Compute busy time of each process (all its devices merged).
+    for e in session.exports() {
+        let Some(c) = &e.export.compute else { continue };
+        let host = host_of(&e.export);
+        let mut per_pid: BTreeMap<u32, BusyMerger> = BTreeMap::new();
+        for t in &c.tracks {
+            let m = per_pid.entry(t.pid).or_default();
+            for &(a, b) in &t.busy {
+                m.add(a, b);
+            }
+        }
+        for (pid, m) in per_pid {
+            if let Some(rk) = out.get_mut(&(host.clone(), pid)) {
+                rk.busy = Some(m.finish());
+            }
+        }
+    }
+    let mut v: Vec<RankKernels> = out.into_values().collect();
+    for r in &mut v {
+        r.nccl.sort_by_key(|s| (s.start_ns, s.end_ns));
+    }
+    v.sort_by_key(|r| r.rank);
+    (v, keys)
+}
+
+fn unmatched_key(name: Option<Arc<str>>, names: &mut ingest_nsys::KernelNameCache) -> OpKey {
+    let op = name
+        .and_then(|n| names.decode(&n))
+        .and_then(|d| d.op)
+        .map_or("unknown".to_string(), |op| op.name().to_string());
+    OpKey {
+        op,
+        bytes: None,
+        comm: None,
+        parallelism: "unknown".into(),
+    }
+}
+
+/// Every compute kernel name over the exports.
+fn compute_stats(session: &Session, ranks: &Ranks) -> Vec<KernelStats> {
+    let mut by_name: BTreeMap<Arc<str>, KernelStats> = BTreeMap::new();
+    for e in session.exports() {
+        let Some(c) = &e.export.compute else { continue };
+        let host = host_of(&e.export);
+        for n in &c.names {
+            let s = by_name
+                .entry(n.name.clone())
+                .or_insert_with(|| KernelStats {
+                    name: n.name.to_string(),
+                    count: 0,
+                    min_ns: i64::MAX,
+                    sum_ns: 0,
+                    worst: Vec::new(),
+                });
+            s.count += n.count;
+            s.min_ns = s.min_ns.min(n.min_ns);
+            s.sum_ns += n.sum_ns;
+            for w in &n.worst {
+                s.worst.push((
+                    ranks.get(&host, w.pid),
+                    format!("{host}:{}", w.pid),
+                    w.start_ns,
+                    w.duration_ns,
+                ));
+            }
+        }
+    }
+    by_name.into_values().collect()
+}
+
+/// Finds the step a time of a rank falls in.
+struct StepLookup {
+    by_rank: BTreeMap<u32, Vec<(i64, i64, u64)>>,
+}
+
+impl StepLookup {
+    fn new(windows: &[StepWindow]) -> StepLookup {
+        let mut by_rank: BTreeMap<u32, Vec<(i64, i64, u64)>> = BTreeMap::new();
+        for w in windows {
+            by_rank
+                .entry(w.rank)
+                .or_default()
+                .push((w.start_ns, w.end_ns, w.step));
+        }
+        for v in by_rank.values_mut() {
+            v.sort_unstable();
+        }
+        StepLookup { by_rank }
+    }
+
+    fn step(&self, rank: u32, t: i64) -> Option<u64> {
+        let v = self.by_rank.get(&rank)?;
+        let i = v.partition_point(|w| w.0 <= t);
+        let w = v.get(i.checked_sub(1)?)?;
+        (t < w.1).then_some(w.2)
+    }
+}
+
+/// ConfigTuner's inputs from the config, the hardware and the run's own bus bandwidths.
+fn closed_form(
+    session: &Session,
+    analysis: &Analysis,
+    cfg: &theory::TheoryConfig,
+    opts: &StepOptions,
+    hardware: Option<&theory::Hardware>,
+) -> Result<ClosedFormInputs, String> {
+    let peak = opts
+        .peak_tflops
+        .or_else(|| {
+            hardware
+                .and_then(|h| h.compute)
+                .map(|c| c.tensor_fp16_tflops)
+        })
+        .ok_or("no closed forms: no peak FLOP/s (give one, or a hardware preset that has it)")?;
+    let m = &cfg.model;
+    let p = &cfg.parallel;
+    let parameters = theory::volume::parameters(m.layers, m.hidden, m.vocab, m.seq_len) as f64;
+    // The run's own bus bandwidth per parallelism: the median over its communicators' medians.
+    let stats = pipeline::comm_stats(session, analysis);
+    let mut per: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
+    for c in &analysis.layout.comms {
+        if let Some(bw) = stats.get(c.comm).and_then(|s| s.median_bus_bw_gbps) {
+            per.entry(c.parallelism.name()).or_default().push(bw);
+        }
+    }
+    let c = |p: &str| -> Option<f64> {
+        let mut v = per.get(p)?.clone();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    Ok(ClosedFormInputs {
+        parameters,
+        layers: m.layers as f64,
+        hidden: m.hidden as f64,
+        seq_len: m.seq_len as f64,
+        micro_batch: m.micro_batch as f64,
+        microbatches: cfg.microbatches() as f64,
+        tp: p.tp as f64,
+        pp: p.pp as f64,
+        dp: p.dp as f64,
+        virtual_stages: p.virtual_stages as f64,
+        bytes_per_element: m.bytes_per_element as f64,
+        peak_tflops: peak,
+        utilisation: opts.utilisation,
+        c_tp_gbps: c("TP"),
+        c_pp_gbps: c("PP"),
+        c_dp_gbps: c("DP"),
+        recompute: opts.recompute,
+    })
+}
+
+/// The matrix of a session's steps alone (for tests and the page's drill-down).
+pub fn matrix_of(session: &Session, analysis: &Analysis, mapping: &StageMapping) -> StageMatrix {
+    let ranks = Ranks::new(session, analysis);
+    if let Some(b) = stage_file_rows(session) {
+        return b.finish();
+    }
+    let processes = nvtx_processes(session, &ranks);
+    stage_rows(&processes, mapping).0.finish()
+}
