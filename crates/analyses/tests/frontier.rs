@@ -296,10 +296,10 @@ fn a_changed_world_and_different_orders_are_labelled() {
         .iter()
         .map(|a| a.label.as_str())
         .collect();
-    assert_eq!(labels, ["stage_order_differs", "world_size_changed"]);
+    assert_eq!(labels, ["role_aware_needed", "world_size_changed"]);
     assert_eq!(
         f.per_step[2].incomplete.as_deref(),
-        Some("stage_order_differs")
+        Some("role_aware_needed")
     );
     assert_eq!(f.windows.len(), 2, "one window per world");
     assert_eq!(f.windows[0].ranks, 3);

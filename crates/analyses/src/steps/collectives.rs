@@ -6,9 +6,13 @@
 //!
 //! Per process: candidate periods from the spacing of its rarest repeating kernels, each scored
 //! by the share of kernels equal to the kernel one period later; the smallest period scoring
-//! within 2 % of the best wins (multiples of the true period score as well). The iteration
-//! boundary is put before the kernel that follows the longest idle gap of the period. The score
-//! is the confidence. Each step is one stage, `step`, from one boundary to the next.
+//! within 2 % of the best wins (multiples of the true period score as well). Kernels alike in
+//! name and stream can still differ in role (a pipeline's forward send and backward receive are
+//! both `SendRecv`): the period is then the smallest multiple of it whose idle gaps repeat too
+//! (the gap before each kernel within a quarter of the gap one period later). The iteration
+//! boundary is put before the kernel that follows the longest idle gap of the period. The
+//! product of the two scores is the confidence. Each step is one stage, `step`, from one
+//! boundary to the next.
 
 use super::matrix::MatrixBuilder;
 use super::nvtx::StepWindow;
@@ -60,6 +64,8 @@ pub fn period_rows(seqs: &[KernelSequence]) -> (MatrixBuilder, PeriodFindings, V
             found.without_period.push(s.name.clone());
             continue;
         };
+        let (period, gap_score) = refine_by_gaps(&s.kernels, period);
+        let score = score * gap_score;
         let offset = boundary_offset(&s.kernels, period);
         let starts: Vec<i64> = (offset..s.kernels.len())
             .step_by(period)
@@ -112,6 +118,37 @@ pub fn find_period(kernels: &[(u32, i64, i64)]) -> Option<(usize, f64)> {
     }
     best.retain(|b| b.1 >= top - 0.02);
     best.into_iter().min_by_key(|b| b.0)
+}
+
+/// The smallest multiple of `period` (up to 16 times, at least three repeats) whose idle gaps
+/// repeat, and how well they do; `period` itself, scored, when no multiple does better.
+pub fn refine_by_gaps(kernels: &[(u32, i64, i64)], period: usize) -> (usize, f64) {
+    let gaps: Vec<i64> = kernels
+        .windows(2)
+        .map(|w| (w[1].1 - w[0].2).max(0))
+        .collect();
+    let alike = |a: i64, b: i64| (a - b).abs() <= 20_000 + a.max(b) / 4;
+    let score = |q: usize| -> f64 {
+        let from = q.min(gaps.len());
+        let pairs = gaps.len().saturating_sub(from + q);
+        if pairs == 0 {
+            return 0.0;
+        }
+        let same = (from..from + pairs)
+            .filter(|&i| alike(gaps[i], gaps[i + q]))
+            .count();
+        same as f64 / pairs as f64
+    };
+    let scored: Vec<(usize, f64)> = (1..=16)
+        .map(|k| k * period)
+        .filter(|&q| 3 * q <= kernels.len())
+        .map(|q| (q, score(q)))
+        .collect();
+    let best = scored.iter().map(|s| s.1).fold(0.0, f64::max);
+    scored
+        .into_iter()
+        .find(|s| s.1 >= best - 0.05)
+        .unwrap_or((period, 1.0))
 }
 
 /// Candidate periods: the median spacing of each of the rarest signatures that repeat, and
@@ -201,6 +238,28 @@ mod tests {
         assert_eq!(m.steps.len(), 7);
         assert_eq!(m.stage_names, ["step"]);
         assert!((m.duration(0, 0, 0).unwrap() - (5_000.0 + 500.0) / 1e6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn alike_kernels_in_different_roles_are_told_by_their_gaps() {
+        // One kernel name: a forward send after 6 ms of compute, a backward receive after 10.
+        let mut k = Vec::new();
+        let mut t = 0;
+        for i in 0..40 {
+            t += if i % 2 == 0 { 6_000_000 } else { 10_000_000 };
+            k.push((7, t, t + 100_000));
+            t += 100_000;
+        }
+        assert_eq!(find_period(&k), Some((1, 1.0)));
+        assert_eq!(refine_by_gaps(&k, 1), (2, 1.0));
+        let (_, found, windows) = period_rows(&[KernelSequence {
+            name: "n:1".into(),
+            rank: 0,
+            kernels: k,
+        }]);
+        assert_eq!(found.processes[0].period, 2);
+        // Steps start after the long gap: each holds a 6 ms and a 10 ms gap.
+        assert!(windows.iter().all(|w| w.end_ns - w.start_ns == 16_200_000));
     }
 
     #[test]

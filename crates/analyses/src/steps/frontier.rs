@@ -11,7 +11,7 @@
 use super::matrix::{StageMatrix, StepFlaw};
 use super::types::{
     Ambiguity, OrderedShares, RankCredit, Settings, StepRow, Window, AMBIGUOUS_MISSING_STAGE,
-    AMBIGUOUS_ONE_RANK, AMBIGUOUS_ORDER_DIFFERS, AMBIGUOUS_WORLD_CHANGED,
+    AMBIGUOUS_ONE_RANK, AMBIGUOUS_ROLES, AMBIGUOUS_WORLD_CHANGED, RANK_TIE, RANK_UNIQUE_LEADER,
 };
 
 /// Per-step rows and the windows of a matrix.
@@ -125,11 +125,11 @@ fn whole_run_ambiguity(
         .collect();
     if !order.is_empty() {
         out.push(Ambiguity {
-            label: AMBIGUOUS_ORDER_DIFFERS.into(),
+            label: AMBIGUOUS_ROLES.into(),
             message: format!(
-                "{} step(s) where ranks ran their stages in different orders (different roles, \
-                 e.g. pipeline stages): a global frontier across them is unsafe, and they are \
-                 left out of the window",
+                "{} step(s) where ranks ran different stage sequences (different roles, e.g. \
+                 pipeline stages): a global frontier across them is unsafe, and they are left \
+                 out of the window",
                 order.len()
             ),
             steps: order,
@@ -252,7 +252,7 @@ fn step(m: &StageMatrix, t: usize, members: &[bool], s: &Settings) -> (StepRow, 
         incomplete: m.flaw(t).map(|f| {
             match f {
                 StepFlaw::MissingStage => AMBIGUOUS_MISSING_STAGE,
-                StepFlaw::OrderDiffers => AMBIGUOUS_ORDER_DIFFERS,
+                StepFlaw::OrderDiffers => AMBIGUOUS_ROLES,
             }
             .to_string()
         }),
@@ -266,6 +266,15 @@ fn step(m: &StageMatrix, t: usize, members: &[bool], s: &Settings) -> (StepRow, 
         switches,
     };
     (row, sums)
+}
+
+/// How a stage's suspects were told: one alone, or a tie.
+fn evidence(ranks: &[u32]) -> Option<String> {
+    match ranks.len() {
+        0 => None,
+        1 => Some(RANK_UNIQUE_LEADER.into()),
+        _ => Some(RANK_TIE.into()),
+    }
 }
 
 /// A window's running sums.
@@ -458,6 +467,8 @@ impl WindowSums {
             ambiguous: None,
             candidates,
             co_critical,
+            top1_rank: top1_ranks.first().copied(),
+            rank_evidence: evidence(&top1_ranks),
             top1_ranks,
             stage_share: m.expanded().then(|| {
                 OrderedShares(
@@ -483,6 +494,8 @@ impl WindowSums {
                     .collect(),
             ),
             excess_top1,
+            excess_top1_rank: excess_top1_ranks.first().copied(),
+            excess_rank_evidence: evidence(&excess_top1_ranks),
             excess_top1_ranks,
             max_top1: (total > 0.0)
                 .then(|| argmax(&by_group(&self.max)))

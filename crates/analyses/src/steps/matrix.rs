@@ -19,7 +19,8 @@ const MISSING: f64 = f64::NAN;
 pub enum StepFlaw {
     /// A rank lacks a stage other ranks of the step ran (or the source dropped a row of it).
     MissingStage,
-    /// A rank ran the stages in another order than the first rank (different roles).
+    /// Ranks ran different stage sequences (different roles): in another order than the first
+    /// rank, or each its own usual sequence and these differ.
     OrderDiffers,
 }
 
@@ -149,9 +150,12 @@ impl MatrixBuilder {
         let mut last = vec![-1i64; nt * nr];
         let mut flaws: Vec<Option<StepFlaw>> = vec![None; nt];
         let mut cells: Vec<(u32, u32)> = Vec::with_capacity(rows.len());
+        // Per (step, rank): a hash of the sequence of stages it ran (FNV-1a over group ids).
+        let mut sequence = vec![0xcbf2_9ce4_8422_2325u64; nt * nr];
         for &(step, rank, g, _) in &rows {
             let (t, r) = (step_at[&step] as usize, rank_at[&rank] as usize);
             let cell = t * nr + r;
+            sequence[cell] = (sequence[cell] ^ u64::from(g) ^ 0x100).wrapping_mul(0x0100_0000_01b3);
             let k = &mut runs[cell * ng + g as usize];
             let run = *k as usize;
             *k = k.saturating_add(1);
@@ -199,6 +203,7 @@ impl MatrixBuilder {
                 flaws[t] = Some(StepFlaw::MissingStage);
             }
         }
+        different_roles(&sequence, &present, nt, nr, &mut flaws);
         flagged.sort_unstable();
         flagged.dedup();
         let flagged: Vec<bool> = steps
@@ -215,6 +220,45 @@ impl MatrixBuilder {
             present,
             flaws,
             flagged,
+        }
+    }
+}
+
+/// Steps where every rank ran its own usual stage sequence and these differ between ranks (a
+/// pipeline's first and last stages, say) are role differences, not missing stages: a rank
+/// that deviates from its own usual sequence keeps the flaw found for it.
+fn different_roles(
+    sequence: &[u64],
+    present: &[bool],
+    nt: usize,
+    nr: usize,
+    flaws: &mut [Option<StepFlaw>],
+) {
+    // A rank's usual sequence: the one it runs in most of its steps (at least two).
+    let usual: Vec<Option<u64>> = (0..nr)
+        .map(|r| {
+            let mut count: FxHashMap<u64, usize> = FxHashMap::default();
+            let mut steps = 0;
+            for t in (0..nt).filter(|&t| present[t * nr + r]) {
+                *count.entry(sequence[t * nr + r]).or_default() += 1;
+                steps += 1;
+            }
+            count
+                .into_iter()
+                .find(|&(_, n)| n >= 2 && 2 * n > steps)
+                .map(|(h, _)| h)
+        })
+        .collect();
+    for (t, flaw) in flaws.iter_mut().enumerate() {
+        let ranks: Vec<usize> = (0..nr).filter(|&r| present[t * nr + r]).collect();
+        let usual_all = ranks
+            .iter()
+            .all(|&r| usual[r] == Some(sequence[t * nr + r]));
+        let differ = ranks
+            .windows(2)
+            .any(|w| sequence[t * nr + w[0]] != sequence[t * nr + w[1]]);
+        if usual_all && differ {
+            *flaw = Some(StepFlaw::OrderDiffers);
         }
     }
 }
@@ -250,6 +294,27 @@ mod tests {
         assert_eq!(m.ranks, [0, 1]);
         assert_eq!(m.row(0, 0), [1.0, 2.0, 3.0, 4.0]);
         assert_eq!(m.flaw(0), None);
+    }
+
+    #[test]
+    fn ranks_with_their_own_usual_sequences_differ_in_role() {
+        // A pipeline: rank 0 runs F F B B, rank 1 F B F B, in every step; in step 2 rank 0
+        // drops a backward row (a missing stage, not a role).
+        let mut b = MatrixBuilder::new();
+        let (f, w) = (b.stage("forward"), b.stage("backward"));
+        for step in 0..3 {
+            let r0: &[u32] = if step == 2 { &[f, f, w] } else { &[f, f, w, w] };
+            for &g in r0 {
+                b.push(step, 0, g, 1.0);
+            }
+            for g in [f, w, f, w] {
+                b.push(step, 1, g, 1.0);
+            }
+        }
+        let m = b.finish();
+        assert_eq!(m.flaw(0), Some(StepFlaw::OrderDiffers));
+        assert_eq!(m.flaw(1), Some(StepFlaw::OrderDiffers));
+        assert_eq!(m.flaw(2), Some(StepFlaw::MissingStage));
     }
 
     #[test]

@@ -39,14 +39,33 @@ pub struct NvtxFindings {
     pub residual: bool,
 }
 
-/// One step of one process: its number, its stages in order, the time outside them (ms), and
-/// its range (ns, the export's clock).
+/// One step of one process: its number, its stages in order (name, ms, start and end ns), the
+/// time outside them (ms), and its range (ns, the export's clock).
 struct ProcessStep {
     number: u64,
-    stages: Vec<(String, f64)>,
+    stages: Vec<(String, f64, i64, i64)>,
     rest: f64,
     start_ns: i64,
     end_ns: i64,
+}
+
+/// Where one rank ran one stage of one step, in its export's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageSpan {
+    pub rank: u32,
+    pub step: u64,
+    /// The stage's name as mapped (before expansion).
+    pub stage: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+/// Everything read from the NVTX ranges.
+pub struct NvtxRead {
+    pub rows: MatrixBuilder,
+    pub found: NvtxFindings,
+    pub windows: Vec<StepWindow>,
+    pub spans: Vec<StageSpan>,
 }
 
 /// Where one rank's step ran, in its export's clock (for the breakdown from kernels).
@@ -59,10 +78,7 @@ pub struct StepWindow {
 }
 
 /// Reads every process's steps and stages into a matrix builder.
-pub fn stage_rows(
-    processes: &[ProcessRanges],
-    mapping: &StageMapping,
-) -> (MatrixBuilder, NvtxFindings, Vec<StepWindow>) {
+pub fn stage_rows(processes: &[ProcessRanges], mapping: &StageMapping) -> NvtxRead {
     let mut found = NvtxFindings::default();
     // The first step pattern (in the mapping's order) that some process has, for all.
     let pattern = processes
@@ -114,6 +130,7 @@ pub fn stage_rows(
         });
     let mut b = MatrixBuilder::new();
     let mut windows = Vec::new();
+    let mut spans = Vec::new();
     for (rank, steps) in per_rank {
         for s in &steps {
             windows.push(StepWindow {
@@ -125,9 +142,16 @@ pub fn stage_rows(
         }
         // A step with no stage range on this rank is left out for it (its world then changes).
         for s in steps.into_iter().filter(|s| !s.stages.is_empty()) {
-            for (name, ms) in s.stages {
+            for (name, ms, start_ns, end_ns) in s.stages {
                 let id = b.stage(&name);
                 b.push(s.number, rank, id, ms);
+                spans.push(StageSpan {
+                    rank,
+                    step: s.number,
+                    stage: name,
+                    start_ns,
+                    end_ns,
+                });
             }
             if found.residual {
                 let id = b.stage(RESIDUAL);
@@ -135,7 +159,12 @@ pub fn stage_rows(
             }
         }
     }
-    (b, found, windows)
+    NvtxRead {
+        rows: b,
+        found,
+        windows,
+        spans,
+    }
 }
 
 fn usable(r: &NvtxRange) -> bool {
@@ -175,11 +204,14 @@ fn process_steps(
         while first < stages.len() && stages[first].0.start_ns < s0 {
             first += 1;
         }
-        let inside: Vec<(String, f64)> = stages[first..]
+        let inside: Vec<(String, f64, i64, i64)> = stages[first..]
             .iter()
             .take_while(|(r, _)| r.start_ns < s1)
             .filter(|(r, _)| end(r) <= s1)
-            .map(|(r, stage)| (stage.to_string(), (end(r) - r.start_ns) as f64 / 1e6))
+            .map(|(r, stage)| {
+                let ms = (end(r) - r.start_ns) as f64 / 1e6;
+                (stage.to_string(), ms, r.start_ns, end(r))
+            })
             .collect();
         let covered: f64 = inside.iter().map(|s| s.1).sum();
         let rest = ((s1 - s0) as f64 / 1e6 - covered).max(0.0);

@@ -42,15 +42,25 @@ pub struct PipelineCheck {
 }
 
 /// The check over `m`; `stage_of(rank)` is the rank's pipeline stage (`None`: all stage 0),
-/// `grad_sync(stage)` a stage's exposed DP time per step. `None` without forward and backward
-/// stages.
-pub fn check(
-    m: &StageMatrix,
-    pp: u32,
-    stage_of: &dyn Fn(u32) -> Option<u32>,
-    grad_sync: &dyn Fn(u32) -> Option<f64>,
-    measured_ms: f64,
-) -> Option<PipelineCheck> {
+/// `grad_sync(stage)` a stage's exposed DP time per step. One microbatch's forward (backward) is
+/// a step's forward (backward) time over the microbatches: `microbatches` when known, else the
+/// most forward runs a rank has in a step (ranges that hold several microbatches' consecutive
+/// forwards count once). `pp_wait(rank, step, kind)` is the time the rank's `forward` or
+/// `backward` stages of the step spent in pipeline kernels (waiting for its neighbours and
+/// transferring), taken out: the formula's stage times are the stage's own work. `None`
+/// without forward and backward stages.
+pub struct Inputs<'a> {
+    pub pp: u32,
+    pub microbatches: Option<u32>,
+    pub stage_of: &'a dyn Fn(u32) -> Option<u32>,
+    pub grad_sync: &'a dyn Fn(u32) -> Option<f64>,
+    pub pp_wait: &'a dyn Fn(u32, u64, &str) -> f64,
+    pub measured_ms: f64,
+}
+
+pub fn check(m: &StageMatrix, i: &Inputs) -> Option<PipelineCheck> {
+    let (pp, microbatches, measured_ms) = (i.pp, i.microbatches, i.measured_ms);
+    let (stage_of, grad_sync) = (i.stage_of, i.grad_sync);
     let mapping = StageMapping::default();
     let kind = |g: &str| -> Option<&'static str> {
         let s = match g {
@@ -74,7 +84,19 @@ pub fn check(
     // microbatch and the update.
     type Samples = (Vec<u32>, Vec<f64>, Vec<f64>, Vec<f64>);
     let mut per_stage: Vec<Samples> = vec![Samples::default(); pp as usize];
-    let mut microbatches = 0u32;
+    let runs = (0..m.steps.len())
+        .flat_map(|t| (0..m.ranks.len()).map(move |r| (t, r)))
+        .map(|(t, r)| {
+            m.row(t, r)
+                .iter()
+                .zip(&stage_kind)
+                .filter(|(d, s)| **s == Some("forward") && !d.is_nan())
+                .count() as u32
+        })
+        .max()
+        .unwrap_or(0);
+    let microbatches = microbatches.unwrap_or(runs).max(1);
+    let per_mb = f64::from(microbatches);
     for (r, &rank) in m.ranks.iter().enumerate() {
         let st = stage_of(rank).unwrap_or(0).min(pp - 1) as usize;
         per_stage[st].0.push(rank);
@@ -91,12 +113,15 @@ pub fn check(
                     .collect()
             };
             let (f, b, o) = (of("forward"), of("backward"), of("optimizer"));
-            microbatches = microbatches.max(f.len() as u32);
+            let own = |v: &[f64], kind: &str| {
+                let wait = (i.pp_wait)(rank, m.steps[t], kind);
+                (v.iter().sum::<f64>() - wait).max(0.0) / per_mb
+            };
             if !f.is_empty() {
-                per_stage[st].1.push(f.iter().sum::<f64>() / f.len() as f64);
+                per_stage[st].1.push(own(&f, "forward"));
             }
             if !b.is_empty() {
-                per_stage[st].2.push(b.iter().sum::<f64>() / b.len() as f64);
+                per_stage[st].2.push(own(&b, "backward"));
             }
             if !o.is_empty() {
                 per_stage[st].3.push(o.iter().sum());
@@ -184,7 +209,27 @@ mod tests {
             }
         }
         let m = b.finish();
-        let c = check(&m, 2, &|r| Some(r), &|s| (s == 0).then_some(0.7), 20.0).unwrap();
+        let inputs = Inputs {
+            pp: 2,
+            microbatches: None,
+            stage_of: &|r| Some(r),
+            grad_sync: &|s| (s == 0).then_some(0.7),
+            pp_wait: &|_, _, _| 0.0,
+            measured_ms: 20.0,
+        };
+        let c = check(&m, &inputs).unwrap();
+        // With the microbatches given, and 1 ms of each step's backwards spent waiting.
+        let given = check(
+            &m,
+            &Inputs {
+                microbatches: Some(2),
+                pp_wait: &|_, _, k| if k == "backward" { 1.0 } else { 0.0 },
+                ..inputs
+            },
+        )
+        .unwrap();
+        assert_eq!(given.forward_max_ms, 3.0);
+        assert_eq!(given.backward_max_ms, 4.5);
         assert_eq!((c.pp, c.microbatches), (2, 2));
         assert_eq!(c.slowest_forward_stage, Some(1));
         assert_eq!(c.slowest_backward_stage, Some(1));

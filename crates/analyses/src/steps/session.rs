@@ -10,10 +10,10 @@ use super::breakdown::{
 use super::collectives::{period_rows, KernelSequence};
 use super::mapping::StageMapping;
 use super::matrix::{MatrixBuilder, StageMatrix};
-use super::nvtx::{stage_rows, ProcessRanges, StepWindow};
-use super::pipeline::check;
+use super::nvtx::{stage_rows, ProcessRanges, StageSpan, StepWindow};
+use super::pipeline::{check, Inputs as PipelineInputs};
 use super::report::{Source, StepsReport};
-use super::types::Settings;
+use super::types::{Ambiguity, Settings, Window, AMBIGUOUS_ROLES, RANK_BY_OWN_TIME};
 use enrich::Parallelism;
 use model::compute::BusyMerger;
 use model::nsys::NvtxRange;
@@ -118,7 +118,9 @@ pub fn analyse(
 
     // NVTX: steps and stages of every process, and the steps' windows.
     let processes = nvtx_processes(session, &ranks);
-    let (nvtx_rows, nvtx_found, nvtx_windows) = stage_rows(&processes, &opts.mapping);
+    let nvtx = stage_rows(&processes, &opts.mapping);
+    let (nvtx_rows, nvtx_found, nvtx_windows, stage_spans) =
+        (nvtx.rows, nvtx.found, nvtx.windows, nvtx.spans);
     // The collectives' period, when no NVTX range gives the steps' times.
     let need_period = nvtx_windows.is_empty();
     let (period_builder, period_found, period_windows) = if need_period {
@@ -141,6 +143,9 @@ pub fn analyse(
     };
     let mut report = StepsReport::of_matrix(&matrix, source, &opts.settings);
     report.confidence = confidence;
+    if let Some(pp) = analysis.layout.sizes.map(|s| s.pp).filter(|&pp| pp > 1) {
+        label_pipeline_roles(&mut report, pp);
+    }
     match source {
         Source::StageFile => {
             let n = session.stage_files().len();
@@ -173,8 +178,7 @@ pub fn analyse(
             ));
         }
     }
-    if source != Source::Nvtx && nvtx_found.processes == 0 && !nvtx_found.without_steps.is_empty()
-    {
+    if source != Source::Nvtx && nvtx_found.processes == 0 && !nvtx_found.without_steps.is_empty() {
         notes.push(format!(
             "NVTX ranges on {} process(es) but no step range among them",
             nvtx_found.without_steps.len()
@@ -224,6 +228,15 @@ pub fn analyse(
         }
         report.breakdown = Some(b);
     }
+    // Ranks tied at the top stages' boundaries told apart by their own time in the stage (not
+    // waiting in NCCL kernels), where NVTX gives the stages' times and the kernels are there.
+    if !stage_spans.is_empty() && !rank_kernels.is_empty() {
+        let own = own_time(&stage_spans, &rank_kernels);
+        refine_ranks(&mut report.window, &own);
+        for w in &mut report.windows {
+            refine_ranks(w, &own);
+        }
+    }
     let step_lookup = StepLookup::new(&windows);
     let kernels = compute_stats(session, &ranks);
     if !rank_kernels.is_empty() || !kernels.is_empty() {
@@ -245,9 +258,130 @@ pub fn analyse(
         (!rows.is_empty()).then(|| rows.iter().sum::<f64>() / rows.len() as f64)
     };
     let stage_of = |rank: u32| pp_stage(analysis, rank);
-    report.pipeline = check(&matrix, pp, &stage_of, &grad_sync, measured);
+    let waits = pp_waits(&stage_spans, &rank_kernels);
+    let pp_wait = |rank: u32, step: u64, kind: &str| {
+        waits
+            .get(&(rank, step, kind.to_string()))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    report.pipeline = check(
+        &matrix,
+        &PipelineInputs {
+            pp,
+            microbatches: opts.model.as_ref().map(|c| c.microbatches() as u32),
+            stage_of: &stage_of,
+            grad_sync: &grad_sync,
+            pp_wait: &pp_wait,
+            measured_ms: measured,
+        },
+    );
     report.notes = notes;
     Some(report)
+}
+
+/// Pipeline stages play different roles (the paper's `role_aware_needed`): every window says
+/// so, whatever the stage sequences look like.
+fn label_pipeline_roles(report: &mut StepsReport, pp: u32) {
+    let label = |w: &mut Window| {
+        if w.ambiguity.iter().any(|a| a.label == AMBIGUOUS_ROLES) {
+            return;
+        }
+        w.ambiguity.push(Ambiguity {
+            label: AMBIGUOUS_ROLES.into(),
+            message: format!(
+                "the layout has {pp} pipeline stages: their ranks play different roles (warm-up, \
+                 steady 1F1B, cool-down), so a frontier across all ranks mixes them; see \
+                 `pipeline` for the per-stage times"
+            ),
+            steps: Vec::new(),
+        });
+        w.ambiguous.get_or_insert_with(|| AMBIGUOUS_ROLES.into());
+    };
+    label(&mut report.window);
+    report.windows.iter_mut().for_each(label);
+}
+
+/// Per (rank, stage): Σ over its stage spans of the time no NCCL kernel of the rank runs.
+fn own_time(spans: &[StageSpan], ranks: &[RankKernels]) -> BTreeMap<(u32, String), f64> {
+    let by_rank: BTreeMap<u32, &RankKernels> = ranks.iter().map(|r| (r.rank, r)).collect();
+    let mut out: BTreeMap<(u32, String), f64> = BTreeMap::new();
+    for s in spans {
+        let Some(k) = by_rank.get(&s.rank) else {
+            continue;
+        };
+        let (a, b) = (s.start_ns, s.end_ns);
+        let first = k
+            .nccl
+            .partition_point(|n| n.start_ns < a)
+            .saturating_sub(64);
+        let mut nccl = 0i64;
+        let mut reach = a;
+        for n in k.nccl[first..].iter().take_while(|n| n.start_ns < b) {
+            let (x, y) = (n.start_ns.max(reach), n.end_ns.min(b));
+            if y > x {
+                nccl += y - x;
+                reach = y;
+            }
+        }
+        *out.entry((s.rank, s.stage.clone())).or_default() += ((b - a) - nccl) as f64 / 1e6;
+    }
+    out
+}
+
+/// Per (rank, step, stage): the time its PP kernels ran inside its stage spans, ms.
+fn pp_waits(spans: &[StageSpan], ranks: &[RankKernels]) -> BTreeMap<(u32, u64, String), f64> {
+    let pp = parallelism_index("PP");
+    let by_rank: BTreeMap<u32, &RankKernels> = ranks.iter().map(|r| (r.rank, r)).collect();
+    let mut out = BTreeMap::new();
+    for s in spans {
+        let Some(k) = by_rank.get(&s.rank) else {
+            continue;
+        };
+        let first = k
+            .nccl
+            .partition_point(|n| n.start_ns < s.start_ns)
+            .saturating_sub(64);
+        let ns: i64 = k.nccl[first..]
+            .iter()
+            .take_while(|n| n.start_ns < s.end_ns)
+            .filter(|n| n.parallelism == pp)
+            .map(|n| (n.end_ns.min(s.end_ns) - n.start_ns.max(s.start_ns)).max(0))
+            .sum();
+        if ns > 0 {
+            *out.entry((s.rank, s.step, s.stage.clone())).or_default() += ns as f64 / 1e6;
+        }
+    }
+    out
+}
+
+/// Orders the ranks tied at the top stages' boundaries by their own time in the stage.
+fn refine_ranks(w: &mut Window, own: &BTreeMap<(u32, String), f64>) {
+    let refine = |stage: &Option<String>, ranks: &mut Vec<u32>| -> Option<&'static str> {
+        let stage = stage.as_ref()?;
+        if ranks.len() < 2 {
+            return None;
+        }
+        let of = |r: u32| own.get(&(r, stage.clone())).copied();
+        if ranks.iter().any(|&r| of(r).is_none()) {
+            return None;
+        }
+        ranks.sort_by(|&a, &b| {
+            of(b)
+                .unwrap_or(0.0)
+                .total_cmp(&of(a).unwrap_or(0.0))
+                .then(a.cmp(&b))
+        });
+        Some(RANK_BY_OWN_TIME)
+    };
+    if let Some(e) = refine(&w.top1, &mut w.top1_ranks) {
+        w.rank_evidence = Some(e.into());
+    }
+    w.top1_rank = w.top1_ranks.first().copied();
+    if let Some(e) = refine(&w.excess_top1, &mut w.excess_top1_ranks) {
+        w.excess_rank_evidence = Some(e.into());
+    }
+    w.excess_top1_rank = w.excess_top1_ranks.first().copied();
 }
 
 /// The mean over steps of the step's exposed time (the frontier's last value).
@@ -639,5 +773,5 @@ pub fn matrix_of(session: &Session, analysis: &Analysis, mapping: &StageMapping)
         return b.finish();
     }
     let processes = nvtx_processes(session, &ranks);
-    stage_rows(&processes, mapping).0.finish()
+    stage_rows(&processes, mapping).rows.finish()
 }

@@ -8,8 +8,17 @@ use serde::{Deserialize, Serialize, Serializer};
 pub const AMBIGUOUS_ONE_RANK: &str = "one_rank";
 pub const AMBIGUOUS_MISSING_STAGE: &str = "missing_stage";
 pub const AMBIGUOUS_WORLD_CHANGED: &str = "world_size_changed";
-/// The paper's `role_aware_needed`: ranks run different stage orders.
-pub const AMBIGUOUS_ORDER_DIFFERS: &str = "stage_order_differs";
+/// The paper's `role_aware_needed`: ranks play different roles (they run different stage
+/// sequences, or the layout has pipeline stages), so a global frontier over them is unsafe.
+pub const AMBIGUOUS_ROLES: &str = "role_aware_needed";
+
+/// How the rank of a top stage was told: it alone held the stage's boundaries.
+pub const RANK_UNIQUE_LEADER: &str = "unique_leader";
+/// Several ranks held them together (a synchronised group) and nothing tells them apart.
+pub const RANK_TIE: &str = "tie";
+/// Several held them; ordered by their own time in the stage (the stage's time not spent in
+/// NCCL kernels: the rank that worked or stalled rather than waited).
+pub const RANK_BY_OWN_TIME: &str = "own_time";
 
 /// The knobs of the analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -68,7 +77,7 @@ pub struct StepRow {
     /// Changes of the confident unique leader from one boundary to the next.
     pub switches: u32,
     /// Why the step is left out of the window, if it is (`missing_stage`,
-    /// `stage_order_differs`).
+    /// `role_aware_needed`).
     pub incomplete: Option<String>,
 }
 
@@ -190,8 +199,13 @@ pub struct Window {
     pub candidates: Vec<String>,
     /// Stages whose share is within the tie tolerance of the top one (empty when none is).
     pub co_critical: Vec<String>,
-    /// The ranks that held the top stage's boundaries (see [`RankCredit::suspects`]).
+    /// The ranks that held the top stage's boundaries (see [`RankCredit::suspects`]), the most
+    /// likely first.
     pub top1_ranks: Vec<u32>,
+    /// The first of them, and how it was told ([`RANK_UNIQUE_LEADER`], [`RANK_TIE`],
+    /// [`RANK_BY_OWN_TIME`]).
+    pub top1_rank: Option<u32>,
+    pub rank_evidence: Option<String>,
     /// Per expanded stage (`forward#1`, ...), when stages were expanded per microbatch.
     pub stage_share: Option<OrderedShares>,
     /// Per stage (group): Σ advances, ms.
@@ -202,6 +216,8 @@ pub struct Window {
     /// The stage with the most excess, and the ranks that held its boundaries.
     pub excess_top1: Option<String>,
     pub excess_top1_ranks: Vec<u32>,
+    pub excess_top1_rank: Option<u32>,
+    pub excess_rank_evidence: Option<String>,
     /// The stage a per-stage-maximum dashboard would blame, and a per-stage-mean one.
     pub max_top1: Option<String>,
     pub mean_top1: Option<String>,
