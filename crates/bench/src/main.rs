@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p ncclscope-bench -- [--quick] [--no-browser] [--out FILE]
-//!     [parse] [sqlite] [align] [memory] [e2e] [render]
+//!     [parse] [sqlite] [align] [memory] [e2e] [render] [steps]
 //! ```
 //! With no benchmark named, all of them run, the end-to-end ones up to their target sizes (see
 //! `end_to_end`). `--quick` uses small inputs (a smoke run); `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
@@ -26,12 +26,15 @@ mod regex_baseline;
 mod render;
 mod report;
 mod sqlite;
+mod steps;
 
 use report::Report;
 use std::time::Instant;
 
 /// The families, in the order they run (cheapest first, so that a smoke run fails early).
-const FAMILIES: [&str; 6] = ["parse", "sqlite", "align", "memory", "e2e", "render"];
+const FAMILIES: [&str; 7] = [
+    "parse", "sqlite", "align", "memory", "e2e", "render", "steps",
+];
 
 /// How big the inputs are.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -163,6 +166,9 @@ fn main() {
     }
     if wants("e2e") || wants("render") {
         end_to_end::run(&layouts, wants("e2e"), wants("render"), &opts, &mut report);
+    }
+    if wants("steps") {
+        steps::run(&opts, &mut report);
     }
     report.targets();
     report.line(&format!(

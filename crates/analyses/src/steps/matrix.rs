@@ -131,12 +131,8 @@ impl MatrixBuilder {
             mut flagged,
             ..
         } = self;
-        let mut steps: Vec<u64> = rows.iter().map(|r| r.0).collect();
-        steps.sort_unstable();
-        steps.dedup();
-        let mut ranks: Vec<u32> = rows.iter().map(|r| r.1).collect();
-        ranks.sort_unstable();
-        ranks.dedup();
+        let steps: Vec<u64> = distinct(rows.iter().map(|r| r.0));
+        let ranks: Vec<u32> = distinct(rows.iter().map(|r| r.1));
         let step_at: FxHashMap<u64, u32> = index_of(&steps);
         let rank_at: FxHashMap<u32, u32> = index_of(&ranks);
         let (nt, nr, ng) = (steps.len(), ranks.len(), groups.len());
@@ -261,6 +257,20 @@ fn different_roles(
             *flaw = Some(StepFlaw::OrderDiffers);
         }
     }
+}
+
+/// The distinct values, ascending. Rows come grouped (a step's, a rank's), so runs of one value
+/// are dropped as they come and only the run starts are sorted.
+fn distinct<T: Copy + Ord>(values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for v in values {
+        if out.last() != Some(&v) {
+            out.push(v);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 fn index_of<T: Copy + Eq + std::hash::Hash>(sorted: &[T]) -> FxHashMap<T, u32> {

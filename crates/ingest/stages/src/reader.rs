@@ -127,10 +127,6 @@ impl StageReader {
         };
         let row = match format {
             Format::Csv => {
-                // A header again: files concatenated (one per rank, each with its header).
-                if Header::parse(raw).is_some() {
-                    return;
-                }
                 let header = self.header.expect("a CSV file has its header");
                 header.row(text)
             }
@@ -144,6 +140,8 @@ impl StageReader {
         };
         match check(row) {
             Ok(row) => self.keep(n, row),
+            // A header again: files concatenated (one per rank, each with its header).
+            Err(_) if format == Format::Csv && Header::parse(raw).is_some() => {}
             Err(r) => self.refuse(n, r.message, r.step),
         }
     }
