@@ -184,6 +184,12 @@ fn the_stage_file_and_the_nvtx_ranges_give_the_same_frontier() {
         .map(|i| i["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["stage-file"]);
+    assert_eq!(
+        alone["inputs"][0]["rows"],
+        4 * 3 * 6,
+        "4 ranks × 3 steps × 6 stages"
+    );
+    assert_eq!(alone["inputs"][0]["lines"], 4 * 3 * 6 + 1);
     let f = |v: &Value| v["steps"]["window"]["frontier_ms"].as_f64().unwrap();
     assert!(
         (f(&alone) - f(&nvtx)).abs() < 1e-3 * 3.0,

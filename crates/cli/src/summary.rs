@@ -349,6 +349,12 @@ fn input_entry(r: &FileReport) -> Value {
             obj.insert("schema_version".into(), json!(r.version));
             obj.insert("nccl_kernels".into(), json!(fact_u64("NCCL kernels")));
         }
+        "stage-file" => {
+            obj.insert("lines".into(), json!(fact_u64("lines")));
+            obj.insert("rows".into(), json!(fact_u64("rows")));
+            obj.insert("steps".into(), json!(fact_u64("steps")));
+            obj.insert("stage_ranks".into(), json!(fact_u64("ranks")));
+        }
         _ => {}
     }
     v
