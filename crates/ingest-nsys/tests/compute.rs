@@ -56,7 +56,9 @@ fn check(path: &Path) {
     let name = path.display();
     let got = read_compute_kernels(&NativeDb::open(path).unwrap()).expect("read");
     let rows = compute_rows(&conn);
-    let mut per_gpu: BTreeMap<(u32, u32), (u64, i64, Vec<(i64, i64)>)> = BTreeMap::new();
+    // Per (pid, device): count, Σ durations, busy intervals.
+    type Gpu = (u64, i64, Vec<(i64, i64)>);
+    let mut per_gpu: BTreeMap<(u32, u32), Gpu> = BTreeMap::new();
     let mut per_name: BTreeMap<String, (u64, i64, i64)> = BTreeMap::new();
     for (pid, dev, n, s, e) in &rows {
         let g = per_gpu.entry((*pid, *dev)).or_default();
