@@ -191,8 +191,4 @@ pub struct NsysExport {
     pub nccl_calls: Vec<NcclNvtxCall>,
     pub payload_schemas: Vec<PayloadSchema>,
     pub diagnostics: Vec<crate::diag::Diagnostic>,
-    /// The compute (non-NCCL) kernels, compactly, when they were asked for
-    /// (`ingest_nsys::read_compute_kernels`; not part of the records digest).
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub compute: Option<crate::compute::ComputeKernels>,
 }

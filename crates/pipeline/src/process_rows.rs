@@ -274,6 +274,7 @@ mod tests {
                 kernels: kernels.iter().cloned().collect(),
                 ..NsysExport::default()
             },
+            compute: None,
         })
     }
 

@@ -27,6 +27,8 @@ pub struct LoadedExport {
     pub name: String,
     pub bytes: u64,
     pub export: NsysExport,
+    /// Its compute (non-NCCL) kernels, compactly, when [`Session::read_compute`] asked for them.
+    pub compute: Option<model::compute::ComputeKernels>,
 }
 
 /// Reads an export through `db` (which the caller may close right after), for
@@ -160,11 +162,15 @@ impl Session {
 
     /// Reads an export through `db` (which the caller may close right after) and reports on it.
     pub fn add_export(&mut self, db: &dyn SqlSource, name: &str, bytes: u64) -> FileReport {
-        let mut read = read_export(db, name, &self.read_options);
-        if let (true, Ok(export)) = (self.read_compute, &mut read) {
-            crate::stage_files::read_compute(db, name, export);
+        let read = read_export(db, name, &self.read_options);
+        let kept = read.is_ok();
+        let mut report = self.add_read_export(name, bytes, read);
+        if self.read_compute && kept {
+            if let Some(loaded) = self.exports.last_mut().and_then(Arc::get_mut) {
+                crate::stage_files::read_compute(db, loaded, &mut report);
+            }
         }
-        self.add_read_export(name, bytes, read)
+        report
     }
 
     /// Keeps the export `name` of `bytes` read elsewhere ([`read_export`], e.g. on another
@@ -189,6 +195,7 @@ impl Session {
             name: name.to_string(),
             bytes,
             export,
+            compute: None,
         };
         let mut report = export_report(&loaded);
         if self.digests {
@@ -543,9 +550,6 @@ fn export_digest(e: &NsysExport) -> String {
         nccl_calls,
         payload_schemas,
         diagnostics,
-        // Read on request only (`Session::read_compute`): left out so the digest of what every
-        // reader reads stays the same.
-        compute: _,
     } = e;
     let messages: Vec<(&str, u64)> = diagnostics
         .iter()

@@ -2,10 +2,10 @@
 //! and the compute kernels of an export, read on request for the step analysis.
 
 use crate::report::FileReport;
+use crate::session::LoadedExport;
 use crate::session::Session;
 use crate::sniff::InputKind;
 use ingest_stages::StageFile;
-use model::nsys::NsysExport;
 use model::{Diagnostic, Severity};
 use sqlsource::SqlSource;
 use std::sync::Arc;
@@ -63,13 +63,13 @@ impl Session {
     }
 }
 
-/// Reads `db`'s compute kernels into `export` (a failure is a notice on the export: the rest of
-/// it stands).
-pub(crate) fn read_compute(db: &dyn SqlSource, name: &str, export: &mut NsysExport) {
+/// Reads `db`'s compute kernels into `loaded` (a failure is a warning in the file's report: the
+/// rest of the export stands).
+pub(crate) fn read_compute(db: &dyn SqlSource, loaded: &mut LoadedExport, report: &mut FileReport) {
     match ingest_nsys::read_compute_kernels(db) {
-        Ok(c) => export.compute = Some(c),
-        Err(e) => export.diagnostics.push(Diagnostic::new(
-            name,
+        Ok(c) => loaded.compute = Some(c),
+        Err(e) => report.diagnostics.push(Diagnostic::new(
+            &loaded.name,
             0,
             Severity::Warning,
             format!("compute kernels not read ({e}): no breakdown or baselines for them"),

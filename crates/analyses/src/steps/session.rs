@@ -617,7 +617,7 @@ fn rank_kernels(
     }
     // Compute busy time of each process (all its devices merged).
     for e in session.exports() {
-        let Some(c) = &e.export.compute else { continue };
+        let Some(c) = &e.compute else { continue };
         let host = host_of(&e.export);
         let mut per_pid: BTreeMap<u32, BusyMerger> = BTreeMap::new();
         for t in &c.tracks {
@@ -657,7 +657,7 @@ fn unmatched_key(name: Option<Arc<str>>, names: &mut ingest_nsys::KernelNameCach
 fn compute_stats(session: &Session, ranks: &Ranks) -> Vec<KernelStats> {
     let mut by_name: BTreeMap<Arc<str>, KernelStats> = BTreeMap::new();
     for e in session.exports() {
-        let Some(c) = &e.export.compute else { continue };
+        let Some(c) = &e.compute else { continue };
         let host = host_of(&e.export);
         for n in &c.names {
             let s = by_name
