@@ -268,6 +268,42 @@ fn step(m: &StageMatrix, t: usize, members: &[bool], s: &Settings) -> (StepRow, 
     (row, sums)
 }
 
+/// The routing of a window from its groups' advances: top-1, top-2, the candidates (the
+/// smallest set by share reaching θ) and the co-critical stages (within the share tie of the
+/// top one; empty when none is).
+fn routing(
+    m: &StageMatrix,
+    group_adv: &[f64],
+    s: &Settings,
+) -> (Option<String>, Vec<String>, Vec<String>, Vec<String>) {
+    let total: f64 = group_adv.iter().sum();
+    if total <= 0.0 {
+        return (None, Vec::new(), Vec::new(), Vec::new());
+    }
+    let share = |g: usize| group_adv[g] / total;
+    let mut ranked: Vec<usize> = (0..group_adv.len()).collect();
+    ranked.sort_by(|&a, &b| group_adv[b].total_cmp(&group_adv[a]).then(a.cmp(&b)));
+    let name = |g: &usize| m.groups[*g].clone();
+    let mut candidates = Vec::new();
+    let mut cumulative = 0.0;
+    for g in &ranked {
+        if cumulative >= s.theta {
+            break;
+        }
+        candidates.push(name(g));
+        cumulative += share(*g);
+    }
+    let best = share(ranked[0]);
+    let near: Vec<String> = ranked
+        .iter()
+        .filter(|&&g| best - share(g) <= s.share_tie)
+        .map(name)
+        .collect();
+    let co_critical = if near.len() > 1 { near } else { Vec::new() };
+    let top2 = ranked.iter().take(2).map(name).collect();
+    (Some(name(&ranked[0])), top2, candidates, co_critical)
+}
+
 /// How a stage's suspects were told: one alone, or a tie.
 fn evidence(ranks: &[u32]) -> Option<String> {
     match ranks.len() {
@@ -351,7 +387,7 @@ impl WindowSums {
     }
 
     fn window(&self, m: &StageMatrix, s: &Settings) -> Window {
-        let (ns, nr) = (m.stages(), m.ranks.len());
+        let ns = m.stages();
         let ng = m.groups.len();
         let total: f64 = self.advance.iter().sum();
         let by_group = |v: &[f64]| -> Vec<f64> {
@@ -369,54 +405,8 @@ impl WindowSums {
             .zip(&group_adv)
             .map(|(g, &a)| (g.clone(), share_of(a)))
             .collect();
-        let mut ranked: Vec<usize> = (0..ng).collect();
-        ranked.sort_by(|&a, &b| group_adv[b].total_cmp(&group_adv[a]).then(a.cmp(&b)));
-        let mut candidates = Vec::new();
-        let mut cumulative = 0.0;
-        for &g in &ranked {
-            if total <= 0.0 || cumulative >= s.theta {
-                break;
-            }
-            candidates.push(m.groups[g].clone());
-            cumulative += share_of(group_adv[g]);
-        }
-        let top1 = (total > 0.0).then(|| m.groups[ranked[0]].clone());
-        let top2: Vec<String> = ranked
-            .iter()
-            .take(2)
-            .filter(|_| total > 0.0)
-            .map(|&g| m.groups[g].clone())
-            .collect();
-        let co_critical: Vec<String> = if total > 0.0 {
-            let best = share_of(group_adv[ranked[0]]);
-            let near: Vec<String> = ranked
-                .iter()
-                .filter(|&&g| best - share_of(group_adv[g]) <= s.share_tie)
-                .map(|&g| m.groups[g].clone())
-                .collect();
-            if near.len() > 1 {
-                near
-            } else {
-                Vec::new()
-            }
-        } else {
-            Vec::new()
-        };
-        // Who held each group's boundaries: the lead over the runner-up, and the advance
-        // credited (split among tied leaders).
-        let credits: Vec<RankCredit> = (0..ng)
-            .map(|g| {
-                let mut lead = vec![0.0; nr];
-                let mut adv = vec![0.0; nr];
-                for k in (0..ns).filter(|&k| m.stage_group[k] as usize == g) {
-                    for r in 0..nr {
-                        lead[r] += self.lead[k * nr + r];
-                        adv[r] += self.credited[k * nr + r];
-                    }
-                }
-                RankCredit::of(&m.groups[g], &m.ranks, &lead, &adv)
-            })
-            .collect();
+        let (top1, top2, candidates, co_critical) = routing(m, &group_adv, s);
+        let credits = self.credits(m);
         let suspects_of = |stage: &Option<String>| {
             stage
                 .as_ref()
@@ -431,20 +421,7 @@ impl WindowSums {
             .max_by(|&a, &b| excess[a].total_cmp(&excess[b]).then(b.cmp(&a)))
             .map(|g| m.groups[g].clone());
         let excess_top1_ranks = suspects_of(&excess_top1);
-        let slack_ms: Vec<Vec<f64>> = (0..nr)
-            .map(|r| {
-                (0..ns)
-                    .map(|k| {
-                        let n = self.rank_steps[r];
-                        if n == 0 {
-                            0.0
-                        } else {
-                            self.slack[r * ns + k] / n as f64
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
+        let slack_ms = self.slack_means(ns);
         let sum_of_max: f64 = self.max.iter().sum();
         let sum_of_mean: f64 = self.mean.iter().sum();
         let argmax = |v: &[f64]| {
@@ -508,6 +485,35 @@ impl WindowSums {
             slack_ms,
             ambiguity: Vec::new(),
         }
+    }
+
+    /// Per group: who held its boundaries, the lead over the runner-up and the advance credited
+    /// (split among tied leaders).
+    fn credits(&self, m: &StageMatrix) -> Vec<RankCredit> {
+        let (ns, nr) = (m.stages(), m.ranks.len());
+        (0..m.groups.len())
+            .map(|g| {
+                let mut lead = vec![0.0; nr];
+                let mut adv = vec![0.0; nr];
+                for k in (0..ns).filter(|&k| m.stage_group[k] as usize == g) {
+                    for r in 0..nr {
+                        lead[r] += self.lead[k * nr + r];
+                        adv[r] += self.credited[k * nr + r];
+                    }
+                }
+                RankCredit::of(&m.groups[g], &m.ranks, &lead, &adv)
+            })
+            .collect()
+    }
+
+    /// Per rank and stage: the mean slack over the steps the rank was in.
+    fn slack_means(&self, ns: usize) -> Vec<Vec<f64>> {
+        (0..self.rank_steps.len())
+            .map(|r| {
+                let n = self.rank_steps[r].max(1) as f64;
+                (0..ns).map(|k| self.slack[r * ns + k] / n).collect()
+            })
+            .collect()
     }
 
     /// Per group: Σ over the window's steps of the advance above the group's median advance.

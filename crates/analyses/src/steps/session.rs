@@ -7,10 +7,10 @@ use super::baselines::{baselines, parallelism_index, KernelStats, OpKey, OpStats
 use super::breakdown::{
     breakdown, measured_closed_terms, ratios, ClosedForm, ClosedFormInputs, NcclSpan, RankKernels,
 };
-use super::collectives::{period_rows, KernelSequence};
+use super::collectives::{period_rows, KernelSequence, PeriodFindings};
 use super::mapping::StageMapping;
 use super::matrix::{MatrixBuilder, StageMatrix};
-use super::nvtx::{stage_rows, ProcessRanges, StageSpan, StepWindow};
+use super::nvtx::{stage_rows, NvtxFindings, ProcessRanges, StageSpan, StepWindow};
 use super::pipeline::{check, Inputs as PipelineInputs};
 use super::report::{Source, StepsReport};
 use super::types::{Ambiguity, Settings, Window, AMBIGUOUS_ROLES, RANK_BY_OWN_TIME};
@@ -114,102 +114,169 @@ pub fn analyse(
     hardware: Option<&theory::Hardware>,
 ) -> Option<StepsReport> {
     let ranks = Ranks::new(session, analysis);
-    let mut notes: Vec<String> = Vec::new();
+    let found = find_steps(session, &ranks, &opts.mapping)?;
+    let mut report = StepsReport::of_matrix(&found.matrix, found.source, &opts.settings);
+    report.confidence = found.confidence;
+    report.notes = found.notes(session, opts, &ranks);
+    if found.source == Source::Nvtx {
+        report.mapping = Some(opts.mapping.clone());
+    }
+    if let Some(pp) = analysis.layout.sizes.map(|s| s.pp).filter(|&pp| pp > 1) {
+        label_pipeline_roles(&mut report, pp);
+    }
+    let kernels = Kernels::of(session, analysis, &ranks);
+    kernel_parts(
+        &mut report,
+        &found,
+        &kernels,
+        session,
+        analysis,
+        opts,
+        hardware,
+    );
+    report.pipeline = pipeline_check(&report, &found, &kernels, analysis, opts);
+    report.nvtx = Some(found.nvtx).filter(|f| f.processes > 0 || !f.without_steps.is_empty());
+    report.collectives = found.period.filter(|_| found.source == Source::Collectives);
+    Some(report)
+}
 
-    // NVTX: steps and stages of every process, and the steps' windows.
-    let processes = nvtx_processes(session, &ranks);
-    let nvtx = stage_rows(&processes, &opts.mapping);
-    let (nvtx_rows, nvtx_found, nvtx_windows, stage_spans) =
-        (nvtx.rows, nvtx.found, nvtx.windows, nvtx.spans);
+/// The steps, wherever they came from, and what else the sources found.
+struct Found {
+    matrix: StageMatrix,
+    source: Source,
+    confidence: f64,
+    nvtx: NvtxFindings,
+    period: Option<PeriodFindings>,
+    /// Each rank's step windows (its export's clock) and where they came from.
+    windows: Vec<StepWindow>,
+    windows_from: &'static str,
+    /// Where each rank ran each stage (NVTX only).
+    spans: Vec<StageSpan>,
+}
+
+/// The steps from stage files, else NVTX, else the collectives' period; the step windows from
+/// NVTX, else the period.
+fn find_steps(session: &Session, ranks: &Ranks, mapping: &StageMapping) -> Option<Found> {
+    let nvtx = stage_rows(&nvtx_processes(session, ranks), mapping);
     // The collectives' period, when no NVTX range gives the steps' times.
-    let need_period = nvtx_windows.is_empty();
-    let (period_builder, period_found, period_windows) = if need_period {
-        let (b, f, w) = period_rows(&kernel_sequences(session, &ranks));
+    let (period_rows, period, period_windows) = if nvtx.windows.is_empty() {
+        let (b, f, w) = period_rows(&kernel_sequences(session, ranks));
         (Some(b), Some(f), w)
     } else {
         (None, None, Vec::new())
     };
-
-    let stage_file_rows = stage_file_rows(session);
-    let (matrix, source, confidence) = if let Some(b) = stage_file_rows {
+    let (matrix, source, confidence) = if let Some(b) = stage_file_rows(session) {
         (b.finish(), Source::StageFile, 1.0)
-    } else if !nvtx_rows.is_empty() {
-        (nvtx_rows.finish(), Source::Nvtx, 1.0)
-    } else if let Some(b) = period_builder.filter(|b| !b.is_empty()) {
-        let c = period_found.as_ref().map_or(0.0, |f| f.confidence);
+    } else if !nvtx.rows.is_empty() {
+        (nvtx.rows.finish(), Source::Nvtx, 1.0)
+    } else if let Some(b) = period_rows.filter(|b| !b.is_empty()) {
+        let c = period.as_ref().map_or(0.0, |f| f.confidence);
         (b.finish(), Source::Collectives, c)
     } else {
         return None;
     };
-    let mut report = StepsReport::of_matrix(&matrix, source, &opts.settings);
-    report.confidence = confidence;
-    if let Some(pp) = analysis.layout.sizes.map(|s| s.pp).filter(|&pp| pp > 1) {
-        label_pipeline_roles(&mut report, pp);
-    }
-    match source {
-        Source::StageFile => {
-            let n = session.stage_files().len();
-            notes.push(format!("steps and stages from {n} stage file(s)"));
-        }
-        Source::Nvtx => {
-            report.mapping = Some(opts.mapping.clone());
-            notes.push(format!(
+    let (windows, windows_from) = if nvtx.windows.is_empty() {
+        (period_windows, "collectives")
+    } else {
+        (nvtx.windows, "nvtx")
+    };
+    Some(Found {
+        matrix,
+        source,
+        confidence,
+        nvtx: nvtx.found,
+        period,
+        windows,
+        windows_from,
+        spans: nvtx.spans,
+    })
+}
+
+impl Found {
+    /// Plain sentences on how the steps were found and what was left out.
+    fn notes(&self, session: &Session, opts: &StepOptions, ranks: &Ranks) -> Vec<String> {
+        let mut notes = Vec::new();
+        match self.source {
+            Source::StageFile => notes.push(format!(
+                "steps and stages from {} stage file(s)",
+                session.stage_files().len()
+            )),
+            Source::Nvtx => notes.push(format!(
                 "steps from the NVTX ranges named like `{}` on {} process(es); stages from the \
                  ranges inside them (each rank's own clock)",
-                nvtx_found.step_pattern.as_deref().unwrap_or("?"),
-                nvtx_found.processes
-            ));
-        }
-        Source::Collectives => {
-            let f = period_found.as_ref();
-            let periods: BTreeSet<usize> = f
-                .map(|f| f.processes.iter().map(|p| p.period).collect())
-                .unwrap_or_default();
-            notes.push(format!(
-                "no NVTX step ranges (patterns: {}): steps from the period of the collectives \
-                 ({} NCCL kernels per step), confidence {:.2}; one stage per step",
-                opts.mapping.steps.join(", "),
-                periods
+                self.nvtx.step_pattern.as_deref().unwrap_or("?"),
+                self.nvtx.processes
+            )),
+            Source::Collectives => {
+                let periods: BTreeSet<usize> = self
+                    .period
                     .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" or "),
-                confidence
+                    .flat_map(|f| f.processes.iter().map(|p| p.period))
+                    .collect();
+                let periods: Vec<String> = periods.iter().map(usize::to_string).collect();
+                notes.push(format!(
+                    "no NVTX step ranges (patterns: {}): steps from the period of the \
+                     collectives ({} NCCL kernels per step), confidence {:.2}; one stage per step",
+                    opts.mapping.steps.join(", "),
+                    periods.join(" or "),
+                    self.confidence
+                ));
+            }
+        }
+        let nvtx = &self.nvtx;
+        if self.source != Source::Nvtx && nvtx.processes == 0 && !nvtx.without_steps.is_empty() {
+            notes.push(format!(
+                "NVTX ranges on {} process(es) but no step range among them",
+                nvtx.without_steps.len()
             ));
         }
+        if !ranks.unranked.is_empty() {
+            notes.push(format!(
+                "{} process(es) no log names are numbered after the logs' ranks: {}",
+                ranks.unranked.len(),
+                ranks.unranked.join(", ")
+            ));
+        }
+        notes
     }
-    if source != Source::Nvtx && nvtx_found.processes == 0 && !nvtx_found.without_steps.is_empty() {
-        notes.push(format!(
-            "NVTX ranges on {} process(es) but no step range among them",
-            nvtx_found.without_steps.len()
-        ));
-    }
-    if !ranks.unranked.is_empty() {
-        notes.push(format!(
-            "{} process(es) no log names are numbered after the logs' ranks: {}",
-            ranks.unranked.len(),
-            ranks.unranked.join(", ")
-        ));
-    }
-    report.nvtx =
-        (nvtx_found.processes > 0 || !nvtx_found.without_steps.is_empty()).then_some(nvtx_found);
-    report.collectives = period_found.filter(|_| source == Source::Collectives);
+}
 
-    // The kernels: breakdown, baselines, the 1F1B check.
-    let (windows, windows_from) = if !nvtx_windows.is_empty() {
-        (nvtx_windows, "nvtx")
-    } else {
-        (period_windows, "collectives")
-    };
-    let (rank_kernels, keys) = rank_kernels(session, analysis, &ranks);
-    let ops = OpStats::of(keys, &rank_kernels);
-    let base = ops.baselines();
-    let win: Vec<(u32, u64, i64, i64)> = windows
+/// Every rank's NCCL kernels (with their operation keys' statistics) and the compute kernels'
+/// names.
+struct Kernels {
+    ranks: Vec<RankKernels>,
+    ops: OpStats,
+    compute: Vec<KernelStats>,
+}
+
+impl Kernels {
+    fn of(session: &Session, analysis: &Analysis, ranks: &Ranks) -> Kernels {
+        let (rank_kernels, keys) = rank_kernels(session, analysis, ranks);
+        Kernels {
+            ops: OpStats::of(keys, &rank_kernels),
+            ranks: rank_kernels,
+            compute: compute_stats(session, ranks),
+        }
+    }
+}
+
+/// The breakdown (with the closed forms), the ranks' own-time evidence, the baselines.
+fn kernel_parts(
+    report: &mut StepsReport,
+    found: &Found,
+    k: &Kernels,
+    session: &Session,
+    analysis: &Analysis,
+    opts: &StepOptions,
+    hardware: Option<&theory::Hardware>,
+) {
+    let win: Vec<(u32, u64, i64, i64)> = found
+        .windows
         .iter()
         .map(|w| (w.rank, w.step, w.start_ns, w.end_ns))
         .collect();
-    if !rank_kernels.is_empty() && !win.is_empty() {
-        let mut b = breakdown(&rank_kernels, &win, &base, windows_from);
+    if !k.ranks.is_empty() && !win.is_empty() {
+        let mut b = breakdown(&k.ranks, &win, &k.ops.baselines(), found.windows_from);
         if let Some(cfg) = &opts.model {
             match closed_form(session, analysis, cfg, opts, hardware) {
                 Ok(inputs) => {
@@ -230,22 +297,29 @@ pub fn analyse(
     }
     // Ranks tied at the top stages' boundaries told apart by their own time in the stage (not
     // waiting in NCCL kernels), where NVTX gives the stages' times and the kernels are there.
-    if !stage_spans.is_empty() && !rank_kernels.is_empty() {
-        let own = own_time(&stage_spans, &rank_kernels);
+    if !found.spans.is_empty() && !k.ranks.is_empty() {
+        let own = own_time(&found.spans, &k.ranks);
         refine_ranks(&mut report.window, &own);
         for w in &mut report.windows {
             refine_ranks(w, &own);
         }
     }
-    let step_lookup = StepLookup::new(&windows);
-    let kernels = compute_stats(session, &ranks);
-    if !rank_kernels.is_empty() || !kernels.is_empty() {
-        report.baselines = Some(baselines(&ops, &rank_kernels, &kernels, &|r, t| {
-            step_lookup.step(r, t)
+    if !k.ranks.is_empty() || !k.compute.is_empty() {
+        let lookup = StepLookup::new(&found.windows);
+        report.baselines = Some(baselines(&k.ops, &k.ranks, &k.compute, &|r, t| {
+            lookup.step(r, t)
         }));
     }
-    let pp = analysis.layout.sizes.map_or(1, |s| s.pp);
-    let measured = mean_frontier(&report);
+}
+
+/// Pipeline-stage imbalance and the 1F1B runtime against the mean exposed step time.
+fn pipeline_check(
+    report: &StepsReport,
+    found: &Found,
+    k: &Kernels,
+    analysis: &Analysis,
+    opts: &StepOptions,
+) -> Option<super::pipeline::PipelineCheck> {
     let grad_sync = |stage: u32| -> Option<f64> {
         let b = report.breakdown.as_ref()?;
         let of_stage = ranks_of_stage(analysis, &report.ranks, stage);
@@ -258,26 +332,24 @@ pub fn analyse(
         (!rows.is_empty()).then(|| rows.iter().sum::<f64>() / rows.len() as f64)
     };
     let stage_of = |rank: u32| pp_stage(analysis, rank);
-    let waits = pp_waits(&stage_spans, &rank_kernels);
+    let waits = pp_waits(&found.spans, &k.ranks);
     let pp_wait = |rank: u32, step: u64, kind: &str| {
         waits
             .get(&(rank, step, kind.to_string()))
             .copied()
             .unwrap_or(0.0)
     };
-    report.pipeline = check(
-        &matrix,
+    check(
+        &found.matrix,
         &PipelineInputs {
-            pp,
+            pp: analysis.layout.sizes.map_or(1, |s| s.pp),
             microbatches: opts.model.as_ref().map(|c| c.microbatches() as u32),
             stage_of: &stage_of,
             grad_sync: &grad_sync,
             pp_wait: &pp_wait,
-            measured_ms: measured,
+            measured_ms: mean_frontier(report),
         },
-    );
-    report.notes = notes;
-    Some(report)
+    )
 }
 
 /// Pipeline stages play different roles (the paper's `role_aware_needed`): every window says
@@ -488,6 +560,24 @@ fn kernel_sequences(session: &Session, ranks: &Ranks) -> Vec<KernelSequence> {
         .collect()
 }
 
+/// Operation keys, each numbered once.
+#[derive(Default)]
+struct KeyTable {
+    keys: Vec<OpKey>,
+    ids: FxHashMap<OpKey, u32>,
+}
+
+impl KeyTable {
+    fn id(&mut self, k: OpKey) -> u32 {
+        if let Some(&i) = self.ids.get(&k) {
+            return i;
+        }
+        self.keys.push(k.clone());
+        self.ids.insert(k, self.keys.len() as u32 - 1);
+        self.keys.len() as u32 - 1
+    }
+}
+
 /// Every process's NCCL kernels with their parallelism and operation key, and its compute busy
 /// time; the keys they index.
 fn rank_kernels(
@@ -495,25 +585,9 @@ fn rank_kernels(
     analysis: &Analysis,
     ranks: &Ranks,
 ) -> (Vec<RankKernels>, Vec<OpKey>) {
-    let mut keys: Vec<OpKey> = Vec::new();
-    let mut key_ids: FxHashMap<OpKey, u32> = FxHashMap::default();
-    let mut key_of = |k: OpKey| -> u32 {
-        if let Some(&i) = key_ids.get(&k) {
-            return i;
-        }
-        keys.push(k.clone());
-        key_ids.insert(k, keys.len() as u32 - 1);
-        keys.len() as u32 - 1
-    };
-    let mut par: Vec<Parallelism> = vec![Parallelism::Unknown; analysis.communicators.comms.len()];
-    for c in &analysis.layout.comms {
-        if let Some(p) = par.get_mut(c.comm) {
-            *p = c.parallelism;
-        }
-    }
+    let mut keys = KeyTable::default();
     let mut names = ingest_nsys::KernelNameCache::default();
     let mut out: BTreeMap<(String, u32), RankKernels> = BTreeMap::new();
-    let mut aligned: BTreeSet<(String, u32)> = BTreeSet::new();
     for pm in &analysis.alignments.processes {
         let host = pm.process.host.to_string();
         let Some(rank) = ranks
@@ -522,70 +596,103 @@ fn rank_kernels(
         else {
             continue;
         };
-        aligned.insert((host.clone(), pm.process.pid));
-        let mut comm_of = analysis.communicators.comm_lookup(&pm.process);
-        let mut spans = Vec::with_capacity(pm.kernels.len());
-        for (k, m) in pm
-            .alignment
-            .per_kernel
-            .iter()
-            .enumerate()
-            .take(pm.kernels.len())
-        {
-            let (Some(s), Some(e)) = (pm.kernels.start_ns(k), pm.kernels.end_ns(k)) else {
-                continue;
-            };
-            let key = match m {
-                Some(m) => {
-                    let lines: Vec<usize> = m.lines().collect();
-                    let site = pm.log_ops.site(lines[0]);
-                    let comm = site.and_then(|s| comm_of(s.comm));
-                    let bytes: Option<u64> = lines
-                        .iter()
-                        .map(|&l| {
-                            let site = pm.log_ops.site(l)?;
-                            Some(pm.log_ops.call(l)?.count * site.datatype?.size_bytes())
-                        })
-                        .sum();
-                    let op = match site.map(|s| s.op) {
-                        Some(OpType::Send | OpType::Recv) => "SendRecv".to_string(),
-                        Some(op) => op.name().to_string(),
-                        None => "unknown".to_string(),
-                    };
-                    OpKey {
-                        op,
-                        bytes,
-                        comm: comm
-                            .and_then(|c| analysis.communicators.comms.get(c))
-                            .map(|c| c.id.clone()),
-                        parallelism: comm
-                            .and_then(|c| par.get(c))
-                            .map_or("unknown", |p| p.name())
-                            .to_string(),
-                    }
-                }
-                None => unmatched_key(pm.kernels.get(k).map(|k| k.name), &mut names),
-            };
-            let parallelism = parallelism_index(&key.parallelism);
-            spans.push(NcclSpan {
-                start_ns: s,
-                end_ns: e,
-                parallelism,
-                key: key_of(key),
-            });
-        }
-        spans.sort_by_key(|s| (s.start_ns, s.end_ns));
+        let nccl = aligned_kernels(pm, analysis, &mut keys, &mut names);
+        let process = format!("{host}:{}", pm.process.pid);
         out.insert(
-            (host.clone(), pm.process.pid),
+            (host, pm.process.pid),
             RankKernels {
                 rank,
-                process: format!("{host}:{}", pm.process.pid),
-                nccl: spans,
+                process,
+                nccl,
                 busy: None,
             },
         );
     }
-    // Processes with kernels and no log: every kernel unmatched.
+    unaligned_kernels(session, ranks, &mut out, &mut keys, &mut names);
+    add_busy_time(session, &mut out);
+    let mut v: Vec<RankKernels> = out.into_values().collect();
+    for r in &mut v {
+        r.nccl.sort_by_key(|s| (s.start_ns, s.end_ns));
+    }
+    v.sort_by_key(|r| r.rank);
+    (v, keys.keys)
+}
+
+/// One aligned process's kernels: a matched kernel's key from its log lines (operation, bytes,
+/// communicator and its parallelism), an unmatched one's from its name.
+fn aligned_kernels(
+    pm: &pipeline::ProcessMatch,
+    analysis: &Analysis,
+    keys: &mut KeyTable,
+    names: &mut ingest_nsys::KernelNameCache,
+) -> Vec<NcclSpan> {
+    let mut par: Vec<Parallelism> = vec![Parallelism::Unknown; analysis.communicators.comms.len()];
+    for c in &analysis.layout.comms {
+        if let Some(p) = par.get_mut(c.comm) {
+            *p = c.parallelism;
+        }
+    }
+    let mut comm_of = analysis.communicators.comm_lookup(&pm.process);
+    let mut spans = Vec::with_capacity(pm.kernels.len());
+    for (k, m) in pm
+        .alignment
+        .per_kernel
+        .iter()
+        .enumerate()
+        .take(pm.kernels.len())
+    {
+        let (Some(s), Some(e)) = (pm.kernels.start_ns(k), pm.kernels.end_ns(k)) else {
+            continue;
+        };
+        let key = match m {
+            Some(m) => {
+                let lines: Vec<usize> = m.lines().collect();
+                let site = pm.log_ops.site(lines[0]);
+                let comm = site.and_then(|s| comm_of(s.comm));
+                let bytes: Option<u64> = lines
+                    .iter()
+                    .map(|&l| {
+                        Some(pm.log_ops.call(l)?.count * pm.log_ops.site(l)?.datatype?.size_bytes())
+                    })
+                    .sum();
+                let op = match site.map(|s| s.op) {
+                    Some(OpType::Send | OpType::Recv) => "SendRecv".to_string(),
+                    Some(op) => op.name().to_string(),
+                    None => "unknown".to_string(),
+                };
+                OpKey {
+                    op,
+                    bytes,
+                    comm: comm
+                        .and_then(|c| analysis.communicators.comms.get(c))
+                        .map(|c| c.id.clone()),
+                    parallelism: comm
+                        .and_then(|c| par.get(c))
+                        .map_or("unknown", |p| p.name())
+                        .to_string(),
+                }
+            }
+            None => unmatched_key(pm.kernels.get(k).map(|k| k.name), names),
+        };
+        spans.push(NcclSpan {
+            start_ns: s,
+            end_ns: e,
+            parallelism: parallelism_index(&key.parallelism),
+            key: keys.id(key),
+        });
+    }
+    spans
+}
+
+/// The kernels of processes no log names (every kernel unmatched, parallelism unknown).
+fn unaligned_kernels(
+    session: &Session,
+    ranks: &Ranks,
+    out: &mut BTreeMap<(String, u32), RankKernels>,
+    keys: &mut KeyTable,
+    names: &mut ingest_nsys::KernelNameCache,
+) {
+    let aligned: BTreeSet<(String, u32)> = out.keys().cloned().collect();
     for e in session.exports() {
         let host = host_of(&e.export);
         let k = &e.export.kernels;
@@ -599,7 +706,7 @@ fn rank_kernels(
             else {
                 continue;
             };
-            let key = key_of(unmatched_key(k.name(i).cloned(), &mut names));
+            let key = keys.id(unmatched_key(k.name(i).cloned(), names));
             out.entry((host.clone(), pid))
                 .or_insert_with(|| RankKernels {
                     rank,
@@ -615,7 +722,11 @@ fn rank_kernels(
                 });
         }
     }
-    // Compute busy time of each process (all its devices merged).
+}
+
+/// Each process's compute busy time (all its devices merged), where its export's compute
+/// kernels were read.
+fn add_busy_time(session: &Session, out: &mut BTreeMap<(String, u32), RankKernels>) {
     for e in session.exports() {
         let Some(c) = &e.compute else { continue };
         let host = host_of(&e.export);
@@ -632,12 +743,6 @@ fn rank_kernels(
             }
         }
     }
-    let mut v: Vec<RankKernels> = out.into_values().collect();
-    for r in &mut v {
-        r.nccl.sort_by_key(|s| (s.start_ns, s.end_ns));
-    }
-    v.sort_by_key(|r| r.rank);
-    (v, keys)
 }
 
 fn unmatched_key(name: Option<Arc<str>>, names: &mut ingest_nsys::KernelNameCache) -> OpKey {
