@@ -1,12 +1,13 @@
 //! `ncclscope analyze`'s `steps` (issue 32): generated runs with a known slow stage and rank,
 //! stage files good and bad, pipeline layouts, and real exports without step ranges.
 
-use ncclscope_tests::{real_fixtures, scratch_dir};
 use serde_json::Value;
 use std::path::Path;
 use std::process::ExitCode;
 use synth::step_stages::{DelayStage, StageKnob, StepDelay};
 use synth::{Layout, Model, RunConfig};
+use testkit::fixtures::present as real_fixtures;
+use testkit::scratch_dir;
 
 fn analyze(paths: &[&Path], extra: &[&str], name: &str) -> (ExitCode, Value) {
     let out = scratch_dir(name).join("summary.json");

@@ -11,7 +11,7 @@
 //! - [`baselines`]: per-operation and per-kernel baselines (minimum over repeats), outliers.
 //! - [`pipeline`]: pipeline-stage imbalance and the 1F1B runtime against the measured step.
 //! - [`session`]: all of it for a loaded, analysed session ([`analyse`]), the only module that
-//!   reads `pipeline`'s types.
+//!   reads `load`'s and `pipeline`'s types.
 //! - [`types`], [`report`]: the plain result types (the contract's `steps` and its additions).
 
 pub mod baselines;

@@ -1,7 +1,7 @@
 //! The step analysis of a loaded, analysed session: which source gives the steps (a stage file,
 //! NVTX step ranges, else the collectives' period), and the kernels' breakdown, baselines and
 //! the 1F1B check beside the frontier. The only module that reads the session and the analysis
-//! (`pipeline::Session`, `pipeline::Analysis`); everything else takes plain data.
+//! (`load::Session`, `pipeline::Analysis`); everything else takes plain data.
 
 use super::baselines::{baselines, parallelism_index, KernelStats, OpKey, OpStats};
 use super::breakdown::{
@@ -15,10 +15,11 @@ use super::pipeline::{check, Inputs as PipelineInputs};
 use super::report::{Source, StepsReport};
 use super::types::{Ambiguity, Settings, Window, AMBIGUOUS_ROLES, RANK_BY_OWN_TIME};
 use enrich::Parallelism;
+use load::Session;
 use model::compute::BusyMerger;
 use model::nsys::NvtxRange;
 use model::OpType;
-use pipeline::{Analysis, Session};
+use pipeline::Analysis;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -838,7 +839,7 @@ fn closed_form(
     let p = &cfg.parallel;
     let parameters = theory::volume::parameters(m.layers, m.hidden, m.vocab, m.seq_len) as f64;
     // The run's own bus bandwidth per parallelism: the median over its communicators' medians.
-    let stats = pipeline::comm_stats(session, analysis);
+    let stats = crate::comm_stats(session, analysis);
     let mut per: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
     for c in &analysis.layout.comms {
         if let Some(bw) = stats.get(c.comm).and_then(|s| s.median_bus_bw_gbps) {
