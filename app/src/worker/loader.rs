@@ -601,7 +601,33 @@ async fn load_blob(
         InputKind::NcclLog | InputKind::Gzip | InputKind::Text => {
             load_log(name, blob, size, progress).await
         }
+        InputKind::StageFile => load_stage_file(name, blob, size, progress).await,
         InputKind::Unknown => not_an_input(name, size),
+    }
+}
+
+/// Reads a stage file (issue 32's always-on signal: `step,rank,stage,duration_ms` rows) in
+/// slices into the session; a bad row is a note at its line, and the rest loads.
+async fn load_stage_file(
+    name: &str,
+    blob: &Blob,
+    size: u64,
+    mut progress: impl FnMut(u64),
+) -> FileReport {
+    let mut reader = ingest_stages::StageReader::new(name);
+    let mut read = 0u64;
+    let mut buf = Vec::new();
+    let sliced = crate::page_logic::files::for_each_slice(blob, |part| {
+        buf.resize(part.length() as usize, 0);
+        part.copy_to(&mut buf);
+        read += buf.len() as u64;
+        reader.feed(&buf);
+        progress(read);
+    })
+    .await;
+    match sliced {
+        Ok(()) => SESSION.with(|s| s.borrow_mut().add_stage_file(name, size, reader.finish())),
+        Err(e) => FileReport::failed(name, InputKind::StageFile, size, e),
     }
 }
 

@@ -17,6 +17,10 @@
 //! - [`patterns`]: where traffic flows (the rank-to-rank matrix, observed and as the layout
 //!   predicts it), whether it repeats (On-Off periodicity), and the run's own α-β model per link
 //!   class (docs/design/patterns.md).
+//! - [`steps`]: step anatomy (issue 32): StageFrontier over the steps' stages (from stage files,
+//!   NVTX ranges or the collectives' period), the iteration-time breakdown from the kernels with
+//!   ConfigTuner's closed forms, per-operation baselines and outliers, the 1F1B check
+//!   (docs/STEPS.md). Portable; plain serde types.
 //!
 //! A new analysis is a new module here.
 
@@ -28,6 +32,7 @@ pub mod kernel_bw;
 pub mod patterns;
 pub mod predicted_times;
 pub mod skew;
+pub mod steps;
 pub mod theory_vs_observed;
 pub mod volumes;
 pub mod window;

@@ -60,6 +60,30 @@ pub struct AnalyzeArgs {
     /// train_step.
     #[arg(long = "iteration-pattern", value_name = "PATTERN")]
     iteration_patterns: Vec<String>,
+    /// Routing threshold θ of the step analysis (StageFrontier's candidates: the smallest set of
+    /// stages whose shares reach θ), 0.70 to 0.90.
+    #[arg(long, default_value_t = 0.8)]
+    theta: f64,
+    /// NVTX range names that delimit one training step for the step analysis (repeatable; globs
+    /// over the whole name, case-insensitive; replaces the defaults: ProfilerStep#*,
+    /// iteration*, train_step*, run_training_batch*, ...).
+    #[arg(long = "step-pattern", value_name = "GLOB")]
+    step_patterns: Vec<String>,
+    /// An NVTX range name mapped to a stage, STAGE=GLOB (repeatable; tried before the default
+    /// mapping, e.g. `--stage-pattern data=fetch_*`).
+    #[arg(long = "stage-pattern", value_name = "STAGE=GLOB")]
+    stage_patterns: Vec<String>,
+    /// Peak FLOP/s per GPU in TFLOP/s for the closed forms of the iteration time (default: the
+    /// hardware preset's dense FP16 figure).
+    #[arg(long)]
+    peak_tflops: Option<f64>,
+    /// GPU utilisation μ of the closed forms' compute term.
+    #[arg(long, default_value_t = 0.5)]
+    utilisation: f64,
+    /// The run recomputes activations (ConfigTuner's assumption: 8 FLOPs per parameter and
+    /// token, 6 TP AllReduce per layer).
+    #[arg(long)]
+    recompute: bool,
     /// Add each input's `records_digest` (a fingerprint of every record read; the page shows the
     /// same one with `?digest` in its URL, so the two engines can be compared).
     #[arg(long)]
@@ -73,6 +97,8 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let files = inputs::expand(&args.paths)?;
     let mut session = Session::default();
     session.digests = args.digest;
+    // The step analysis's breakdown and baselines need the compute kernels.
+    session.read_compute = true;
     if !args.iteration_patterns.is_empty() {
         session.read_options.iteration_patterns = args.iteration_patterns.clone();
     }
@@ -110,6 +136,10 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
             .map_err(|e| e.to_string())?;
         write_output(path, &csv)?;
     }
+    let steps = step_options(args, theory.as_ref())?;
+    if let Some(s) = summary::steps_entry(&session, &analysis, &steps, &hardware) {
+        summary["steps"] = s;
+    }
     if let Some(cfg) = &theory {
         // Where the thesis' figure 5.30 marks the histogram: one microbatch's activation b·s·h·β.
         let m = &cfg.model;
@@ -132,6 +162,39 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::from(2)
     })
+}
+
+/// What the step analysis is asked for: θ, the NVTX mapping, the closed forms' inputs.
+fn step_options(
+    args: &AnalyzeArgs,
+    theory: Option<&TheoryConfig>,
+) -> Result<analyses::steps::StepOptions, String> {
+    let mut opts = analyses::steps::StepOptions::default();
+    if !(0.7..=0.9).contains(&args.theta) {
+        return Err(format!("--theta {}: expected 0.70 to 0.90", args.theta));
+    }
+    opts.settings.theta = args.theta;
+    if !args.step_patterns.is_empty() {
+        opts.mapping.steps = args.step_patterns.clone();
+    }
+    for (k, spec) in args.stage_patterns.iter().enumerate() {
+        let (stage, glob) = spec
+            .split_once('=')
+            .filter(|(s, g)| !s.trim().is_empty() && !g.is_empty())
+            .ok_or_else(|| format!("--stage-pattern {spec:?}: expected STAGE=GLOB"))?;
+        opts.mapping.stages.insert(
+            k,
+            analyses::steps::StagePattern {
+                pattern: glob.to_string(),
+                stage: stage.trim().to_string(),
+            },
+        );
+    }
+    opts.model = theory.cloned();
+    opts.peak_tflops = args.peak_tflops;
+    opts.utilisation = args.utilisation;
+    opts.recompute = args.recompute;
+    Ok(opts)
 }
 
 /// The parallel sizes: `--tp` and friends over the config file's `[parallel]` table.

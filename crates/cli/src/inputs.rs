@@ -78,6 +78,23 @@ pub fn load(session: &mut Session, path: &Path) -> FileReport {
                 (log, _) => session.add_log(log),
             }
         }
+        InputKind::StageFile => {
+            let mut reader = ingest_stages::StageReader::new(&name);
+            reader.feed(&head);
+            let mut buf = Vec::with_capacity(READ_CHUNK);
+            loop {
+                buf.clear();
+                match (&mut file).take(READ_CHUNK as u64).read_to_end(&mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => reader.feed(&buf),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        return FileReport::failed(&name, kind, size, e.to_string());
+                    }
+                }
+            }
+            session.add_stage_file(&name, size, reader.finish())
+        }
         InputKind::Unknown => not_an_input(&name, size),
     }
 }

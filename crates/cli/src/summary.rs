@@ -244,6 +244,18 @@ pub fn add_patterns(summary: &mut Value, p: &analyses::patterns::Patterns) {
     });
 }
 
+/// CONTRACT.md's `steps`: StageFrontier, the iteration-time breakdown and the baselines
+/// (`analyses::steps`), when the inputs show steps.
+pub fn steps_entry(
+    session: &Session,
+    analysis: &Analysis,
+    opts: &analyses::steps::StepOptions,
+    hw: &theory::Hardware,
+) -> Option<Value> {
+    let report = analyses::steps::analyse(session, analysis, opts, Some(hw))?;
+    serde_json::to_value(&report).ok()
+}
+
 /// Observed kernel time beside the time model's, per operation type and size bucket, and the
 /// message-size histogram per parallelism.
 pub fn time_entry(analysis: &Analysis, volumes: &[RankVolume], hw: &theory::Hardware) -> Value {
@@ -374,6 +386,12 @@ fn input_entry(r: &FileReport) -> Value {
         "nsys-sqlite" => {
             obj.insert("schema_version".into(), json!(r.version));
             obj.insert("nccl_kernels".into(), json!(fact_u64("NCCL kernels")));
+        }
+        "stage-file" => {
+            obj.insert("lines".into(), json!(fact_u64("lines")));
+            obj.insert("rows".into(), json!(fact_u64("rows")));
+            obj.insert("steps".into(), json!(fact_u64("steps")));
+            obj.insert("stage_ranks".into(), json!(fact_u64("ranks")));
         }
         _ => {}
     }

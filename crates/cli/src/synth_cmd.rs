@@ -45,6 +45,15 @@ pub struct SynthArgs {
     /// Iterations instead of the preset's (operations grow with them).
     #[arg(long)]
     iterations: Option<u32>,
+    /// A slow stage: RANK:STEP:STAGE:MS adds MS milliseconds to STAGE (data, forward or
+    /// backward) of global rank RANK at iteration STEP (repeatable; needs a layout whose forward
+    /// and backward issue NCCL calls, e.g. TP or PP). Turns on `data` NVTX ranges.
+    #[arg(long = "delay", value_name = "RANK:STEP:STAGE:MS")]
+    delays: Vec<String>,
+    /// Also write `stages.csv` (step,rank,stage,duration_ms from the same NVTX ranges); runs of
+    /// 64 ranks or more are streamed and get none.
+    #[arg(long)]
+    stage_file: bool,
     /// List the presets and exit.
     #[arg(long)]
     list: bool,
@@ -79,6 +88,11 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
         }
         preset.config.model.iterations = n;
     }
+    for d in &args.delays {
+        let delay = synth::step_stages::StepDelay::parse(d).map_err(|e| format!("--delay {e}"))?;
+        preset.config.stages.delays.push(delay);
+    }
+    preset.config.stages.stage_file |= args.stage_file;
     if let Some(l) = &args.launcher {
         preset.config.launcher = synth::Launcher::parse(l).ok_or_else(|| {
             format!("unknown launcher {l:?}; launchers: none, torchrun, srun, mpirun")

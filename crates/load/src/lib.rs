@@ -12,6 +12,7 @@ mod process_rows;
 mod report;
 mod session;
 mod sniff;
+mod stage_files;
 
 pub use digest::records_digest;
 pub use ingest_nsys::ReadOptions;
@@ -19,3 +20,4 @@ pub use process_rows::{ProcessKernels, ProcessOps};
 pub use report::FileReport;
 pub use session::{read_export, LoadedExport, LoadedLog, LogLoader, Session};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
+pub use stage_files::LoadedStageFile;

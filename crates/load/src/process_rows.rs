@@ -283,6 +283,7 @@ mod tests {
                 kernels: kernels.iter().cloned().collect(),
                 ..NsysExport::default()
             },
+            compute: None,
         })
     }
 

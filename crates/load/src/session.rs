@@ -24,6 +24,8 @@ pub struct LoadedExport {
     pub name: String,
     pub bytes: u64,
     pub export: NsysExport,
+    /// Its compute (non-NCCL) kernels, compactly, when [`Session::read_compute`] asked for them.
+    pub compute: Option<model::compute::ComputeKernels>,
 }
 
 /// Reads an export through `db` (which the caller may close right after), for
@@ -52,6 +54,12 @@ pub struct Session {
     pub digests: bool,
     /// What exports are read for, e.g. the NVTX range names that mark an iteration.
     pub read_options: ReadOptions,
+    /// Stage files ([`Session::add_stage_file`], module `stage_files`).
+    pub(crate) stage_files: Vec<Arc<crate::stage_files::LoadedStageFile>>,
+    /// Also read each export's other (compute) kernels, compactly ([`model::compute`]): the
+    /// step analysis's breakdown and baselines need them; off by default (a second pass over
+    /// the kernel table).
+    pub read_compute: bool,
 }
 
 /// Streams one log in, chunk by chunk, plain or gzip-compressed ([`ingest_nccl::LogStream`]:
@@ -107,6 +115,11 @@ impl Session {
         self.next_file
     }
 
+    /// Counts a file that is neither a log nor an export (a stage file) in the file indices.
+    pub(crate) fn next_file_index_bump(&mut self) {
+        self.next_file += 1;
+    }
+
     pub fn logs(&self) -> &[Arc<LoadedLog>] {
         &self.logs
     }
@@ -147,7 +160,14 @@ impl Session {
     /// Reads an export through `db` (which the caller may close right after) and reports on it.
     pub fn add_export(&mut self, db: &dyn SqlSource, name: &str, bytes: u64) -> FileReport {
         let read = read_export(db, name, &self.read_options);
-        self.add_read_export(name, bytes, read)
+        let kept = read.is_ok();
+        let mut report = self.add_read_export(name, bytes, read);
+        if self.read_compute && kept {
+            if let Some(loaded) = self.exports.last_mut().and_then(Arc::get_mut) {
+                crate::stage_files::read_compute(db, loaded, &mut report);
+            }
+        }
+        report
     }
 
     /// Keeps the export `name` of `bytes` read elsewhere ([`read_export`], e.g. on another
@@ -172,6 +192,7 @@ impl Session {
             name: name.to_string(),
             bytes,
             export,
+            compute: None,
         };
         let mut report = export_report(&loaded);
         if self.digests {

@@ -13,6 +13,8 @@ pub enum InputKind {
     NsysSqlite,
     /// gzip-compressed; decompressed and treated as a log.
     Gzip,
+    /// A stage file (`step,rank,stage,duration_ms`, CSV or JSON Lines: `ingest_stages`).
+    StageFile,
     /// Text with no NCCL line in its head (a log may start with a long preamble: pip output, a
     /// traceback, a configuration dump). Streamed through the parser like a log, and kept as
     /// one only if some line of it is NCCL output ([`crate::LogLoader::finish_sniffed`]);
@@ -27,6 +29,7 @@ impl InputKind {
         match self {
             InputKind::NcclLog | InputKind::Gzip => "nccl-log",
             InputKind::NsysSqlite => "nsys-sqlite",
+            InputKind::StageFile => "stage-file",
             InputKind::Text | InputKind::Unknown => "unknown",
         }
     }
@@ -38,6 +41,8 @@ pub fn sniff(head: &[u8]) -> InputKind {
         InputKind::NsysSqlite
     } else if head.starts_with(&[0x1f, 0x8b]) {
         InputKind::Gzip
+    } else if ingest_stages::is_stage_file(head) {
+        InputKind::StageFile
     } else if ingest_nccl::is_nccl_log(head) {
         InputKind::NcclLog
     } else if looks_like_text(head) {
@@ -75,6 +80,11 @@ mod tests {
         assert_eq!(sniff(b"just some text\n"), InputKind::Text);
         assert_eq!(sniff(b"\x1b[32mpip\x1b[0m installing\r\n"), InputKind::Text);
         assert_eq!(sniff(b""), InputKind::Unknown);
+        assert_eq!(
+            sniff(b"step,rank,stage,duration_ms\n0,0,data,1.5\n"),
+            InputKind::StageFile
+        );
+        assert_eq!(InputKind::StageFile.label(), "stage-file");
         // Binary: refused from its head.
         assert_eq!(sniff(b"PK\x03\x04\x14\0\0\0"), InputKind::Unknown);
         assert_eq!(sniff(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR"), InputKind::Unknown);

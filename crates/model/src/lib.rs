@@ -7,6 +7,7 @@
 //! Conventions: times are `i64` nanoseconds in fields ending `_ns`; byte counts end in `_bytes`;
 //! bandwidths are `f64` GB/s (10⁹ bytes per second) in fields ending `_gbps`.
 
+pub mod compute;
 pub mod diag;
 pub mod kernel_store;
 pub mod log;

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p ncclscope-bench -- [--quick] [--no-browser] [--out FILE]
-//!     [parse] [sqlite] [align] [memory] [e2e] [render] [patterns]
+//!     [parse] [sqlite] [align] [memory] [e2e] [render] [patterns] [steps]
 //! ```
 //! With no benchmark named, all of them run, the end-to-end ones up to their target sizes (see
 //! `end_to_end`). `--quick` uses small inputs (a smoke run); `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
@@ -27,13 +27,14 @@ mod regex_baseline;
 mod render;
 mod report;
 mod sqlite;
+mod steps;
 
 use report::Report;
 use std::time::Instant;
 
 /// The families, in the order they run (cheapest first, so that a smoke run fails early).
-const FAMILIES: [&str; 7] = [
-    "parse", "sqlite", "align", "memory", "e2e", "render", "patterns",
+const FAMILIES: [&str; 8] = [
+    "parse", "sqlite", "align", "memory", "e2e", "render", "patterns", "steps",
 ];
 
 /// How big the inputs are.
@@ -172,6 +173,9 @@ fn main() {
     }
     if wants("patterns") {
         patterns::run(&layouts, opts.scale, &mut report);
+    }
+    if wants("steps") {
+        steps::run(&opts, &mut report);
     }
     report.targets();
     report.line(&format!(

@@ -22,6 +22,7 @@ pub mod nsysdb;
 pub mod presets;
 pub mod rng;
 pub mod schedule;
+pub mod step_stages;
 pub mod stream;
 pub mod timing;
 pub mod truth;
@@ -139,6 +140,10 @@ pub struct RunConfig {
     /// How the logs print rings and trees.
     #[serde(default)]
     pub ring_lines: RingLines,
+    /// Slow stages on chosen ranks and steps, `data` NVTX ranges, a stage file
+    /// ([`step_stages`]; off by default).
+    #[serde(default)]
+    pub stages: step_stages::StageKnob,
 }
 
 impl RunConfig {
@@ -167,6 +172,7 @@ impl RunConfig {
             report_per_rank: false,
             hang: None,
             ring_lines: RingLines::Ordered,
+            stages: step_stages::StageKnob::default(),
         }
     }
 
@@ -310,6 +316,7 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
     for c in calls.iter_mut() {
         schedule::add_orphans(c, comms.world, imp.orphan_allreduce_lines, cfg.seed);
     }
+    step_stages::apply(&mut calls, &cfg.stages);
     let hw = timing::Hardware {
         gpus_per_node: gpn,
         nvlink_gbps: 150.0,
@@ -933,6 +940,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             close(a, b, format!("iteration {it}"), nv);
         }
     }
+    step_stages::split_data_ranges(nv, &calls[r], &timed[r], &cfg.stages, |t| gpu(p.node, t));
     // Truth for this rank's kernels.
     let mut kcount = 0;
     let mut matched = 0;
@@ -1069,6 +1077,7 @@ pub(crate) fn truth_skeleton(pl: &Plan, preset: Option<&str>, files: Vec<String>
             .collect(),
         unmatched_log_ops: 0,
         unmatched_kernels: 0,
+        step_delays: step_stages::placed(&pl.calls, &cfg.stages),
         files: files
             .into_iter()
             .chain((0..pl.nodes).map(|n| format!("report_{}.sqlite", Plan::host(n))))

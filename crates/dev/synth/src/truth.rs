@@ -103,5 +103,8 @@ pub struct Truth {
     pub unmatched_log_ops: u64,
     /// Kernels with no log line (orphans and lines dropped), all ranks.
     pub unmatched_kernels: u64,
+    /// The slow stages placed in the run (`RunConfig::stages`), when any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub step_delays: Vec<crate::step_stages::StepDelay>,
     pub files: Vec<String>,
 }

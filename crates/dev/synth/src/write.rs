@@ -30,6 +30,12 @@ pub fn write_run(run: &Run, out_dir: &Path) -> io::Result<()> {
         }
     }
     std::fs::write(out_dir.join("truth.json"), run.truth_json())?;
+    if run.config.stages.stage_file {
+        std::fs::write(
+            out_dir.join("stages.csv"),
+            crate::step_stages::stage_file(run),
+        )?;
+    }
     Ok(())
 }
 

@@ -85,7 +85,7 @@ pub(crate) fn name_column(schema: &Schema) -> Option<&'static str> {
 
 /// The ids of `StringIds` holding an NCCL name: the one definition of "an NCCL kernel" shared
 /// by the count, the rows and the others (a kernel whose name id is missing is not NCCL).
-const NCCL_NAME_IDS: &str =
+pub(crate) const NCCL_NAME_IDS: &str =
     "SELECT s.id FROM StringIds AS s WHERE s.id IS NOT NULL AND lower(s.value) LIKE '%nccl%'";
 
 /// `k.<name> IN (...)`: selects NCCL kernels by their integer name id, no join per row.

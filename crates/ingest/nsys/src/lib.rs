@@ -10,6 +10,7 @@
 //! session start) · `nvtx` (ranges, iterations, NCCL API ranges) · `payload` (payload schemas and
 //! binary decoding) → `export` (the whole file, with diagnostics).
 
+mod compute;
 mod export;
 mod kernel_name;
 mod kernels;
@@ -18,6 +19,7 @@ mod payload;
 mod probe;
 mod processes;
 
+pub use compute::read_compute_kernels;
 pub use export::read_export;
 pub use kernel_name::{decode_kernel_name, KernelNameCache};
 pub use kernels::count_nccl_kernels;
