@@ -55,7 +55,8 @@ const PATTERNS_KEY: &str = "iteration_patterns";
 
 /// A file loaded away from its turn: on a helper, or by the loading worker ahead.
 pub enum Loaded {
-    Log(LoadedLog),
+    /// Boxed: a parsed log's records are several hundred bytes of headers, an export's far less.
+    Log(Box<LoadedLog>),
     /// Text without an NCCL line in its head in which no later line was one either: refused
     /// like any other unknown file. A helper answers it with no bytes.
     NotALog,
@@ -252,11 +253,11 @@ impl<'a> ParseBatch<'a> {
             })
         } else {
             wire::log::decode(&bytes).map(|parsed| {
-                Loaded::Log(LoadedLog {
+                Loaded::Log(Box::new(LoadedLog {
                     name: item.name.clone(),
                     bytes: item.blob.size() as u64,
                     parsed,
-                })
+                }))
             })
         };
         match decoded {
@@ -305,7 +306,7 @@ impl<'a> ParseBatch<'a> {
             parse_blob(&item.name, 0, &item.blob, progress)
                 .await
                 .ok()
-                .map(|log| log.map_or(Loaded::NotALog, Loaded::Log))
+                .map(|log| log.map_or(Loaded::NotALog, |log| Loaded::Log(Box::new(log))))
         };
         if let Some(loaded) = loaded {
             let ms = js_sys::Date::now() - started;
