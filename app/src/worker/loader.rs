@@ -446,7 +446,7 @@ async fn load_and_analyse(req: &LoadRequest) {
                         // turn), plus its decoding and adding here.
                         started = js_sys::Date::now() - ms;
                         SESSION.with(|s| match loaded {
-                            Loaded::Log(log) => s.borrow_mut().add_log_parsed_ahead(*log),
+                            Loaded::Log(log) => s.borrow_mut().add_log_parsed_ahead(log),
                             Loaded::NotALog => not_an_input(&item.name, item.blob.size() as u64),
                             Loaded::Export(read) => {
                                 let size = item.blob.size() as u64;

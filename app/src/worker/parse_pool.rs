@@ -54,9 +54,11 @@ const EXPORT_KEY: &str = "export";
 const PATTERNS_KEY: &str = "iteration_patterns";
 
 /// A file loaded away from its turn: on a helper, or by the loading worker ahead.
+// Variants of very different sizes: there is one value per file in flight, moved once, so
+// boxing would cost an allocation and gain nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Loaded {
-    /// Boxed: a parsed log's records are several hundred bytes of headers, an export's far less.
-    Log(Box<LoadedLog>),
+    Log(LoadedLog),
     /// Text without an NCCL line in its head in which no later line was one either: refused
     /// like any other unknown file. A helper answers it with no bytes.
     NotALog,
@@ -253,11 +255,11 @@ impl<'a> ParseBatch<'a> {
             })
         } else {
             wire::log::decode(&bytes).map(|parsed| {
-                Loaded::Log(Box::new(LoadedLog {
+                Loaded::Log(LoadedLog {
                     name: item.name.clone(),
                     bytes: item.blob.size() as u64,
                     parsed,
-                }))
+                })
             })
         };
         match decoded {
@@ -306,7 +308,7 @@ impl<'a> ParseBatch<'a> {
             parse_blob(&item.name, 0, &item.blob, progress)
                 .await
                 .ok()
-                .map(|log| log.map_or(Loaded::NotALog, |log| Loaded::Log(Box::new(log))))
+                .map(|log| log.map_or(Loaded::NotALog, Loaded::Log))
         };
         if let Some(loaded) = loaded {
             let ms = js_sys::Date::now() - started;
