@@ -20,7 +20,7 @@
 //! - [`steps`]: step anatomy (issue 32): StageFrontier over the steps' stages (from stage files,
 //!   NVTX ranges or the collectives' period), the iteration-time breakdown from the kernels with
 //!   ConfigTuner's closed forms, per-operation baselines and outliers, the 1F1B check
-//!   (docs/STEPS.md). Portable; plain serde types.
+//!   (docs/design/steps.md). Portable; plain serde types.
 //!
 //! A new analysis is a new module here.
 
