@@ -82,6 +82,8 @@ pub(crate) struct Collector {
     pub cpu_pid: Option<u32>,
     /// Kernel names, each kept once.
     names: FxHashMap<Box<[u8]>, Arc<str>>,
+    /// Texts and rank lists of the collectives, each kept once.
+    shared: meta::Shared,
     /// The category of the last event and its index in the counts (most runs repeat one).
     last_cat: Option<(Vec<u8>, usize)>,
 }
@@ -215,7 +217,7 @@ impl Collector {
             return;
         };
         let mut problems = Vec::new();
-        let mut coll = meta::from_args(&args, &mut problems);
+        let mut coll = meta::from_args(&args, &mut self.shared, &mut problems);
         if coll.op.is_none() {
             coll.source = None;
         }
@@ -358,14 +360,15 @@ impl Collector {
             .args
             .and_then(|a| serde_json::from_slice::<Map<String, Value>>(a).ok())
             .unwrap_or_default();
-        let name = text(ev.name.unwrap_or_default()).map_or_else(String::new, |n| n.into_owned());
+        let name = text(ev.name.unwrap_or_default()).unwrap_or_default();
+        let name = self.shared.text(&name);
         let mut problems = Vec::new();
-        let mut coll = if name == "record_param_comms" {
-            meta::from_args(&args, &mut problems)
+        let mut coll = if &*name == "record_param_comms" {
+            meta::from_args(&args, &mut self.shared, &mut problems)
         } else {
             Collective {
                 op: meta::collective_op(&name),
-                name: Some(name.clone()),
+                name: Some(Arc::clone(&name)),
                 ..Collective::default()
             }
         };
@@ -375,7 +378,7 @@ impl Collector {
             coll.in_nelems = n;
             if coll.datatype.is_none() {
                 coll.datatype = dtype.as_deref().and_then(meta::datatype);
-                coll.dtype_name = dtype;
+                coll.dtype_name = dtype.map(|d| self.shared.text(&d));
             }
         }
         coll.source = coll.op.map(|_| MetaSource::CpuOp);

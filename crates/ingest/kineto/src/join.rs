@@ -22,7 +22,7 @@ pub(crate) fn resolve(
     let mut by_external: FxHashMap<u64, usize> = FxHashMap::default();
     for (i, op) in comm_ops.iter().enumerate() {
         by_thread.entry((op.pid, op.tid)).or_default().push(i);
-        if op.name == "record_param_comms" {
+        if &*op.name == "record_param_comms" {
             if let Some(x) = op.external_id {
                 by_external.entry(x).or_insert(i);
             }
@@ -83,7 +83,7 @@ fn enclosing<'a>(
         if op.end_ns < t {
             continue;
         }
-        if op.name == "record_param_comms" {
+        if &*op.name == "record_param_comms" {
             record = record.or(Some(op));
         } else {
             range = range.or(Some(op));

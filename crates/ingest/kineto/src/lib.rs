@@ -5,8 +5,8 @@
 //! Kept: `distributedInfo` (rank, world size, every process group's ranks and description, the
 //! NCCL version); every NCCL/RCCL kernel with its timing in nanoseconds and its meaning
 //! (operation, element counts, datatype, process group: from its own arguments, else from the
-//! `record_param_comms`/`nccl:*` CPU ranges that launched it, else from its name: see [`join`]);
-//! those CPU ranges; `ProfilerStep#N` ranges; a count of everything else. What cannot be read is
+//! `record_param_comms`/`nccl:*` CPU ranges that launched it, else from its name);
+//! `ProfilerStep#N` ranges; a count of everything else. What cannot be read is
 //! counted and named with its line, never a panic: a trace cut short (the job died mid-write)
 //! keeps every complete event and says where the file ends.
 //!

@@ -3,7 +3,36 @@
 
 use crate::trace::{Collective, MetaSource};
 use model::{DataType, OpType};
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Each distinct text and rank list of a trace, kept once (a trace repeats a few for every call).
+#[derive(Debug, Default)]
+pub struct Shared {
+    texts: FxHashMap<Box<str>, Arc<str>>,
+    ranks: FxHashMap<Box<[u32]>, Arc<[u32]>>,
+}
+
+impl Shared {
+    pub fn text(&mut self, s: &str) -> Arc<str> {
+        if let Some(t) = self.texts.get(s) {
+            return Arc::clone(t);
+        }
+        let t: Arc<str> = s.into();
+        self.texts.insert(s.into(), Arc::clone(&t));
+        t
+    }
+
+    pub fn ranks(&mut self, r: &[u32]) -> Arc<[u32]> {
+        if let Some(t) = self.ranks.get(r) {
+            return Arc::clone(t);
+        }
+        let t: Arc<[u32]> = r.into();
+        self.ranks.insert(r.into(), Arc::clone(&t));
+        t
+    }
+}
 
 /// NCCL's operation for a collective name PyTorch records: `Collective name` values
 /// (`allreduce`, `_allgather_base`, `reduce_scatter_tensor_coalesced`), the suffix of an
@@ -83,12 +112,16 @@ pub type FieldProblem = (&'static str, &'static str);
 
 /// The NCCL fields of an event's arguments (a kernel's since PyTorch 2.4, a
 /// `record_param_comms`' since 2.1), and the fields present but unreadable.
-pub fn from_args(args: &Map<String, Value>, problems: &mut Vec<FieldProblem>) -> Collective {
+pub fn from_args(
+    args: &Map<String, Value>,
+    shared: &mut Shared,
+    problems: &mut Vec<FieldProblem>,
+) -> Collective {
     let mut c = Collective::default();
-    let text = |key: &'static str, problems: &mut Vec<FieldProblem>| -> Option<String> {
+    let mut text = |key: &'static str, problems: &mut Vec<FieldProblem>| -> Option<Arc<str>> {
         match args.get(key)? {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
+            Value::String(s) => Some(shared.text(s)),
+            Value::Number(n) => Some(shared.text(&n.to_string())),
             _ => {
                 problems.push((key, "mistyped"));
                 None
@@ -119,14 +152,14 @@ pub fn from_args(args: &Map<String, Value>, problems: &mut Vec<FieldProblem>) ->
     c.group_size = number("Group size", problems).and_then(|n| u32::try_from(n).ok());
     c.pg_name = text("Process Group Name", problems);
     c.pg_desc = text("Process Group Description", problems);
+    c.in_split = text("In split size", problems);
+    c.out_split = text("Out split size", problems);
     if let Some(v) = args.get("Process Group Ranks") {
-        c.pg_ranks = ranks(v);
+        c.pg_ranks = ranks(v).map(|r| shared.ranks(&r));
         if c.pg_ranks.is_none() && !matches!(v, Value::String(s) if s.contains("...")) {
             problems.push(("Process Group Ranks", "mistyped"));
         }
     }
-    c.in_split = text("In split size", problems);
-    c.out_split = text("Out split size", problems);
     c.seq = number("Seq", problems);
     let peer = |key: &'static str, problems: &mut Vec<FieldProblem>| -> Option<i64> {
         let v = args.get(key)?;
@@ -162,9 +195,8 @@ pub fn from_first_tensor(args: &Map<String, Value>) -> (Option<u64>, Option<Stri
         .and_then(Value::as_array)
         .and_then(|a| a.first())
         .and_then(Value::as_str)
-        .filter(|t| datatype(t).is_some())
-        .map(str::to_string);
-    (dims, dtype.filter(|_| dims.is_some()))
+        .filter(|t| datatype(t).is_some());
+    (dims, dtype.filter(|_| dims.is_some()).map(str::to_string))
 }
 
 #[cfg(test)]

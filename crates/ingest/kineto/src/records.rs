@@ -80,7 +80,7 @@ pub fn records(trace: &KinetoTrace, process: &ProcessKey, file: u32) -> TraceRec
             })
     });
     let key_of = |k: &NcclKernel| match &k.coll.pg_name {
-        Some(n) => GroupKey::Named(n.clone()),
+        Some(n) => GroupKey::Named(n.to_string()),
         None => match world_group {
             Some(g) => GroupKey::Named(g.name.clone()),
             None => GroupKey::World,
@@ -205,7 +205,7 @@ fn group_record<'a>(
     let cfg = name.as_deref().and_then(&config);
     let from_kernel = first.filter(|k| k.coll.pg_name.is_some()).map(|k| &k.coll);
     let ranks: Vec<u32> = from_kernel
-        .and_then(|c| c.pg_ranks.clone())
+        .and_then(|c| c.pg_ranks.as_deref().map(<[u32]>::to_vec))
         .filter(|r| !r.is_empty())
         .or_else(|| cfg.map(|c| c.ranks.clone()).filter(|r| !r.is_empty()))
         .or_else(|| assumed_world.then(|| (0..world.unwrap_or(0)).collect()))
@@ -217,7 +217,7 @@ fn group_record<'a>(
         .or(if assumed_world { world } else { None })
         .unwrap_or(1);
     let desc = from_kernel
-        .and_then(|c| c.pg_desc.clone())
+        .and_then(|c| c.pg_desc.as_deref().map(str::to_string))
         .or_else(|| cfg.and_then(|c| c.desc.clone()));
     let rank = match my_rank {
         Some(r) if !ranks.is_empty() => ranks.iter().position(|&x| x == r).map(|p| p as u32),

@@ -11,6 +11,8 @@ use std::io::Write;
 /// Compressed bytes inflated per call: the inflated text handed to the reader at a time stays
 /// small (a few hundred KiB) whatever the caller's pieces.
 const GZIP_PIECE: usize = 32 * 1024;
+/// Plain text handed to the reader at a time.
+const TEXT_PIECE: usize = 1 << 20;
 
 /// Streams one trace into the reader: feed pieces as they come (cut anywhere), then
 /// [`KinetoStream::finish`]. The first two bytes decide between JSON text and gzip.
@@ -77,7 +79,10 @@ impl KinetoStream {
 
     fn push(&mut self, bytes: &[u8]) {
         match &mut self.input {
-            Input::Plain => self.reader.push(bytes),
+            // A MiB at a time: the reader's buffer then holds about that, whatever the pieces.
+            Input::Plain => bytes
+                .chunks(TEXT_PIECE)
+                .for_each(|piece| self.reader.push(piece)),
             Input::Gzip(gz) => {
                 for piece in bytes.chunks(GZIP_PIECE) {
                     if gz.failed.is_some() {
@@ -231,7 +236,8 @@ fn assemble(path: String, mut reader: Reader, mut diagnostics: Vec<Diagnostic>) 
     let mut c = std::mem::take(&mut reader.collector);
     join::resolve(&mut c.kernels, &c.comm_ops, &c.launches);
     c.kernels.sort_by_key(|k| (k.start_ns, k.correlation));
-    c.comm_ops.sort_by_key(|o| (o.start_ns, o.pid, o.tid));
+    c.counts.comm_ops = c.comm_ops.len() as u64;
+    c.kernels.shrink_to_fit();
     c.steps.sort_by_key(|s| (s.start_ns, s.step));
     for p in &c.counts.problems {
         diagnostics.push(Diagnostic::warning(
@@ -272,7 +278,6 @@ fn assemble(path: String, mut reader: Reader, mut diagnostics: Vec<Diagnostic>) 
         cpu_pid,
         process_name,
         kernels: c.kernels,
-        comm_ops: c.comm_ops,
         steps: c.steps,
         counts: c.counts,
         diagnostics,
@@ -290,10 +295,6 @@ fn shift(c: &mut crate::collect::Collector, base: i64) {
         if let Some(l) = &mut k.launch {
             l.start_ns = l.start_ns.saturating_add(base);
         }
-    }
-    for o in &mut c.comm_ops {
-        o.start_ns = o.start_ns.saturating_add(base);
-        o.end_ns = o.end_ns.saturating_add(base);
     }
     for s in &mut c.steps {
         s.start_ns = s.start_ns.saturating_add(base);

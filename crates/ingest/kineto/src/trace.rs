@@ -20,8 +20,6 @@ pub struct KinetoTrace {
     pub process_name: Option<String>,
     /// NCCL and RCCL kernels, in start order, each with its meaning resolved.
     pub kernels: Vec<NcclKernel>,
-    /// `record_param_comms` and `nccl:*` CPU ranges, in start order.
-    pub comm_ops: Vec<CommOp>,
     /// `ProfilerStep#N` ranges (CPU side), in start order.
     pub steps: Vec<ProfilerStep>,
     pub counts: EventCounts,
@@ -129,26 +127,27 @@ impl MetaSource {
     }
 }
 
-/// What one collective (or point-to-point call) was, as PyTorch recorded it.
+/// What one collective (or point-to-point call) was, as PyTorch recorded it. Its texts are
+/// shared (each distinct one kept once per trace: a trace repeats a few for every call).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Collective {
     /// NCCL's name for it (`AllReduce`; `AllToAll` for PyTorch's all-to-all, which NCCL runs
     /// as grouped sends and receives in one `SendRecv` kernel).
     pub op: Option<OpType>,
     /// The name PyTorch recorded (`allreduce`, `_allgather_base`, `nccl:all_to_all`).
-    pub name: Option<String>,
+    pub name: Option<Arc<str>>,
     pub in_nelems: Option<u64>,
     pub out_nelems: Option<u64>,
     pub datatype: Option<DataType>,
     /// The datatype as written (`Float`, `BFloat16`, `c10::Half`, `unsigned char`).
-    pub dtype_name: Option<String>,
+    pub dtype_name: Option<Arc<str>>,
     pub group_size: Option<u32>,
-    pub pg_name: Option<String>,
-    pub pg_desc: Option<String>,
+    pub pg_name: Option<Arc<str>>,
+    pub pg_desc: Option<Arc<str>>,
     /// Global ranks of the group's members, in group-rank order.
-    pub pg_ranks: Option<Vec<u32>>,
-    pub in_split: Option<String>,
-    pub out_split: Option<String>,
+    pub pg_ranks: Option<Arc<[u32]>>,
+    pub in_split: Option<Arc<str>>,
+    pub out_split: Option<Arc<str>>,
     /// `Seq`: the process group's sequence number of the call (newest traces).
     pub seq: Option<u64>,
     /// The peer of a send or receive (`Dst Rank` / `Src Rank`), a global rank.
@@ -183,7 +182,7 @@ impl Collective {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommOp {
     /// `record_param_comms`, `nccl:all_reduce`, ...
-    pub name: String,
+    pub name: Arc<str>,
     pub pid: u32,
     pub tid: u32,
     pub start_ns: i64,
@@ -220,6 +219,9 @@ pub struct EventCounts {
     /// Kernel time of the other kernels (overlapping kernels count twice).
     pub other_kernel_ns: i64,
     pub launches: u64,
+    /// `record_param_comms` and `nccl:*` CPU ranges (read to give kernels their meaning, then
+    /// dropped: nothing later needs them).
+    pub comm_ops: u64,
     /// Events that could not be read or lacked a field they need, counted per problem
     /// (`an NCCL kernel without "ts"`), with the line of the first.
     pub problems: Vec<Problem>,

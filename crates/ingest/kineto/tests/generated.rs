@@ -42,7 +42,7 @@ fn check(what: &str, t: &KinetoTrace, truth: &TraceTruth, run: &KinetoTruth) {
         assert_eq!(c.in_nelems, w.in_nelems, "{at}");
         assert_eq!(c.out_nelems, w.out_nelems, "{at}");
         assert_eq!(c.datatype.map(|d| d.name().to_string()), w.datatype, "{at}");
-        assert_eq!(c.pg_name, w.pg_name, "{at}");
+        assert_eq!(c.pg_name.as_deref(), w.pg_name.as_deref(), "{at}");
         assert_eq!(c.group_size, w.group_size, "{at}");
         assert_eq!(c.seq, w.seq, "{at}");
         assert_eq!(
@@ -52,7 +52,7 @@ fn check(what: &str, t: &KinetoTrace, truth: &TraceTruth, run: &KinetoTruth) {
         );
         if w.pg_name.is_some() {
             let g = &run.groups[w.group];
-            assert_eq!(c.pg_ranks.as_ref(), Some(&g.global_ranks), "{at}");
+            assert_eq!(c.pg_ranks.as_deref(), Some(&g.global_ranks[..]), "{at}");
             assert_eq!(c.pg_desc.as_deref(), Some(g.pg_desc.as_str()), "{at}");
         }
         assert!(k.launch.is_some(), "{at}: its launch is kept");

@@ -239,7 +239,7 @@ fn kernels_with_every_argument_keep_them() {
             );
             let ranks: Vec<u32> =
                 serde_json::from_str(a["Process Group Ranks"].as_str().unwrap()).unwrap();
-            assert_eq!(c.pg_ranks.as_ref(), Some(&ranks));
+            assert_eq!(c.pg_ranks.as_deref(), Some(&ranks[..]));
             let op = match a["Collective name"].as_str().unwrap() {
                 "allreduce" => OpType::AllReduce,
                 "broadcast" => OpType::Broadcast,
@@ -430,7 +430,6 @@ fn pieces_of_any_size_read_the_same() {
             }
             let t = s.finish();
             assert_eq!(t.kernels, whole.kernels, "pieces of {piece}");
-            assert_eq!(t.comm_ops, whole.comm_ops, "pieces of {piece}");
             assert_eq!(t.steps, whole.steps, "pieces of {piece}");
             assert_eq!(t.counts, whole.counts, "pieces of {piece}");
             assert_eq!(t.distributed, whole.distributed, "pieces of {piece}");
