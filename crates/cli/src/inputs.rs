@@ -1,6 +1,6 @@
 //! Finding and loading input files: directories are walked, files are recognised by content.
 
-use pipeline::{sniff, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
+use pipeline::{sniff, FileReport, InputKind, LogLoader, Session, TraceLoader, SNIFF_BYTES};
 use sqlsource_native::NativeDb;
 use std::fs::File;
 use std::io::Read;
@@ -78,7 +78,30 @@ pub fn load(session: &mut Session, path: &Path) -> FileReport {
                 (log, _) => session.add_log(log),
             }
         }
+        // A PyTorch profiler trace, plain or gzip: streamed, never held whole.
+        InputKind::Kineto => {
+            let mut loader = TraceLoader::new(&name);
+            loader.feed(&head);
+            match feed_rest(&mut file, &mut |chunk| loader.feed(chunk)) {
+                Ok(()) => session.add_trace(loader.finish(size)),
+                Err(e) => FileReport::failed(&name, InputKind::Kineto, size, e.to_string()),
+            }
+        }
         InputKind::Unknown => not_an_input(&name, size),
+    }
+}
+
+/// Feeds the rest of `file` to `feed` in 16 MiB chunks.
+fn feed_rest(file: &mut File, feed: &mut dyn FnMut(&[u8])) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(READ_CHUNK);
+    loop {
+        buf.clear();
+        match file.take(READ_CHUNK as u64).read_to_end(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => feed(&buf),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -88,7 +111,9 @@ fn not_an_input(name: &str, size: u64) -> FileReport {
         name,
         InputKind::Unknown,
         size,
-        "neither an NCCL debug log nor an Nsight Systems SQLite export; skipped".into(),
+        "neither an NCCL debug log, an Nsight Systems SQLite export nor a PyTorch profiler trace; \
+         skipped"
+            .into(),
     )
 }
 

@@ -34,7 +34,7 @@ fn session_of(preset: &str) -> Session {
                 loader.feed(&bytes);
                 session.add_log(loader.finish(bytes.len() as u64));
             }
-            InputKind::Text | InputKind::Unknown => {}
+            InputKind::Kineto | InputKind::Text | InputKind::Unknown => {}
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
