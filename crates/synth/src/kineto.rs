@@ -876,11 +876,23 @@ impl<W: Write> RankWriter<'_, W> {
             self.t(tm.end_ns.max(tm.start_ns + 2_000)),
         );
         let stream = c.stream_ids[c.member(self.p.rank)];
+        // NCCL's grid is its channel count (as the generator's exports have it).
+        let total: u64 = call.ops.iter().map(|o| o.count * o.dtype.size_bytes()).sum();
+        let intra = c.global_ranks.iter().all(|g| g / pl.gpn == self.p.node);
+        let (grid, block) = if call.is_p2p() {
+            ((2 * call.ops.len() as u32).min(32), 640)
+        } else {
+            let bytes = match first.op {
+                OpType::AllGather | OpType::ReduceScatter => total * u64::from(n),
+                _ => total,
+            };
+            (crate::channels_for(bytes, intra), 512)
+        };
         let mut kargs = format!(
             "\"External id\": {kernel_ext}, \"queued\": 0, \"device\": {dev}, \"context\": 1, \
              \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 96, \
-             \"shared memory\": 0, \"blocks per SM\": 0.06, \"warps per SM\": 1, \"grid\": [2, 1, 1], \
-             \"block\": [512, 1, 1], \"est. achieved occupancy %\": 0"
+             \"shared memory\": 0, \"blocks per SM\": 0.06, \"warps per SM\": 1, \
+             \"grid\": [{grid}, 1, 1], \"block\": [{block}, 1, 1], \"est. achieved occupancy %\": 0"
         );
         let on_kernel = style.kernel_args && !batched;
         if on_kernel {

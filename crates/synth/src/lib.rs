@@ -173,7 +173,7 @@ pub(crate) struct Proc {
     pub(crate) printer: Printer,
 }
 
-fn channels_for(bytes: u64, intra: bool) -> u32 {
+pub(crate) fn channels_for(bytes: u64, intra: bool) -> u32 {
     let max = if intra { 16 } else { 8 };
     ((bytes / (256 * 1024)) as u32)
         .clamp(1, max)
