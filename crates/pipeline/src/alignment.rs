@@ -262,9 +262,9 @@ pub(crate) async fn align_session_reusing(
             kept.insert(pm.process.clone(), (pm, k));
         }
     }
-    // A process of one profiler trace: (the trace, its log's and export's indices). Its
-    // alignment is the trace's, made again each time (cheap), never aligned nor kept.
-    let traced: Vec<Option<(&crate::kineto::SessionTrace, u32, u32)>> =
+    // A process of one profiler trace (its records, or its kernels joined by `Seq`): its
+    // alignment is the trace's, made again each time (cheap), never kept.
+    let traced: Vec<Option<crate::kineto::Traced<'_>>> =
         both.iter().map(|(key, _)| trace_of(session, key)).collect();
     let mut reused: Vec<Option<(ProcessMatch, KeptProcess)>> = both
         .iter()
@@ -335,17 +335,17 @@ pub(crate) async fn align_session_reusing(
                     // Start order; stable: kernels that start together keep their order in the
                     // session.
                     kernel_at.sort_by_key(|k| (k.start_ns, k.correlation_id));
-                    let known = traced.and_then(|(t, log, export)| {
-                        let rows = kernel_at.iter().map(|k| k.row);
-                        crate::kineto::known_alignment(t, &print, log, export, rows)
+                    let log_ops =
+                        ProcessOps::from_rows(op_at.iter().map(|&(l, j)| (&logs[l as usize], j)));
+                    let known = traced.as_ref().and_then(|t| {
+                        let rows: Vec<u32> = kernel_at.iter().map(|k| k.row).collect();
+                        t.alignment(&print, &rows, &log_ops)
                     });
                     Prepared {
                         known,
                         process,
                         print,
-                        log_ops: ProcessOps::from_rows(
-                            op_at.iter().map(|&(l, j)| (&logs[l as usize], j)),
-                        ),
+                        log_ops,
                         kernels: ProcessKernels::from_rows(
                             kernel_at
                                 .iter()
@@ -436,22 +436,20 @@ pub(crate) async fn align_session_reusing(
     (out, redone)
 }
 
-/// The unclaimed profiler trace of `process`, with its log's and export's places in the
-/// session.
-fn trace_of<'s>(
-    session: &'s Session,
-    process: &ProcessKey,
-) -> Option<(&'s crate::kineto::SessionTrace, u32, u32)> {
-    let t = session
-        .traces()
-        .iter()
-        .find(|t| t.claimed_by.is_none() && &t.process == process)?;
-    let log = session.logs().iter().position(|l| Arc::ptr_eq(l, &t.log))?;
+/// The profiler trace whose records `process` holds, with their places in the session: its
+/// own (a trace no log claimed), or its kernels' (a claimed trace with `Seq`).
+fn trace_of<'s>(session: &'s Session, process: &ProcessKey) -> Option<crate::kineto::Traced<'s>> {
+    let t = session.traces().iter().find(|t| t.owner() == process)?;
     let export = session
         .exports()
         .iter()
-        .position(|e| Arc::ptr_eq(e, &t.export))?;
-    Some((t, log as u32, export as u32))
+        .position(|e| Arc::ptr_eq(e, &t.export))? as u32;
+    if t.claimed_by.is_some() {
+        let by_seq = t.groups.iter().any(|g| g.by_seq);
+        return by_seq.then_some(crate::kineto::Traced::Claimed(t, export));
+    }
+    let log = session.logs().iter().position(|l| Arc::ptr_eq(l, &t.log))? as u32;
+    Some(crate::kineto::Traced::Own(t, log, export))
 }
 
 /// An export without a hostname (older exports, or a table not written) keys its processes by

@@ -396,3 +396,69 @@ fn traces_are_recognised_by_content() {
     assert_eq!(sniff(b"{\"other\": 1}"), InputKind::Text);
     assert_eq!(InputKind::Kineto.label(), "kineto");
 }
+
+/// Traces with `Seq` beside their logs: each kernel joined to its log line by communicator and
+/// sequence, exactly the line the generator's truth gives it (no alignment ran: no stream map
+/// was learned); with lines missing from the logs the sequence cannot join every kernel, and
+/// the aligner joins them instead.
+#[test]
+fn seq_joins_kernels_to_their_lines() {
+    for drop_pct in [0.0, 5.0] {
+        let mut cfg = synth::preset("tp4").unwrap().config;
+        cfg.model.iterations = 2;
+        cfg.imperfections.drop_log_pct = drop_pct;
+        let run = synth::generate(&cfg);
+        let traces = KinetoRun::new(&cfg);
+        let style = KinetoStyle {
+            seq: true,
+            ..KinetoStyle::modern()
+        };
+        let mut session = Session::default();
+        for (name, bytes) in &run.files {
+            add(&mut session, name, bytes);
+        }
+        for r in 0..traces.world() {
+            let mut b = Vec::new();
+            traces.write_rank(r, &style, &mut b).unwrap();
+            add(&mut session, &synth::kineto::trace_name(r, false), &b);
+        }
+        let a = analyse(&session, &UserSizes::default());
+        for pm in &a.alignments.processes {
+            let seq_joined = pm.alignment.report.stream_map.is_empty();
+            assert_eq!(seq_joined, drop_pct == 0.0, "{:?}", pm.process);
+            if !seq_joined {
+                assert!(pm.matched_kernels() * 10 >= pm.kernels.len() as u64 * 9);
+                continue;
+            }
+            // The truth's kernels of this process, in start order, with their lines.
+            let mut truth: Vec<&synth::truth::TruthKernel> = run
+                .truth
+                .kernels
+                .iter()
+                .filter(|k| k.pid == pm.process.pid)
+                .collect();
+            let report = run
+                .reports
+                .iter()
+                .find(|r| r.host == pm.process.host.as_str())
+                .unwrap();
+            let start = |k: &synth::truth::TruthKernel| {
+                report
+                    .kernels
+                    .iter()
+                    .find(|r| r.pid == k.pid && r.correlation_id == k.correlation_id)
+                    .map(|r| (r.start_ns, r.correlation_id))
+            };
+            truth.sort_by_key(|k| start(k));
+            assert_eq!(truth.len(), pm.kernels.len());
+            for (i, (w, m)) in truth.iter().zip(pm.alignment.per_kernel.iter()).enumerate() {
+                let want = w.log_op.as_ref().map(|l| (l.comm.clone(), l.op_count));
+                let got = m.map(|m| {
+                    let op = pm.log_ops.get(m.first_line()).unwrap();
+                    (format!("0x{:x}", op.comm), op.op_count)
+                });
+                assert_eq!(got, want, "{:?} kernel {i}", pm.process);
+            }
+        }
+    }
+}

@@ -456,14 +456,16 @@ impl<'a> KinetoRun<'a> {
             let before = ((tm.arrive_ns - prev) / 2).clamp(10, 30_000);
             let after = ((next - tm.arrive_ns) / 2).clamp(10, 15_000);
             rw.filler(tm.gap_start_ns, tm.arrive_ns - before)?;
-            if call.orphan {
-                continue;
-            }
-            let seq = seqs
+            // PyTorch counts every call of a group (collectives and point-to-point apart),
+            // one that launched no kernel too.
+            let seq = *seqs
                 .entry((call.comm(), call.is_p2p()))
                 .and_modify(|s| *s += 1)
                 .or_insert(1u64);
-            let k = rw.collective(call, &tm, *seq, (before, after))?;
+            if call.orphan {
+                continue;
+            }
+            let k = rw.collective(call, &tm, seq, (before, after))?;
             truth.kernels.push(k);
         }
         rw.window_end()?;
@@ -877,7 +879,11 @@ impl<W: Write> RankWriter<'_, W> {
         );
         let stream = c.stream_ids[c.member(self.p.rank)];
         // NCCL's grid is its channel count (as the generator's exports have it).
-        let total: u64 = call.ops.iter().map(|o| o.count * o.dtype.size_bytes()).sum();
+        let total: u64 = call
+            .ops
+            .iter()
+            .map(|o| o.count * o.dtype.size_bytes())
+            .sum();
         let intra = c.global_ranks.iter().all(|g| g / pl.gpn == self.p.node);
         let (grid, block) = if call.is_p2p() {
             ((2 * call.ops.len() as u32).min(32), 640)

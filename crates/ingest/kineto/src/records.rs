@@ -36,6 +36,9 @@ pub struct GroupRecord {
     pub assumed_world: bool,
     /// NCCL kernels on it in this trace.
     pub kernels: u64,
+    /// Its operations' counts are PyTorch's `Seq` (every call had one; point-to-point calls,
+    /// which PyTorch counts apart, with bit 40 set); else their order in this trace.
+    pub by_seq: bool,
 }
 
 /// What [`records`] makes of one trace.
@@ -168,6 +171,7 @@ pub fn records(trace: &KinetoTrace, process: &ProcessKey, file: u32) -> TraceRec
         }
         out.groups.push(GroupRecord {
             kernels: members.len() as u64,
+            by_seq,
             ..record
         });
     }
@@ -238,6 +242,7 @@ fn group_record<'a>(
         rank,
         assumed_world,
         kernels: 0,
+        by_seq: false,
     }
 }
 
