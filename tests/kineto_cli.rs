@@ -177,3 +177,49 @@ fn flate2_read(path: &Path, out: &mut Vec<u8>) {
     let mut d = flate2::read::GzDecoder::new(&gz[..]);
     d.read_to_end(out).unwrap();
 }
+
+/// `synth --kineto` writes a run's traces with their truth; analysed alone, their process
+/// groups label the communicators the operations leave unknown, as the truth has them.
+#[test]
+fn synth_writes_traces_that_analyze_reads() {
+    let dir = scratch_dir("kineto_synth_run");
+    let args: Vec<std::ffi::OsString> = vec![
+        "ncclscope".into(),
+        "synth".into(),
+        "--preset".into(),
+        "tp2pp2".into(),
+        "--out".into(),
+        dir.clone().into(),
+        "--kineto".into(),
+        "modern".into(),
+        "--iterations".into(),
+        "1".into(),
+    ];
+    assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS);
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("kineto/kineto_truth.json")).unwrap(),
+    )
+    .unwrap();
+    let traces: Vec<PathBuf> = (0..4)
+        .map(|r| dir.join(format!("kineto/rank{r}.pt.trace.json.gz")))
+        .collect();
+    let (code, s) = analyze(&traces, "kineto_synth_analyze", &[]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(s["ranks"].as_array().unwrap().len(), 4);
+    let groups = truth["groups"].as_array().unwrap();
+    for c in s["communicators"].as_array().unwrap() {
+        let pg = &c["process_group"];
+        let g = groups
+            .iter()
+            .find(|g| g["pg_name"] == pg["name"])
+            .expect("a group of the truth");
+        assert_eq!(pg["description"], g["pg_desc"]);
+        if pg["parallelism"].is_string() {
+            assert_eq!(
+                c["parallelism"], g["parallelism"],
+                "{}",
+                c["parallelism_evidence"]
+            );
+        }
+    }
+}

@@ -67,6 +67,7 @@ pub fn build(
                     "description": g.description,
                     "parallelism": g.implies.map(|p| p.name()),
                     "agrees": pipeline::agrees(label, g),
+                    "labels_the_communicator": g.labels,
                     "assumed_world": g.assumed_world,
                 })),
                 "arrival_skew": skews.iter().find(|s| s.comm == i).map(skew_entry),

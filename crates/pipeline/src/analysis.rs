@@ -130,8 +130,8 @@ pub async fn analyse_incremental_with(
         iterations,
     };
     let mut layout = enrich::infer(&communicators, ops(), &hints);
-    let process_groups = crate::process_groups::process_groups(session, &communicators);
-    crate::process_groups::label_with_groups(&mut layout, &process_groups);
+    let mut process_groups = crate::process_groups::process_groups(session, &communicators);
+    crate::process_groups::label_with_groups(&mut layout, &mut process_groups);
     let mut processes = process_summaries(session, &alignments);
     for p in &mut processes {
         if let Some(rank) = communicators.rank_of(&p.process) {

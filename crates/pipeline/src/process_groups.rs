@@ -22,6 +22,8 @@ pub struct ProcessGroup {
     pub implies: Option<Parallelism>,
     /// The traces name no group: taken as the world (older PyTorch records none).
     pub assumed_world: bool,
+    /// The communicator's label is this group's (the inference from its operations had none).
+    pub labels: bool,
 }
 
 /// The parallelism a process group's description names, when it names exactly one:
@@ -88,16 +90,18 @@ pub fn process_groups(
                 description: g.desc.clone(),
                 implies: g.desc.as_deref().and_then(described_parallelism),
                 assumed_world: g.assumed_world,
+                labels: false,
             });
         }
     }
     out
 }
 
-/// Whether a communicator's label and its process group agree: `None` when the group names no
-/// single parallelism or the communicator has no label.
+/// Whether a communicator's label (the inference's) and its process group agree: `None` when
+/// the group names no single parallelism, the communicator has no label, or the label is the
+/// group's own.
 pub fn agrees(label: Option<&CommParallelism>, group: &ProcessGroup) -> Option<bool> {
-    let implied = group.implies?;
+    let implied = group.implies.filter(|_| !group.labels)?;
     let label = label.filter(|l| l.parallelism != Parallelism::Unknown)?;
     Some(label.parallelism == implied)
 }
@@ -105,8 +109,8 @@ pub fn agrees(label: Option<&CommParallelism>, group: &ProcessGroup) -> Option<b
 /// Labels each communicator the inference left `unknown` (or did not label) with the
 /// parallelism its process group's description names, and adds to every labelled
 /// communicator's evidence what its group says.
-pub fn label_with_groups(layout: &mut LayoutInference, groups: &[Option<ProcessGroup>]) {
-    for (c, group) in groups.iter().enumerate() {
+pub fn label_with_groups(layout: &mut LayoutInference, groups: &mut [Option<ProcessGroup>]) {
+    for (c, group) in groups.iter_mut().enumerate() {
         let Some(g) = group else { continue };
         let desc = g.description.as_deref().unwrap_or("");
         let Some(implied) = g.implies else { continue };
@@ -118,6 +122,7 @@ pub fn label_with_groups(layout: &mut LayoutInference, groups: &[Option<ProcessG
                 );
                 l.parallelism = implied;
                 l.confidence = l.confidence.max(0.9);
+                g.labels = true;
             }
             Some(l) => {
                 let verdict = if l.parallelism == implied {
@@ -131,12 +136,15 @@ pub fn label_with_groups(layout: &mut LayoutInference, groups: &[Option<ProcessG
                     implied.name()
                 );
             }
-            None => layout.comms.push(CommParallelism {
-                comm: c,
-                parallelism: implied,
-                evidence: format!("process group description `{desc}`"),
-                confidence: 0.9,
-            }),
+            None => {
+                layout.comms.push(CommParallelism {
+                    comm: c,
+                    parallelism: implied,
+                    evidence: format!("process group description `{desc}`"),
+                    confidence: 0.9,
+                });
+                g.labels = true;
+            }
         }
     }
     layout.comms.sort_by_key(|l| l.comm);
@@ -195,9 +203,10 @@ mod tests {
                 description: Some(desc.into()),
                 implies: described_parallelism(desc),
                 assumed_world: false,
+                labels: false,
             })
         };
-        let groups = vec![
+        let mut groups = vec![
             group("mesh_tp"),
             group("mesh_dp"),
             group("mesh_tp"),
@@ -215,7 +224,7 @@ mod tests {
             agrees(Some(&layout.comms[0]), groups[0].as_ref().unwrap()),
             None
         );
-        label_with_groups(&mut layout, &groups);
+        label_with_groups(&mut layout, &mut groups);
         let got: Vec<Parallelism> = layout.comms.iter().map(|l| l.parallelism).collect();
         assert_eq!(
             got,
@@ -229,5 +238,16 @@ mod tests {
         );
         assert!(layout.comms[1].evidence.ends_with("agrees"));
         assert!(layout.comms[2].evidence.ends_with("disagrees"));
+        let labelled: Vec<bool> = groups.iter().map(|g| g.as_ref().unwrap().labels).collect();
+        assert_eq!(labelled, [true, false, false, true]);
+        // A label that is the group's own is not evidence the group agrees with.
+        assert_eq!(
+            agrees(Some(&layout.comms[0]), groups[0].as_ref().unwrap()),
+            None
+        );
+        assert_eq!(
+            agrees(Some(&layout.comms[1]), groups[1].as_ref().unwrap()),
+            Some(true)
+        );
     }
 }
