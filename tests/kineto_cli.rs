@@ -1,11 +1,12 @@
 //! `ncclscope analyze` on PyTorch profiler traces (issue 33): the summary's contract fields,
 //! the exports, and bad traces (cut short, without NCCL kernels) reported with file and line.
 
-use ncclscope_tests::{real_fixtures, scratch_dir};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use testkit::fixtures::present as real_fixtures;
+use testkit::scratch_dir;
 
 /// Runs `analyze` with `extra` options on `paths`; its exit status and summary.
 fn analyze(paths: &[PathBuf], name: &str, extra: &[&str]) -> (ExitCode, Value) {

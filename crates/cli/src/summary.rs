@@ -1,7 +1,9 @@
 //! The summary JSON of `analyze --json`; field names are the contract's.
 
+use analyses::{compare_volumes, RankVolume};
+use load::{FileReport, Session};
 use model::OpType;
-use pipeline::{compare_volumes, Analysis, FileReport, Session};
+use pipeline::Analysis;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use theory::TheoryConfig;
@@ -10,13 +12,14 @@ pub fn build(
     session: &Session,
     reports: &[FileReport],
     analysis: &Analysis,
+    volumes: &[RankVolume],
     theory: Option<&TheoryConfig>,
 ) -> Value {
     let alignments = &analysis.alignments;
     let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
 
     let processes = &analysis.processes;
-    let kernel_types = pipeline::kernels_by_type(session, analysis);
+    let kernel_types = analyses::kernels_by_type(session, analysis);
     let ranks: Vec<Value> = processes
         .iter()
         .map(|p| {
@@ -40,14 +43,14 @@ pub fn build(
                 "kernels": p.kernels,
                 "kernels_by_type": kernel_types.get(&p.process).cloned().unwrap_or_default(),
                 "matched_ops": p.matched_kernels,
-                "volume_by_parallelism": volume_of(analysis, p.global_rank),
+                "volume_by_parallelism": volume_of(volumes, p.global_rank),
             })
         })
         .collect();
 
     let labels = &analysis.layout.comms;
-    let skews = pipeline::arrival_skew(session, analysis);
-    let stats = pipeline::comm_stats(session, analysis);
+    let skews = analyses::arrival_skew(session, analysis);
+    let stats = analyses::comm_stats(session, analysis);
     let communicators: Vec<Value> = analysis
         .communicators
         .comms
@@ -87,7 +90,7 @@ pub fn build(
         "evidence": layout.evidence,
         "confidence": layout.confidence,
         // The datatype size carrying most logged bytes: the model's β as the logs show it.
-        "bytes_per_element": pipeline::dominant_element_bytes(session),
+        "bytes_per_element": analyses::dominant_element_bytes(session),
     });
 
     let log_ops: u64 = session
@@ -129,8 +132,8 @@ pub fn build(
 
     let clocks = clocks_entry(analysis);
     let theory = match theory {
-        Some(cfg) => theory_entries(cfg, analysis),
-        None => observed_only_entries(analysis),
+        Some(cfg) => theory_entries(cfg, analysis, volumes),
+        None => observed_only_entries(volumes),
     };
 
     let mut warnings: Vec<Value> = Vec::new();
@@ -170,8 +173,8 @@ pub fn build(
 
 /// The contract's `theory` entries for the config's model and layout: the theory crate's entry
 /// with the observed mean over the ranks it holds for, plus each rank's observation.
-fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis) -> Vec<Value> {
-    compare_volumes(cfg, analysis)
+fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis, volumes: &[RankVolume]) -> Vec<Value> {
+    compare_volumes(cfg, volumes)
         .iter()
         .map(|c| {
             let mut v = theory::entry_json(&c.entry, c.observed_mean());
@@ -197,9 +200,9 @@ fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis) -> Vec<Value> {
 
 /// With no config there is no theory: the observed volume per parallelism alone, so the
 /// numbers are still there to compare by hand (`theoretical_bytes` and `ratio` are null).
-fn observed_only_entries(analysis: &Analysis) -> Vec<Value> {
+fn observed_only_entries(volumes: &[RankVolume]) -> Vec<Value> {
     let mut per: BTreeMap<&'static str, Vec<(u32, u64)>> = BTreeMap::new();
-    for v in &analysis.volumes {
+    for v in volumes {
         for (p, &b) in &v.by_parallelism {
             per.entry(p.name()).or_default().push((v.global_rank, b));
         }
@@ -221,8 +224,8 @@ fn observed_only_entries(analysis: &Analysis) -> Vec<Value> {
 
 /// Observed kernel time beside the time model's, per operation type and size bucket, and the
 /// message-size histogram per parallelism.
-pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {
-    let rows: Vec<Value> = pipeline::predicted_times(analysis, hw)
+pub fn time_entry(analysis: &Analysis, volumes: &[RankVolume], hw: &theory::Hardware) -> Value {
+    let rows: Vec<Value> = analyses::predicted_times(analysis, hw)
         .iter()
         .map(|r| {
             json!({
@@ -236,7 +239,7 @@ pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {
         })
         .collect();
     let mut sizes: BTreeMap<&'static str, BTreeMap<u64, u64>> = BTreeMap::new();
-    for v in &analysis.volumes {
+    for v in volumes {
         for (p, hist) in &v.message_sizes {
             let h = sizes.entry(p.name()).or_default();
             for (b, n) in hist {
@@ -263,7 +266,7 @@ pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {
 }
 
 /// How unevenly the members reached the communicator's collectives, and who was last.
-fn skew_entry(s: &pipeline::CommSkew) -> Value {
+fn skew_entry(s: &analyses::CommSkew) -> Value {
     let straggler = s.slowest.iter().max_by_key(|(_, n)| **n);
     json!({
         "instances": s.instances,
@@ -274,9 +277,9 @@ fn skew_entry(s: &pipeline::CommSkew) -> Value {
     })
 }
 
-/// One rank's observed link traffic per parallelism (bytes; `pipeline::volumes`).
-fn volume_of(analysis: &Analysis, rank: u32) -> Value {
-    let v = analysis.volumes.iter().find(|v| v.global_rank == rank);
+/// One rank's observed link traffic per parallelism (bytes; `analyses::volumes`).
+fn volume_of(volumes: &[RankVolume], rank: u32) -> Value {
+    let v = volumes.iter().find(|v| v.global_rank == rank);
     Value::Object(
         v.map(|v| {
             v.by_parallelism
@@ -329,7 +332,7 @@ fn clocks_entry(analysis: &Analysis) -> Value {
 fn input_entry(r: &FileReport) -> Value {
     let mut v = json!({
         "path": r.name,
-        "kind": if r.error.is_some() && r.kind == pipeline::InputKind::Unknown { "unknown" } else { r.kind.label() },
+        "kind": if r.error.is_some() && r.kind == load::InputKind::Unknown { "unknown" } else { r.kind.label() },
         "bytes": r.bytes,
         "warnings": r.diagnostics.len() + usize::from(r.error.is_some()),
     });

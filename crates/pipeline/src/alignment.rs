@@ -2,13 +2,12 @@
 //! included) against its NCCL kernels (from any export), keyed by host and pid. Processes seen
 //! on one side only are listed, never guessed.
 
-use crate::process_rows::{ProcessKernels, ProcessOps};
-use crate::session::Session;
 use align::{
     align_all_reusing_with, AlignConfig, Aligned, KernelMatch, ProcessAlignment, ProcessInput,
     Redone, Reuse, Runner,
 };
 use ingest_nsys::KernelNameCache;
+use load::{ProcessKernels, ProcessOps, Session};
 use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, KernelName};
 use model::OpType;

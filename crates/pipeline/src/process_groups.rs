@@ -7,8 +7,8 @@
 //! inferred label, and whether they agree. Where the inference found nothing (`unknown`), a
 //! group whose description names one dimension labels the communicator.
 
-use crate::session::Session;
 use enrich::{CommParallelism, Communicators, LayoutInference, Parallelism};
+use load::Session;
 
 /// The process group of one communicator, as the traces name it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ fn small() -> Option<&'static Vec<u8>> {
     static SMALL: OnceLock<Option<Vec<u8>>> = OnceLock::new();
     SMALL
         .get_or_init(|| {
-            let path = real_fixtures::files("kineto", "gz")
+            let path = testkit::fixtures::files("kineto", "gz")
                 .into_iter()
                 .find(|p| p.to_string_lossy().contains("worker0"))?;
             let mut text = Vec::new();

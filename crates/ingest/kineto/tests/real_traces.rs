@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 fn traces() -> Vec<PathBuf> {
-    real_fixtures::files("kineto", "gz")
+    testkit::fixtures::files("kineto", "gz")
 }
 
 fn inflate(bytes: &[u8]) -> Vec<u8> {
