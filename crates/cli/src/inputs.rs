@@ -111,9 +111,7 @@ fn not_an_input(name: &str, size: u64) -> FileReport {
         name,
         InputKind::Unknown,
         size,
-        "neither an NCCL debug log, an Nsight Systems SQLite export nor a PyTorch profiler trace; \
-         skipped"
-            .into(),
+        "neither an NCCL debug log nor an Nsight Systems SQLite export; skipped".into(),
     )
 }
 
