@@ -719,248 +719,156 @@ impl<W: Write> RankWriter<'_, W> {
         seq: u64,
         room: (i64, i64),
     ) -> io::Result<KernelTruth> {
-        let (before, after) = room;
-        let pl = self.pl;
-        let c = &pl.comms.list[call.comm()];
-        let n = c.size();
-        let kind = kind(call);
-        let first = &call.ops[0];
-        let (op, in_n, out_n) = match kind {
-            Kind::One(o) => {
-                let (i, out) = match o.op {
-                    OpType::AllGather => (o.count, o.count * u64::from(n)),
-                    OpType::ReduceScatter => (o.count * u64::from(n), o.count),
-                    _ => (o.count, o.count),
-                };
-                (o.op, i, out)
-            }
-            Kind::AllToAll(s, r) => (OpType::AllToAll, s, r),
-            Kind::Batched => (OpType::SendRecv, 0, 0),
+        let shape = CallShape::of(self.pl, call, seq);
+        let fields = shape.fields(&self.pl.comms, &self.style);
+        let exts = self.cpu_ranges(&shape, &fields, tm.arrive_ns, room)?;
+        let kernel = self.launch_and_kernel(&shape, &fields, tm, room, exts)?;
+        Ok(shape.truth(kernel, &self.style))
+    }
+
+    /// The call's CPU side: c10d operator ⊃ record_param_comms ⊃ nccl:* range, as PyTorch nests
+    /// them (a batch of sends and receives records each call before the group's end launches
+    /// the kernel, so its record_param_comms do not hold the launch); their `External id`s
+    /// (operator's, record_param_comms').
+    fn cpu_ranges(
+        &mut self,
+        sh: &CallShape<'_>,
+        fields: &str,
+        a: i64,
+        (before, after): (i64, i64),
+    ) -> io::Result<(u64, u64)> {
+        let names = torch_names(sh.op);
+        let (_, dtype_old) = torch_dtype(sh.first().dtype);
+        let (op_ext, record_ext, range_ext) = (self.external(), self.external(), self.external());
+        let c10d = if sh.batched {
+            "c10d::coalesced_"
+        } else {
+            names.2
         };
-        let batched = matches!(kind, Kind::Batched);
-        let names = torch_names(op);
-        let (dtype_new, dtype_old) = torch_dtype(first.dtype);
-        let style = self.style;
-        let groups = style.process_groups;
-        let pg_name = c.index.to_string();
-        let pg_desc = group_desc(&pl.comms, c, style.naming);
-        let peer = match first.op {
-            OpType::Send | OpType::Recv if !batched => first.peer,
-            _ => None,
-        };
-        // The collective's fields, as record_param_comms and (2.4+) the kernel carry them.
-        let mut fields = format!(
-            "\"Collective name\": \"{}\", \"In msg nelems\": {in_n}, \"Out msg nelems\": {out_n}, \
-             \"Group size\": {n}, \"dtype\": \"{dtype_new}\", \"In split size\": \"[]\", \
-             \"Out split size\": \"[]\"",
-            names.0
-        );
-        if groups {
-            fields += &format!(
-                ", \"Process Group Name\": {}, \"Process Group Description\": {}, \
-                 \"Process Group Ranks\": {}",
-                quote(&pg_name),
-                quote(&pg_desc),
-                ranks_text(&c.global_ranks)
-            );
-        }
-        if style.seq {
-            fields += &format!(", \"Seq\": {seq}");
-        }
-        if let Some(q) = peer {
-            let key = if first.op == OpType::Send {
-                "Dst Rank"
-            } else {
-                "Src Rank"
-            };
-            fields += &format!(", \"{key}\": {q}");
-        }
-        let (pid, dev) = (self.p.pid, self.p.local);
-        let a = tm.arrive_ns;
-        // c10d operator ⊃ record_param_comms ⊃ nccl:* ⊃ launch, as PyTorch nests them; a batch
-        // of sends and receives records each call before the group's end launches the kernel.
-        let op_ext = self.external();
-        let record_ext = self.external();
-        let range_ext = self.external();
-        let c10d = if batched { "c10d::coalesced_" } else { names.2 };
-        self.ev(Ev {
-            ph: "X",
-            cat: "cpu_op",
-            name: c10d,
-            pid,
-            tid: pid,
-            ts_ns: self.t(a - before),
-            dur_ns: Some(before + after),
-            args: &format!("\"External id\": {op_ext}, \"Record function id\": 0"),
-            flow: None,
-        })?;
+        let args = format!("\"External id\": {op_ext}, \"Record function id\": 0");
+        self.range("cpu_op", c10d, a - before, a + after, &args)?;
         // A batch's record_param_comms are its single calls' (the first shown).
-        let dims = if batched { first.count } else { in_n };
+        let dims = if sh.batched {
+            sh.first().count
+        } else {
+            sh.in_n
+        };
         let first_tensor = format!(
             "\"Input Dims\": [[{dims}], [], [], [], [], [], []], \"Input type\": [\"{dtype_old}\", \
              \"Scalar\", \"Scalar\", \"Scalar\", \"\", \"\", \"\"]"
         );
-        let record_args = if style.record_args {
-            format!("\"External id\": {record_ext}, \"Record function id\": 0, {fields}, {first_tensor}")
+        let head = format!("\"External id\": {record_ext}, \"Record function id\": 0");
+        let args = if self.style.record_args {
+            format!("{head}, {fields}, {first_tensor}")
         } else {
-            format!("\"External id\": {record_ext}, \"Record function id\": 0, {first_tensor}")
+            format!("{head}, {first_tensor}")
         };
-        let (record_at, record_end) = if batched {
+        let (from, to) = if sh.batched {
             (a - before * 9 / 10, a - before * 7 / 10)
         } else {
             (a - before * 8 / 10, a + after * 9 / 10)
         };
+        self.range("cpu_op", "record_param_comms", from, to, &args)?;
+        let head = format!("\"External id\": {range_ext}, \"Record function id\": 0");
+        let (name, args) = if sh.batched {
+            ("nccl:coalesced", head)
+        } else {
+            let shape = format!("\"Input Dims\": [[{dims}]], \"Input type\": [\"{dtype_old}\"]");
+            (names.1, format!("{head}, {shape}"))
+        };
+        self.range(
+            "user_annotation",
+            name,
+            a - before * 6 / 10,
+            a + after * 8 / 10,
+            &args,
+        )?;
+        Ok((op_ext, record_ext))
+    }
+
+    /// A complete event on the rank's CPU thread, from `from` to `to` (true time).
+    fn range(&mut self, cat: &str, name: &str, from: i64, to: i64, args: &str) -> io::Result<()> {
+        let pid = self.p.pid;
         self.ev(Ev {
             ph: "X",
-            cat: "cpu_op",
-            name: "record_param_comms",
+            cat,
+            name,
             pid,
             tid: pid,
-            ts_ns: self.t(record_at),
-            dur_ns: Some(record_end - record_at),
-            args: &record_args,
+            ts_ns: self.t(from),
+            dur_ns: Some(to - from),
+            args,
             flow: None,
-        })?;
-        let range_name = if batched { "nccl:coalesced" } else { names.1 };
-        self.ev(Ev {
-            ph: "X",
-            cat: "user_annotation",
-            name: range_name,
-            pid,
-            tid: pid,
-            ts_ns: self.t(a - before * 6 / 10),
-            dur_ns: Some(before * 6 / 10 + after * 8 / 10),
-            args: &if batched {
-                format!("\"External id\": {range_ext}, \"Record function id\": 0")
-            } else {
-                format!(
-                    "\"External id\": {range_ext}, \"Record function id\": 0, \"Input Dims\": \
-                     [[{dims}]], \"Input type\": [\"{dtype_old}\"]"
-                )
-            },
-            flow: None,
-        })?;
+        })
+    }
+
+    /// The launch call and the kernel it launches; what the truth needs of them.
+    fn launch_and_kernel(
+        &mut self,
+        sh: &CallShape<'_>,
+        fields: &str,
+        tm: &crate::timing::Timed,
+        (_, after): (i64, i64),
+        (op_ext, record_ext): (u64, u64),
+    ) -> io::Result<WrittenKernel> {
         self.next_correlation += 1;
         let corr = self.next_correlation;
         // The operator the kernel is filed under: record_param_comms (the batch's own operator
         // for a batch); older Kineto wrote the correlation id instead.
-        let kernel_ext = if style.external_is_correlation {
+        let ext = if self.style.external_is_correlation {
             corr
-        } else if batched {
+        } else if sh.batched {
             op_ext
         } else {
             record_ext
         };
-        self.ev(Ev {
-            ph: "X",
-            cat: "cuda_runtime",
-            name: "cudaLaunchKernelExC",
-            pid,
-            tid: pid,
-            ts_ns: self.t(a + after * 2 / 10),
-            dur_ns: Some(after * 3 / 10),
-            args: &format!("\"External id\": {kernel_ext}, \"cbid\": 430, \"correlation\": {corr}"),
-            flow: None,
-        })?;
-        let kname = crate::nsysdb::nccl_kernel(
-            pl.v,
-            if batched {
-                OpType::SendRecv
-            } else {
-                op_for_name(op)
-            },
-            first.dtype,
-            false,
-        )
-        .demangled;
+        let a = tm.arrive_ns;
+        let args = format!("\"External id\": {ext}, \"cbid\": 430, \"correlation\": {corr}");
+        self.range(
+            "cuda_runtime",
+            "cudaLaunchKernelExC",
+            a + after * 2 / 10,
+            a + after / 2,
+            &args,
+        )?;
+        let names = sh.kernel_names(self.pl.v);
         let (s, e) = (
             self.t(tm.start_ns),
             self.t(tm.end_ns.max(tm.start_ns + 2_000)),
         );
-        let stream = c.stream_ids[c.member(self.p.rank)];
-        // NCCL's grid is its channel count (as the generator's exports have it).
-        let total: u64 = call
-            .ops
-            .iter()
-            .map(|o| o.count * o.dtype.size_bytes())
-            .sum();
-        let intra = c.global_ranks.iter().all(|g| g / pl.gpn == self.p.node);
-        let (grid, block) = if call.is_p2p() {
-            ((2 * call.ops.len() as u32).min(32), 640)
-        } else {
-            let bytes = match first.op {
-                OpType::AllGather | OpType::ReduceScatter => total * u64::from(n),
-                _ => total,
-            };
-            (crate::channels_for(bytes, intra), 512)
-        };
-        let mut kargs = format!(
-            "\"External id\": {kernel_ext}, \"queued\": 0, \"device\": {dev}, \"context\": 1, \
+        let stream = sh.c.stream_ids[sh.c.member(self.p.rank)];
+        let (grid, block) = sh.grid(self.pl.gpn, self.p.node);
+        let dev = self.p.local;
+        let mut args = format!(
+            "\"External id\": {ext}, \"queued\": 0, \"device\": {dev}, \"context\": 1, \
              \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 96, \
              \"shared memory\": 0, \"blocks per SM\": 0.06, \"warps per SM\": 1, \
              \"grid\": [{grid}, 1, 1], \"block\": [{block}, 1, 1], \"est. achieved occupancy %\": 0"
         );
-        let on_kernel = style.kernel_args && !batched;
+        let on_kernel = self.style.kernel_args && !sh.batched;
         if on_kernel {
-            kargs += ", ";
-            kargs += &fields;
+            args += ", ";
+            args += fields;
         }
         self.ev(Ev {
             ph: "X",
             cat: "kernel",
-            name: &kname,
+            name: &names.demangled,
             pid: dev,
             tid: stream,
             ts_ns: s,
             dur_ns: Some(e - s),
-            args: &kargs,
+            args: &args,
             flow: None,
         })?;
-        let knows = style.fields() && !batched;
-        let kernel_op = crate::nsysdb::nccl_kernel(
-            pl.v,
-            if batched {
-                OpType::SendRecv
-            } else {
-                op_for_name(op)
-            },
-            first.dtype,
-            false,
-        );
-        let kernel_op = kernel_op_name(&kernel_op.short);
-        let nccl_count = match kind {
-            Kind::One(o) => Some(o.count),
-            Kind::AllToAll(s, _) => Some(s),
-            Kind::Batched => None,
-        };
-        Ok(KernelTruth {
+        Ok(WrittenKernel {
             correlation: corr,
-            name: kname,
-            kernel_op,
+            kernel_op: kernel_op_name(&names.short),
+            name: names.demangled,
             start_ns: s,
             end_ns: e,
             stream,
-            op: op.name().to_string(),
-            in_nelems: (!batched).then_some(in_n),
-            out_nelems: knows.then_some(out_n),
-            datatype: if batched {
-                None
-            } else {
-                Some(first.dtype.name().to_string())
-            },
-            pg_name: (knows && groups).then(|| pg_name.clone()),
-            group_size: knows.then_some(n),
-            seq: (knows && style.seq).then_some(seq),
-            source: if batched {
-                "kernel name"
-            } else if on_kernel {
-                "kernel arguments"
-            } else {
-                "CPU operator"
-            }
-            .into(),
-            group: c.index,
-            nccl_count,
+            on_kernel,
         })
     }
 
@@ -974,6 +882,160 @@ impl<W: Write> RankWriter<'_, W> {
         )?;
         self.w.events += 1;
         Ok(())
+    }
+}
+
+/// One call as PyTorch records it.
+struct CallShape<'c> {
+    call: &'c Call,
+    c: &'c Communicator,
+    kind: Kind<'c>,
+    /// The collective (`AllToAll` for an all-to-all, `SendRecv` for a batch).
+    op: OpType,
+    in_n: u64,
+    out_n: u64,
+    /// A `batch_isend_irecv`: the kernel keeps nothing but its name.
+    batched: bool,
+    seq: u64,
+}
+
+/// What the truth needs of a written kernel.
+struct WrittenKernel {
+    correlation: u64,
+    name: String,
+    kernel_op: String,
+    start_ns: i64,
+    end_ns: i64,
+    stream: u32,
+    /// The collective's fields are on the kernel.
+    on_kernel: bool,
+}
+
+impl<'c> CallShape<'c> {
+    fn of(pl: &'c Plan<'_>, call: &'c Call, seq: u64) -> CallShape<'c> {
+        let c = &pl.comms.list[call.comm()];
+        let n = u64::from(c.size());
+        let kind = kind(call);
+        let (op, in_n, out_n) = match kind {
+            Kind::One(o) => match o.op {
+                OpType::AllGather => (o.op, o.count, o.count * n),
+                OpType::ReduceScatter => (o.op, o.count * n, o.count),
+                _ => (o.op, o.count, o.count),
+            },
+            Kind::AllToAll(s, r) => (OpType::AllToAll, s, r),
+            Kind::Batched => (OpType::SendRecv, 0, 0),
+        };
+        CallShape {
+            call,
+            c,
+            batched: matches!(kind, Kind::Batched),
+            kind,
+            op,
+            in_n,
+            out_n,
+            seq,
+        }
+    }
+
+    fn first(&self) -> &OpSpec {
+        &self.call.ops[0]
+    }
+
+    /// The collective's fields, as record_param_comms and (2.4+) the kernel carry them.
+    fn fields(&self, comms: &crate::comms::Comms, style: &KinetoStyle) -> String {
+        let (c, first) = (self.c, self.first());
+        let (dtype, _) = torch_dtype(first.dtype);
+        let mut f = format!(
+            "\"Collective name\": \"{}\", \"In msg nelems\": {}, \"Out msg nelems\": {}, \
+             \"Group size\": {}, \"dtype\": \"{dtype}\", \"In split size\": \"[]\", \
+             \"Out split size\": \"[]\"",
+            torch_names(self.op).0,
+            self.in_n,
+            self.out_n,
+            c.size()
+        );
+        if style.process_groups {
+            f += &format!(
+                ", \"Process Group Name\": {}, \"Process Group Description\": {}, \
+                 \"Process Group Ranks\": {}",
+                quote(&c.index.to_string()),
+                quote(&group_desc(comms, c, style.naming)),
+                ranks_text(&c.global_ranks)
+            );
+        }
+        if style.seq {
+            f += &format!(", \"Seq\": {}", self.seq);
+        }
+        match (first.op, first.peer) {
+            (OpType::Send, Some(q)) if !self.batched => f += &format!(", \"Dst Rank\": {q}"),
+            (OpType::Recv, Some(q)) if !self.batched => f += &format!(", \"Src Rank\": {q}"),
+            _ => {}
+        }
+        f
+    }
+
+    /// The kernel NCCL runs for it (an all-to-all, a send or a receive run as `SendRecv`).
+    fn kernel_names(&self, v: crate::logfmt::Version) -> crate::nsysdb::KernelNames {
+        let op = if self.batched {
+            OpType::SendRecv
+        } else {
+            op_for_name(self.op)
+        };
+        crate::nsysdb::nccl_kernel(v, op, self.first().dtype, false)
+    }
+
+    /// The kernel's grid and block: NCCL's grid is its channel count, as the generator's
+    /// exports have it.
+    fn grid(&self, gpn: u32, node: u32) -> (u32, u32) {
+        let call = self.call;
+        if call.is_p2p() {
+            return ((2 * call.ops.len() as u32).min(32), 640);
+        }
+        let total: u64 = call
+            .ops
+            .iter()
+            .map(|o| o.count * o.dtype.size_bytes())
+            .sum();
+        let bytes = match self.first().op {
+            OpType::AllGather | OpType::ReduceScatter => total * u64::from(self.c.size()),
+            _ => total,
+        };
+        let intra = self.c.global_ranks.iter().all(|g| g / gpn == node);
+        (crate::channels_for(bytes, intra), 512)
+    }
+
+    /// The kernel's truth: what a reader of the trace can know of it.
+    fn truth(&self, k: WrittenKernel, style: &KinetoStyle) -> KernelTruth {
+        let knows = style.fields() && !self.batched;
+        KernelTruth {
+            correlation: k.correlation,
+            name: k.name,
+            kernel_op: k.kernel_op,
+            start_ns: k.start_ns,
+            end_ns: k.end_ns,
+            stream: k.stream,
+            op: self.op.name().to_string(),
+            in_nelems: (!self.batched).then_some(self.in_n),
+            out_nelems: knows.then_some(self.out_n),
+            datatype: (!self.batched).then(|| self.first().dtype.name().to_string()),
+            pg_name: (knows && style.process_groups).then(|| self.c.index.to_string()),
+            group_size: knows.then_some(self.c.size()),
+            seq: (knows && style.seq).then_some(self.seq),
+            source: if self.batched {
+                "kernel name"
+            } else if k.on_kernel {
+                "kernel arguments"
+            } else {
+                "CPU operator"
+            }
+            .into(),
+            group: self.c.index,
+            nccl_count: match self.kind {
+                Kind::One(o) => Some(o.count),
+                Kind::AllToAll(s, _) => Some(s),
+                Kind::Batched => None,
+            },
+        }
     }
 }
 
