@@ -13,6 +13,7 @@
 
 pub mod chatter;
 pub mod comms;
+pub mod hang;
 pub mod kineto;
 mod kineto_json;
 pub mod layout;
@@ -63,6 +64,41 @@ pub struct Imperfections {
     pub garbled_lines: u32,
     /// Every log file ends in a cut, newline-less (non-operation) line.
     pub truncated_last_line: bool,
+    /// NCCL kernels per rank whose end equals their start (a timer that did not advance, as
+    /// exports of very short kernels show).
+    #[serde(default)]
+    pub zero_duration_kernels: u32,
+}
+
+/// How the logs print each communicator's rings and trees (`NCCL_DEBUG_SUBSYS` decides whether
+/// NCCL prints them at all; its topology search decides the order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RingLines {
+    /// In communicator-rank order (`Channel 00/02 :  0  1  2  3`), as a one-node ring prints.
+    #[default]
+    Ordered,
+    /// In an order of the communicator's own ([`ring_order`]), the same on every channel, as
+    /// NCCL's search orders rings across nodes.
+    Shuffled,
+    /// Not at all: no ring order, ring neighbour, tree or connection line (the channel counts
+    /// are still printed).
+    Omitted,
+}
+
+/// The ring order (communicator ranks) a communicator's logs print under `lines`: identity for
+/// [`RingLines::Ordered`] and [`RingLines::Omitted`] (the order the timing assumes either way),
+/// a permutation drawn from the communicator's id for [`RingLines::Shuffled`].
+pub fn ring_order(lines: RingLines, comm: &comms::Communicator) -> Vec<usize> {
+    let n = comm.global_ranks.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    if lines == RingLines::Shuffled {
+        let mut rng = Rng::derive(comm.comm_id, 0x5106);
+        for i in (1..n).rev() {
+            order.swap(i, rng.range(0, i as u64 + 1) as usize);
+        }
+    }
+    order
 }
 
 /// Everything that defines a run.
@@ -99,6 +135,12 @@ pub struct RunConfig {
     /// writes them) instead of one per node.
     #[serde(default)]
     pub report_per_rank: bool,
+    /// A rank that stops, or calls another collective, at a chosen operation ([`hang`]).
+    #[serde(default)]
+    pub hang: Option<hang::Hang>,
+    /// How the logs print rings and trees.
+    #[serde(default)]
+    pub ring_lines: RingLines,
 }
 
 impl RunConfig {
@@ -125,6 +167,8 @@ impl RunConfig {
             launcher: Launcher::None,
             symmetric: false,
             report_per_rank: false,
+            hang: None,
+            ring_lines: RingLines::Ordered,
         }
     }
 
@@ -213,6 +257,8 @@ pub(crate) struct Plan<'a> {
     /// Latest kernel end over ranks `0..=r` (the truncated last line of rank r is stamped after
     /// it, as the sequential generator always did).
     pub(crate) end_prefix: Vec<i64>,
+    /// What the hang knob planted, if anything.
+    pub(crate) hang: Option<hang::Expected>,
 }
 
 impl Plan<'_> {
@@ -271,7 +317,8 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         nvlink_gbps: 150.0,
         net_gbps: cfg.net_gbps,
     };
-    let timed = timing::simulate(&calls, &comms, &hw, cfg.seed);
+    let mut timed = timing::simulate(&calls, &comms, &hw, cfg.seed);
+    let hang = hang::apply(cfg.hang.as_ref(), &comms, &mut calls, &mut timed);
 
     // Processes and clocks.
     let mut prng = Rng::derive(cfg.seed, 0x91D);
@@ -336,6 +383,7 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         procs,
         clocks,
         end_prefix,
+        hang,
     }
 }
 
@@ -460,8 +508,10 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             4
         };
         let n = c.global_ranks.len();
-        let next_g = c.global_ranks[(me + 1) % n];
-        let prev_g = c.global_ranks[(me + n - 1) % n];
+        let order = ring_order(cfg.ring_lines, c);
+        let at = order.iter().position(|&r| r == me).unwrap_or(0);
+        let next_g = c.global_ranks[order[(at + 1) % n]];
+        let prev_g = c.global_ranks[order[(at + n - 1) % n]];
         let next_remote = next_g / gpn != p.node;
         let prev_remote = prev_g / gpn != p.node;
         let mut nodes_of: Vec<u32> = c.global_ranks.iter().map(|g| g / gpn).collect();
@@ -485,7 +535,10 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         }
         // Channel and connection lines, then (proxy chatter in between) "Connected all rings"
         // and what follows it, as real logs order them.
-        let chan = logfmt::channels(v, &rb, me, nch, next_remote, prev_remote);
+        let mut chan = logfmt::channels(v, &rb, &order, me, nch, next_remote, prev_remote);
+        if cfg.ring_lines == RingLines::Omitted {
+            chan.retain(|l| !logfmt::is_route_line(l));
+        }
         let split = chan
             .iter()
             .position(|l| l.starts_with("Connected all rings"))
@@ -831,6 +884,18 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             kernel_refs.push((corr, Some((call.comm(), oc)), names.short));
         }
     }
+    // Kernels whose timer did not advance: drawn from a stream of their own, so every other
+    // draw (and the truth) stays what it was without them.
+    if imp.zero_duration_kernels > 0 {
+        let nccl: Vec<usize> = (0..krows.len())
+            .filter(|&i| krows[i].stream_id != compute_stream)
+            .collect();
+        let mut zrng = Rng::derive(cfg.seed, 0x2E80_0000 + r as u64);
+        for _ in 0..imp.zero_duration_kernels.min(nccl.len() as u32) {
+            let i = nccl[zrng.range(0, nccl.len() as u64) as usize];
+            krows[i].end_ns = krows[i].start_ns;
+        }
+    }
     // NVTX: iterations and contiguous phase runs.
     let mut run_start: Option<(usize, schedule::Phase, Option<u32>)> = None;
     let n_calls = calls[r].len();
@@ -926,6 +991,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         log_volume_by_parallelism: log_volume,
     };
 
+    lines.extend(hang::watchdog_lines(pl, p));
     // Imperfect text: garbled and truncated non-operation lines.
     lines.sort_by_key(|(t, _)| *t);
     let (stamps, mut texts): (Vec<i64>, Vec<String>) = lines.into_iter().unzip();
