@@ -28,8 +28,8 @@ mod trace;
 pub use records::{records, GroupRecord, TraceRecords};
 pub use stream::KinetoStream;
 pub use trace::{
-    Collective, CommOp, DistributedInfo, EventCounts, KinetoTrace, Launch, MetaSource, NcclKernel,
-    PgConfig, Problem, ProfilerStep,
+    Collective, DistributedInfo, EventCounts, KinetoTrace, Launch, MetaSource, NcclKernel, PgConfig,
+    Problem, ProfilerStep,
 };
 
 /// Reads a whole trace held in memory (plain or gzip), as [`KinetoStream`] would.

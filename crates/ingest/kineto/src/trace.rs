@@ -178,9 +178,10 @@ impl Collective {
     }
 }
 
-/// A `record_param_comms` or `nccl:*` range on the CPU.
+/// A `record_param_comms` or `nccl:*` range on the CPU (kept while reading, to give kernels
+/// their meaning).
 #[derive(Debug, Clone, PartialEq)]
-pub struct CommOp {
+pub(crate) struct CommOp {
     /// `record_param_comms`, `nccl:all_reduce`, ...
     pub name: Arc<str>,
     pub pid: u32,
