@@ -602,7 +602,34 @@ async fn load_blob(
             load_log(name, blob, size, progress).await
         }
         InputKind::StageFile => load_stage_file(name, blob, size, progress).await,
+        InputKind::Kineto => load_trace(name, blob, size, progress).await,
         InputKind::Unknown => not_an_input(name, size),
+    }
+}
+
+/// Streams a PyTorch profiler (Kineto) trace, plain or gzip, in slices into the session (as the
+/// command does: never held whole); its kernels join the exports and, unless a log claims its
+/// process, its operations the logs.
+async fn load_trace(
+    name: &str,
+    blob: &Blob,
+    size: u64,
+    mut progress: impl FnMut(u64),
+) -> FileReport {
+    let mut loader = load::TraceLoader::new(name);
+    let mut read = 0u64;
+    let mut buf = Vec::new();
+    let sliced = crate::page_logic::files::for_each_slice(blob, |part| {
+        buf.resize(part.length() as usize, 0);
+        part.copy_to(&mut buf);
+        read += buf.len() as u64;
+        loader.feed(&buf);
+        progress(read);
+    })
+    .await;
+    match sliced {
+        Ok(()) => SESSION.with(|s| s.borrow_mut().add_trace(loader.finish(size))),
+        Err(e) => FileReport::failed(name, InputKind::Kineto, size, e),
     }
 }
 

@@ -158,8 +158,9 @@ impl<'a> ParseBatch<'a> {
                     // Text may be a log after a long preamble: parsed like one.
                     InputKind::NcclLog | InputKind::Gzip | InputKind::Text => false,
                     InputKind::NsysSqlite => true,
-                    // Stage files are small and read in place; unknown files are refused there.
-                    InputKind::StageFile | InputKind::Unknown => continue,
+                    // Stage files are small and traces stream in place (their reader keeps only
+                    // the NCCL events); unknown files are refused there.
+                    InputKind::StageFile | InputKind::Kineto | InputKind::Unknown => continue,
                 };
                 jobs.push((n, work(f.blob.size() as u64, export)));
                 exports.push(export);

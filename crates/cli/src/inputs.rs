@@ -1,6 +1,6 @@
 //! Finding and loading input files: directories are walked, files are recognised by content.
 
-use load::{sniff, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
+use load::{sniff, FileReport, InputKind, LogLoader, Session, TraceLoader, SNIFF_BYTES};
 use sqlsource_native::NativeDb;
 use std::fs::File;
 use std::io::Read;
@@ -81,21 +81,35 @@ pub fn load(session: &mut Session, path: &Path) -> FileReport {
         InputKind::StageFile => {
             let mut reader = ingest_stages::StageReader::new(&name);
             reader.feed(&head);
-            let mut buf = Vec::with_capacity(READ_CHUNK);
-            loop {
-                buf.clear();
-                match (&mut file).take(READ_CHUNK as u64).read_to_end(&mut buf) {
-                    Ok(0) => break,
-                    Ok(_) => reader.feed(&buf),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        return FileReport::failed(&name, kind, size, e.to_string());
-                    }
-                }
+            match feed_rest(&mut file, &mut |chunk| reader.feed(chunk)) {
+                Ok(()) => session.add_stage_file(&name, size, reader.finish()),
+                Err(e) => FileReport::failed(&name, kind, size, e.to_string()),
             }
-            session.add_stage_file(&name, size, reader.finish())
+        }
+        // A PyTorch profiler trace, plain or gzip: streamed, never held whole.
+        InputKind::Kineto => {
+            let mut loader = TraceLoader::new(&name);
+            loader.feed(&head);
+            match feed_rest(&mut file, &mut |chunk| loader.feed(chunk)) {
+                Ok(()) => session.add_trace(loader.finish(size)),
+                Err(e) => FileReport::failed(&name, InputKind::Kineto, size, e.to_string()),
+            }
         }
         InputKind::Unknown => not_an_input(&name, size),
+    }
+}
+
+/// Feeds the rest of `file` to `feed` in 16 MiB chunks.
+fn feed_rest(file: &mut File, feed: &mut dyn FnMut(&[u8])) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(READ_CHUNK);
+    loop {
+        buf.clear();
+        match file.take(READ_CHUNK as u64).read_to_end(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => feed(&buf),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
     }
 }
 

@@ -19,6 +19,7 @@ pub fn build(
     let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
 
     let processes = &analysis.processes;
+    let kernel_types = analyses::kernels_by_type(session, analysis);
     let ranks: Vec<Value> = processes
         .iter()
         .map(|p| {
@@ -40,6 +41,7 @@ pub fn build(
                 "ops_by_type": by_type,
                 "bytes_by_type": bytes_by_type,
                 "kernels": p.kernels,
+                "kernels_by_type": kernel_types.get(&p.process).cloned().unwrap_or_default(),
                 "matched_ops": p.matched_kernels,
                 "volume_by_parallelism": volume_of(volumes, p.global_rank),
             })
@@ -63,6 +65,14 @@ pub fn build(
                 "parallelism": label.map_or("unknown", |l| l.parallelism.name()),
                 "parallelism_confidence": label.map(|l| l.confidence),
                 "parallelism_evidence": label.map(|l| l.evidence.clone()),
+                "process_group": analysis.process_groups.get(i).and_then(|g| g.as_ref()).map(|g| json!({
+                    "name": g.name,
+                    "description": g.description,
+                    "parallelism": g.implies.map(|p| p.name()),
+                    "agrees": pipeline::agrees(label, g),
+                    "labels_the_communicator": g.labels,
+                    "assumed_world": g.assumed_world,
+                })),
                 "arrival_skew": skews.iter().find(|s| s.comm == i).map(skew_entry),
                 "bandwidth": stats.get(i).map(|s| json!({
                     "kernels": s.kernels,
@@ -153,6 +163,9 @@ pub fn build(
         "layout": layout,
         "alignment": alignment,
         "iterations": analysis.iterations,
+        "profiler_steps": analysis.profiler_steps.iter().map(|s| json!({
+            "rank": s.rank, "step": s.step, "start_ns": s.start_ns, "end_ns": s.end_ns,
+        })).collect::<Vec<_>>(),
         "clocks": clocks,
         "theory": theory,
         "warnings": warnings,
@@ -392,6 +405,17 @@ fn input_entry(r: &FileReport) -> Value {
             obj.insert("rows".into(), json!(fact_u64("rows")));
             obj.insert("steps".into(), json!(fact_u64("steps")));
             obj.insert("stage_ranks".into(), json!(fact_u64("ranks")));
+        }
+        "kineto" => {
+            obj.insert("nccl_version".into(), json!(r.version));
+            obj.insert("lines".into(), json!(fact_u64("lines")));
+            obj.insert("events".into(), json!(fact_u64("events")));
+            obj.insert("nccl_kernels".into(), json!(fact_u64("NCCL kernels")));
+            obj.insert("nccl_ops".into(), json!(fact_u64("NCCL operations")));
+            obj.insert("rank".into(), json!(fact_u64("rank")));
+            obj.insert("world_size".into(), json!(fact_u64("world size")));
+            obj.insert("process_groups".into(), json!(fact_u64("process groups")));
+            obj.insert("profiler_steps".into(), json!(fact_u64("profiler steps")));
         }
         _ => {}
     }

@@ -54,6 +54,11 @@ pub struct SynthArgs {
     /// 64 ranks or more are streamed and get none.
     #[arg(long)]
     stage_file: bool,
+    /// Also write the run as PyTorch profiler traces, one per rank (gzip), into OUT/kineto/
+    /// with their truth (kineto_truth.json): `modern` (PyTorch 2.4+: the NCCL fields on the
+    /// kernels) or `legacy` (CUPTI fields only, the collectives on the CPU side).
+    #[arg(long, value_name = "STYLE")]
+    kineto: Option<String>,
     /// List the presets and exit.
     #[arg(long)]
     list: bool,
@@ -108,6 +113,16 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
         )
     };
     written.map_err(|e| format!("{}: {e}", out.display()))?;
+    if let Some(style) = &args.kineto {
+        let style = match style.as_str() {
+            "modern" => synth::kineto::KinetoStyle::modern(),
+            "legacy" => synth::kineto::KinetoStyle::legacy(),
+            other => return Err(format!("--kineto {other}: expected modern or legacy")),
+        };
+        let dir = out.join("kineto");
+        synth::kineto::write_kineto(&preset.config, &style, &dir, true)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
     eprintln!("ncclscope: wrote {name} run to {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

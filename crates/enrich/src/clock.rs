@@ -48,9 +48,12 @@ impl ClockSync {
             return t_ns;
         };
         let d = c.drift_ppm * 1e-6;
-        // t = ref + off + d·(x − reference) with x the reference-clock time: solve for x.
-        let x = (t_ns as f64 - c.offset_ns + d * self.reference_ns as f64) / (1.0 + d);
-        x.round() as i64
+        // t = x + off + d·(x − reference) with x the reference-clock time: solve for x, from
+        // the reference (an f64 holds epoch nanoseconds, as profiler traces give, only to 256 ns;
+        // their distance to the reference exactly).
+        let r = self.reference_ns;
+        let since = t_ns.saturating_sub(r) as f64;
+        r.saturating_add(((since - c.offset_ns) / (1.0 + d)).round() as i64)
     }
 }
 

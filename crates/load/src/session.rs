@@ -1,6 +1,7 @@
 //! Everything loaded so far, and the per-file reports.
 
 use crate::digest::records_digest;
+use crate::kineto::{LoadedTrace, SessionTrace};
 use crate::report::FileReport;
 use crate::sniff::InputKind;
 use ingest_nccl::{LogStream, ParsedLog};
@@ -60,6 +61,9 @@ pub struct Session {
     /// step analysis's breakdown and baselines need them; off by default (a second pass over
     /// the kernel table).
     pub read_compute: bool,
+    /// PyTorch profiler traces, in loading order: each adds an export of its kernels and, unless
+    /// a log claims its process, a log of its operations ([`crate::kineto`]).
+    traces: Vec<SessionTrace>,
 }
 
 /// Streams one log in, chunk by chunk, plain or gzip-compressed ([`ingest_nccl::LogStream`]:
@@ -145,7 +149,98 @@ impl Session {
         ));
         self.logs.push(Arc::new(log));
         self.log_processes.push(mine);
+        self.claim_traces();
         report
+    }
+
+    /// The PyTorch profiler traces loaded, in order.
+    pub fn traces(&self) -> &[SessionTrace] {
+        &self.traces
+    }
+
+    /// Keeps a read PyTorch profiler trace and reports on it: its kernels join the exports, and
+    /// its operations the logs unless a log holds the same process's (then the log's lines are
+    /// the process's, and the aligner joins them to the trace's kernels).
+    pub fn add_trace(&mut self, loaded: LoadedTrace) -> FileReport {
+        let index = self.next_file;
+        self.next_file += 1;
+        // A trace names no host: its process is keyed by its pid alone, and one of a pid
+        // another trace has (two hosts may reuse a pid) by its file's name too.
+        let mut key = ProcessKey {
+            host: "".into(),
+            pid: loaded.trace.cpu_pid.unwrap_or(0),
+        };
+        if self.traces.iter().any(|t| t.process == key) {
+            key.host = loaded.name.as_str().into();
+        }
+        let mut t = crate::kineto::session_trace(loaded, index, key);
+        let real = self.real_logs();
+        if let Some(owner) = crate::kineto::claimant(&t, real.iter().map(|l| &**l)) {
+            t.claim(owner);
+        }
+        let mut report = crate::kineto::report(&t);
+        if self.digests {
+            report.digest = Some(records_digest(&(
+                &t.log.parsed.ops,
+                &t.log.parsed.inits,
+                &t.export.export.kernels,
+                &t.trace,
+                &t.groups,
+            )));
+        }
+        if !t.export.export.kernels.is_empty() {
+            if t.claimed_by.is_none() {
+                self.logs.push(Arc::clone(&t.log));
+                self.log_processes.push(log_processes(&t.log.parsed));
+            }
+            let mine = export_processes(&t.export.export);
+            let earlier = self.exports.iter().map(|e| e.name.as_str());
+            let twice = claimed_twice(
+                &t.name,
+                &mine,
+                earlier.zip(&self.export_processes),
+                "NCCL kernels",
+            );
+            report.diagnostics.extend(twice);
+            self.exports.push(Arc::clone(&t.export));
+            self.export_processes.push(mine);
+        }
+        self.traces.push(t);
+        report
+    }
+
+    /// The logs that are files of their own (not a trace's operations).
+    fn real_logs(&self) -> Vec<Arc<LoadedLog>> {
+        self.logs
+            .iter()
+            .filter(|l| !self.traces.iter().any(|t| Arc::ptr_eq(&t.log, l)))
+            .cloned()
+            .collect()
+    }
+
+    /// Gives each trace whose process a log now holds to that log's process: the trace's
+    /// operations leave the logs, its kernels move to the log's host.
+    fn claim_traces(&mut self) {
+        let real = self.real_logs();
+        for i in 0..self.traces.len() {
+            let t = &self.traces[i];
+            if t.claimed_by.is_some() || t.export.export.kernels.is_empty() {
+                continue;
+            }
+            let Some(owner) = crate::kineto::claimant(t, real.iter().map(|l| &**l)) else {
+                continue;
+            };
+            if let Some(at) = self.logs.iter().position(|l| Arc::ptr_eq(l, &t.log)) {
+                self.logs.remove(at);
+                self.log_processes.remove(at);
+            }
+            let old = Arc::clone(&t.export);
+            self.traces[i].claim(owner);
+            if let Some(at) = self.exports.iter().position(|e| Arc::ptr_eq(e, &old)) {
+                self.exports[at] = Arc::clone(&self.traces[i].export);
+                self.export_processes[at] = export_processes(&self.exports[at].export);
+            }
+        }
     }
 
     /// Keeps a log parsed ahead of its turn (on another worker, under any file index), as

@@ -15,6 +15,8 @@ pub enum InputKind {
     Gzip,
     /// A stage file (`step,rank,stage,duration_ms`, CSV or JSON Lines: `ingest_stages`).
     StageFile,
+    /// A PyTorch profiler (Kineto) trace: Chrome-trace JSON, plain or gzip-compressed.
+    Kineto,
     /// Text with no NCCL line in its head (a log may start with a long preamble: pip output, a
     /// traceback, a configuration dump). Streamed through the parser like a log, and kept as
     /// one only if some line of it is NCCL output ([`crate::LogLoader::finish_sniffed`]);
@@ -30,17 +32,26 @@ impl InputKind {
             InputKind::NcclLog | InputKind::Gzip => "nccl-log",
             InputKind::NsysSqlite => "nsys-sqlite",
             InputKind::StageFile => "stage-file",
+            InputKind::Kineto => "kineto",
             InputKind::Text | InputKind::Unknown => "unknown",
         }
     }
 }
 
-/// Classifies a file from its first bytes (up to [`SNIFF_BYTES`]; all of a shorter file).
+/// Classifies a file from its first bytes (up to [`SNIFF_BYTES`]; all of a shorter file; a
+/// gzip file's head is inflated to tell a trace from a log).
 pub fn sniff(head: &[u8]) -> InputKind {
     if head.starts_with(SQLITE_HEADER) {
         InputKind::NsysSqlite
     } else if head.starts_with(&[0x1f, 0x8b]) {
-        InputKind::Gzip
+        // What the head inflates to says which: a trace, else a log.
+        if ingest_kineto::gzip_holds_trace(head) {
+            InputKind::Kineto
+        } else {
+            InputKind::Gzip
+        }
+    } else if ingest_kineto::looks_like_trace(head) {
+        InputKind::Kineto
     } else if ingest_stages::is_stage_file(head) {
         InputKind::StageFile
     } else if ingest_nccl::is_nccl_log(head) {

@@ -12,6 +12,7 @@ use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, KernelName};
 use model::OpType;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// The alignment of one process. Its operations and kernels are rows of the session's loaded
 /// files ([`ProcessOps`], [`ProcessKernels`]), not copies: an analysis refers to every
@@ -147,9 +148,9 @@ impl SessionFiles {
 /// of it in that order, so within one growing session equal prints mean equal inputs: an exact
 /// check that reads no record.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
-struct InputPrint {
-    ops: Vec<(u32, u32)>,
-    kernels: Vec<(u32, u32)>,
+pub(crate) struct InputPrint {
+    pub(crate) ops: Vec<(u32, u32)>,
+    pub(crate) kernels: Vec<(u32, u32)>,
 }
 
 /// Counts one more record from file `file` (records come file by file).
@@ -179,6 +180,9 @@ struct Prepared {
     log_ops: ProcessOps,
     kernels: ProcessKernels,
     previous: Option<Aligned>,
+    /// Its alignment when its records are one PyTorch profiler trace's, whose kernels say which
+    /// operation they ran ([`crate::kineto::known_alignment`]): not aligned.
+    known: Option<ProcessAlignment>,
 }
 
 impl Prepared {
@@ -257,9 +261,17 @@ pub(crate) async fn align_session_reusing(
             kept.insert(pm.process.clone(), (pm, k));
         }
     }
+    // A process of one profiler trace (its records, or its kernels joined by `Seq`): its
+    // alignment is the trace's, made again each time (cheap), never kept.
+    let traced: Vec<Option<crate::kineto::Traced<'_>>> =
+        both.iter().map(|(key, _)| trace_of(session, key)).collect();
     let mut reused: Vec<Option<(ProcessMatch, KeptProcess)>> = both
         .iter()
-        .map(|(key, print)| kept.remove(key).filter(|(_, k)| &k.print == print))
+        .zip(&traced)
+        .map(|((key, print), traced)| {
+            let kept = kept.remove(key).filter(|(_, k)| &k.print == print);
+            kept.filter(|_| traced.is_none())
+        })
         .collect();
     // Where the records of the other processes are, in one pass over the session (row numbers:
     // the analysis keeps these, not copies).
@@ -303,9 +315,9 @@ pub(crate) async fn align_session_reusing(
     let mut prepared: Vec<Prepared> = both
         .into_iter()
         .zip(op_at.into_iter().zip(kernel_at))
-        .zip(reused.iter_mut())
+        .zip(reused.iter_mut().zip(&traced))
         .map(
-            |(((process, print), (op_at, mut kernel_at)), reused)| match reused.take() {
+            |(((process, print), (op_at, mut kernel_at)), (reused, traced))| match reused.take() {
                 Some((pm, k)) => Prepared {
                     process,
                     print,
@@ -316,17 +328,23 @@ pub(crate) async fn align_session_reusing(
                         reuse: k.reuse,
                         redone: Redone::Kept,
                     }),
+                    known: None,
                 },
                 None => {
                     // Start order; stable: kernels that start together keep their order in the
                     // session.
                     kernel_at.sort_by_key(|k| (k.start_ns, k.correlation_id));
+                    let log_ops =
+                        ProcessOps::from_rows(op_at.iter().map(|&(l, j)| (&logs[l as usize], j)));
+                    let known = traced.as_ref().and_then(|t| {
+                        let rows: Vec<u32> = kernel_at.iter().map(|k| k.row).collect();
+                        t.alignment(&print, &rows, &log_ops)
+                    });
                     Prepared {
+                        known,
                         process,
                         print,
-                        log_ops: ProcessOps::from_rows(
-                            op_at.iter().map(|&(l, j)| (&logs[l as usize], j)),
-                        ),
+                        log_ops,
                         kernels: ProcessKernels::from_rows(
                             kernel_at
                                 .iter()
@@ -344,10 +362,19 @@ pub(crate) async fn align_session_reusing(
     // time, which is what aligning them all at once gives, and only one domain's records are
     // ever whole at once (they are the load's peak: a whole record is 2-3 times its row).
     let mut domains: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
-    for (i, p) in prepared.iter().enumerate() {
-        domains.entry(p.clock()).or_default().push(i);
-    }
     let mut aligned: Vec<Option<Aligned>> = prepared.iter().map(|_| None).collect();
+    for (i, p) in prepared.iter_mut().enumerate() {
+        match p.known.take() {
+            Some(alignment) => {
+                aligned[i] = Some(Aligned {
+                    alignment,
+                    reuse: align::Reuse::default(),
+                    redone: Redone::Inputs,
+                })
+            }
+            None => domains.entry(p.clock()).or_default().push(i),
+        }
+    }
     let mut name_cache = KernelNameCache::default();
     for members in domains.values() {
         // The domain's whole records and decoded kernel names (decoded again when a domain is
@@ -408,6 +435,22 @@ pub(crate) async fn align_session_reusing(
     (out, redone)
 }
 
+/// The profiler trace whose records `process` holds, with their places in the session: its
+/// own (a trace no log claimed), or its kernels' (a claimed trace with `Seq`).
+fn trace_of<'s>(session: &'s Session, process: &ProcessKey) -> Option<crate::kineto::Traced<'s>> {
+    let t = session.traces().iter().find(|t| t.owner() == process)?;
+    let export = session
+        .exports()
+        .iter()
+        .position(|e| Arc::ptr_eq(e, &t.export))? as u32;
+    if t.claimed_by.is_some() {
+        let by_seq = t.groups.iter().any(|g| g.by_seq);
+        return by_seq.then_some(crate::kineto::Traced::Claimed(t, export));
+    }
+    let log = session.logs().iter().position(|l| Arc::ptr_eq(l, &t.log))? as u32;
+    Some(crate::kineto::Traced::Own(t, log, export))
+}
+
 /// An export without a hostname (older exports, or a table not written) keys its processes by
 /// pid alone. Such a pid is given to the log process of the same pid when exactly one exists:
 /// two hosts may reuse a pid, and then nothing is guessed.
@@ -421,6 +464,10 @@ fn adopt_hostless_kernels<V>(
         .cloned()
         .collect();
     for key in hostless {
+        // A hostless process with operations of its own (a profiler trace's) is whole.
+        if ops.contains_key(&key) {
+            continue;
+        }
         let mut candidates = ops
             .keys()
             .filter(|p| p.pid == key.pid && !kernels.contains_key(**p));

@@ -21,8 +21,14 @@ pub struct Analysis {
     pub processes: Vec<ProcessSummary>,
     /// Every rank's clock against the lowest rank's, from the aligned collectives' kernels.
     pub clocks: ClockSync,
-    /// Training iterations seen (NVTX iteration ranges), for per-iteration figures.
+    /// Training iterations seen (NVTX iteration ranges, else profiler steps), for
+    /// per-iteration figures.
     pub iterations: Option<u32>,
+    /// Per communicator (same order as `communicators.comms`), the process group profiler
+    /// traces name for it; it labels the communicators the inference left unknown.
+    pub process_groups: Vec<Option<crate::process_groups::ProcessGroup>>,
+    /// Every profiler trace's `ProfilerStep#N` ranges, per rank, in synchronised time.
+    pub profiler_steps: Vec<crate::kineto::ProfilerStep>,
     /// What each track of the last timeline built from this analysis (or the one it was
     /// derived from) was built from, by GPU: kept for `timeline::incremental`, which reads and
     /// replaces it; nothing else should.
@@ -133,7 +139,9 @@ pub async fn analyse_incremental_with(
         sizes: user.resolve(communicators.world_size),
         iterations,
     };
-    let layout = enrich::infer(&communicators, ops(), &hints);
+    let mut layout = enrich::infer(&communicators, ops(), &hints);
+    let mut process_groups = crate::process_groups::process_groups(session, &communicators);
+    crate::process_groups::label_with_groups(&mut layout, &mut process_groups);
     let mut processes = process_summaries(session, &alignments);
     for p in &mut processes {
         if let Some(rank) = communicators.rank_of(&p.process) {
@@ -142,6 +150,7 @@ pub async fn analyse_incremental_with(
     }
     processes.sort_by(|a, b| (a.global_rank, &a.process).cmp(&(b.global_rank, &b.process)));
     let clocks = synchronise_clocks(&alignments, &communicators);
+    let profiler_steps = crate::kineto::profiler_steps(session, &processes, &clocks);
     let analysis = Analysis {
         alignments,
         communicators,
@@ -149,6 +158,8 @@ pub async fn analyse_incremental_with(
         processes,
         clocks,
         iterations,
+        process_groups,
+        profiler_steps,
         track_inputs,
     };
     (analysis, rerun)
@@ -171,6 +182,7 @@ fn iterations_seen(session: &Session) -> Option<u32> {
         })
         .max()
         .filter(|&n| n > 0)
+        .or_else(|| crate::kineto::steps_seen(session))
 }
 
 #[cfg(test)]

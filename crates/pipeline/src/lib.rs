@@ -9,6 +9,8 @@ mod alignment;
 mod analysis;
 mod clocks;
 mod incremental;
+mod kineto;
+mod process_groups;
 mod processes;
 
 pub use alignment::{align_session, kernel_op, Alignments, KernelSpan, ProcessMatch};
@@ -18,4 +20,6 @@ pub use analysis::{
 pub use clocks::synchronise_clocks;
 pub use enrich::{ClockSync, Hints, Sizes};
 pub use incremental::Rerun;
+pub use kineto::ProfilerStep;
+pub use process_groups::{agrees, described_parallelism, process_groups, ProcessGroup};
 pub use processes::{log_process, process_summaries, CommView, ProcessSummary};

@@ -16,7 +16,7 @@ pub fn counts() -> (usize, usize) {
 }
 
 /// Whether `path` is already made (counted either way).
-fn cached(path: &Path) -> bool {
+pub(crate) fn cached(path: &Path) -> bool {
     let hit = path.exists();
     let counter = if hit { &REUSED } else { &GENERATED };
     counter.fetch_add(1, Ordering::Relaxed);

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p ncclscope-bench -- [--quick] [--no-browser] [--out FILE]
-//!     [parse] [sqlite] [align] [memory] [e2e] [render] [patterns] [steps]
+//!     [parse] [sqlite] [kineto] [align] [memory] [e2e] [render] [patterns] [steps]
 //! ```
 //! With no benchmark named, all of them run, the end-to-end ones up to their target sizes (see
 //! `end_to_end`). `--quick` uses small inputs (a smoke run); `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
@@ -20,6 +20,7 @@ mod end_to_end;
 mod example;
 mod growth;
 mod inputs;
+mod kineto;
 mod memory;
 mod parse;
 mod patterns;
@@ -33,8 +34,8 @@ use report::Report;
 use std::time::Instant;
 
 /// The families, in the order they run (cheapest first, so that a smoke run fails early).
-const FAMILIES: [&str; 8] = [
-    "parse", "sqlite", "align", "memory", "e2e", "render", "patterns", "steps",
+const FAMILIES: [&str; 9] = [
+    "parse", "sqlite", "kineto", "align", "memory", "e2e", "render", "patterns", "steps",
 ];
 
 /// How big the inputs are.
@@ -134,6 +135,12 @@ fn main() {
             .iter()
             .for_each(|&it| drop(sqlite::export_of(it)));
     }
+    let kineto_sizes = kineto::sizes(quick);
+    if wants("kineto") {
+        kineto_sizes
+            .iter()
+            .for_each(|&mb| drop(kineto::trace_of_size(mb)));
+    }
     if wants("e2e") || wants("render") || wants("memory") {
         end_to_end::runs(&layouts)
             .iter()
@@ -154,6 +161,9 @@ fn main() {
     }
     if wants("sqlite") {
         sqlite::run(&iterations, &opts, &mut report);
+    }
+    if wants("kineto") {
+        kineto::run(&kineto_sizes, &opts, &mut report);
     }
     if wants("align") {
         align::run(&opts, &mut report);

@@ -14,6 +14,8 @@
 pub mod chatter;
 pub mod comms;
 pub mod hang;
+pub mod kineto;
+mod kineto_json;
 pub mod layout;
 pub mod logfmt;
 pub mod model;
@@ -203,7 +205,7 @@ impl Run {
 /// Reference epoch of every run (2024-11-21T00:53:20Z), so logs look like real runs.
 pub(crate) const EPOCH_NS: i64 = 1_732_150_400_000_000_000;
 /// The captures start this long before t0 (before NCCL init).
-const SESSION_LEAD_NS: i64 = 5_000_000_000;
+pub(crate) const SESSION_LEAD_NS: i64 = 5_000_000_000;
 const BUS_IDS: [u64; 8] = [
     0x18000, 0x2a000, 0x3a000, 0x5d000, 0x9a000, 0xab000, 0xba000, 0xdb000,
 ];
@@ -221,7 +223,7 @@ pub(crate) struct Proc {
     pub(crate) printer: Printer,
 }
 
-fn channels_for(bytes: u64, intra: bool) -> u32 {
+pub(crate) fn channels_for(bytes: u64, intra: bool) -> u32 {
     let max = if intra { 16 } else { 8 };
     ((bytes / (256 * 1024)) as u32)
         .clamp(1, max)
