@@ -10,13 +10,15 @@
 //!   communicator, against the topology's bottleneck link;
 //! - [`comm_setup`]: how NCCL set each communicator up (channels, trees, transports);
 //! - [`details`]: one picked kernel with its log lines and the same collective on every rank;
-//! - [`window`]: a time window's kernels aggregated per operation and per rank.
+//! - [`window`]: a time window's kernels aggregated per operation and per rank;
+//! - [`diff`]: two runs compared, like with like, with one ranked list of what changed.
 //!
 //! A new analysis is a new module here.
 
 pub mod comm_setup;
 pub mod comm_stats;
 pub mod details;
+pub mod diff;
 pub mod kernel_bw;
 pub mod predicted_times;
 pub mod skew;
