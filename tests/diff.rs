@@ -9,6 +9,7 @@ use analyses::diff::{
     self, ChangeKind, Presence, RunDiff, RunProfile, Settings, Test, TestSettings,
 };
 use pipeline::{analyse, UserSizes};
+use std::ffi::OsStr;
 use std::sync::OnceLock;
 use synth::variation::{ForcedAlgorithm, Variation};
 use synth::{Layout, Model, RunConfig};
@@ -331,4 +332,98 @@ fn runs_without_exports_compare_by_count() {
         .unwrap();
     assert!((tp.count_ratio.unwrap() - 2.0).abs() < 1e-9, "{tp:?}");
     assert!(d.signatures.iter().all(|s| s.time_ratio.is_none()));
+}
+
+/// `ncclscope diff BASE NEW --json FILE` on two generated runs written to disk: the contract's
+/// shape, the change first, and exit status 0.
+#[test]
+fn the_command_writes_the_contracts_json() {
+    let dir = testkit::scratch_dir("diff_command");
+    let (base_dir, new_dir) = (dir.join("base"), dir.join("new"));
+    synth::write_run(&synth::generate(&tp2dp2()), &base_dir).unwrap();
+    let mut c = tp2dp2();
+    c.variation.op_bandwidth = Some(("AllReduce".into(), 0.5));
+    synth::write_run(&synth::generate(&c), &new_dir).unwrap();
+    let out = dir.join("diff.json");
+    let code = ncclscope_cli::run([
+        OsStr::new("ncclscope"),
+        OsStr::new("diff"),
+        OsStr::new("--json"),
+        out.as_os_str(),
+        base_dir.as_os_str(),
+        new_dir.as_os_str(),
+    ]);
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let d = &v["diff"];
+    assert_eq!(d["base"]["world_size"], 4);
+    assert_eq!(d["new"]["label"], new_dir.display().to_string());
+    assert!(d["steps"].is_object());
+    let sigs = d["signatures"].as_array().unwrap();
+    assert!(!sigs.is_empty());
+    for s in sigs {
+        for field in [
+            "parallelism",
+            "op",
+            "bytes",
+            "dtype",
+            "time_ratio",
+            "significant",
+        ] {
+            assert!(s.get(field).is_some(), "{field} in {s}");
+        }
+        for side in ["base", "new"] {
+            for field in ["count", "median_ns", "p95_ns", "bus_bw_gbps"] {
+                assert!(s[side].get(field).is_some(), "{side}.{field} in {s}");
+            }
+        }
+    }
+    assert_eq!(sigs[0]["op"], "AllReduce");
+    assert_eq!(sigs[0]["significant"], true);
+    assert!(sigs[0]["time_ratio"].as_f64().unwrap() > 1.5);
+    // Largest impact first.
+    let impacts: Vec<f64> = sigs
+        .iter()
+        .map(|s| s["impact_ns"].as_f64().unwrap().abs())
+        .collect();
+    assert!(impacts.windows(2).all(|w| w[0] >= w[1]));
+    assert_eq!(d["changes"][0]["kind"], "time");
+    assert_eq!(d["test"]["method"], "bootstrap");
+
+    // One run unreadable: the other is summarised, the failure named, exit status 2.
+    let junk = dir.join("junk");
+    std::fs::create_dir_all(&junk).unwrap();
+    std::fs::write(junk.join("notes.txt"), "no NCCL here\n").unwrap();
+    let code = ncclscope_cli::run([
+        OsStr::new("ncclscope"),
+        OsStr::new("diff"),
+        OsStr::new("--json"),
+        out.as_os_str(),
+        base_dir.as_os_str(),
+        junk.as_os_str(),
+    ]);
+    assert_eq!(code, std::process::ExitCode::from(2));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let d = &v["diff"];
+    assert_eq!(d["base"]["world_size"], 4);
+    assert!(d["base"]["error"].is_null());
+    assert!(d["new"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("neither an NCCL debug log"));
+    assert!(d["summary"].as_str().unwrap().contains(&format!(
+        "the new run ({}) could not be read",
+        junk.display()
+    )));
+    assert_eq!(d["signatures"].as_array().unwrap().len(), 0);
+    // A bad option is an unusable argument.
+    let code = ncclscope_cli::run([
+        OsStr::new("ncclscope"),
+        OsStr::new("diff"),
+        OsStr::new("--test"),
+        OsStr::new("t-test"),
+        base_dir.as_os_str(),
+        new_dir.as_os_str(),
+    ]);
+    assert_eq!(code, std::process::ExitCode::from(2));
 }
