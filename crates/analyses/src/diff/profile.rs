@@ -289,10 +289,12 @@ pub fn profile(session: &Session, analysis: &Analysis, label: &str) -> RunProfil
     let mut sigs: FxHashMap<RawKey, Gather> = FxHashMap::default();
     let mut comm_ops = vec![0u64; parallelism.len()];
     count_operations(session, analysis, &parallelism, &mut sigs, &mut comm_ops);
-    let timed = time_operations(session, analysis, &parallelism, &mut sigs);
+    // The bottleneck links cost a pass over every topology dump: found once, read twice.
+    let bottlenecks = crate::comm_bottlenecks(session, analysis);
+    let timed = time_operations(analysis, &parallelism, &bottlenecks, &mut sigs);
     let mut signatures: Vec<SignatureProfile> = sigs.into_iter().map(finish).collect();
     signatures.sort_by(|a, b| a.key.cmp(&b.key));
-    let comms = comm_profiles(session, analysis, &parallelism, &comm_ops);
+    let comms = comm_profiles(session, analysis, &parallelism, &comm_ops, bottlenecks);
     let comm_time_ns = signatures
         .iter()
         .filter_map(|s| Some(s.median_ns? * s.count as f64))
@@ -418,12 +420,11 @@ fn tally_tuning(g: &mut Gather, op: &LogOp) {
 /// signature's transfer times, and the bus bandwidth of single-operation kernels; returns the
 /// kernels timed.
 fn time_operations(
-    session: &Session,
     analysis: &Analysis,
     parallelism: &[Parallelism],
+    bottlenecks: &[Option<enrich::Bottleneck>],
     sigs: &mut FxHashMap<RawKey, Gather>,
 ) -> u64 {
-    let bottlenecks = crate::comm_bottlenecks(session, analysis);
     let mut timed = 0;
     let mut keys: Vec<(RawKey, Option<usize>)> = Vec::new();
     // (communicator, opCount) → (shortest member kernel, signature).
@@ -556,9 +557,9 @@ fn comm_profiles(
     analysis: &Analysis,
     parallelism: &[Parallelism],
     comm_ops: &[u64],
+    bottlenecks: Vec<Option<enrich::Bottleneck>>,
 ) -> Vec<CommProfile> {
     let setups = crate::comm_setups(session, analysis);
-    let bottlenecks = crate::comm_bottlenecks(session, analysis);
     analysis
         .communicators
         .comms

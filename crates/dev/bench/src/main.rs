@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p ncclscope-bench -- [--quick] [--no-browser] [--out FILE]
-//!     [parse] [sqlite] [align] [memory] [e2e] [render]
+//!     [parse] [sqlite] [align] [memory] [e2e] [render] [diff]
 //! ```
 //! With no benchmark named, all of them run, the end-to-end ones up to their target sizes (see
 //! `end_to_end`). `--quick` uses small inputs (a smoke run); `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
@@ -16,6 +16,7 @@
 
 mod align;
 mod browser;
+mod diff;
 mod end_to_end;
 mod example;
 mod growth;
@@ -31,7 +32,9 @@ use report::Report;
 use std::time::Instant;
 
 /// The families, in the order they run (cheapest first, so that a smoke run fails early).
-const FAMILIES: [&str; 6] = ["parse", "sqlite", "align", "memory", "e2e", "render"];
+const FAMILIES: [&str; 7] = [
+    "parse", "sqlite", "align", "memory", "e2e", "render", "diff",
+];
 
 /// How big the inputs are.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -135,6 +138,10 @@ fn main() {
             .iter()
             .for_each(|r| drop(r.dir()));
     }
+    let diff_sizes = diff::sizes(opts.scale);
+    if wants("diff") {
+        diff_sizes.iter().for_each(|&ops| drop(diff::pair(ops)));
+    }
     let (generated, reused) = inputs::counts();
     let inputs_s = started.elapsed().as_secs_f64();
     report.line(&format!(
@@ -163,6 +170,9 @@ fn main() {
     }
     if wants("e2e") || wants("render") {
         end_to_end::run(&layouts, wants("e2e"), wants("render"), &opts, &mut report);
+    }
+    if wants("diff") {
+        diff::run(&diff_sizes, &mut report);
     }
     report.targets();
     report.line(&format!(
