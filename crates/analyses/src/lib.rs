@@ -22,6 +22,7 @@
 //!   ConfigTuner's closed forms, per-operation baselines and outliers, the 1F1B check
 //!   (docs/design/steps.md). Portable; plain serde types.
 //! - [`kernel_types`]: every process's NCCL kernels counted by type.
+//! - [`diff`]: two runs compared, like with like, with one ranked list of what changed.
 //!
 //! A new analysis is a new module here.
 
@@ -29,6 +30,7 @@ pub mod comm_setup;
 pub mod comm_stats;
 pub mod details;
 pub mod diagnosis;
+pub mod diff;
 pub mod kernel_bw;
 pub mod kernel_types;
 pub mod patterns;

@@ -199,8 +199,18 @@ fn step_options(
 
 /// The parallel sizes: `--tp` and friends over the config file's `[parallel]` table.
 fn user_sizes(args: &AnalyzeArgs) -> Result<UserSizes, String> {
+    let given = [args.tp, args.pp, args.dp, args.ep, args.cp];
+    sizes_given(args.config.as_deref(), given)
+}
+
+/// The parallel sizes `given` on the command line (tp, pp, dp, ep, cp) over the `[parallel]`
+/// table of the `config` file: what `analyze` and `diff` label communicators with.
+pub(crate) fn sizes_given(
+    config: Option<&Path>,
+    given: [Option<u32>; 5],
+) -> Result<UserSizes, String> {
     let mut sizes = UserSizes::default();
-    if let Some(path) = &args.config {
+    if let Some(path) = config {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let table: toml::Table = text
             .parse()
@@ -231,11 +241,12 @@ fn user_sizes(args: &AnalyzeArgs) -> Result<UserSizes, String> {
             };
         }
     }
-    sizes.tp = args.tp.or(sizes.tp);
-    sizes.pp = args.pp.or(sizes.pp);
-    sizes.dp = args.dp.or(sizes.dp);
-    sizes.ep = args.ep.or(sizes.ep);
-    sizes.cp = args.cp.or(sizes.cp);
+    let [tp, pp, dp, ep, cp] = given;
+    sizes.tp = tp.or(sizes.tp);
+    sizes.pp = pp.or(sizes.pp);
+    sizes.dp = dp.or(sizes.dp);
+    sizes.ep = ep.or(sizes.ep);
+    sizes.cp = cp.or(sizes.cp);
     Ok(sizes)
 }
 
@@ -388,7 +399,7 @@ fn shown(path: &Path) -> String {
 }
 
 /// Writes an output file, or standard output for `-`.
-fn write_output(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_output(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let mut out = open_output(path)?;
     out.write_all(bytes)
         .and_then(|()| out.flush())

@@ -6,6 +6,7 @@
 mod aggregate_cmd;
 mod align_scenarios_cmd;
 mod analyze;
+mod diff_cmd;
 pub mod inputs;
 mod summary;
 mod synth_cmd;
@@ -36,6 +37,8 @@ enum Command {
     Aggregate(aggregate_cmd::AggregateArgs),
     /// Theoretical communication volume of a model and parallel layout (no trace needed).
     Theory(theory_cmd::TheoryArgs),
+    /// Compare two runs (each a file or directory): what changed, ranked by impact.
+    Diff(diff_cmd::DiffArgs),
     /// Developer tool: the thesis' table 4.5 alignment scenarios, generated and scored per seed.
     AlignScenarios(align_scenarios_cmd::AlignScenariosArgs),
 }
@@ -61,6 +64,7 @@ where
         Command::Analyze(args) => analyze::run(&args),
         Command::Synth(args) => synth_cmd::run(&args),
         Command::Theory(args) => theory_cmd::run(&args),
+        Command::Diff(args) => diff_cmd::run(&args),
         Command::Aggregate(args) => aggregate_cmd::run(&args),
         Command::AlignScenarios(args) => align_scenarios_cmd::run(&args),
     };

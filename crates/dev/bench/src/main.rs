@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p ncclscope-bench -- [--quick] [--no-browser] [--out FILE]
-//!     [parse] [sqlite] [kineto] [align] [memory] [e2e] [render] [patterns] [steps]
+//!     [parse] [sqlite] [kineto] [align] [memory] [e2e] [render] [patterns] [steps] [diff]
 //! ```
 //! With no benchmark named, all of them run, the end-to-end ones up to their target sizes (see
 //! `end_to_end`). `--quick` uses small inputs (a smoke run); `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
@@ -16,6 +16,7 @@
 
 mod align;
 mod browser;
+mod diff;
 mod end_to_end;
 mod example;
 mod growth;
@@ -34,8 +35,8 @@ use report::Report;
 use std::time::Instant;
 
 /// The families, in the order they run (cheapest first, so that a smoke run fails early).
-const FAMILIES: [&str; 9] = [
-    "parse", "sqlite", "kineto", "align", "memory", "e2e", "render", "patterns", "steps",
+const FAMILIES: [&str; 10] = [
+    "parse", "sqlite", "kineto", "align", "memory", "e2e", "render", "patterns", "steps", "diff",
 ];
 
 /// How big the inputs are.
@@ -149,6 +150,10 @@ fn main() {
     if wants("patterns") {
         patterns::runs(&layouts).iter().for_each(|r| drop(r.dir()));
     }
+    let diff_sizes = diff::sizes(opts.scale);
+    if wants("diff") {
+        diff_sizes.iter().for_each(|&ops| drop(diff::pair(ops)));
+    }
     let (generated, reused) = inputs::counts();
     let inputs_s = started.elapsed().as_secs_f64();
     report.line(&format!(
@@ -186,6 +191,9 @@ fn main() {
     }
     if wants("steps") {
         steps::run(&opts, &mut report);
+    }
+    if wants("diff") {
+        diff::run(&diff_sizes, &mut report);
     }
     report.targets();
     report.line(&format!(

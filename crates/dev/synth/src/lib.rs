@@ -28,6 +28,7 @@ pub mod step_stages;
 pub mod stream;
 pub mod timing;
 pub mod truth;
+pub mod variation;
 pub mod write;
 
 pub use layout::{Dim, Layout, MoeDispatcher};
@@ -146,6 +147,10 @@ pub struct RunConfig {
     /// ([`step_stages`]; off by default).
     #[serde(default)]
     pub stages: step_stages::StageKnob,
+    /// One known difference from an otherwise equal run, for the run comparison's tests
+    /// ([`variation`]); none by default.
+    #[serde(default)]
+    pub variation: variation::Variation,
 }
 
 impl RunConfig {
@@ -175,6 +180,7 @@ impl RunConfig {
             hang: None,
             ring_lines: RingLines::Ordered,
             stages: step_stages::StageKnob::default(),
+            variation: variation::Variation::default(),
         }
     }
 
@@ -323,6 +329,7 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         gpus_per_node: gpn,
         nvlink_gbps: 150.0,
         net_gbps: cfg.net_gbps,
+        knobs: cfg.variation.knobs(),
     };
     let mut timed = timing::simulate(&calls, &comms, &hw, cfg.seed);
     let hang = hang::apply(cfg.hang.as_ref(), &comms, &mut calls, &mut timed);
@@ -648,6 +655,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
         .map(|_| rng.range(0, calls[r].len().max(1) as u64) as usize)
         .collect();
     let compute_stream = 7u32;
+    let forced = cfg.variation.knobs();
     for (i, call) in calls[r].iter().enumerate() {
         let tm = timed[r][i];
         let c = &comms.list[call.comm()];
@@ -817,8 +825,9 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
                 OpType::AllGather | OpType::ReduceScatter => total_bytes * c.size() as u64,
                 _ => total_bytes,
             };
-            let tree = o.op == OpType::AllReduce && !intra && nbytes > 1 << 20;
-            let algo = if tree { Algo::Tree } else { Algo::Ring };
+            let algo = forced
+                .algorithm(o.op)
+                .unwrap_or(variation::default_algorithm(o.op, intra, nbytes));
             let nch = channels_for(nbytes, intra);
             let time = (tm.end_ns - tm.start_ns) as f64 / 1000.0;
             let tl = match sym {
@@ -856,7 +865,10 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
             let s = tm.start_ns + dur * k / nu;
             let e = tm.start_ns + dur * (k + 1) / nu - if k + 1 < nu { 500 } else { 0 };
             let nbytes = total_bytes * if call.is_p2p() { 1 } else { c.size() as u64 };
-            let tree = op == OpType::AllReduce && !intra && nbytes > 1 << 20;
+            let tree = forced
+                .algorithm(op)
+                .unwrap_or(variation::default_algorithm(op, intra, nbytes))
+                == Algo::Tree;
             // A handful of distinct names per run: format them once.
             let names = name_cache
                 .entry((op, dt, tree, sym))

@@ -17,6 +17,8 @@ pub struct Hardware {
     pub nvlink_gbps: f64,
     /// Network bandwidth between nodes, GB/s.
     pub net_gbps: f64,
+    /// A known difference from an otherwise equal run ([`crate::variation`]).
+    pub knobs: crate::variation::Knobs,
 }
 
 /// True (reference-clock) times of one call on one rank, ns since the run's t0.
@@ -79,7 +81,8 @@ fn transfer_ns_in(
     } else {
         (20_000.0, hw.net_gbps)
     };
-    let t = alpha + bytes_moved(call, comms, rank) / bw;
+    let t = alpha
+        + bytes_moved(call, comms, rank) / bw * hw.knobs.time_factor(call, comms, rank, intra);
     (t * rng.uniform(0.95, 1.08)) as i64
 }
 
