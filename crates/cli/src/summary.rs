@@ -37,8 +37,12 @@ pub fn build(
                 "ops_by_type": by_type,
                 "bytes_by_type": bytes_by_type,
                 "kernels": p.kernels,
+                "kernels_by_type": p.kernel_tally.by_type,
+                "kernel_busy_ns": p.kernel_tally.busy_ns,
+                "nvtx_bytes_by_type": p.kernel_tally.nvtx_bytes_by_type,
                 "matched_ops": p.matched_kernels,
                 "volume_by_parallelism": volume_of(analysis, p.global_rank),
+                "identity": identity_entry(session, p),
             })
         })
         .collect();
@@ -133,6 +137,9 @@ pub fn build(
         for p in &alignments.kernels_only {
             warnings.push(json!({"path": "", "line": 0, "message": format!("process {}:{} has NCCL kernels but no log operations", p.host, p.pid)}));
         }
+    }
+    for note in &session.identity().notes {
+        warnings.push(json!({"path": "", "line": 0, "message": note}));
     }
     for r in reports {
         if let Some(e) = &r.error {
@@ -340,4 +347,24 @@ fn input_entry(r: &FileReport) -> Value {
         _ => {}
     }
     v
+}
+
+/// How a rank's log process and export process were paired (`ranks[].identity`): the clues and
+/// the confidence, and which export process it is; `null` for a process with no kernels.
+fn identity_entry(session: &Session, p: &pipeline::ProcessSummary) -> Value {
+    let exports = session.exports();
+    if let Some(pair) = session.identity().of_log(&p.process) {
+        return json!({
+            "matched_by": pair.matched_by.iter().map(|e| e.name()).collect::<Vec<_>>(),
+            "confidence": pair.confidence,
+            "export": exports.get(pair.export).map(|e| e.name.as_str()),
+            "export_host": pair.export_host,
+            "export_pid": pair.export_pid,
+        });
+    }
+    if p.ops.is_empty() && p.kernels > 0 {
+        // Seen in the exports alone: nothing to pair with.
+        return json!({"matched_by": [], "confidence": 0.0, "export_only": true});
+    }
+    Value::Null
 }

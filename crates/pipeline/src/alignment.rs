@@ -1,6 +1,7 @@
 //! Runs the aligner per process: a process's log operations (from any log, a combined log
-//! included) against its NCCL kernels (from any export), keyed by host and pid. Processes seen
-//! on one side only are listed, never guessed.
+//! included) against its NCCL kernels (from any export), an export's process taken as the log
+//! process `identity` paired it with. Processes seen on one side only are listed, never
+//! guessed.
 
 use crate::process_rows::{ProcessKernels, ProcessOps};
 use crate::session::Session;
@@ -24,6 +25,9 @@ pub struct ProcessMatch {
     /// The process's NCCL kernels in start order (the alignment's kernel indices).
     pub kernels: ProcessKernels,
     pub alignment: ProcessAlignment,
+    /// The first export holding its kernels (session index): its clock domain. Processes of
+    /// one export share one clock.
+    pub export: Option<usize>,
 }
 
 impl ProcessMatch {
@@ -219,23 +223,21 @@ pub(crate) async fn align_session_reusing(
         }
     }
     let mut kernel_from: BTreeMap<ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
+    // Each export process under the key of the log process it was paired with (or its own host
+    // and pid): `identity` settles which log process an export's pid is.
+    let mut export_pid: HashMap<(u32, ProcessKey), u32> = HashMap::new();
     for (x, e) in session.exports().iter().enumerate() {
-        // An export covers one node (or one rank): its first host names every process in it.
-        let host = e.export.hosts.first().cloned().unwrap_or_default();
         let mut per_pid: BTreeMap<u32, u32> = BTreeMap::new();
         let ks = &e.export.kernels;
         for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
             *per_pid.entry(pid).or_default() += 1;
         }
         for (pid, n) in per_pid {
-            let key = ProcessKey {
-                host: host.as_str().into(),
-                pid,
-            };
+            let key = session.export_key(x, pid);
+            export_pid.insert((x as u32, key.clone()), pid);
             kernel_from.entry(key).or_default().push((x as u32, n));
         }
     }
-    adopt_hostless_kernels(&op_from, &mut kernel_from);
     let mut out = Alignments::default();
     let mut both: Vec<(ProcessKey, InputPrint)> = Vec::new();
     let keys: BTreeSet<ProcessKey> = op_from
@@ -272,7 +274,7 @@ pub(crate) async fn align_session_reusing(
         if reused[i].is_none() {
             want_ops.insert(key, i);
             for &(x, _) in &print.kernels {
-                want_kernels.insert((x, key.pid), i);
+                want_kernels.insert((x, export_pid[&(x, key.clone())]), i);
             }
         }
     }
@@ -394,7 +396,9 @@ pub(crate) async fn align_session_reusing(
     for (p, a) in prepared.into_iter().zip(aligned) {
         let a = a.expect("every process is in one domain");
         redone.push(a.redone);
+        let export = p.export();
         out.processes.push(ProcessMatch {
+            export,
             process: p.process,
             log_ops: p.log_ops,
             kernels: p.kernels,
@@ -407,31 +411,6 @@ pub(crate) async fn align_session_reusing(
     }
     out.kept.files = files;
     (out, redone)
-}
-
-/// An export without a hostname (older exports, or a table not written) keys its processes by
-/// pid alone. Such a pid is given to the log process of the same pid when exactly one exists:
-/// two hosts may reuse a pid, and then nothing is guessed.
-fn adopt_hostless_kernels<V>(
-    ops: &BTreeMap<&ProcessKey, Vec<(u32, u32)>>,
-    kernels: &mut BTreeMap<ProcessKey, V>,
-) {
-    let hostless: Vec<ProcessKey> = kernels
-        .keys()
-        .filter(|k| k.host.is_empty())
-        .cloned()
-        .collect();
-    for key in hostless {
-        let mut candidates = ops
-            .keys()
-            .filter(|p| p.pid == key.pid && !kernels.contains_key(**p));
-        if let (Some(owner), None) = (candidates.next(), candidates.next()) {
-            let owner = (*owner).clone();
-            if let Some(ks) = kernels.remove(&key) {
-                kernels.insert(owner, ks);
-            }
-        }
-    }
 }
 
 /// The operation of a kernel from the log lines matched to it (not empty): their shared op,

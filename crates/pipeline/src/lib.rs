@@ -17,6 +17,7 @@ mod digest;
 mod filter;
 mod incremental;
 mod kernel_bw;
+mod kernel_tally;
 mod markers;
 mod predicted_times;
 mod process_rows;
@@ -47,6 +48,7 @@ pub use filter::{filter_timeline, Filter, FilterCounts, FilterError, TimelineVie
 pub use incremental::{timeline_incremental, Rerun};
 pub use ingest_nsys::ReadOptions;
 pub use kernel_bw::{for_each_kernel_bandwidth, kernel_bandwidths, KernelBw};
+pub use kernel_tally::KernelTally;
 pub use markers::{marker_rows, MAX_MARKERS_PER_ROW};
 pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
 pub use process_rows::{ProcessKernels, ProcessOps};

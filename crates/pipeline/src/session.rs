@@ -55,6 +55,12 @@ pub struct Session {
     pub digests: bool,
     /// What exports are read for, e.g. the NVTX range names that mark an iteration.
     pub read_options: ReadOptions,
+    /// What each kept log's and export's processes say about themselves ([`identity`]),
+    /// computed once per file, and the pairing of log and export processes made from all of
+    /// them, made again whenever a file is added.
+    log_features: Vec<Vec<identity::LogProcess>>,
+    export_features: Vec<Vec<identity::ExportProcess>>,
+    identity: identity::Identity,
 }
 
 /// Streams one log in, chunk by chunk, plain or gzip-compressed ([`ingest_nccl::LogStream`]:
@@ -133,8 +139,10 @@ impl Session {
             earlier.zip(&self.log_processes),
             "log operations",
         ));
+        self.log_features.push(identity::log_processes(&log.parsed));
         self.logs.push(Arc::new(log));
         self.log_processes.push(mine);
+        self.pair_processes();
         report
     }
 
@@ -189,9 +197,48 @@ impl Session {
             "NCCL kernels",
         );
         report.diagnostics.extend(twice);
+        self.export_features.push(identity::export_processes(
+            self.exports.len(),
+            &loaded.export,
+        ));
         self.exports.push(Arc::new(loaded));
         self.export_processes.push(mine);
+        self.pair_processes();
         report
+    }
+
+    /// Which log process each export process is ([`identity::pair`]).
+    pub fn identity(&self) -> &identity::Identity {
+        &self.identity
+    }
+
+    /// The process key the analysis files export `export`'s process `pid` under: its log
+    /// process's when the two were paired, else the export's host and the pid.
+    pub fn export_key(&self, export: usize, pid: u32) -> ProcessKey {
+        let host = self
+            .exports
+            .get(export)
+            .and_then(|e| e.export.hosts.first())
+            .map_or("", String::as_str);
+        self.identity.key(export, pid, host)
+    }
+
+    /// Pairs the log and export processes loaded so far (a process in several logs counts
+    /// once, its clues merged).
+    fn pair_processes(&mut self) {
+        let mut logs: BTreeMap<&ProcessKey, identity::LogProcess> = BTreeMap::new();
+        for p in self.log_features.iter().flatten() {
+            match logs.get_mut(&p.process) {
+                Some(q) => q.merge(p),
+                None => {
+                    logs.insert(&p.process, p.clone());
+                }
+            }
+        }
+        let logs: Vec<identity::LogProcess> = logs.into_values().collect();
+        let exports: Vec<identity::ExportProcess> =
+            self.export_features.iter().flatten().cloned().collect();
+        self.identity = identity::pair(&logs, &exports);
     }
 
     /// One track per GPU of each process in the exports, NCCL kernels only, labelled and
@@ -211,18 +258,25 @@ impl Session {
         clocks: &ClockSync,
         reuse: &mut dyn FnMut(&TrackInputs) -> Option<Track>,
     ) -> Timeline {
-        // The GPUs, and which exports hold their kernels (counted, not yet read).
+        // The GPUs, and which exports hold their kernels (counted, not yet read). A GPU is
+        // keyed by its process as the analysis knows it (the log's host and pid when the export
+        // process was paired with one, [`Session::export_key`]); `export_pid` finds its kernels
+        // in each export again.
         let mut gpus: BTreeMap<(String, u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
+        let mut export_pid: HashMap<(u32, String, u32), u32> = HashMap::new();
         for (x, loaded) in self.exports.iter().enumerate() {
             let e = &loaded.export;
-            // An export covers one node (or one rank): its first host names every process in it.
-            let host = e.hosts.first().cloned().unwrap_or_default();
             let mut per_gpu: BTreeMap<(u32, u32), u32> = BTreeMap::new();
-            for k in &e.kernels {
-                *per_gpu.entry((k.pid, k.device)).or_default() += 1;
+            let ks = &e.kernels;
+            for j in 0..ks.len() {
+                if let (Some(pid), Some(device)) = (ks.pid(j), ks.device(j)) {
+                    *per_gpu.entry((pid, device)).or_default() += 1;
+                }
             }
             for ((pid, device), n) in per_gpu {
-                gpus.entry((host.clone(), pid, device))
+                let key = self.export_key(x, pid);
+                export_pid.insert((x as u32, key.host.to_string(), key.pid), pid);
+                gpus.entry((key.host.to_string(), key.pid, device))
                     .or_default()
                     .push((x as u32, n));
             }
@@ -257,7 +311,8 @@ impl Session {
                 continue;
             }
             for &(x, _) in &inputs.sources {
-                wanted[x as usize].insert((gpu.1, gpu.2), Vec::new());
+                let pid = export_pid[&(x, gpu.0.clone(), gpu.1)];
+                wanted[x as usize].insert((pid, gpu.2), Vec::new());
             }
             by_gpu.insert(gpu, Vec::new());
         }
@@ -276,10 +331,10 @@ impl Session {
                 }
             }
         }
-        for (loaded, wanted) in self.exports.iter().zip(wanted) {
-            let host = loaded.export.hosts.first().cloned().unwrap_or_default();
+        for (x, wanted) in wanted.into_iter().enumerate() {
             for ((pid, device), spans) in wanted {
-                if let Some(all) = by_gpu.get_mut(&(host.clone(), pid, device)) {
+                let key = self.export_key(x, pid);
+                if let Some(all) = by_gpu.get_mut(&(key.host.to_string(), key.pid, device)) {
                     all.extend(spans);
                 }
             }
