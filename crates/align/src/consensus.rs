@@ -145,6 +145,24 @@ fn all_to_all_streams(p: &ProcessInput<'_>, first: &[Option<usize>]) -> FxHashSe
         .collect()
 }
 
+/// The size (`nranks`) of the communicator whose lines the first alignment paired with most of
+/// the kernels of `stream`, if any.
+fn stream_ranks(p: &ProcessInput<'_>, first: &[Option<usize>], stream: u32) -> Option<u32> {
+    let mut votes: FxHashMap<u32, usize> = FxHashMap::default();
+    for (k, kern) in p.kernels.iter().enumerate() {
+        if kern.stream != stream {
+            continue;
+        }
+        if let Some(o) = first.get(k).and_then(|l| l.and_then(|l| p.log_ops.get(l))) {
+            *votes.entry(o.nranks).or_default() += 1;
+        }
+    }
+    votes
+        .into_iter()
+        .max_by_key(|&(n, v)| (v, std::cmp::Reverse(n)))
+        .map(|(n, _)| n)
+}
+
 /// Union-find over (process, stream) nodes.
 struct Links {
     parent: Vec<usize>,
@@ -274,6 +292,16 @@ fn domain(
                 .any(|m| members.iter().filter(|x| x.0 == m.0).count() > 1)
         {
             continue; // one process alone, or two streams of one process: no clear communicator
+        }
+        // More processes than the communicator has ranks: streams of two communicators that
+        // run in step (data-parallel replicas of one TP group each) were linked, and their
+        // instances would interleave.
+        let ranks = members
+            .iter()
+            .filter_map(|&(a, s)| stream_ranks(&inputs[procs[a]], first[procs[a]], s))
+            .min();
+        if ranks.is_some_and(|n| members.len() > n as usize) {
+            continue;
         }
         // 2. Instances.
         let mut ks: Vec<(usize, Coll)> = members

@@ -178,18 +178,20 @@ pub fn export_processes(index: usize, e: &NsysExport) -> Vec<ExportProcess> {
     per.into_values().collect()
 }
 
-/// How alike two processes' operations are, in [0, 1]: the share of units both ran (per type,
-/// the smaller count) of the larger total. 0 when either ran none.
+/// How alike two processes' operations are, in [0, 1]: the units both ran (per type, the
+/// smaller count) against the geometric mean of their totals (lines logged before the capture
+/// or kernels another NCCL ran lower it a little, another rank's different work a lot). 0 when
+/// either ran none.
 pub fn similarity(a: &Units, b: &Units) -> f64 {
-    let total = a.values().sum::<u64>().max(b.values().sum::<u64>());
-    if total == 0 {
+    let (ta, tb) = (a.values().sum::<u64>(), b.values().sum::<u64>());
+    if ta == 0 || tb == 0 {
         return 0.0;
     }
     let common: u64 = a
         .iter()
         .map(|(op, &n)| n.min(b.get(op).copied().unwrap_or(0)))
         .sum();
-    common as f64 / total as f64
+    common as f64 / ((ta as f64) * (tb as f64)).sqrt()
 }
 
 #[cfg(test)]
@@ -209,7 +211,7 @@ mod tests {
     fn similarity_is_the_shared_share() {
         let a: Units = [(OpType::AllReduce, 10), (OpType::SendRecv, 10)].into();
         let b: Units = [(OpType::AllReduce, 10), (OpType::SendRecv, 5)].into();
-        assert!((similarity(&a, &b) - 0.75).abs() < 1e-9);
+        assert!((similarity(&a, &b) - 15.0 / (20.0f64 * 15.0).sqrt()).abs() < 1e-9);
         assert_eq!(similarity(&a, &a), 1.0);
         assert_eq!(similarity(&a, &Units::new()), 0.0);
     }

@@ -200,14 +200,19 @@ fn score(x: &ExportProcess, l: &LogProcess, order: bool) -> Scored {
 fn confidence(clues: &[Evidence], conflicts: usize, margin: f64) -> f64 {
     let has = |e: Evidence| clues.contains(&e);
     let named = has(Evidence::Host) || has(Evidence::HostShort);
+    // On a named host a GPU is one process's; elsewhere the node itself was found by
+    // elimination, and the operations' likeness counts.
     let mut c: f64 = match (named, has(Evidence::Pid)) {
         (true, true) if has(Evidence::Host) => 1.0,
         (true, true) => 0.99,
-        (true, false) if has(Evidence::BusId) || has(Evidence::Device) => 0.9,
+        (true, false) if has(Evidence::BusId) => 0.95,
+        (true, false) if has(Evidence::Device) => 0.9,
+        (true, false) => 0.6,
         (false, true) if has(Evidence::BusId) || has(Evidence::Device) => 0.9,
         (false, true) => 0.8,
-        (_, false) if has(Evidence::BusId) => 0.85,
-        (_, false) if has(Evidence::Device) && has(Evidence::Sequence) => 0.75,
+        (false, false) if has(Evidence::BusId) => 0.85,
+        (false, false) if has(Evidence::Device) && has(Evidence::Sequence) => 0.8,
+        (false, false) if has(Evidence::Device) => 0.7,
         _ => 0.5,
     };
     c -= 0.1 * conflicts as f64;

@@ -11,7 +11,7 @@ use align::{
 };
 use ingest_nsys::KernelNameCache;
 use model::log::{LogOp, ProcessKey};
-use model::nsys::{Kernel, KernelName};
+use model::nsys::{Kernel, KernelName, NvtxRange};
 use model::OpType;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -166,7 +166,14 @@ fn count_from(sources: &mut Vec<(u32, u32)>, file: u32) {
 }
 
 /// One process's records as the aligner reads them: log operations, kernels, decoded names.
-type Whole = (Vec<LogOp>, Vec<Kernel>, Vec<Option<KernelName>>);
+/// (log operations, kernels, decoded names, the export's NVTX ranges on the domain's base when
+/// they had to be moved there).
+type Whole = (
+    Vec<LogOp>,
+    Vec<Kernel>,
+    Vec<Option<KernelName>>,
+    Option<Vec<NvtxRange>>,
+);
 
 /// Where one of a process's kernels is, and what orders it.
 struct KernelAt {
@@ -192,9 +199,44 @@ impl Prepared {
         self.print.kernels.first().map(|&(x, _)| x as usize)
     }
 
-    /// The process's clock domain: its first export.
-    fn clock(&self) -> u64 {
-        self.export().map_or(u64::MAX, |x| x as u64)
+    /// The process's clock domain and how far its kernel times are from the domain's base
+    /// ([`ClockDomains`]), by its first export.
+    fn clock(&self, domains: &ClockDomains) -> (u64, i64) {
+        self.export()
+            .and_then(|x| domains.of.get(x).copied())
+            .unwrap_or((u64::MAX, 0))
+    }
+}
+
+/// Which exports' kernel times share a clock, for the cross-rank consensus (which compares
+/// kernel times of different processes): the exports of one host that say when their session
+/// started, their times put on the first one's base (per-rank captures each count from their own
+/// start, or in the node's system clock); any other export alone.
+struct ClockDomains {
+    /// Per export: (domain, time to add to its kernel times).
+    of: Vec<(u64, i64)>,
+}
+
+impl ClockDomains {
+    fn of(session: &Session) -> Self {
+        let mut first: BTreeMap<String, (usize, i64)> = BTreeMap::new();
+        let of = session
+            .exports()
+            .iter()
+            .enumerate()
+            .map(|(x, e)| {
+                let utc = identity::ExportClock::of(&e.export).utc_minus_t_ns;
+                let host = e.export.hosts.first().map(|h| h.to_ascii_lowercase());
+                match (utc, host) {
+                    (Some(u), Some(h)) if !h.is_empty() => {
+                        let &mut (d, base) = first.entry(h).or_insert((x, u));
+                        (d as u64, u - base)
+                    }
+                    _ => (x as u64, 0),
+                }
+            })
+            .collect();
+        ClockDomains { of }
     }
 }
 
@@ -346,9 +388,10 @@ pub(crate) async fn align_session_reusing(
     // process keeps its export's clock). So the processes are aligned one clock domain at a
     // time, which is what aligning them all at once gives, and only one domain's records are
     // ever whole at once (they are the load's peak: a whole record is 2-3 times its row).
+    let clocks = ClockDomains::of(session);
     let mut domains: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for (i, p) in prepared.iter().enumerate() {
-        domains.entry(p.clock()).or_default().push(i);
+        domains.entry(p.clock(&clocks).0).or_default().push(i);
     }
     let mut aligned: Vec<Option<Aligned>> = prepared.iter().map(|_| None).collect();
     let mut name_cache = KernelNameCache::default();
@@ -359,9 +402,37 @@ pub(crate) async fn align_session_reusing(
             .iter()
             .map(|&i| {
                 let p = &prepared[i];
-                let kernels: Vec<Kernel> = p.kernels.iter().collect();
+                let shift = p.clock(&clocks).1;
+                let kernels: Vec<Kernel> = p
+                    .kernels
+                    .iter()
+                    .map(|mut k| {
+                        if shift != 0 {
+                            k.start_ns += shift;
+                            k.end_ns += shift;
+                            k.launch_ns = k.launch_ns.map(|t| t + shift);
+                        }
+                        k
+                    })
+                    .collect();
                 let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
-                (p.log_ops.iter().collect(), kernels, names)
+                // The NVTX join compares launches with ranges: both on one base.
+                let nvtx = (shift != 0).then(|| {
+                    p.export()
+                        .and_then(|x| exports.get(x))
+                        .map_or_else(Vec::new, |e| {
+                            e.export
+                                .nvtx
+                                .iter()
+                                .map(|r| NvtxRange {
+                                    start_ns: r.start_ns + shift,
+                                    end_ns: r.end_ns.map(|t| t + shift),
+                                    ..r.clone()
+                                })
+                                .collect()
+                        })
+                });
+                (p.log_ops.iter().collect(), kernels, names, nvtx)
             })
             .collect();
         let previous: Vec<Option<Aligned>> = members
@@ -371,19 +442,22 @@ pub(crate) async fn align_session_reusing(
         let inputs: Vec<ProcessInput<'_>> = members
             .iter()
             .zip(&whole)
-            .map(|(&i, (log_ops, kernels, names))| {
+            .map(|(&i, (log_ops, kernels, names, moved))| {
                 let p = &prepared[i];
                 ProcessInput {
                     log_ops,
                     kernels,
                     names,
-                    clock: p.clock(),
+                    clock: p.clock(&clocks).0,
                     // The export's NVTX ranges: where NCCL's own are there, the exact join
                     // checks the alignment.
-                    nvtx: p
-                        .export()
-                        .and_then(|x| exports.get(x))
-                        .map_or(&[], |e| e.export.nvtx.as_slice()),
+                    nvtx: match moved {
+                        Some(v) => v.as_slice(),
+                        None => p
+                            .export()
+                            .and_then(|x| exports.get(x))
+                            .map_or(&[], |e| e.export.nvtx.as_slice()),
+                    },
                 }
             })
             .collect();
