@@ -92,7 +92,7 @@ pub enum LogFiles {
 
 /// The knobs; [`Realism::default`] changes nothing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Realism {
     pub hosts: HostNaming,
     pub stamps: StampFormat,
