@@ -110,6 +110,11 @@ fn normal(host: &str) -> (String, String) {
     (full, short)
 }
 
+/// Whether a host name is a container's id as Docker names it (12 or 64 hex digits).
+pub fn container_id(host: &str) -> bool {
+    matches!(host.len(), 12 | 64) && host.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// How a log host relates to an export host by name.
 fn host_evidence(log: &str, export: &str) -> Option<Evidence> {
     let (lf, ls) = normal(log);
@@ -200,8 +205,8 @@ fn score(x: &ExportProcess, l: &LogProcess, order: bool) -> Scored {
 fn confidence(clues: &[Evidence], conflicts: usize, margin: f64) -> f64 {
     let has = |e: Evidence| clues.contains(&e);
     let named = has(Evidence::Host) || has(Evidence::HostShort);
-    // On a named host a GPU is one process's; elsewhere the node itself was found by
-    // elimination, and the operations' likeness counts.
+    // On a named host a GPU is one process's; elsewhere (a container's id) the node itself was
+    // found by elimination.
     let mut c: f64 = match (named, has(Evidence::Pid)) {
         (true, true) if has(Evidence::Host) => 1.0,
         (true, true) => 0.99,
@@ -210,9 +215,7 @@ fn confidence(clues: &[Evidence], conflicts: usize, margin: f64) -> f64 {
         (true, false) => 0.6,
         (false, true) if has(Evidence::BusId) || has(Evidence::Device) => 0.9,
         (false, true) => 0.8,
-        (false, false) if has(Evidence::BusId) => 0.85,
-        (false, false) if has(Evidence::Device) && has(Evidence::Sequence) => 0.8,
-        (false, false) if has(Evidence::Device) => 0.7,
+        (false, false) if has(Evidence::BusId) || has(Evidence::Device) => 0.7,
         _ => 0.5,
     };
     c -= 0.1 * conflicts as f64;
@@ -287,6 +290,17 @@ fn pair_block(block: &Block, out: &mut Identity) {
         if s.score <= 0.0 || (!positive && block.named.is_none()) {
             continue;
         }
+        // Across host names that differ, GPUs and operations alike say nothing of the machine
+        // (every node has the same GPUs and runs the same steps): only the same pid, or a log
+        // host that is a container's id (NCCL in a container, nsys on its host), ties them.
+        let (x, l) = (block.exports[*i], block.logs[*j]);
+        if block.named.is_none()
+            && !x.host.is_empty()
+            && !s.clues.contains(&Evidence::Pid)
+            && !container_id(&l.process.host)
+        {
+            continue;
+        }
         // The runner-up: the best other candidate of either side still free.
         let runner = cand
             .iter()
@@ -296,8 +310,6 @@ fn pair_block(block: &Block, out: &mut Identity) {
             .map(|(_, _, o)| o.score)
             .fold(f64::NEG_INFINITY, f64::max);
         let margin = s.score - runner;
-        let x = block.exports[*i];
-        let l = block.logs[*j];
         if margin <= 1e-9 {
             out.notes.push(format!(
                 "export process {}:{} could be log process {}:{} or another one equally well ({}): left unpaired",
@@ -434,7 +446,12 @@ pub fn pair(logs: &[LogProcess], exports: &[ExportProcess]) -> Identity {
         blocks.push(unnamed);
     }
     for b in &blocks {
+        let from = out.pairs.len();
         pair_block(b, &mut out);
+        // Hostless exports pair by pid as they always did; a name that differs is news.
+        if b.named.is_none() && b.exports.iter().all(|x| !x.host.is_empty()) {
+            note_renamed(&out.pairs[from..], &mut out.notes);
+        }
     }
     out.pairs.sort_by_key(|p| (p.export, p.export_pid));
     // One log process for one export process: a log process claimed by two blocks (a hostless
@@ -468,6 +485,29 @@ pub fn pair(logs: &[LogProcess], exports: &[ExportProcess]) -> Identity {
     out.by_log = best;
     note_the_unpaired(logs, exports, &mut out);
     out
+}
+
+/// A note per (log host, export host) whose processes were paired although the names differ
+/// (a container's id, a renamed node): what tied them, and how sure.
+fn note_renamed(pairs: &[Pairing], notes: &mut Vec<String>) {
+    let mut seen: BTreeMap<(&str, &str), (usize, f64, BTreeSet<Evidence>)> = BTreeMap::new();
+    for p in pairs {
+        let Some(log) = &p.log else { continue };
+        let e = seen
+            .entry((log.host.as_str(), p.export_host.as_str()))
+            .or_insert((0, 1.0, BTreeSet::new()));
+        e.0 += 1;
+        e.1 = e.1.min(p.confidence);
+        e.2.extend(p.matched_by.iter().copied());
+    }
+    for ((log, export), (n, conf, clues)) in seen {
+        let clues: Vec<Evidence> = clues.into_iter().collect();
+        notes.push(format!(
+            "log host {log} is named by no export: {n} of its processes paired with export host {} by {} (confidence {conf:.2} or more)",
+            if export.is_empty() { "(unnamed)" } else { export },
+            describe(&clues)
+        ));
+    }
 }
 
 /// A note for every log host and export host with no process paired, naming the closest name
@@ -596,7 +636,38 @@ mod tests {
         assert_eq!(id.key(0, 40211, "node01.example.com").pid, 57);
         let p = id.of_log(&logs[0].process).unwrap();
         assert!(p.matched_by.contains(&Evidence::BusId));
-        assert!(p.confidence >= 0.8, "{p:?}");
+        assert!(p.confidence >= 0.7, "{p:?}");
+        assert!(
+            id.notes
+                .iter()
+                .any(|n| n.contains("3f9c2a7b1d4e") && n.contains("node01.example.com")),
+            "{:?}",
+            id.notes
+        );
+    }
+
+    #[test]
+    fn another_machine_is_not_taken_for_a_renamed_one() {
+        // node02's logs and node01's export: the same GPUs and steps, other pids.
+        let logs = [
+            log("node02", 52, 0x1b000, 0, 5),
+            log("node02", 57, 0x2a000, 1, 5),
+        ];
+        let xs = [
+            export(0, "node01", 40211, Some(0x2a000), 1, 5),
+            export(0, "node01", 40190, Some(0x1b000), 0, 5),
+        ];
+        let id = pair(&logs, &xs);
+        assert!(id.pairs.iter().all(|p| p.log.is_none()), "{:?}", id.pairs);
+        let text = id.notes.join("\n");
+        assert!(
+            text.contains("log host node02") && text.contains("closest export host: node01"),
+            "{text}"
+        );
+        assert!(
+            text.contains("export host node01") && text.contains("closest log host: node02"),
+            "{text}"
+        );
     }
 
     #[test]
