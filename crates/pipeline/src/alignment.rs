@@ -208,6 +208,46 @@ impl Prepared {
     }
 }
 
+/// One process's records as the aligner reads them, its kernel times (and its export's NVTX
+/// ranges, which the exact join compares with launches) moved by `shift` onto its clock
+/// domain's base.
+fn whole_records(
+    p: &Prepared,
+    shift: i64,
+    exports: &[std::sync::Arc<crate::session::LoadedExport>],
+    name_cache: &mut KernelNameCache,
+) -> Whole {
+    let kernels: Vec<Kernel> = p
+        .kernels
+        .iter()
+        .map(|mut k| {
+            if shift != 0 {
+                k.start_ns += shift;
+                k.end_ns += shift;
+                k.launch_ns = k.launch_ns.map(|t| t + shift);
+            }
+            k
+        })
+        .collect();
+    let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
+    let nvtx = (shift != 0).then(|| {
+        p.export()
+            .and_then(|x| exports.get(x))
+            .map_or_else(Vec::new, |e| {
+                e.export
+                    .nvtx
+                    .iter()
+                    .map(|r| NvtxRange {
+                        start_ns: r.start_ns + shift,
+                        end_ns: r.end_ns.map(|t| t + shift),
+                        ..r.clone()
+                    })
+                    .collect()
+            })
+    });
+    (p.log_ops.iter().collect(), kernels, names, nvtx)
+}
+
 /// Which exports' kernel times share a clock, for the cross-rank consensus (which compares
 /// kernel times of different processes): the exports of one host that say when their session
 /// started, their times put on the first one's base (per-rank captures each count from their own
@@ -402,37 +442,7 @@ pub(crate) async fn align_session_reusing(
             .iter()
             .map(|&i| {
                 let p = &prepared[i];
-                let shift = p.clock(&clocks).1;
-                let kernels: Vec<Kernel> = p
-                    .kernels
-                    .iter()
-                    .map(|mut k| {
-                        if shift != 0 {
-                            k.start_ns += shift;
-                            k.end_ns += shift;
-                            k.launch_ns = k.launch_ns.map(|t| t + shift);
-                        }
-                        k
-                    })
-                    .collect();
-                let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
-                // The NVTX join compares launches with ranges: both on one base.
-                let nvtx = (shift != 0).then(|| {
-                    p.export()
-                        .and_then(|x| exports.get(x))
-                        .map_or_else(Vec::new, |e| {
-                            e.export
-                                .nvtx
-                                .iter()
-                                .map(|r| NvtxRange {
-                                    start_ns: r.start_ns + shift,
-                                    end_ns: r.end_ns.map(|t| t + shift),
-                                    ..r.clone()
-                                })
-                                .collect()
-                        })
-                });
-                (p.log_ops.iter().collect(), kernels, names, nvtx)
+                whole_records(p, p.clock(&clocks).1, exports, &mut name_cache)
             })
             .collect();
         let previous: Vec<Option<Aligned>> = members

@@ -281,32 +281,14 @@ impl RankGen<'_> {
         let progress = chatter::proxy_progress(p.local, crng.range(0, 128) as u32);
         self.say(t + 150_000, tid_proxy + 1, progress);
         if n > 1 {
-            let mut at = t + 200_000;
-            for _ in 0..nch.min(2) {
-                for (send, peer, remote) in
-                    [(true, next_g, next_remote), (false, prev_g, prev_remote)]
-                {
-                    let transport = if remote { 2 } else { 0 };
-                    for (dt, th, body) in chatter::proxy_connection(
-                        v,
-                        crng,
-                        *proxy_conns,
-                        send,
-                        // A network connection is served by the rank's own proxy; a P2P one by
-                        // the peer's (the 2.27.5 log: "from local rank 3" on rank 7's proxy).
-                        if remote { p.local } else { peer % gpn },
-                        transport,
-                    ) {
-                        let tid = match th {
-                            chatter::Thread::Main => tid_init,
-                            chatter::Thread::Proxy => tid_proxy,
-                        };
-                        self.say(at + dt, tid, body);
-                    }
-                    *proxy_conns += 1;
-                    at += 300_000;
-                }
-            }
+            self.proxy_lines(
+                t,
+                k,
+                crng,
+                proxy_conns,
+                [(next_g, next_remote), (prev_g, prev_remote)],
+                nch,
+            );
         }
         for (j, l) in chatter::after_connect(v, crng, k == 0)
             .into_iter()
@@ -341,6 +323,47 @@ impl RankGen<'_> {
         self.say(t + 150_000_000, p.pid, done);
         if let Some(l) = chatter::init_timings(v, crng, me as u32, c.size(), 0.15) {
             self.say(t + 150_000_001, p.pid, l);
+        }
+    }
+
+    /// The proxy threads' lines of the connections to the ring neighbours (`[next, prev]`,
+    /// each with whether it is on another node) of the rank's `k`-th communicator, set up at
+    /// `t`.
+    fn proxy_lines(
+        &mut self,
+        t: i64,
+        k: usize,
+        crng: &mut Rng,
+        proxy_conns: &mut u32,
+        [(next_g, next_remote), (prev_g, prev_remote)]: [(u32, bool); 2],
+        nch: u32,
+    ) {
+        let (pl, p) = (self.pl, self.p);
+        let tid_proxy = p.pid + 200 + 3 * k as u32;
+        let mut at = t + 200_000;
+        for _ in 0..nch.min(2) {
+            for (send, peer, remote) in [(true, next_g, next_remote), (false, prev_g, prev_remote)]
+            {
+                let transport = if remote { 2 } else { 0 };
+                for (dt, th, body) in chatter::proxy_connection(
+                    pl.v,
+                    crng,
+                    *proxy_conns,
+                    send,
+                    // A network connection is served by the rank's own proxy; a P2P one by the
+                    // peer's (the 2.27.5 log: "from local rank 3" on rank 7's proxy).
+                    if remote { p.local } else { peer % pl.gpn },
+                    transport,
+                ) {
+                    let tid = match th {
+                        chatter::Thread::Main => self.tid_init,
+                        chatter::Thread::Proxy => tid_proxy,
+                    };
+                    self.say(at + dt, tid, body);
+                }
+                *proxy_conns += 1;
+                at += 300_000;
+            }
         }
     }
 
