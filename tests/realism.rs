@@ -459,6 +459,36 @@ fn run_case(case: &Case) -> Outcome {
             format!("rank {}: identity {id}", r["global_rank"]),
         );
     }
+    // The stamps' resolution and zone as the data shows them, and whether they were used.
+    let format = case.config.realism.stamp_format(case.config.timestamps);
+    let (res, zone) = match format {
+        StampFormat::None | StampFormat::Inherit => (None, None),
+        StampFormat::Epoch => (Some(1_000), Some(0)),
+        StampFormat::BracketLocal => (
+            Some(1_000_000_000),
+            Some(case.config.realism.zone_offset_min),
+        ),
+        StampFormat::Custom => (Some(1_000_000), Some(case.config.realism.zone_offset_min)),
+    };
+    for r in s["ranks"].as_array().unwrap() {
+        let t = &r["time"];
+        if t.is_null() {
+            continue;
+        }
+        let got = (
+            t["stamp_resolution_ns"].as_i64(),
+            t["stamp_zone_offset_min"].as_i64().map(|m| m as i32),
+            t["stamps_used_for_alignment"].as_bool(),
+        );
+        let used = res.is_some_and(|r| r < 10_000_000);
+        check(
+            got == (res, zone, Some(used)),
+            format!(
+                "rank {}: time {t}, want {res:?} {zone:?} {used}",
+                r["global_rank"]
+            ),
+        );
+    }
     let (cg, cw) = (comms(&s["communicators"]), comms(&truth["communicators"]));
     check(
         cg == cw,

@@ -43,6 +43,7 @@ pub fn build(
                 "matched_ops": p.matched_kernels,
                 "volume_by_parallelism": volume_of(analysis, p.global_rank),
                 "identity": identity_entry(session, p),
+                "time": rank_time_entry(session, analysis, p),
             })
         })
         .collect();
@@ -367,4 +368,21 @@ fn identity_entry(session: &Session, p: &pipeline::ProcessSummary) -> Value {
         return json!({"matched_by": [], "confidence": 0.0, "export_only": true});
     }
     Value::Null
+}
+
+/// What the rank's log stamps are and how its export counts time (`ranks[].time`); `null` for a
+/// process that was not aligned.
+fn rank_time_entry(session: &Session, analysis: &Analysis, p: &pipeline::ProcessSummary) -> Value {
+    let Some(pm) = analysis.alignments.get(&p.process) else {
+        return Value::Null;
+    };
+    let f = pipeline::time_facts(session, pm);
+    json!({
+        "stamp_format": pipeline::stamp_format(&f),
+        "stamp_resolution_ns": f.stamp_resolution_ns,
+        "stamp_zone_offset_min": f.zone.map(|z| z.minutes),
+        "stamp_zone_support": f.zone.map(|z| z.support),
+        "stamps_used_for_alignment": f.stamps_used,
+        "export_time_base": f.export_time_base,
+    })
 }

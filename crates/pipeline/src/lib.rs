@@ -27,6 +27,7 @@ mod session;
 mod skew;
 mod sniff;
 mod span_facts;
+mod time_facts;
 mod timeline;
 mod volumes;
 mod window;
@@ -58,6 +59,7 @@ pub use session::{read_export, LoadedExport, LoadedLog, LogLoader, Session};
 pub use skew::{arrival_skew, CommSkew};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
 pub use span_facts::{annotate_spans, walk_span_facts, SpanFact};
+pub use time_facts::{stamp_format, time_facts, TimeFacts};
 pub use timeline::{
     op_byte, par_byte, Lod, Mark, Marker, MarkerKind, MarkerRow, Span, Timeline, Track, LOD_NO_OP,
     LOW_CONFIDENCE, PARALLELISMS,
