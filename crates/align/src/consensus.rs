@@ -145,22 +145,23 @@ fn all_to_all_streams(p: &ProcessInput<'_>, first: &[Option<usize>]) -> FxHashSe
         .collect()
 }
 
-/// The size (`nranks`) of the communicator whose lines the first alignment paired with most of
-/// the kernels of `stream`, if any.
-fn stream_ranks(p: &ProcessInput<'_>, first: &[Option<usize>], stream: u32) -> Option<u32> {
-    let mut votes: FxHashMap<u32, usize> = FxHashMap::default();
+/// Per kernel stream of a process: the size (`nranks`) of the communicator whose lines the first
+/// alignment paired with most of its kernels.
+fn stream_ranks(p: &ProcessInput<'_>, first: &[Option<usize>]) -> FxHashMap<u32, u32> {
+    let mut votes: FxHashMap<(u32, u32), usize> = FxHashMap::default();
     for (k, kern) in p.kernels.iter().enumerate() {
-        if kern.stream != stream {
-            continue;
-        }
         if let Some(o) = first.get(k).and_then(|l| l.and_then(|l| p.log_ops.get(l))) {
-            *votes.entry(o.nranks).or_default() += 1;
+            *votes.entry((kern.stream, o.nranks)).or_default() += 1;
         }
     }
-    votes
-        .into_iter()
-        .max_by_key(|&(n, v)| (v, std::cmp::Reverse(n)))
-        .map(|(n, _)| n)
+    let mut best: FxHashMap<u32, (usize, u32)> = FxHashMap::default();
+    for ((stream, n), v) in votes {
+        let e = best.entry(stream).or_insert((v, n));
+        if (v, std::cmp::Reverse(n)) > (e.0, std::cmp::Reverse(e.1)) {
+            *e = (v, n);
+        }
+    }
+    best.into_iter().map(|(s, (_, n))| (s, n)).collect()
 }
 
 /// Union-find over (process, stream) nodes.
@@ -244,6 +245,7 @@ fn domain(
         .map(|&p| collectives(&inputs[p], first[p]))
         .collect();
     let mut calls_of: Vec<Option<LogCalls>> = procs.iter().map(|_| None).collect();
+    let mut ranks_of: Vec<Option<FxHashMap<u32, u32>>> = procs.iter().map(|_| None).collect();
     // Nodes: (position in `procs`, stream).
     let mut node_of: FxHashMap<(usize, u32), usize> = FxHashMap::default();
     let mut sizes: Vec<usize> = Vec::new();
@@ -298,7 +300,12 @@ fn domain(
         // instances would interleave.
         let ranks = members
             .iter()
-            .filter_map(|&(a, s)| stream_ranks(&inputs[procs[a]], first[procs[a]], s))
+            .filter_map(|&(a, s)| {
+                let of = ranks_of[a].get_or_insert_with(|| {
+                    stream_ranks(&inputs[procs[a]], first[procs[a]])
+                });
+                of.get(&s).copied()
+            })
             .min();
         if ranks.is_some_and(|n| members.len() > n as usize) {
             continue;
