@@ -301,9 +301,8 @@ fn domain(
         let ranks = members
             .iter()
             .filter_map(|&(a, s)| {
-                let of = ranks_of[a].get_or_insert_with(|| {
-                    stream_ranks(&inputs[procs[a]], first[procs[a]])
-                });
+                let of = ranks_of[a]
+                    .get_or_insert_with(|| stream_ranks(&inputs[procs[a]], first[procs[a]]));
                 of.get(&s).copied()
             })
             .min();
