@@ -301,14 +301,16 @@ fn pair_block(block: &Block, out: &mut Identity) {
         {
             continue;
         }
-        // The runner-up: the best other candidate of either side still free.
-        let runner = cand
-            .iter()
-            .filter(|(a, b, _)| {
-                (*a == *i && *b != *j && !l_done[*b]) || (*b == *j && *a != *i && !x_done[*a])
-            })
-            .map(|(_, _, o)| o.score)
-            .fold(f64::NEG_INFINITY, f64::max);
+        // The runner-up: the best other candidate of either side still free (candidates are
+        // laid out export by export: its row, then its column).
+        let nl = block.logs.len();
+        let row = (0..nl)
+            .filter(|&b| b != *j && !l_done[b])
+            .map(|b| cand[*i * nl + b].2.score);
+        let column = (0..block.exports.len())
+            .filter(|&a| a != *i && !x_done[a])
+            .map(|a| cand[a * nl + *j].2.score);
+        let runner = row.chain(column).fold(f64::NEG_INFINITY, f64::max);
         let margin = s.score - runner;
         if margin <= 1e-9 {
             out.notes.push(format!(

@@ -60,7 +60,9 @@ pub struct Session {
     /// them, made again whenever a file is added.
     log_features: Vec<Vec<identity::LogProcess>>,
     export_features: Vec<Vec<identity::ExportProcess>>,
-    identity: identity::Identity,
+    /// Made when first asked for after a file was added (a page adding a thousand files pairs
+    /// once, at the analysis).
+    identity: std::sync::OnceLock<identity::Identity>,
 }
 
 /// Streams one log in, chunk by chunk, plain or gzip-compressed ([`ingest_nccl::LogStream`]:
@@ -142,7 +144,7 @@ impl Session {
         self.log_features.push(identity::log_processes(&log.parsed));
         self.logs.push(Arc::new(log));
         self.log_processes.push(mine);
-        self.pair_processes();
+        self.identity = std::sync::OnceLock::new();
         report
     }
 
@@ -203,13 +205,13 @@ impl Session {
         ));
         self.exports.push(Arc::new(loaded));
         self.export_processes.push(mine);
-        self.pair_processes();
+        self.identity = std::sync::OnceLock::new();
         report
     }
 
     /// Which log process each export process is ([`identity::pair`]).
     pub fn identity(&self) -> &identity::Identity {
-        &self.identity
+        self.identity.get_or_init(|| self.pair_processes())
     }
 
     /// The process key the analysis files export `export`'s process `pid` under: its log
@@ -220,12 +222,12 @@ impl Session {
             .get(export)
             .and_then(|e| e.export.hosts.first())
             .map_or("", String::as_str);
-        self.identity.key(export, pid, host)
+        self.identity().key(export, pid, host)
     }
 
     /// Pairs the log and export processes loaded so far (a process in several logs counts
     /// once, its clues merged).
-    fn pair_processes(&mut self) {
+    fn pair_processes(&self) -> identity::Identity {
         let mut logs: BTreeMap<&ProcessKey, identity::LogProcess> = BTreeMap::new();
         for p in self.log_features.iter().flatten() {
             match logs.get_mut(&p.process) {
@@ -238,7 +240,7 @@ impl Session {
         let logs: Vec<identity::LogProcess> = logs.into_values().collect();
         let exports: Vec<identity::ExportProcess> =
             self.export_features.iter().flatten().cloned().collect();
-        self.identity = identity::pair(&logs, &exports);
+        identity::pair(&logs, &exports)
     }
 
     /// One track per GPU of each process in the exports, NCCL kernels only, labelled and
