@@ -3,7 +3,7 @@
 #   fuzz/run.sh [seconds]        (default 60)
 # Seeds the corpus from the real fixtures when they are present (NCCLSCOPE_REAL_FIXTURES, else
 # the shared checkout next to the workspace) and from the committed regression inputs
-# (crates/ingest-nccl/tests/fuzz-regressions/).
+# (crates/ingest/nccl/tests/fuzz-regressions/).
 #
 # Every crash, timeout, out-of-memory or leak input libFuzzer finds (now, or left in
 # fuzz/artifacts/parse_log/ by an earlier run) that is not yet among the regression inputs is
@@ -13,7 +13,7 @@ set -euo pipefail
 
 secs="${1:-60}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-regressions="$(cd "$here/../crates/ingest-nccl/tests/fuzz-regressions" && pwd)"
+regressions="$(cd "$here/../crates/ingest/nccl/tests/fuzz-regressions" && pwd)"
 artifacts="$here/artifacts/parse_log"
 cd "$here"
 
@@ -62,7 +62,7 @@ for f in "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-* "$artifa
     [ "$known" = 1 ] && continue
     name="$(basename "$f")"
     cp "$f" "$regressions/fuzz-$name"
-    new+=("crates/ingest-nccl/tests/fuzz-regressions/fuzz-$name")
+    new+=("crates/ingest/nccl/tests/fuzz-regressions/fuzz-$name")
 done
 
 if [ "${#new[@]}" -gt 0 ]; then

@@ -2,11 +2,11 @@
 //! the merged file labels every communicator as the generator's truth, and a garbled input is
 //! refused (exit status 2) without leaving a half-written output.
 
-use ncclscope_tests::scratch_dir;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use testkit::scratch_dir;
 
 fn run(args: &[&str]) -> ExitCode {
     ncclscope_cli::run(std::iter::once("ncclscope").chain(args.iter().copied()))
@@ -72,7 +72,7 @@ fn per_node_aggregates_merge_into_the_truths_communicators() {
     args.extend(parts.iter().map(|p| s(p)));
     assert_eq!(run(&args), ExitCode::SUCCESS);
     let bytes = std::fs::read(&merged).unwrap();
-    let o = aggregate::Aggregate::open("run.agg", &bytes)
+    let o = aggregate_file::Aggregate::open("run.agg", &bytes)
         .unwrap()
         .overview;
     let truth: Value =
@@ -93,7 +93,7 @@ fn per_node_aggregates_merge_into_the_truths_communicators() {
     }
     // A node alone cannot tell its DP group (one member on each node).
     let alone = std::fs::read(&parts[0]).unwrap();
-    let alone = aggregate::Aggregate::open("alone", &alone)
+    let alone = aggregate_file::Aggregate::open("alone", &alone)
         .unwrap()
         .overview;
     assert!(alone.comms.iter().all(|c| c.parallelism != "DP"));
@@ -109,7 +109,7 @@ fn per_node_aggregates_merge_into_the_truths_communicators() {
         ExitCode::SUCCESS
     );
     let again = std::fs::read(&merged).unwrap();
-    let again = aggregate::Aggregate::open("again", &again)
+    let again = aggregate_file::Aggregate::open("again", &again)
         .unwrap()
         .overview;
     assert_eq!(again.ranks, o.ranks);

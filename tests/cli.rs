@@ -1,10 +1,11 @@
 //! The `ncclscope analyze` command on real inputs, checked against independent counts.
 
-use ncclscope_tests::{real_fixtures, scratch_dir};
 use regex::Regex;
 use serde_json::Value;
 use std::path::Path;
 use std::process::ExitCode;
+use testkit::fixtures::present as real_fixtures;
+use testkit::scratch_dir;
 
 fn analyze(paths: &[&Path], name: &str) -> (ExitCode, Value) {
     let out = scratch_dir(name).join("summary.json");

@@ -1,19 +1,19 @@
-//! The timeline's filter (`pipeline::filter_timeline`) and the marks drawn on its kernels
-//! (`pipeline::annotate_spans`) against independent counts over the enriched kernel records the
+//! The timeline's filter (`timeline::filter_timeline`) and the marks drawn on its kernels
+//! (`timeline::annotate_spans`) against independent counts over the enriched kernel records the
 //! exports write (`export::kernel_records`), on generator runs: the demo (every imperfection a
 //! little) and one with a fifth of the log lines dropped (many unmatched kernels).
 
 use export::fields;
-use pipeline::{
-    analyse, annotate_spans, filter_timeline, Analysis, Filter, Mark, Session, UserSizes,
-};
+use load::Session;
+use pipeline::{analyse, Analysis, UserSizes};
+use timeline::{annotate_spans, filter_timeline, Filter, Mark};
 
 fn session_of(preset: &str) -> Session {
-    ncclscope_tests::generated_session(preset)
+    testkit::sessions::generated(preset)
 }
 
 fn kept(session: &Session, analysis: &Analysis, query: &str) -> u64 {
-    let timeline = session.timeline(&analysis.processes, &analysis.clocks);
+    let timeline = timeline::build(session, &analysis.processes, &analysis.clocks);
     let filter = Filter::parse(query).unwrap();
     let (t, counts) = filter_timeline(analysis, &timeline, &analysis.clocks, &filter);
     let spans: usize = t.tracks.iter().map(|t| t.spans.len()).sum();
@@ -79,7 +79,7 @@ fn check_run(preset: &str) -> u64 {
         "{preset}"
     );
     let low =
-        count(&|r| arg_f64(r, fields::CONFIDENCE).is_some_and(|c| c < pipeline::LOW_CONFIDENCE));
+        count(&|r| arg_f64(r, fields::CONFIDENCE).is_some_and(|c| c < timeline::LOW_CONFIDENCE));
     assert_eq!(kept(&session, &analysis, "status:low"), low, "{preset}");
     let mib = 1u64 << 20;
     let big = count(&|r| arg_u64(r, fields::MESSAGE_SIZE_BYTES).is_some_and(|b| b >= mib));
@@ -119,7 +119,7 @@ fn check_run(preset: &str) -> u64 {
     assert_eq!(kept(&session, &analysis, "dp rank:0,1"), both, "{preset}");
 
     // The marks drawn equal the records' match status.
-    let mut timeline = session.timeline(&analysis.processes, &analysis.clocks);
+    let mut timeline = timeline::build(&session, &analysis.processes, &analysis.clocks);
     annotate_spans(&analysis, &mut timeline, &analysis.clocks);
     let spans = || timeline.tracks.iter().flat_map(|t| &t.spans);
     assert_eq!(
@@ -130,7 +130,7 @@ fn check_run(preset: &str) -> u64 {
         spans().filter(|s| s.mark == Mark::LowConfidence).count() as u64,
         low
     );
-    let dp = pipeline::par_byte(enrich::Parallelism::DP);
+    let dp = timeline::par_byte(enrich::Parallelism::DP);
     assert_eq!(
         spans().filter(|s| s.par == dp).count() as u64,
         count(&|r| r.parallelism == Some("DP"))
@@ -158,8 +158,8 @@ fn the_original_clock_filters_alike() {
     let session = session_of("demo");
     let analysis = analyse(&session, &UserSizes::default());
     let none = pipeline::ClockSync::default();
-    let synced = session.timeline(&analysis.processes, &analysis.clocks);
-    let own = session.timeline(&analysis.processes, &none);
+    let synced = timeline::build(&session, &analysis.processes, &analysis.clocks);
+    let own = timeline::build(&session, &analysis.processes, &none);
     for q in ["op:AllReduce", "status:unmatched", "par:TP", "size:>=1MiB"] {
         let f = Filter::parse(q).unwrap();
         let a = filter_timeline(&analysis, &synced, &analysis.clocks, &f).1;
@@ -172,7 +172,7 @@ fn the_original_clock_filters_alike() {
 fn nvtx_rows_show_the_lowest_ranks_iterations_and_phases() {
     let session = session_of("demo");
     let analysis = analyse(&session, &UserSizes::default());
-    let (t, _) = pipeline::TimelineView::default()
+    let (t, _) = timeline::TimelineView::default()
         .timeline(&session, &analysis)
         .unwrap();
     assert_eq!(t.markers.len(), 2);
@@ -184,8 +184,8 @@ fn nvtx_rows_show_the_lowest_ranks_iterations_and_phases() {
     let phases = &t.markers[1];
     assert_eq!(phases.label, "NVTX phases (rank 0)");
     for (kind, text) in [
-        (pipeline::MarkerKind::Forward, "forward"),
-        (pipeline::MarkerKind::Backward, "backward"),
+        (timeline::MarkerKind::Forward, "forward"),
+        (timeline::MarkerKind::Backward, "backward"),
     ] {
         assert!(phases
             .ranges

@@ -9,7 +9,7 @@
 //!
 //! `REALISM_ONLY=substring` runs the cases whose name contains it (all by default).
 
-use ncclscope_tests::scratch_dir;
+use testkit::scratch_dir;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
@@ -695,7 +695,7 @@ fn exports_alone_show_every_process() {
 /// kernels by type summing to its kernels.
 #[test]
 fn real_exports_put_every_nccl_kernel_under_a_rank() {
-    let Some(root) = ncclscope_tests::real_fixtures() else {
+    let Some(root) = testkit::fixtures::present() else {
         return;
     };
     let dir = root.join("nsys");

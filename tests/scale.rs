@@ -6,13 +6,13 @@
 //! true counts, every communicator with its true members and parallelism, every kernel at its
 //! true time.
 
-use ncclscope_tests::scratch_dir;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use testkit::scratch_dir;
 
 /// The Python that has DuckDB and Dask (`scripts/setup` makes `.venv`).
 fn python() -> PathBuf {
@@ -258,7 +258,7 @@ fn a_1024_rank_run_as_per_node_aggregates_merged_into_the_runs() {
     ];
     assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS);
     let bytes = std::fs::read(&merged).unwrap();
-    let agg = aggregate::Aggregate::open("run.agg", &bytes).unwrap();
+    let agg = aggregate_file::Aggregate::open("run.agg", &bytes).unwrap();
     let o = &agg.overview;
     assert!(o.notes.is_empty(), "{:?}", o.notes);
 

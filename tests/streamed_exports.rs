@@ -1,13 +1,14 @@
 //! The command writes its exports rank by rank (`export::records_by_rank` into `CsvWriter`,
-//! `TraceWriter`, `aggregate::Builder`), never holding the run's records: the files must be byte
+//! `TraceWriter`, `aggregate_file::Builder`), never holding the run's records: the files must be byte
 //! for byte those of the whole records (`export::kernel_records` into `csv_of`, `trace_of`,
-//! `aggregate::build`), on generator runs with every imperfection, ranks spread over nodes, and
+//! `aggregate_file::build`), on generator runs with every imperfection, ranks spread over nodes, and
 //! kernels no log line names.
 
-use pipeline::{analyse, Session, UserSizes};
+use load::Session;
+use pipeline::{analyse, UserSizes};
 
 fn check(preset: &str) {
-    check_session(preset, &ncclscope_tests::generated_session(preset));
+    check_session(preset, &testkit::sessions::generated(preset));
 }
 
 fn check_session(preset: &str, session: &Session) {
@@ -21,7 +22,7 @@ fn check_session(preset: &str, session: &Session) {
     assert_eq!(nvtx, whole.nvtx, "{preset}: NVTX ranges");
     let mut csv = export::CsvWriter::new(Vec::new()).unwrap();
     let mut trace = export::TraceWriter::new(Vec::new(), &hosts, &nvtx).unwrap();
-    let mut agg = aggregate::Builder::new(session, &analysis, None);
+    let mut agg = aggregate_file::Builder::new(session, &analysis, None);
     let mut streamed = Vec::new();
     let mut last_rank = None;
     for batch in export::records_by_rank(session, &analysis) {
@@ -48,7 +49,7 @@ fn check_session(preset: &str, session: &Session) {
     assert_eq!(trace, want, "{preset}: Chrome trace");
     assert_eq!(
         agg.finish(),
-        aggregate::build(session, &analysis, &whole, None),
+        aggregate_file::build(session, &analysis, &whole, None),
         "{preset}: aggregate"
     );
 }
@@ -77,7 +78,7 @@ fn kernels_without_log_lines() {
         .collect();
     assert!(logs.len() >= 2, "{preset}: one log per rank");
     for (i, (name, bytes)) in logs.iter().take(logs.len() / 2).enumerate() {
-        let mut loader = pipeline::LogLoader::new(name, i as u32);
+        let mut loader = load::LogLoader::new(name, i as u32);
         loader.feed(bytes);
         session.add_log(loader.finish(bytes.len() as u64));
     }

@@ -2,10 +2,10 @@
 //! per-rank operation counts and bytes per type, kernels per rank, global ranks, the
 //! communicator groups, and the parallelism inferred for each communicator.
 
-use ncclscope_tests::scratch_dir;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
+use testkit::scratch_dir;
 
 /// What `analyze` wrote for a run.
 struct Analyzed {

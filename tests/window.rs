@@ -1,12 +1,14 @@
-//! The aggregate of a time window (`pipeline::window_summary`, shown by the page and carried by
+//! The aggregate of a time window (`analyses::window_summary`, shown by the page and carried by
 //! self-contained links) against an independent count over the enriched kernel records the
 //! exports write (`export::kernel_records`), on the generator's demo run.
 
-use pipeline::{analyse, window_summary, Session, UserSizes, WindowRow};
+use analyses::{window_summary, WindowRow};
+use load::Session;
+use pipeline::{analyse, UserSizes};
 use std::collections::BTreeMap;
 
 fn demo_session() -> Session {
-    ncclscope_tests::generated_session("demo")
+    testkit::sessions::generated("demo")
 }
 
 /// Per operation: the matched kernel records overlapping the window.
@@ -69,7 +71,7 @@ fn window_aggregates_equal_the_enriched_records() {
     // The middle third is a real subset, not everything or nothing.
     let all = window_summary(&analysis, lo, hi + 1);
     let mid = window_summary(&analysis, lo + third, hi - third);
-    let count = |w: &pipeline::WindowSummary| w.per_op.iter().map(|r| r.kernels).sum::<u64>();
+    let count = |w: &analyses::WindowSummary| w.per_op.iter().map(|r| r.kernels).sum::<u64>();
     assert!(count(&mid) > 0 && count(&mid) < count(&all));
 }
 

@@ -63,7 +63,7 @@ for (const kind of ['nsys', 'nccl']) {
   });
 }
 
-// The page's table scans read cells as JavaScript numbers (crates/sqlsource-sqljs/js/sql-batch.js):
+// The page's table scans read cells as JavaScript numbers (crates/ingest/sql-sqljs/js/sql-batch.js):
 // an integer past 2^53 must send its row the exact (BigInt) way, ids packed past 2^53 come in
 // halves, and cells of other types than their column's must come through as rusqlite gives them.
 test('exports with integers past 2^53 and cells of every type give the same records in the page', { skip: !haveFixtures }, async () => {

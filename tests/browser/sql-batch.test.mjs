@@ -1,4 +1,4 @@
-// The table-scan reader the page's workers use for exports (crates/sqlsource-sqljs/js/sql-batch.js),
+// The table-scan reader the page's workers use for exports (crates/ingest/sql-sqljs/js/sql-batch.js),
 // run in Node on the page's own sql.js: reading numeric cells straight from SQLite must give
 // every cell exactly as sql.js's `get()` path gives it (NULLs, integers up to 2^53 and past it,
 // whole and fractional reals, texts, blobs, columns past the row's end), and must really be the
@@ -14,7 +14,7 @@ const require = createRequire(import.meta.url);
 globalThis.self = globalThis;
 const initSqlJs = require(path.join(ROOT, 'node_modules/sql.js/dist/sql-wasm.js'));
 // The script defines `self.ncclscopeSqlBatch`, as `importScripts` runs it in a worker.
-new Function(fs.readFileSync(path.join(ROOT, 'crates/sqlsource-sqljs/js/sql-batch.js'), 'utf8'))();
+new Function(fs.readFileSync(path.join(ROOT, 'crates/ingest/sql-sqljs/js/sql-batch.js'), 'utf8'))();
 
 const ROWS = [
   'NULL, 0, -1, 9007199254740991',

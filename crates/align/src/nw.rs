@@ -1355,23 +1355,8 @@ fn near_edge(al: &Alignment, lo: &[usize], hi: &[usize], m: usize, margin: usize
 mod tests {
     use super::*;
 
-    /// A tiny deterministic PRNG (SplitMix64) for property tests.
-    pub(crate) struct Rng(u64);
-    impl Rng {
-        pub(crate) fn new(seed: u64) -> Rng {
-            Rng(seed)
-        }
-        pub(crate) fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        pub(crate) fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    /// The property tests' PRNG.
+    pub(crate) use model::rng::SplitMix64 as Rng;
 
     struct Letters<'a> {
         a: &'a [u8],
@@ -1450,7 +1435,7 @@ mod tests {
 
     #[test]
     fn full_and_fast_agree_on_random_sequences() {
-        let mut rng = Rng::new(7);
+        let mut rng = Rng::from_state(7);
         let models = [
             GapModel {
                 open: -500,
@@ -1653,7 +1638,7 @@ mod tests {
 
     #[test]
     fn full_and_fast_agree_on_fused_p2p_streams() {
-        let mut rng = Rng::new(5);
+        let mut rng = Rng::from_state(5);
         let (rounds, most) = if cfg!(debug_assertions) {
             (12, 500)
         } else {
@@ -1730,7 +1715,7 @@ mod tests {
     #[test]
     #[ignore]
     fn timing_full_vs_fast() {
-        let mut rng = Rng::new(11);
+        let mut rng = Rng::from_state(11);
         let g = GapModel {
             open: -500,
             step: -100,
@@ -1756,7 +1741,7 @@ mod tests {
             );
             assert_eq!(f.score, q.score);
         }
-        let mut base_rng = Rng::new(12);
+        let mut base_rng = Rng::from_state(12);
         let (a, b) = noisy_pair(&mut base_rng, 111_000, 5);
         let sc = Letters {
             a: &a,

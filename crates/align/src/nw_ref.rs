@@ -658,19 +658,7 @@ mod tests {
     use crate::nw;
     use crate::nw::{Alignment, FastOptions, GapModel, Score, NEG};
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use model::rng::SplitMix64 as Rng;
 
     /// Letters with weights, forbidden pairs, a run bonus, fusion of 0-runs and optional hints.
     struct Letters {
@@ -781,7 +769,7 @@ mod tests {
 
     #[test]
     fn fast_dp_matches_the_reference() {
-        let mut rng = Rng(2024);
+        let mut rng = Rng::from_state(2024);
         let rounds = if cfg!(debug_assertions) { 300 } else { 1500 };
         for round in 0..rounds {
             let len = match round % 20 {
@@ -849,7 +837,7 @@ mod tests {
     #[test]
     fn fast_dp_matches_the_reference_on_long_runs_of_one_symbol() {
         // Many equal-scoring paths: tie-breaking must be the same everywhere.
-        let mut rng = Rng(5);
+        let mut rng = Rng::from_state(5);
         for round in 0..40 {
             let n = 1 + rng.below(300) as usize;
             let m = 1 + rng.below(300) as usize;

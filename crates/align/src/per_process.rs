@@ -1469,19 +1469,12 @@ mod reference_tests {
         }
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            (z ^ (z >> 31)) % n
-        }
-        fn maybe<T>(&mut self, f: impl FnOnce(&mut Rng) -> T) -> Option<T> {
-            let v = f(self);
-            (self.below(4) != 0).then_some(v)
-        }
+    use model::rng::SplitMix64 as Rng;
+
+    /// `f`'s value three times in four.
+    fn maybe<T>(rng: &mut Rng, f: impl FnOnce(&mut Rng) -> T) -> Option<T> {
+        let v = f(rng);
+        (rng.below(4) != 0).then_some(v)
     }
 
     const OPS: [OpType; 7] = [
@@ -1508,27 +1501,26 @@ mod reference_tests {
             } else {
                 Some(op)
             },
-            red_op: rng
-                .maybe(|rng| [RedOp::Sum, RedOp::Max][rng.below(2) as usize])
+            red_op: maybe(rng, |rng| [RedOp::Sum, RedOp::Max][rng.below(2) as usize])
                 .filter(|_| diverse),
-            datatype: rng
-                .maybe(|rng| [DataType::Float32, DataType::Float16][rng.below(2) as usize]),
-            algo: rng
-                .maybe(|rng| [Algo::Ring, Algo::Tree][rng.below(2) as usize])
+            datatype: maybe(rng, |rng| {
+                [DataType::Float32, DataType::Float16][rng.below(2) as usize]
+            }),
+            algo: maybe(rng, |rng| [Algo::Ring, Algo::Tree][rng.below(2) as usize])
                 .filter(|_| diverse),
-            proto: rng
-                .maybe(|rng| [Proto::LL, Proto::Simple][rng.below(2) as usize])
+            proto: maybe(rng, |rng| [Proto::LL, Proto::Simple][rng.below(2) as usize])
                 .filter(|_| diverse),
-            channels: rng
-                .maybe(|rng| 1 + rng.below(3) as u32)
+            channels: maybe(rng, |rng| 1 + rng.below(3) as u32)
                 .map(|c| if diverse { c } else { 2 }),
             stream: 0,
-            time_ns: rng.maybe(|rng| {
+            time_ns: maybe(rng, |rng| {
                 1_000_000_000 + t as i64 * 1_000_000 + rng.below(40_000) as i64
                     - if kernel { 0 } else { 30_000 }
             }),
             members: u32::from(kernel || rng.below(12) != 0),
-            call: rng.maybe(|rng| (0xc0 + rng.below(2), t as u64 / 2 + rng.below(2))),
+            call: maybe(rng, |rng| {
+                (0xc0 + rng.below(2), t as u64 / 2 + rng.below(2))
+            }),
         }
     }
 
@@ -1548,7 +1540,7 @@ mod reference_tests {
 
     #[test]
     fn precomputed_scores_and_alignments_match_the_reference() {
-        let mut rng = Rng(99);
+        let mut rng = Rng::from_state(99);
         let scorings = [Scoring::rich(), Scoring::thesis(), odd_scoring()];
         let rounds = if cfg!(debug_assertions) { 60 } else { 300 };
         let mut tables = 0;
@@ -1628,7 +1620,7 @@ mod reference_tests {
 
     #[test]
     fn centi_rounds_like_round() {
-        let mut rng = Rng(3);
+        let mut rng = Rng::from_state(3);
         let mut xs = vec![
             0.0,
             -0.0,

@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn fixtures() -> Option<Vec<PathBuf>> {
-    let dir = real_fixtures::dir("nsys")?;
-    let files: Vec<PathBuf> = real_fixtures::files_in(&dir, "sqlite")
+    let dir = testkit::fixtures::dir("nsys")?;
+    let files: Vec<PathBuf> = testkit::fixtures::files_in(&dir, "sqlite")
         .into_iter()
         .filter(|p| p.to_string_lossy().contains("mfu_2gpu"))
         .collect();

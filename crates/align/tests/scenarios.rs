@@ -10,23 +10,7 @@ use model::log::{LogOp, ProcessKey, SourceLine};
 use model::nsys::{Kernel, KernelName};
 use model::{Algo, DataType, OpType, Proto, RedOp};
 
-/// SplitMix64: small and deterministic.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-}
+use model::rng::SplitMix64 as Rng;
 
 #[derive(Clone, Copy, Debug)]
 enum Drops {
@@ -244,7 +228,7 @@ struct Row {
 }
 
 fn run(g: Gen, seed: u64) -> Row {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_state(seed);
     let (mut th, mut bl, mut ri) = (Vec::new(), Vec::new(), Vec::new());
     for rank in 0..4 {
         let r = make_rank(&mut rng, rank, 200, g);
@@ -336,7 +320,7 @@ fn duplicated_logging_and_two_streams() {
         }
     }
     // The report flags the 2:1 duplication and the fused Send/Recv kernels.
-    let mut rng = Rng(3);
+    let mut rng = Rng::from_state(3);
     let g = Gen {
         drops: Drops::None,
         timestamps: false,
@@ -385,7 +369,7 @@ fn seed_sweep() {
 #[ignore]
 fn large_rank() {
     for timestamps in [false, true] {
-        let mut rng = Rng(5);
+        let mut rng = Rng::from_state(5);
         let g = Gen {
             drops: Drops::Both,
             timestamps,

@@ -4,8 +4,8 @@
 //! The merge streams: it reads the inputs' headers, overviews and anchors, then copies each rank's
 //! section from its input to the output once, so its memory is the overviews and one section.
 
-use aggregate::format::{Block, HEADER_LEN};
-use aggregate::{Aggregate, Header, Input, Merge, Overview, RankDetail};
+use aggregate_file::format::{Block, HEADER_LEN};
+use aggregate_file::{Aggregate, Header, Input, Merge, Overview, RankDetail};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 use std::fs::File;
@@ -67,7 +67,7 @@ fn merge(out: &Path, paths: &[PathBuf]) -> Result<ExitCode, String> {
         let mut file = File::open(&path).map_err(|e| format!("{name}: {e}"))?;
         let mut head = vec![0u8; HEADER_LEN];
         let n = read_up_to(&mut file, &mut head).map_err(|e| format!("{name}: {e}"))?;
-        if !aggregate::is_aggregate(&head[..n]) {
+        if !aggregate_file::is_aggregate(&head[..n]) {
             eprintln!("ncclscope: {name}: not an ncclscope aggregate; skipped");
             continue;
         }
@@ -75,9 +75,9 @@ fn merge(out: &Path, paths: &[PathBuf]) -> Result<ExitCode, String> {
         let header = Header::decode(&name, &head[..n], len).map_err(|e| e.to_string())?;
         let block = read_block(&mut file, header.overview).map_err(|e| format!("{name}: {e}"))?;
         let overview =
-            aggregate::read_overview(&name, &header, &block).map_err(|e| e.to_string())?;
+            aggregate_file::read_overview(&name, &header, &block).map_err(|e| e.to_string())?;
         let block = read_block(&mut file, header.anchors).map_err(|e| format!("{name}: {e}"))?;
-        let anchors = aggregate::read_anchors(&name, &header, &overview, &block)
+        let anchors = aggregate_file::read_anchors(&name, &header, &overview, &block)
             .map_err(|e| e.to_string())?;
         inputs.push(Input {
             file: name,
@@ -161,7 +161,7 @@ fn show(path: &Path, rank: Option<u32>) -> Result<ExitCode, String> {
 
 /// The overview with the summary JSON's names (`ops_by_type`, `bytes_by_type`, `matched_ops`).
 pub fn overview_json(o: &Overview) -> Value {
-    let by_type = |ops: &[aggregate::overview::OpCount]| {
+    let by_type = |ops: &[aggregate_file::overview::OpCount]| {
         let counts: Map<String, Value> =
             ops.iter().map(|x| (x.op.clone(), json!(x.count))).collect();
         let bytes: Map<String, Value> =
@@ -209,7 +209,7 @@ pub fn overview_json(o: &Overview) -> Value {
             })
         })
         .collect();
-    let sizes = |s: &Option<aggregate::overview::Sizes>| {
+    let sizes = |s: &Option<aggregate_file::overview::Sizes>| {
         s.map(|s| json!({"tp": s.tp, "cp": s.cp, "ep": s.ep, "dp": s.dp, "pp": s.pp}))
     };
     json!({

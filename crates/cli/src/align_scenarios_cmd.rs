@@ -22,8 +22,8 @@ pub fn run(args: &AlignScenariosArgs) -> Result<ExitCode, String> {
     if args.seeds == 0 {
         return Err("--seeds must be at least 1".into());
     }
-    let results = scenarios::sweep(args.seeds, args.first_seed)?;
-    print!("{}", scenarios::markdown(&results));
+    let results = accuracy::sweep(args.seeds, args.first_seed)?;
+    print!("{}", accuracy::markdown(&results));
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())? + "\n";
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;

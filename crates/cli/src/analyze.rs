@@ -2,7 +2,8 @@
 
 use crate::{inputs, summary};
 use clap::Args;
-use pipeline::{Analysis, Session, UserSizes};
+use load::Session;
+use pipeline::{Analysis, UserSizes};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -84,8 +85,9 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let theory = theory_config(args)?;
     let analysis = pipeline::analyse(&session, &sizes);
     let hardware = hardware(&args.hardware, &session)?;
-    let mut summary = summary::build(&session, &reports, &analysis, theory.as_ref());
-    summary["time"] = summary::time_entry(&analysis, &hardware);
+    let volumes = analyses::observed_volumes(&session, &analysis.communicators, &analysis.layout);
+    let mut summary = summary::build(&session, &reports, &analysis, &volumes, theory.as_ref());
+    summary["time"] = summary::time_entry(&analysis, &volumes, &hardware);
     if let Some(cfg) = &theory {
         // Where the thesis' figure 5.30 marks the histogram: one microbatch's activation b·s·h·β.
         let m = &cfg.model;
@@ -160,7 +162,7 @@ fn hardware(name: &str, session: &Session) -> Result<theory::Hardware, String> {
         "h200" => theory::Hardware::h200(),
         "b200" => theory::Hardware::b200(),
         "topology" => {
-            pipeline::hardware_from_topology(session).unwrap_or_else(theory::Hardware::a100)
+            analyses::hardware_from_topology(session).unwrap_or_else(theory::Hardware::a100)
         }
         other => {
             return Err(format!(
@@ -240,7 +242,7 @@ fn write_exports(
     let mut aggregate = args
         .aggregate
         .as_ref()
-        .map(|p| (p, aggregate::Builder::new(session, analysis, given)));
+        .map(|p| (p, aggregate_file::Builder::new(session, analysis, given)));
     for batch in export::records_by_rank(session, analysis) {
         if let Some((p, w)) = &mut trace {
             w.write(&batch.kernels).map_err(at(p))?;

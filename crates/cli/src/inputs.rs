@@ -1,6 +1,6 @@
 //! Finding and loading input files: directories are walked, files are recognised by content.
 
-use pipeline::{sniff, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
+use load::{sniff, FileReport, InputKind, LogLoader, Session, SNIFF_BYTES};
 use sqlsource_native::NativeDb;
 use std::fs::File;
 use std::io::Read;

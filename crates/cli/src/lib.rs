@@ -6,7 +6,7 @@
 mod aggregate_cmd;
 mod align_scenarios_cmd;
 mod analyze;
-mod inputs;
+pub mod inputs;
 mod summary;
 mod synth_cmd;
 mod theory_cmd;

@@ -1,7 +1,9 @@
 //! The summary JSON of `analyze --json`; field names are the contract's.
 
+use analyses::{compare_volumes, RankVolume};
+use load::{FileReport, Session};
 use model::OpType;
-use pipeline::{compare_volumes, Analysis, FileReport, Session};
+use pipeline::Analysis;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use theory::TheoryConfig;
@@ -10,6 +12,7 @@ pub fn build(
     session: &Session,
     reports: &[FileReport],
     analysis: &Analysis,
+    volumes: &[RankVolume],
     theory: Option<&TheoryConfig>,
 ) -> Value {
     let alignments = &analysis.alignments;
@@ -41,7 +44,7 @@ pub fn build(
                 "kernel_busy_ns": p.kernel_tally.busy_ns,
                 "nvtx_bytes_by_type": p.kernel_tally.nvtx_bytes_by_type,
                 "matched_ops": p.matched_kernels,
-                "volume_by_parallelism": volume_of(analysis, p.global_rank),
+                "volume_by_parallelism": volume_of(volumes, p.global_rank),
                 "identity": identity_entry(session, p),
                 "time": rank_time_entry(session, analysis, p),
             })
@@ -49,8 +52,8 @@ pub fn build(
         .collect();
 
     let labels = &analysis.layout.comms;
-    let skews = pipeline::arrival_skew(session, analysis);
-    let stats = pipeline::comm_stats(session, analysis);
+    let skews = analyses::arrival_skew(session, analysis);
+    let stats = analyses::comm_stats(session, analysis);
     let communicators: Vec<Value> = analysis
         .communicators
         .comms
@@ -82,7 +85,7 @@ pub fn build(
         "evidence": layout.evidence,
         "confidence": layout.confidence,
         // The datatype size carrying most logged bytes: the model's β as the logs show it.
-        "bytes_per_element": pipeline::dominant_element_bytes(session),
+        "bytes_per_element": analyses::dominant_element_bytes(session),
     });
 
     let log_ops: u64 = session
@@ -124,8 +127,8 @@ pub fn build(
 
     let clocks = clocks_entry(analysis);
     let theory = match theory {
-        Some(cfg) => theory_entries(cfg, analysis),
-        None => observed_only_entries(analysis),
+        Some(cfg) => theory_entries(cfg, analysis, volumes),
+        None => observed_only_entries(volumes),
     };
 
     let mut warnings: Vec<Value> = Vec::new();
@@ -165,8 +168,8 @@ pub fn build(
 
 /// The contract's `theory` entries for the config's model and layout: the theory crate's entry
 /// with the observed mean over the ranks it holds for, plus each rank's observation.
-fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis) -> Vec<Value> {
-    compare_volumes(cfg, analysis)
+fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis, volumes: &[RankVolume]) -> Vec<Value> {
+    compare_volumes(cfg, volumes)
         .iter()
         .map(|c| {
             let mut v = theory::entry_json(&c.entry, c.observed_mean());
@@ -192,9 +195,9 @@ fn theory_entries(cfg: &TheoryConfig, analysis: &Analysis) -> Vec<Value> {
 
 /// With no config there is no theory: the observed volume per parallelism alone, so the
 /// numbers are still there to compare by hand (`theoretical_bytes` and `ratio` are null).
-fn observed_only_entries(analysis: &Analysis) -> Vec<Value> {
+fn observed_only_entries(volumes: &[RankVolume]) -> Vec<Value> {
     let mut per: BTreeMap<&'static str, Vec<(u32, u64)>> = BTreeMap::new();
-    for v in &analysis.volumes {
+    for v in volumes {
         for (p, &b) in &v.by_parallelism {
             per.entry(p.name()).or_default().push((v.global_rank, b));
         }
@@ -216,8 +219,8 @@ fn observed_only_entries(analysis: &Analysis) -> Vec<Value> {
 
 /// Observed kernel time beside the time model's, per operation type and size bucket, and the
 /// message-size histogram per parallelism.
-pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {
-    let rows: Vec<Value> = pipeline::predicted_times(analysis, hw)
+pub fn time_entry(analysis: &Analysis, volumes: &[RankVolume], hw: &theory::Hardware) -> Value {
+    let rows: Vec<Value> = analyses::predicted_times(analysis, hw)
         .iter()
         .map(|r| {
             json!({
@@ -231,7 +234,7 @@ pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {
         })
         .collect();
     let mut sizes: BTreeMap<&'static str, BTreeMap<u64, u64>> = BTreeMap::new();
-    for v in &analysis.volumes {
+    for v in volumes {
         for (p, hist) in &v.message_sizes {
             let h = sizes.entry(p.name()).or_default();
             for (b, n) in hist {
@@ -258,7 +261,7 @@ pub fn time_entry(analysis: &Analysis, hw: &theory::Hardware) -> Value {
 }
 
 /// How unevenly the members reached the communicator's collectives, and who was last.
-fn skew_entry(s: &pipeline::CommSkew) -> Value {
+fn skew_entry(s: &analyses::CommSkew) -> Value {
     let straggler = s.slowest.iter().max_by_key(|(_, n)| **n);
     json!({
         "instances": s.instances,
@@ -269,9 +272,9 @@ fn skew_entry(s: &pipeline::CommSkew) -> Value {
     })
 }
 
-/// One rank's observed link traffic per parallelism (bytes; `pipeline::volumes`).
-fn volume_of(analysis: &Analysis, rank: u32) -> Value {
-    let v = analysis.volumes.iter().find(|v| v.global_rank == rank);
+/// One rank's observed link traffic per parallelism (bytes; `analyses::volumes`).
+fn volume_of(volumes: &[RankVolume], rank: u32) -> Value {
+    let v = volumes.iter().find(|v| v.global_rank == rank);
     Value::Object(
         v.map(|v| {
             v.by_parallelism
@@ -324,7 +327,7 @@ fn clocks_entry(analysis: &Analysis) -> Value {
 fn input_entry(r: &FileReport) -> Value {
     let mut v = json!({
         "path": r.name,
-        "kind": if r.error.is_some() && r.kind == pipeline::InputKind::Unknown { "unknown" } else { r.kind.label() },
+        "kind": if r.error.is_some() && r.kind == load::InputKind::Unknown { "unknown" } else { r.kind.label() },
         "bytes": r.bytes,
         "warnings": r.diagnostics.len() + usize::from(r.error.is_some()),
     });
@@ -376,9 +379,9 @@ fn rank_time_entry(session: &Session, analysis: &Analysis, p: &pipeline::Process
     let Some(pm) = analysis.alignments.get(&p.process) else {
         return Value::Null;
     };
-    let f = pipeline::time_facts(session, pm);
+    let f = analyses::time_facts(session, pm);
     json!({
-        "stamp_format": pipeline::stamp_format(&f),
+        "stamp_format": analyses::stamp_format(&f),
         "stamp_resolution_ns": f.stamp_resolution_ns,
         "stamp_zone_offset_min": f.zone.map(|z| z.minutes),
         "stamp_zone_support": f.zone.map(|z| z.support),

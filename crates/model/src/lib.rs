@@ -13,6 +13,7 @@ pub mod log;
 pub mod log_ops;
 pub mod nccl;
 pub mod nsys;
+pub mod rng;
 pub mod rows;
 
 pub use diag::{Diagnostic, Severity};

@@ -3,13 +3,12 @@
 //! process `identity` paired it with. Processes seen on one side only are listed, never
 //! guessed.
 
-use crate::process_rows::{ProcessKernels, ProcessOps};
-use crate::session::Session;
 use align::{
     align_all_reusing_with, AlignConfig, Aligned, KernelMatch, ProcessAlignment, ProcessInput,
     Redone, Reuse, Runner,
 };
 use ingest_nsys::KernelNameCache;
+use load::{ProcessKernels, ProcessOps, Session};
 use model::log::{LogOp, ProcessKey};
 use model::nsys::{Kernel, KernelName, NvtxRange};
 use model::OpType;
@@ -214,7 +213,7 @@ impl Prepared {
 fn whole_records(
     p: &Prepared,
     shift: i64,
-    exports: &[std::sync::Arc<crate::session::LoadedExport>],
+    exports: &[std::sync::Arc<load::LoadedExport>],
     name_cache: &mut KernelNameCache,
 ) -> Whole {
     let kernels: Vec<Kernel> = p

@@ -7,11 +7,9 @@ use crate::alignment::{align_session_reusing, Alignments, SessionFiles};
 use crate::clocks::synchronise_clocks;
 use crate::incremental::Rerun;
 use crate::processes::{process_summaries, ProcessSummary};
-use crate::session::Session;
-use crate::session::TrackInputs;
-use crate::volumes::{observed_volumes, RankVolume};
 use align::{AlignConfig, Runner};
 use enrich::{ClockSync, Communicators, Hints, LayoutInference, Sizes};
+use load::Session;
 use model::log::CommInit;
 use std::collections::BTreeMap;
 
@@ -23,13 +21,25 @@ pub struct Analysis {
     pub processes: Vec<ProcessSummary>,
     /// Every rank's clock against the lowest rank's, from the aligned collectives' kernels.
     pub clocks: ClockSync,
-    /// Every rank's observed link traffic per parallelism, from the logs.
-    pub volumes: Vec<RankVolume>,
     /// Training iterations seen (NVTX iteration ranges), for per-iteration figures.
     pub iterations: Option<u32>,
     /// What each track of the last timeline built from this analysis (or the one it was
-    /// derived from) was built from, by GPU: see [`crate::timeline_incremental`].
-    pub(crate) track_inputs: BTreeMap<(String, u32, u32), TrackInputs>,
+    /// derived from) was built from, by GPU: kept for `timeline::incremental`, which reads and
+    /// replaces it; nothing else should.
+    pub track_inputs: BTreeMap<(String, u32, u32), TrackInputs>,
+}
+
+/// Everything one GPU's track is built from, besides its kernels' records: which exports hold
+/// them (index, count; loaded files never change, so within a growing session equal sources
+/// mean equal kernels), the process's global rank and host, and its rank's clock (offset and
+/// drift bits, reference time). Equal inputs give an equal track.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackInputs {
+    /// (host, pid, device).
+    pub gpu: (String, u32, u32),
+    pub sources: Vec<(u32, u32)>,
+    pub rank: Option<(u32, String)>,
+    pub clock: Option<(u64, u64, i64)>,
 }
 
 /// Parallel sizes as the user gave them (`--tp 2`, a config file): any subset.
@@ -76,7 +86,7 @@ pub fn analyse(session: &Session, user: &UserSizes) -> Analysis {
 /// is checked by the files' names and sizes and ignored if it is not one): the alignment of
 /// every process whose inputs did not change is kept (see [`align::align_all_reusing`] for
 /// what the cross-rank consensus makes re-run), so the result equals [`analyse`]'s. The
-/// communicators, layout, clocks and volumes are global and cheap next to the alignment: they
+/// communicators, layout and clocks are global and cheap next to the alignment: they
 /// are recomputed. [`Rerun`] says what was re-aligned.
 pub fn analyse_incremental(
     session: &Session,
@@ -133,14 +143,12 @@ pub async fn analyse_incremental_with(
     crate::kernel_tally::add_tallies(session, &alignments, &mut processes);
     processes.sort_by(|a, b| (a.global_rank, &a.process).cmp(&(b.global_rank, &b.process)));
     let clocks = synchronise_clocks(session, &alignments, &communicators);
-    let volumes = observed_volumes(session, &communicators, &layout);
     let analysis = Analysis {
         alignments,
         communicators,
         layout,
         processes,
         clocks,
-        volumes,
         iterations,
         track_inputs,
     };

@@ -8,7 +8,7 @@
 //! finishes together, but grouped sends finish with different peers.
 
 use crate::alignment::{Alignments, ProcessMatch};
-use crate::session::Session;
+use load::Session;
 use enrich::{ClockSync, Communicators};
 use model::OpType;
 use rustc_hash::FxHashMap;

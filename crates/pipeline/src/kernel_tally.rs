@@ -9,7 +9,7 @@
 
 use crate::alignment::{Alignments, ProcessMatch};
 use crate::processes::ProcessSummary;
-use crate::session::Session;
+use load::Session;
 use ingest_nsys::KernelNameCache;
 use model::log::ProcessKey;
 use std::collections::BTreeMap;

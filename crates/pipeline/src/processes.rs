@@ -3,8 +3,8 @@
 //! per-rank table and the command's `ranks` both read this.
 
 use crate::alignment::Alignments;
-use crate::session::Session;
 use ingest_nccl::topo::{NodeKind, Topology};
+use load::Session;
 use model::log::ProcessKey;
 use model::OpType;
 use std::collections::{BTreeMap, BTreeSet};
@@ -132,7 +132,7 @@ fn comm_view<'a>(
 /// The log process an export's (host, pid) names: the one with that host and pid, or for a
 /// hostless export (older exports, or a table not written) the one log process with that pid;
 /// `None` when there is none, or several (two hosts may reuse a pid, and nothing is guessed).
-pub(crate) fn log_process<'a>(
+pub fn log_process<'a>(
     processes: &'a [ProcessSummary],
     host: &str,
     pid: u32,

@@ -1,6 +1,6 @@
 //! Logs parsed and exports read ahead of their turn (the page's helper workers: every log
-//! parsed as file 0, in any order, sent back as `log_wire` bytes; every export read and sent
-//! back as `nsys_wire` bytes) and added to the session in the request's order with
+//! parsed as file 0, in any order, sent back as `wire::log` bytes; every export read and sent
+//! back as `wire::export` bytes) and added to the session in the request's order with
 //! `Session::add_log_parsed_ahead` and `Session::add_read_export` give the session a single
 //! worker gives: every file's report (records digest included), every log's and export's
 //! records and the analysis. The requests mix
@@ -10,9 +10,8 @@
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use ingest_nsys::ReadOptions;
-use pipeline::{
-    analyse, read_export, sniff, FileReport, InputKind, LoadedLog, LogLoader, Session, UserSizes,
-};
+use load::{read_export, sniff, FileReport, InputKind, LoadedLog, LogLoader, Session};
+use pipeline::{analyse, UserSizes};
 use rusqlite::Connection;
 use sqlsource_native::NativeDb;
 use std::io::Write;
@@ -101,12 +100,12 @@ fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
     for i in order {
         match &inputs[i] {
             Input::Log(name, bytes) => {
-                wire[i] = Some(log_wire::encode(&parse(name, bytes, 0).parsed));
+                wire[i] = Some(wire::log::encode(&parse(name, bytes, 0).parsed));
             }
             Input::Export(name, db) => {
                 let export = read_export(db, name, &ReadOptions::default()).expect("reads");
-                let read = nsys_wire::ExportRead::Read(Box::new(export));
-                wire[i] = Some(nsys_wire::encode(&read));
+                let read = wire::export::ExportRead::Read(Box::new(export));
+                wire[i] = Some(wire::export::encode(&read));
             }
             Input::Refused => {}
         }
@@ -116,7 +115,7 @@ fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
     for (input, wire) in inputs.iter().zip(wire) {
         match input {
             Input::Log(name, bytes) => {
-                let parsed = log_wire::decode(&wire.expect("parsed ahead")).expect("decodes");
+                let parsed = wire::log::decode(&wire.expect("parsed ahead")).expect("decodes");
                 let log = LoadedLog {
                     name: name.clone(),
                     bytes: bytes.len() as u64,
@@ -125,8 +124,8 @@ fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
                 reports.push(s.add_log_parsed_ahead(log));
             }
             Input::Export(name, _) => {
-                let Ok(nsys_wire::ExportRead::Read(export)) =
-                    nsys_wire::decode(&wire.expect("read ahead"))
+                let Ok(wire::export::ExportRead::Read(export)) =
+                    wire::export::decode(&wire.expect("read ahead"))
                 else {
                     panic!("{name}: not an export");
                 };

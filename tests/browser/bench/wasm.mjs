@@ -1,5 +1,5 @@
 // Benchmark driver, not part of the test suite: times the page's log parser or export reader,
-// built for wasm32 as the page ships it (crates/bench/wasm), in a worker of headless Chromium, on
+// built for wasm32 as the page ships it (crates/dev/bench/wasm), in a worker of headless Chromium, on
 // one file; prints one JSON line. `ncclscope-bench` (scripts/bench) runs it beside the native
 // build on the same file.
 //

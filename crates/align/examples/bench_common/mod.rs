@@ -3,24 +3,11 @@
 use align::symbols::{op_symbol, Symbol};
 use model::{DataType, OpType};
 
-/// SplitMix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use model::rng::SplitMix64 as Rng;
 
 /// `n` operations, then the kernel side and the log side each lose 10 % independently.
 pub fn sequences(n: usize, seed: u64) -> (Vec<Symbol>, Vec<Symbol>) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::from_state(seed);
     let (mut k, mut l) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
         let op = match rng.below(100) {

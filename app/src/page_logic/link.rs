@@ -1,0 +1,664 @@
+//! Shareable links: the view in the URL fragment, which browsers never send to a server.
+//!
+//! A link carries the timeline's time window, the theory form's values, and the name, size and
+//! SHA-256 of every input file. The recipient's page asks for those files; once they are dropped
+//! (under any name) their fingerprints are checked and the view restored.
+//!
+//! The fragment is untrusted text: [`decode`] bounds its length and every field, accepts only
+//! well-formed values, ignores keys it does not know, and returns an error for anything else.
+//! What it returns is plain data; the page shows it as text, never as markup.
+//!
+//! Format (`&`-separated, values percent-encoded, order free):
+//! `v=1&w=START_NS_END_NS&s=RANK*COMM*OPCOUNT&q=FILTER&c=o&p=PANEL&f=NAME*SIZE*SHA256&t=FIELD*VALUE&sum=SUMMARY&k=KERNEL&src=URL,URL`
+//! (`q` the timeline's filter query as typed, `c=o` the original clocks, `p` the panel open)
+//! with `f` and `t` repeated; `#src=URL[,URL...]` alone is a link too. `SUMMARY` is a self-contained
+//! window aggregate, `KERNEL` a picked kernel's details; both JSON, deflated, base64url.
+
+use analyses::{KernelDetails, WindowSummary};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use flate2::read::DeflateDecoder;
+use flate2::write::DeflateEncoder;
+use flate2::Compression;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+
+/// The fragment's format version.
+const VERSION: &str = "1";
+/// The longest fragment accepted (a link with this many files is already unwieldy).
+pub const MAX_FRAGMENT_BYTES: usize = 64 * 1024;
+const MAX_FILES: usize = 4096;
+const MAX_NAME_BYTES: usize = 512;
+const MAX_VALUE_BYTES: usize = 256;
+const MAX_URL_BYTES: usize = 2048;
+/// The longest `sum=` value (compressed, base64url).
+pub const MAX_SUMMARY_BYTES: usize = 32 * 1024;
+const MAX_SUMMARY_JSON_BYTES: usize = 4 << 20;
+/// The longest filter query (the timeline filter's `MAX_QUERY_BYTES`).
+const MAX_FILTER_BYTES: usize = 4096;
+/// The page's Content-Security-Policy admits this many source origins (`www/index.html`).
+pub const MAX_SOURCES: usize = 16;
+
+/// One input file as a link names it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LinkFile {
+    pub name: String,
+    pub size: u64,
+    /// Lower-case hex, 64 digits.
+    pub sha256: String,
+}
+
+/// What a self-contained link tells about a picked kernel: its details (log lines with file
+/// and line, the collective on every rank) and its enriched fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedKernel {
+    pub details: KernelDetails,
+    pub fields: Vec<(String, String)>,
+}
+
+/// A selected kernel, by what identifies it across loads: the global rank, the logical
+/// communicator's id and the opCount.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    pub rank: u32,
+    pub comm: String,
+    pub op_count: u64,
+}
+
+/// The view a link restores.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ViewLink {
+    /// The timeline's visible window, in trace nanoseconds.
+    pub window: Option<(i64, i64)>,
+    /// Theory form fields (`section.key` → value), only fields the form knows.
+    pub theory: BTreeMap<String, String>,
+    pub files: Vec<LinkFile>,
+    /// `src=`: URLs to load the inputs from (the user's own artifact store; fetched only after
+    /// the user confirms the hosts). A fragment may be `#src=URL[,URL...]` alone.
+    pub sources: Vec<String>,
+    /// `s=`: the selected kernel, as the collective instance it ran on one rank.
+    pub selection: Option<Selection>,
+    /// `k=`: a self-contained copy of a picked kernel's details, compressed like `sum=`.
+    pub kernel: Option<SharedKernel>,
+    /// `sum=`: a self-contained summary (a time window's aggregate), compressed; a recipient
+    /// sees it without any file.
+    pub summary: Option<WindowSummary>,
+    /// `q=`: the timeline's filter query, as typed (read by `timeline::Filter` in the worker).
+    pub filter: Option<String>,
+    /// `c=o`: the timeline in each rank's original clock, not synchronised.
+    pub original_clock: bool,
+    /// `p=`: the panel the sender had open (a panel id: lower-case letters and `-`).
+    pub panel: Option<String>,
+}
+
+/// The fragment (without `#`) for `link`.
+pub fn encode(link: &ViewLink) -> String {
+    let mut parts = vec![format!("v={VERSION}")];
+    if let Some((a, b)) = link.window {
+        parts.push(format!("w={a}_{b}"));
+    }
+    for f in &link.files {
+        parts.push(format!("f={}*{}*{}", pct(&f.name), f.size, f.sha256));
+    }
+    for (k, v) in &link.theory {
+        parts.push(format!("t={}*{}", pct(k), pct(v)));
+    }
+    if let Some(q) = link.filter.as_ref().filter(|q| !q.is_empty()) {
+        parts.push(format!("q={}", pct(q)));
+    }
+    if link.original_clock {
+        parts.push("c=o".into());
+    }
+    if let Some(p) = &link.panel {
+        parts.push(format!("p={}", pct(p)));
+    }
+    if let Some(sel) = &link.selection {
+        parts.push(format!(
+            "s={}*{}*{:x}",
+            sel.rank,
+            pct(&sel.comm),
+            sel.op_count
+        ));
+    }
+    if let Some(packed) = link.summary.as_ref().and_then(|w| pack_summary(w).ok()) {
+        parts.push(format!("sum={packed}"));
+    }
+    if let Some(packed) = link.kernel.as_ref().and_then(|k| pack_kernel(k).ok()) {
+        parts.push(format!("k={packed}"));
+    }
+    if !link.sources.is_empty() {
+        let urls: Vec<String> = link.sources.iter().map(|u| pct(u)).collect();
+        parts.push(format!("src={}", urls.join(",")));
+    }
+    parts.join("&")
+}
+
+/// Reads a fragment (with or without its `#`). `known_field` says which theory fields exist.
+pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<ViewLink, String> {
+    let fragment = fragment.strip_prefix('#').unwrap_or(fragment);
+    if fragment.len() > MAX_FRAGMENT_BYTES {
+        return Err(format!(
+            "the link's fragment is {} bytes, more than the {MAX_FRAGMENT_BYTES} accepted",
+            fragment.len()
+        ));
+    }
+    let mut link = ViewLink::default();
+    let mut version = None;
+    for part in fragment.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("“{}” is not key=value", shorten(part)))?;
+        match key {
+            "v" => version = Some(value),
+            "w" => link.window = Some(window(value)?),
+            "f" => {
+                if link.files.len() == MAX_FILES {
+                    return Err(format!("more than {MAX_FILES} files"));
+                }
+                link.files.push(file(value)?);
+            }
+            "t" => {
+                let (k, v) = value
+                    .split_once('*')
+                    .ok_or_else(|| format!("theory value “{}” has no field", shorten(value)))?;
+                let (k, v) = (unpct(k, MAX_VALUE_BYTES)?, unpct(v, MAX_VALUE_BYTES)?);
+                if known_field(&k) {
+                    link.theory.insert(k, v);
+                }
+            }
+            "src" => {
+                for url in value.split(',').filter(|u| !u.is_empty()) {
+                    if link.sources.len() == MAX_SOURCES {
+                        return Err(format!("more than {MAX_SOURCES} source URLs"));
+                    }
+                    link.sources.push(source(url)?);
+                }
+            }
+            "sum" => link.summary = Some(unpack(value)?),
+            "k" => link.kernel = Some(unpack(value)?),
+            "s" => link.selection = Some(selection(value)?),
+            "q" => link.filter = Some(unpct(value, MAX_FILTER_BYTES)?),
+            "c" => match value {
+                "o" => link.original_clock = true,
+                "s" => link.original_clock = false,
+                _ => return Err(format!("clock “{}” is not o or s", shorten(value))),
+            },
+            "p" => link.panel = Some(panel(value)?),
+            // Keys of later versions (or of other tools) are not ours to refuse.
+            _ => {}
+        }
+    }
+    match version {
+        Some(VERSION) => Ok(link),
+        // `#src=URL,...` written by hand.
+        None if !link.sources.is_empty() => Ok(link),
+        Some(v) => Err(format!(
+            "the link is of format version “{}”; this page reads version {VERSION}",
+            shorten(v)
+        )),
+        None => Err("the fragment is not an ncclscope link (no v=)".into()),
+    }
+}
+
+/// A summary as a fragment value: JSON, deflated, base64url. Errors when the result is longer
+/// than [`MAX_SUMMARY_BYTES`] (the message says what to do instead).
+pub fn pack_summary(w: &WindowSummary) -> Result<String, String> {
+    pack(w, "narrow the time window")
+}
+
+/// A picked kernel (its details and enriched fields) as a fragment value, like [`pack_summary`].
+pub fn pack_kernel(k: &SharedKernel) -> Result<String, String> {
+    pack(k, "pick a kernel of a smaller collective")
+}
+
+fn pack<T: Serialize>(value: &T, instead: &str) -> Result<String, String> {
+    let json = serde_json::to_vec(value).map_err(|e| e.to_string())?;
+    let mut z = DeflateEncoder::new(Vec::new(), Compression::best());
+    z.write_all(&json).map_err(|e| e.to_string())?;
+    let packed = URL_SAFE_NO_PAD.encode(z.finish().map_err(|e| e.to_string())?);
+    if packed.len() > MAX_SUMMARY_BYTES {
+        return Err(format!(
+            "the summary is {} KB compressed, more than the {} KB a link can carry: {instead}, \
+             or share a link to the view (the recipient drops the files)",
+            packed.len() / 1024,
+            MAX_SUMMARY_BYTES / 1024
+        ));
+    }
+    Ok(packed)
+}
+
+/// Reads a packed value, bounding the decompressed size (a small value must not inflate into a
+/// huge one).
+fn unpack<T: DeserializeOwned>(value: &str) -> Result<T, String> {
+    if value.len() > MAX_SUMMARY_BYTES {
+        return Err("the link's summary is too long".into());
+    }
+    let bytes = URL_SAFE_NO_PAD
+        .decode(value)
+        .map_err(|_| "the link's summary is not base64url".to_string())?;
+    let mut json = Vec::new();
+    DeflateDecoder::new(&bytes[..])
+        .take(MAX_SUMMARY_JSON_BYTES as u64 + 1)
+        .read_to_end(&mut json)
+        .map_err(|_| "the link's summary is not deflate data".to_string())?;
+    if json.len() > MAX_SUMMARY_JSON_BYTES {
+        return Err("the link's summary unpacks to more than 4 MB".into());
+    }
+    serde_json::from_slice(&json).map_err(|e| format!("the link's summary is malformed: {e}"))
+}
+
+/// An `http:`/`https:` URL (checked again by the browser's URL parser before any fetch).
+fn source(value: &str) -> Result<String, String> {
+    let url = unpct(value, MAX_URL_BYTES)?;
+    let lower = url.to_ascii_lowercase();
+    let scheme_ok = lower.starts_with("https://") || lower.starts_with("http://");
+    if !scheme_ok || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("source “{}” is not an http(s) URL", shorten(&url)));
+    }
+    Ok(url)
+}
+
+fn selection(value: &str) -> Result<Selection, String> {
+    let bad = || {
+        format!(
+            "selection “{}” is not RANK*COMMUNICATOR*OPCOUNT",
+            shorten(value)
+        )
+    };
+    let mut it = value.split('*');
+    let (Some(rank), Some(comm), Some(oc), None) = (it.next(), it.next(), it.next(), it.next())
+    else {
+        return Err(bad());
+    };
+    Ok(Selection {
+        rank: rank.parse().map_err(|_| bad())?,
+        comm: unpct(comm, MAX_VALUE_BYTES)?,
+        op_count: u64::from_str_radix(oc, 16).map_err(|_| bad())?,
+    })
+}
+
+/// A panel id: short, lower-case letters and `-` (it names an element the page scrolls to).
+fn panel(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 32
+        && value.bytes().all(|b| b.is_ascii_lowercase() || b == b'-');
+    if !ok {
+        return Err(format!("panel “{}” is not a panel name", shorten(value)));
+    }
+    Ok(value.to_string())
+}
+
+fn window(value: &str) -> Result<(i64, i64), String> {
+    let bad = || format!("time window “{}” is not START_END in ns", shorten(value));
+    let (a, b) = value.split_once('_').ok_or_else(bad)?;
+    let (a, b): (i64, i64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+    if a >= b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+fn file(value: &str) -> Result<LinkFile, String> {
+    let bad = |why: &str| format!("file “{}”: {why}", shorten(value));
+    let mut it = value.split('*');
+    let (Some(name), Some(size), Some(sha), None) = (it.next(), it.next(), it.next(), it.next())
+    else {
+        return Err(bad("expected NAME*SIZE*SHA256"));
+    };
+    let name = unpct(name, MAX_NAME_BYTES)?;
+    if name.is_empty() {
+        return Err(bad("empty name"));
+    }
+    let size = size.parse().map_err(|_| bad("the size is not a number"))?;
+    if sha.len() != 64 || !sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(bad("the fingerprint is not 64 lower-case hex digits"));
+    }
+    Ok(LinkFile {
+        name,
+        size,
+        sha256: sha.to_string(),
+    })
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn pct(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Decodes percent-encoding (strictly: a `%` must start two hex digits; the result UTF-8).
+fn unpct(s: &str, max: usize) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = b
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad percent-encoding in “{}”", shorten(s)))?;
+            out.push(hex);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+        if out.len() > max {
+            return Err(format!(
+                "a value longer than {max} bytes in “{}”",
+                shorten(s)
+            ));
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("“{}” is not UTF-8 text", shorten(s)))
+}
+
+/// At most 60 characters of untrusted text, for messages.
+fn shorten(s: &str) -> String {
+    let mut out: String = s.chars().take(60).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// How dropped files answer a link's list: names and sizes may differ, fingerprints may not.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verification {
+    /// The link's files whose fingerprint no loaded file has.
+    pub missing: Vec<LinkFile>,
+    /// Loaded files the link does not name.
+    pub extra: Vec<LinkFile>,
+}
+
+impl Verification {
+    pub fn complete(&self) -> bool {
+        self.missing.is_empty()
+    }
+}
+
+/// Compares the link's files with the loaded ones by fingerprint.
+pub fn verify(expected: &[LinkFile], loaded: &[LinkFile]) -> Verification {
+    let has = |list: &[LinkFile], f: &LinkFile| list.iter().any(|g| g.sha256 == f.sha256);
+    Verification {
+        missing: expected
+            .iter()
+            .filter(|f| !has(loaded, f))
+            .cloned()
+            .collect(),
+        extra: loaded
+            .iter()
+            .filter(|f| !has(expected, f))
+            .cloned()
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sha(c: char) -> String {
+        std::iter::repeat_n(c, 64).collect()
+    }
+
+    fn any_field(_: &str) -> bool {
+        true
+    }
+
+    #[test]
+    fn round_trips_a_view() {
+        let link = ViewLink {
+            window: Some((-5, 1_700_000_000_123)),
+            theory: [
+                ("model.layers".to_string(), "16".to_string()),
+                ("ui.hardware".to_string(), "a100 & <nvlink>".to_string()),
+            ]
+            .into(),
+            files: vec![
+                LinkFile {
+                    name: "nccl debug (node 1)*.log".into(),
+                    size: 12,
+                    sha256: sha('a'),
+                },
+                LinkFile {
+                    name: "réport_&=#%.sqlite".into(),
+                    size: 0,
+                    sha256: sha('0'),
+                },
+            ],
+            sources: Vec::new(),
+            summary: None,
+            filter: None,
+            original_clock: false,
+            panel: None,
+            selection: Some(Selection {
+                rank: 7,
+                comm: "0x9f3c*&".into(),
+                op_count: 0x1a2b,
+            }),
+            kernel: Some(SharedKernel {
+                details: KernelDetails {
+                    rank: 1,
+                    host: "node<01>".into(),
+                    pid: 42,
+                    device: 3,
+                    kernel_index: 9,
+                    kernel_name: "ncclDevKernel_AllReduce_Sum_f32_RING_LL".into(),
+                    stream: 7,
+                    correlation_id: 1234,
+                    grid: [2, 1, 1],
+                    block: [512, 1, 1],
+                    start_ns: 10,
+                    end_ns: 20,
+                    own_start_ns: 5_000_000_010,
+                    own_end_ns: 5_000_000_020,
+                    lines: vec![analyses::LineDetails {
+                        op: "AllReduce".into(),
+                        comm: "0x55f4294ab180".into(),
+                        op_count: 0x13,
+                        count: 1,
+                        datatype: "float32".into(),
+                        file: "nccl_debug_combined.log".into(),
+                        line: 1234,
+                    }],
+                    duplicates: 0,
+                    confidence: Some(0.97),
+                    instance: Some(analyses::InstanceDetails {
+                        comm_id: "0xabc".into(),
+                        comm_size: 8,
+                        op_count: 0x13,
+                        members: vec![analyses::MemberTiming {
+                            rank: 1,
+                            start_ns: 10,
+                            end_ns: 20,
+                        }],
+                        arrival_skew_ns: 0,
+                        slowest_rank: 1,
+                    }),
+                },
+                fields: vec![("Bus BW (GB/s)".into(), "12.5".into())],
+            }),
+        };
+        let link = ViewLink {
+            filter: Some("op:allreduce,p2p size:>=1MiB -rank:0-3 <b>&".into()),
+            original_clock: true,
+            panel: Some("bandwidth".into()),
+            sources: vec![
+                "https://store.example/run%201/a.log?x=1&y=2".into(),
+                "http://127.0.0.1:9/b,c.sqlite".into(),
+            ],
+            ..link
+        };
+        let text = encode(&link);
+        assert!(!text.contains(' ') && !text.contains('#') && !text.contains('<'));
+        assert_eq!(decode(&format!("#{text}"), any_field).unwrap(), link);
+    }
+
+    fn summary(ranks: usize) -> WindowSummary {
+        let row = |key: String, n: u64| analyses::WindowRow {
+            key,
+            kernels: n,
+            bytes: n * 4_194_304 + 7,
+            busy_ns: n as i64 * 12_345,
+        };
+        WindowSummary {
+            start_ns: 1_000,
+            end_ns: 9_000_000,
+            per_op: vec![
+                row("AllReduce".into(), 40),
+                row("<b>SendRecv</b>".into(), 3),
+            ],
+            per_rank: (0..ranks)
+                .map(|r| row(format!("rank {r}"), r as u64))
+                .collect(),
+            unmatched_kernels: 2,
+        }
+    }
+
+    #[test]
+    fn a_summary_travels_in_the_fragment() {
+        let link = ViewLink {
+            summary: Some(summary(64)),
+            ..ViewLink::default()
+        };
+        let text = encode(&link);
+        assert!(text.len() < 4096, "64 ranks fit in {} bytes", text.len());
+        assert_eq!(decode(&text, any_field).unwrap(), link);
+        // Too big for a link: a clear message, not a cut.
+        let err = pack_summary(&WindowSummary {
+            per_rank: (0..100_000)
+                .map(|r| analyses::WindowRow {
+                    key: format!("rank {r} {}", r * 7919 % 10007),
+                    kernels: r * 31 % 977,
+                    bytes: r * 104_729 % 1_000_003,
+                    busy_ns: (r * 7 % 13) as i64,
+                })
+                .collect(),
+            ..summary(0)
+        })
+        .unwrap_err();
+        assert!(err.contains("narrow the"), "{err}");
+        // Garbage and bombs are errors.
+        for bad in ["v=1&sum=!!!", "v=1&sum=AAAA", "v=1&sum=eJzLSM3JyQcABiwCFQ"] {
+            assert!(decode(bad, any_field).is_err(), "{bad}");
+        }
+        let zeros = {
+            let mut z = DeflateEncoder::new(Vec::new(), Compression::best());
+            z.write_all(&vec![b' '; (4 << 20) + 1024]).unwrap();
+            URL_SAFE_NO_PAD.encode(z.finish().unwrap())
+        };
+        let e = decode(&format!("v=1&sum={zeros}"), any_field).unwrap_err();
+        assert!(e.contains("4 MB"), "{e}");
+    }
+
+    #[test]
+    fn a_hand_written_src_list_is_a_link() {
+        let l = decode(
+            "#src=https://a.example/x.log,http://127.0.0.1:8000/y.sqlite",
+            any_field,
+        )
+        .unwrap();
+        assert_eq!(
+            l.sources,
+            ["https://a.example/x.log", "http://127.0.0.1:8000/y.sqlite"]
+        );
+        for bad in [
+            "src=javascript:alert(1)",
+            "src=file:///etc/passwd",
+            "src=https://a.example/x%20y%0A",
+            "src=data:text/html,x",
+        ] {
+            assert!(decode(bad, any_field).is_err(), "{bad}");
+        }
+        let many = format!("src={}", ["https://a.example/f"; MAX_SOURCES + 1].join(","));
+        assert!(decode(&many, any_field).is_err());
+    }
+
+    #[test]
+    fn unknown_theory_fields_and_keys_are_ignored() {
+        let l = decode("v=1&t=model.layers*4&t=evil*1&later=x", |f| {
+            f == "model.layers"
+        })
+        .unwrap();
+        assert_eq!(l.theory.len(), 1);
+        assert_eq!(l.theory["model.layers"], "4");
+    }
+
+    #[test]
+    fn hostile_fragments_are_errors_not_panics() {
+        let long = format!("v=1&f={}", "A".repeat(MAX_FRAGMENT_BYTES));
+        let many = format!(
+            "v=1{}",
+            format!("&f=a*1*{}", sha('b')).repeat(MAX_FILES + 1)
+        );
+        let cases = [
+            "",
+            "#",
+            "v=2",
+            "nonsense",
+            "v=1&w=5_5",
+            "v=1&w=1_x",
+            "v=1&w=99999999999999999999_1",
+            "v=1&f=a*1",
+            "v=1&f=a*1*XYZ",
+            "v=1&f=%3Cscript%3E*1*0123",
+            "v=1&f=a*-1*0000000000000000000000000000000000000000000000000000000000000000",
+            "v=1&f=*1*0000000000000000000000000000000000000000000000000000000000000000",
+            "v=1&t=model.layers*%ZZ",
+            "v=1&t=model.layers*%",
+            "v=1&t=model.layers*%FF%FE",
+            "v=1&t=nostar",
+            "v=1&s=1*0xab",
+            "v=1&s=x*0xab*1",
+            "v=1&s=1*0xab*zz",
+            "v=1&c=x",
+            "v=1&p=%3Cscript%3E",
+            "v=1&p=Ranks",
+            "v=1&q=%ZZ",
+            long.as_str(),
+            many.as_str(),
+        ];
+        for c in cases {
+            assert!(decode(c, any_field).is_err(), "{c:.80}");
+        }
+        // Markup in names and values survives as text, to be shown as text.
+        let l = decode(
+            &format!(
+                "v=1&f=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E*3*{}",
+                sha('c')
+            ),
+            any_field,
+        )
+        .unwrap();
+        assert_eq!(l.files[0].name, "<img src=x onerror=alert(1)>");
+    }
+
+    #[test]
+    fn verification_goes_by_fingerprint_not_name() {
+        let f = |name: &str, c: char| LinkFile {
+            name: name.into(),
+            size: 1,
+            sha256: sha(c),
+        };
+        let v = verify(
+            &[f("a.log", '1'), f("b.sqlite", '2')],
+            &[f("renamed.log", '1')],
+        );
+        assert!(!v.complete());
+        assert_eq!(v.missing, vec![f("b.sqlite", '2')]);
+        let v = verify(&[f("a.log", '1')], &[f("x", '1'), f("y", '3')]);
+        assert!(v.complete());
+        assert_eq!(v.extra, vec![f("y", '3')]);
+    }
+}
