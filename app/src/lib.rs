@@ -1,28 +1,14 @@
-//! What the page's main thread and its loading worker share: the messages between them, the
-//! formatted view data the worker sends, and (used only in the worker) the loading itself.
+//! What the page's main thread and its loading worker share, in three parts:
 //!
-//! The page (`src/main.rs`) draws; the worker (`src/bin/ncclscope-worker.rs`) reads, parses,
-//! queries sql.js and analyses, so the main thread never blocks on a file.
+//! - [`protocol`]: the messages between them (and the binary timeline beside them), and the view
+//!   data the worker builds from the analysis for the page to show as it is;
+//! - [`worker`]: the loading worker and its helpers (reading, parsing, querying sql.js,
+//!   analysing), which the worker binary (`src/bin/ncclscope-worker.rs`) starts;
+//! - [`page_logic`]: the page's logic that needs no browser (links, timeline arithmetic, table
+//!   windows, the memory budget), here so that it is tested natively.
+//!
+//! The page itself (`src/main.rs`, `src/page/`) draws; it never reads a file.
 
-pub mod aggregate_data;
-pub mod aggregate_worker;
-pub mod align_pool;
-pub mod budget;
-pub mod charts;
-pub mod deferred;
-pub mod export_read;
-pub mod files;
-pub mod heap;
-pub mod link;
-pub mod loader;
-pub mod notes;
-pub mod panel_data;
-pub mod parse_jobs;
-pub mod parse_pool;
-pub mod table_window;
-pub mod theory_panel;
-pub mod timeline_math;
-pub mod views;
-pub mod warm_up;
-pub mod wire;
-pub mod worker_pool;
+pub mod page_logic;
+pub mod protocol;
+pub mod worker;

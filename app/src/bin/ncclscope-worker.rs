@@ -6,5 +6,5 @@
 static HEAP: counting_alloc::Counting = counting_alloc::Counting;
 
 fn main() {
-    ncclscope_app::loader::start();
+    ncclscope_app::worker::loader::start();
 }

@@ -1,29 +1,32 @@
 //! The page: a drop zone that covers the whole window, the file list, and the timeline.
 
+use crate::page::panels::theory::{prefill, saved_form, TheoryPanel, HARDWARE_FIELD};
 use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use ncclscope_app::theory_panel::{prefill, saved_form, TheoryPanel, TheoryView, HARDWARE_FIELD};
-use ncclscope_app::views::{CommPanel, FileView, RankView};
-use ncclscope_app::wire::{human_bytes, LoadItem, LoadRequest, PageOptions, ParseFault, ToPage};
+use ncclscope_app::protocol::format::human_bytes;
+use ncclscope_app::protocol::messages::{LoadItem, LoadRequest, ToPage};
+use ncclscope_app::protocol::theory::TheoryView;
+use ncclscope_app::protocol::views::{CommPanel, FileView, RankView};
 use std::rc::Rc;
 use theory::form::to_toml;
 use timeline::{Timeline, TimelineView};
 use web_sys::{Blob, File, FileList};
 
-use crate::budget_dialog::{BudgetDialog, Pending};
-use crate::client;
-use crate::communicators::Communicators;
-use crate::notes_view::{NoteSummary, NotedFile, NotesPanel, NotesState};
-use crate::panel_nav::{show_panel, PanelNav};
-use crate::panels::AnalysisPanels;
-use crate::ranks::RankTable;
-use crate::share::{apply_link, link_from_page, LinkBanner, LinkState};
-use crate::timeline_canvas::{TimelineCanvas, View};
-use crate::timeline_controls::{TimelineControls, ViewStatus};
-use ncclscope_app::budget::{estimate, fits, FileEstimate, DEFAULT_LIMIT_BYTES};
-use ncclscope_app::deferred::{defer, next_task};
-use ncclscope_app::files::{demo_file, demo_names, fetch_blob};
+use crate::page::budget_dialog::{BudgetDialog, Pending};
+use crate::page::client;
+use crate::page::panels::analyses::AnalysisPanels;
+use crate::page::panels::nav::{show_panel, PanelNav};
+use crate::page::panels::notes::{NoteSummary, NotedFile, NotesPanel, NotesState};
+use crate::page::sharing::share::{apply_link, link_from_page, LinkBanner, LinkState};
+use crate::page::tables::communicators::Communicators;
+use crate::page::tables::ranks::RankTable;
+use crate::page::timeline::canvas::{TimelineCanvas, View};
+use crate::page::timeline::controls::{TimelineControls, ViewStatus};
+use crate::page::url::{memory_limit, page_options};
+use ncclscope_app::page_logic::budget::{estimate, fits, FileEstimate};
+use ncclscope_app::page_logic::deferred::{defer, next_task};
+use ncclscope_app::page_logic::files::{demo_file, demo_names, fetch_blob};
 
 /// The page under the file list is built in this many animation frames after the first drop:
 /// the downloads, share and panel bars; the timeline; the tables and panels; the theory form.
@@ -31,53 +34,6 @@ const SHELL_STAGES: u8 = 4;
 
 /// Results of more ranks than this are shown over several animation frames.
 const STAGED_RANKS: usize = 32;
-
-/// The items of the page URL's query: `?digest&align-workers=2` gives `digest` and
-/// `align-workers=2`.
-fn query_items() -> Vec<String> {
-    let query = web_sys::window()
-        .and_then(|w| w.location().search().ok())
-        .unwrap_or_default();
-    query
-        .trim_start_matches('?')
-        .split('&')
-        .map(str::to_string)
-        .collect()
-}
-
-/// The worker's memory limit for the files it is given: `?memory-limit-mb=N` in the page's URL
-/// (for tests and for machines with less memory), else [`DEFAULT_LIMIT_BYTES`].
-pub fn memory_limit() -> u64 {
-    query_items()
-        .iter()
-        .find_map(|kv| kv.strip_prefix("memory-limit-mb=")?.parse::<u64>().ok())
-        .map_or(DEFAULT_LIMIT_BYTES, |mb| mb * 1_000_000)
-}
-
-/// The options of the page's URL the worker needs: `?digest` (each input's records digest, for
-/// engine comparisons), `?align-workers=N` and `?parse-workers=N` with the tests' switches
-/// (see [`PageOptions`]).
-fn page_options() -> PageOptions {
-    let mut options = PageOptions::default();
-    for kv in query_items() {
-        if kv == "digest" {
-            options.digests = true;
-        } else if kv == "align-fault" {
-            options.align_fault = true;
-        } else if let Some(n) = kv.strip_prefix("align-workers=") {
-            options.align_workers = n.parse().ok();
-        } else if let Some(n) = kv.strip_prefix("parse-workers=") {
-            options.parse_workers = n.parse().ok();
-        } else if kv == "parse-share" {
-            options.parse_share = true;
-        } else if kv == "parse-fault" {
-            options.parse_fault = ParseFault::from_query("");
-        } else if let Some(f) = kv.strip_prefix("parse-fault=") {
-            options.parse_fault = ParseFault::from_query(f);
-        }
-    }
-    options
-}
 
 /// A file in the list: its report once loaded, and bytes read so far while loading.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,7 +52,7 @@ pub fn App() -> impl IntoView {
     let timeline = RwSignal::new(Timeline::default());
     let ranks = RwSignal::new(Vec::<RankView>::new());
     let comms = RwSignal::new(CommPanel::default());
-    let panels = crate::panels::PanelStages::new();
+    let panels = crate::page::panels::analyses::PanelStages::new();
     // Each result is shown over several animation frames; a newer one stops an older one's.
     let result_stage = StoredValue::new(0u64);
     let dragging = RwSignal::new(false);
@@ -164,7 +120,7 @@ pub fn App() -> impl IntoView {
     let awaiting_selection = RwSignal::new(false);
     // The worker answered the pick with nothing to show (no log for the kernel's process).
     let no_details = RwSignal::new(false);
-    let select_by = move |sel: ncclscope_app::link::Selection| {
+    let select_by = move |sel: ncclscope_app::page_logic::link::Selection| {
         awaiting_selection.set(true);
         client::load(LoadRequest {
             options: page_options(),
@@ -182,14 +138,15 @@ pub fn App() -> impl IntoView {
         })
     };
     // The kernel under the mouse: a pick flagged as a hover, for the tooltip only.
-    let hover = crate::tooltip::Hover::new(Callback::new(move |p: (usize, usize)| {
-        client::load(LoadRequest {
-            options: page_options(),
-            pick: Some(p),
-            hover: true,
-            ..LoadRequest::default()
-        })
-    }));
+    let hover =
+        crate::page::timeline::tooltip::Hover::new(Callback::new(move |p: (usize, usize)| {
+            client::load(LoadRequest {
+                options: page_options(),
+                pick: Some(p),
+                hover: true,
+                ..LoadRequest::default()
+            })
+        }));
     let share_error = RwSignal::new(None::<String>);
     // A self-contained link just made (shown and in the address bar), or why it could not be.
     let show_link = move |made: Option<Result<String, String>>| match made {
@@ -204,9 +161,9 @@ pub fn App() -> impl IntoView {
     let window_summary = RwSignal::new(None::<analyses::WindowSummary>);
     // A range selected on the timeline (ns), and which range the aggregate shown is of.
     let selection = RwSignal::new(None::<(f64, f64)>);
-    let window_scope = RwSignal::new(crate::window_panel::Scope::Visible);
+    let window_scope = RwSignal::new(crate::page::panels::window::Scope::Visible);
     // The worker answers in order: the next aggregate is of the range last asked about.
-    let asked_scope = StoredValue::new(crate::window_panel::Scope::Visible);
+    let asked_scope = StoredValue::new(crate::page::panels::window::Scope::Visible);
     let ask_range = move |(a, b): (f64, f64), scope| {
         asked_scope.set_value(scope);
         client::load(LoadRequest {
@@ -219,7 +176,10 @@ pub fn App() -> impl IntoView {
         let Some(v) = window.get_untracked() else {
             return;
         };
-        ask_range((v.start_ns, v.end_ns), crate::window_panel::Scope::Visible)
+        ask_range(
+            (v.start_ns, v.end_ns),
+            crate::page::panels::window::Scope::Visible,
+        )
     };
     let ask_export = move |kind: &str| {
         client::load(LoadRequest {
@@ -230,7 +190,7 @@ pub fn App() -> impl IntoView {
     };
 
     // An opened aggregate (`ncclscope analyze --aggregate`): its views are aggregate_view.rs's.
-    let aggregate = crate::aggregate_view::AggregateState::new();
+    let aggregate = crate::page::panels::aggregate::AggregateState::new();
     // The file notes panel: the files with notes (again only when a report arrives), and the
     // list it shows, paged from the worker.
     let notes = NotesState::new();
@@ -356,7 +316,7 @@ pub fn App() -> impl IntoView {
                 });
             }
             spawn_local(async move {
-                ncclscope_app::deferred::idle().await;
+                ncclscope_app::page_logic::deferred::idle().await;
                 if result_stage.try_get_value() == Some(stage) {
                     client::mark("ncclscope: result shown");
                     status();
@@ -392,11 +352,13 @@ pub fn App() -> impl IntoView {
                 // position in the timeline changed).
                 let again = details.with_untracked(|d| {
                     d.as_ref().and_then(|(d, _)| {
-                        d.instance.as_ref().map(|i| ncclscope_app::link::Selection {
-                            rank: d.rank,
-                            comm: i.comm_id.clone(),
-                            op_count: i.op_count,
-                        })
+                        d.instance
+                            .as_ref()
+                            .map(|i| ncclscope_app::page_logic::link::Selection {
+                                rank: d.rank,
+                                comm: i.comm_id.clone(),
+                                op_count: i.op_count,
+                            })
                     })
                 });
                 selected.set(None);
@@ -479,11 +441,13 @@ pub fn App() -> impl IntoView {
             } else {
                 let selection = details.with_untracked(|d| {
                     d.as_ref().and_then(|(d, _)| {
-                        d.instance.as_ref().map(|i| ncclscope_app::link::Selection {
-                            rank: d.rank,
-                            comm: i.comm_id.clone(),
-                            op_count: i.op_count,
-                        })
+                        d.instance
+                            .as_ref()
+                            .map(|i| ncclscope_app::page_logic::link::Selection {
+                                rank: d.rank,
+                                comm: i.comm_id.clone(),
+                                op_count: i.op_count,
+                            })
                     })
                 });
                 let here = link_from_page(
@@ -521,7 +485,7 @@ pub fn App() -> impl IntoView {
     }));
 
     // A bundle (an exported HTML file) carries the views' messages: replay them, no worker.
-    let bundle = crate::bundle::embedded();
+    let bundle = crate::page::sharing::bundle::embedded();
     let is_bundle = bundle.is_some();
     if let Some(b) = bundle {
         client::disable_worker();
@@ -547,14 +511,14 @@ pub fn App() -> impl IntoView {
         let files: Vec<(String, u64)> =
             rows.with_untracked(|r| r.iter().map(|r| (r.name.clone(), r.size)).collect());
         spawn_local(async move {
-            match crate::bundle::build(files, client::recording()).await {
+            match crate::page::sharing::bundle::build(files, client::recording()).await {
                 Ok(html) => {
                     bundle_error.set(None);
                     let bytes = js_sys::Uint8Array::from(html.as_bytes());
                     if let Err(e) =
                         client::download("ncclscope-bundle.html", "text/html", &bytes.buffer())
                     {
-                        bundle_error.set(Some(ncclscope_app::files::js_msg(e)));
+                        bundle_error.set(Some(ncclscope_app::page_logic::files::js_msg(e)));
                     }
                 }
                 Err(e) => bundle_error.set(Some(e)),
@@ -641,9 +605,9 @@ pub fn App() -> impl IntoView {
         dragging.set(false);
         let Some(dt) = e.data_transfer() else { return };
         // Folders are read through their entries (taken now: the drop's data empties after).
-        match crate::folders::dropped_folders(&dt) {
+        match crate::page::folders::dropped_folders(&dt) {
             Some(entries) => spawn_local(async move {
-                match crate::folders::files_of_entries(entries).await {
+                match crate::page::folders::files_of_entries(entries).await {
                     Ok(items) if !items.is_empty() => offer(items),
                     Ok(_) => {}
                     Err(e) => rows.update(|r| {
@@ -681,7 +645,7 @@ pub fn App() -> impl IntoView {
             let mut items = Vec::new();
             for url in urls {
                 match fetch_blob(&url).await {
-                    Ok(blob) => items.push((crate::share::name_of_source(&url), blob)),
+                    Ok(blob) => items.push((crate::page::sharing::share::name_of_source(&url), blob)),
                     Err(e) => rows.update(|r| {
                         r.push(Row {
                             name: url.clone(),
@@ -776,7 +740,7 @@ pub fn App() -> impl IntoView {
                             on:change=move |e| {
                                 let input: web_sys::HtmlInputElement = event_target(&e);
                                 if let Some(list) = input.files() {
-                                    let items = crate::folders::files_of_list(&list);
+                                    let items = crate::page::folders::files_of_list(&list);
                                     if !items.is_empty() {
                                         offer(items);
                                     }
@@ -785,7 +749,7 @@ pub fn App() -> impl IntoView {
                         />
                     </label>
                     <button data-testid="load-demo" on:click=load_demo>"Load demo run"</button>
-                    <crate::theme::ThemeToggle />
+                    <crate::page::theme::ThemeToggle />
                 </div>
             </header>
             <LinkBanner state=link.into() on_sources=Callback::new(load_sources) />
@@ -807,7 +771,7 @@ pub fn App() -> impl IntoView {
                 </Show>
                 <FileList rows=rows.into() notes=notes />
                 <NotesPanel state=notes files=noted.into() is_bundle=is_bundle />
-                <crate::aggregate_view::AggregatePanel state=aggregate />
+                <crate::page::panels::aggregate::AggregatePanel state=aggregate />
                 <Show when=move || { shell.get() >= 1 }>
                 <div class="downloads" hidden=is_bundle>
                     <button data-testid="download-trace" on:click=move |_| ask_export("chrome-trace")>
@@ -848,7 +812,7 @@ pub fn App() -> impl IntoView {
                         disabled=move || window_summary.with(Option::is_none)
                         on:click=move |_| {
                             let made = window_summary
-                                .with_untracked(|w| w.as_ref().map(crate::share::self_contained_link));
+                                .with_untracked(|w| w.as_ref().map(crate::page::sharing::share::self_contained_link));
                             show_link(made);
                         }
                     >
@@ -869,8 +833,8 @@ pub fn App() -> impl IntoView {
                     status=view_status.into()
                     on_apply=Callback::new(ask_view)
                 />
-                <crate::minimap::Minimap timeline=timeline.into() view=window />
-                <crate::nvtx_rows::NvtxRows timeline=timeline.into() view=window.into() />
+                <crate::page::timeline::minimap::Minimap timeline=timeline.into() view=window />
+                <crate::page::timeline::nvtx_rows::NvtxRows timeline=timeline.into() view=window.into() />
                 <TimelineCanvas
                     timeline=timeline.into()
                     view=window
@@ -878,7 +842,7 @@ pub fn App() -> impl IntoView {
                     flow=flow
                     on_pick=Callback::new(pick)
                     selection=selection
-                    on_select=Callback::new(move |r| ask_range(r, crate::window_panel::Scope::Selection))
+                    on_select=Callback::new(move |r| ask_range(r, crate::page::panels::window::Scope::Selection))
                     hover=hover
                 />
                 {move || selected.get().map(|_| view! {
@@ -892,8 +856,8 @@ pub fn App() -> impl IntoView {
                             on:click=move |_| {
                                 let made = details.with_untracked(|d| {
                                     d.clone().map(|(details, fields)| {
-                                        crate::share::self_contained_kernel_link(
-                                            ncclscope_app::link::SharedKernel { details, fields },
+                                        crate::page::sharing::share::self_contained_kernel_link(
+                                            ncclscope_app::page_logic::link::SharedKernel { details, fields },
                                         )
                                     })
                                 });
@@ -903,7 +867,7 @@ pub fn App() -> impl IntoView {
                             "Copy self-contained link (this kernel)"
                         </button>
                         {move || match details.get() {
-                            Some((d, fields)) => crate::details_panel::details_view(&d, &fields).into_any(),
+                            Some((d, fields)) => crate::page::panels::details::details_view(&d, &fields).into_any(),
                             None if no_details.get() => view! {
                                 <p class="hint" data-testid="no-details">
                                     "No details for this kernel: its process has no log loaded (or no global rank), so nothing ties it to a log line. Drop the process's NCCL log to see its operation."
@@ -920,7 +884,7 @@ pub fn App() -> impl IntoView {
                     </button>
                     {move || window_summary.get().map(|w| view! {
                         <div data-testid="window-aggregate">
-                            {crate::window_panel::scoped_view(&w, Some((window_scope.get(), timeline.with_untracked(|t| t.start_ns))))}
+                            {crate::page::panels::window::scoped_view(&w, Some((window_scope.get(), timeline.with_untracked(|t| t.start_ns))))}
                         </div>
                     })}
                 </section>
@@ -984,7 +948,7 @@ fn FileList(rows: Signal<Vec<Row>>, notes: NotesState) -> impl IntoView {
     let keys = Memo::new(move |_| {
         rows.with(|r| {
             r.iter()
-                .map(|x| vec![ncclscope_app::panel_data::Cell::text(x.name.clone())])
+                .map(|x| vec![ncclscope_app::protocol::panels::Cell::text(x.name.clone())])
                 .collect::<Vec<_>>()
         })
     });
@@ -1003,7 +967,7 @@ fn FileList(rows: Signal<Vec<Row>>, notes: NotesState) -> impl IntoView {
         }
     };
     view! {
-        <crate::table::VirtualTable test_id="file-list" headers=HEADERS.map(String::from).to_vec()
+        <crate::page::tables::table::VirtualTable test_id="file-list" headers=HEADERS.map(String::from).to_vec()
             keys=keys row=row sortable=false csv=false />
     }
 }

@@ -2,8 +2,8 @@
 //! (for instance the ranks of interest), or analyse everything with the native command.
 
 use leptos::prelude::*;
-use ncclscope_app::budget::{fits, FileEstimate};
-use ncclscope_app::wire::human_bytes;
+use ncclscope_app::page_logic::budget::{fits, FileEstimate};
+use ncclscope_app::protocol::format::human_bytes;
 use web_sys::Blob;
 
 /// A dropped file waiting for the user's choice.
@@ -21,7 +21,7 @@ pub fn BudgetDialog(
     in_use: u64,
     on_load: Callback<Vec<(String, Blob)>>,
 ) -> impl IntoView {
-    let limit = crate::app::memory_limit();
+    let limit = crate::page::url::memory_limit();
     let checked_needs = move || {
         pending.with(|p| {
             p.iter()

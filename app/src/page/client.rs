@@ -2,9 +2,10 @@
 //! its messages to the page, and when it dies (a bug, or a browser that killed it) fails the
 //! files it was loading and starts a fresh one for the next drop.
 
-use ncclscope_app::deferred::next_task;
-use ncclscope_app::views::FileView;
-use ncclscope_app::wire::{LoadRequest, TimelineDecoder, ToPage};
+use ncclscope_app::page_logic::deferred::next_task;
+use ncclscope_app::protocol::messages::{LoadRequest, ToPage};
+use ncclscope_app::protocol::timeline_codec::TimelineDecoder;
+use ncclscope_app::protocol::views::FileView;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
@@ -161,7 +162,7 @@ pub fn load(req: LoadRequest) {
 
 fn post(worker: &Worker, req: &LoadRequest) {
     if let Err(e) = worker.post_message(&req.to_js()) {
-        let message = ncclscope_app::files::js_msg(e);
+        let message = ncclscope_app::page_logic::files::js_msg(e);
         for f in &req.files {
             deliver(ToPage::Report {
                 id: f.id,
@@ -176,7 +177,7 @@ fn post(worker: &Worker, req: &LoadRequest) {
 }
 
 fn spawn() -> Result<Client, String> {
-    let worker = Worker::new(WORKER_URL).map_err(ncclscope_app::files::js_msg)?;
+    let worker = Worker::new(WORKER_URL).map_err(ncclscope_app::page_logic::files::js_msg)?;
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(on_message);
     let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(|e: ErrorEvent| {
         // Keep the page's console clean of an error the page has handled.
@@ -299,7 +300,7 @@ async fn parse_result_in_tasks(json: js_sys::JsString) -> Result<ToPage, String>
     if js_sys::Reflect::set(&inner, &"ranks".into(), &js_sys::Array::new()).is_err() {
         return whole(&json);
     }
-    let rest = js_sys::JSON::stringify(&value).map_err(ncclscope_app::files::js_msg)?;
+    let rest = js_sys::JSON::stringify(&value).map_err(ncclscope_app::page_logic::files::js_msg)?;
     let mut msg: ToPage = serde_json::from_str(&String::from(rest)).map_err(|e| e.to_string())?;
     let ToPage::Result { ranks: rows, .. } = &mut msg else {
         return whole(&json);
@@ -310,11 +311,13 @@ async fn parse_result_in_tasks(json: js_sys::JsString) -> Result<ToPage, String>
     while at < n {
         next_task().await;
         let end = n.min(at + RANKS_PER_TASK);
-        let chunk =
-            js_sys::JSON::stringify(&ranks.slice(at, end)).map_err(ncclscope_app::files::js_msg)?;
+        let chunk = js_sys::JSON::stringify(&ranks.slice(at, end))
+            .map_err(ncclscope_app::page_logic::files::js_msg)?;
         rows.extend(
-            serde_json::from_str::<Vec<ncclscope_app::views::RankView>>(&String::from(chunk))
-                .map_err(|e| e.to_string())?,
+            serde_json::from_str::<Vec<ncclscope_app::protocol::views::RankView>>(&String::from(
+                chunk,
+            ))
+            .map_err(|e| e.to_string())?,
         );
         at = end;
     }

@@ -93,12 +93,12 @@ async fn promise_of(o: &JsValue, method: &str) -> Result<JsValue, String> {
     });
     JsFuture::from(promise)
         .await
-        .map_err(ncclscope_app::files::js_msg)
+        .map_err(ncclscope_app::page_logic::files::js_msg)
 }
 
 /// Every entry of a directory: `readEntries` gives them in batches until an empty one.
 async fn read_directory(dir: &JsValue) -> Result<Vec<JsValue>, String> {
-    let reader = call0(dir, "createReader").map_err(ncclscope_app::files::js_msg)?;
+    let reader = call0(dir, "createReader").map_err(ncclscope_app::page_logic::files::js_msg)?;
     let mut all = Vec::new();
     loop {
         let batch: Array = promise_of(&reader, "readEntries")

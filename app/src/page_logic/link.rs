@@ -14,6 +14,7 @@
 //! with `f` and `t` repeated; `#src=URL[,URL...]` alone is a link too. `SUMMARY` is a self-contained
 //! window aggregate, `KERNEL` a picked kernel's details; both JSON, deflated, base64url.
 
+pub use crate::protocol::messages::LinkFile;
 use analyses::{KernelDetails, WindowSummary};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -40,15 +41,6 @@ const MAX_SUMMARY_JSON_BYTES: usize = 4 << 20;
 const MAX_FILTER_BYTES: usize = 4096;
 /// The page's Content-Security-Policy admits this many source origins (`www/index.html`).
 pub const MAX_SOURCES: usize = 16;
-
-/// One input file as a link names it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct LinkFile {
-    pub name: String,
-    pub size: u64,
-    /// Lower-case hex, 64 digits.
-    pub sha256: String,
-}
 
 /// What a self-contained link tells about a picked kernel: its details (log lines with file
 /// and line, the collective on every rank) and its enriched fields.

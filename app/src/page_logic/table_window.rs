@@ -3,7 +3,7 @@
 //! only the rows in the table's scroll box and a margin around them, padding standing in for
 //! the rest. A table of 8 192 ranks then costs the page what a table of 50 does.
 
-use crate::panel_data::{sort_order, Cell};
+use crate::protocol::panels::{sort_order, Cell};
 
 /// Rows rendered beyond the visible ones, above and below: a fast scroll or the keyboard's
 /// next row finds them in place.

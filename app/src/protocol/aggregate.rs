@@ -8,8 +8,8 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use timeline::{par_byte, Lod, Mark, Span, Timeline, Track, LOW_CONFIDENCE};
 
-use crate::views::{CommPanel, CommRow};
-use crate::wire::human_bytes;
+use crate::protocol::format::human_bytes;
+use crate::protocol::views::{CommPanel, CommRow};
 
 /// Kernels of a rank listed in its table (all of them are on its timeline, and any can be
 /// picked there).

@@ -5,8 +5,8 @@ use load::{FileReport, Session};
 use pipeline::{Analysis, ProcessSummary};
 use serde::{Deserialize, Serialize};
 
-use crate::notes::{summarise, NoteKind, NoteRow, FIRST_PAGE};
-use crate::wire::human_bytes;
+use crate::protocol::format::human_bytes;
+use crate::protocol::notes::{summarise, NoteKind, NoteRow, FIRST_PAGE};
 
 /// One file's row once loaded (or failed).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -15,7 +15,7 @@ pub struct FileView {
     pub version: Option<String>,
     pub facts: Vec<(String, String)>,
     /// The first [`FIRST_PAGE`] of its notes (diagnostics); the worker keeps them all and sends
-    /// further pages on request ([`crate::notes`]).
+    /// further pages on request ([`crate::worker::notes`]).
     #[serde(default)]
     pub notes: Vec<NoteRow>,
     /// How many notes of each reason it has.

@@ -11,13 +11,14 @@ use js_sys::{Array, Uint8Array};
 use std::cell::RefCell;
 use web_sys::Blob;
 
-use crate::aggregate_data::{
+use crate::page_logic::files::for_each_slice;
+use crate::protocol::aggregate::{
     kernel_fields, rank_detail, sort_kernels, AggregateView, RankDetailView,
 };
-use crate::files::for_each_slice;
-use crate::notes::{summarise, NoteRow, FIRST_PAGE};
-use crate::views::FileView;
-use crate::wire::{encode_timeline, LoadItem, LoadRequest, ToPage};
+use crate::protocol::messages::{LoadItem, LoadRequest, ToPage};
+use crate::protocol::notes::{summarise, NoteRow, FIRST_PAGE};
+use crate::protocol::timeline_codec::encode_timeline;
+use crate::protocol::views::FileView;
 
 /// The aggregate open in this worker.
 struct Opened {
@@ -109,7 +110,9 @@ async fn open(items: &[LoadItem], post: &dyn Fn(&ToPage, Option<js_sys::ArrayBuf
                     digest: None,
                     load_ms,
                 };
-                crate::loader::keep_notes(item.id, &item.name, None, notes);
+                crate::worker::notes::with_store(|n| {
+                    n.keep(item.id, &item.name, None, None, notes)
+                });
                 post(
                     &ToPage::Report {
                         id: item.id,
@@ -188,13 +191,13 @@ async fn merge(items: &[LoadItem]) -> Result<(String, Blob, Overview), String> {
         let slice = item
             .blob
             .slice_with_f64_and_f64(b.offset as f64, (b.offset + b.len) as f64)
-            .map_err(crate::files::js_msg)?;
+            .map_err(crate::page_logic::files::js_msg)?;
         parts.push(&slice);
     }
     let (header, tail) = m.finish().map_err(|e| e.to_string())?;
     parts.set(0, Uint8Array::from(&header.encode()[..]).into());
     parts.push(&Uint8Array::from(&tail[..]));
-    let blob = Blob::new_with_blob_sequence(&parts).map_err(crate::files::js_msg)?;
+    let blob = Blob::new_with_blob_sequence(&parts).map_err(crate::page_logic::files::js_msg)?;
     let name = format!("{} aggregates merged", items.len());
     let overview = read_overview(&name, &blob).await?;
     Ok((name, blob, overview))
@@ -257,7 +260,7 @@ async fn read_block(name: &str, blob: &Blob, b: Block) -> Result<Vec<u8>, String
 async fn read_range(blob: &Blob, start: u64, end: u64) -> Result<Vec<u8>, String> {
     let part = blob
         .slice_with_f64_and_f64(start as f64, end as f64)
-        .map_err(crate::files::js_msg)?;
+        .map_err(crate::page_logic::files::js_msg)?;
     let mut out = Vec::with_capacity(part.size() as usize);
     for_each_slice(&part, |chunk| {
         let at = out.len();

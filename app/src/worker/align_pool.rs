@@ -7,7 +7,7 @@
 //! (`tests/browser/workers.test.mjs` compares the page's results with 0 and 3 helpers).
 //!
 //! Small sessions are aligned in place: starting a helper costs more than their alignment.
-//! The helpers are [`crate::worker_pool`]'s, shared with parsing.
+//! The helpers are [`crate::worker::pool`]'s, shared with parsing.
 
 use align::{AlignConfig, Job, JobsFuture, ProcessAlignment, Runner};
 use futures_util::StreamExt;
@@ -16,8 +16,8 @@ use std::cell::Cell;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::wire::ToPage;
-use crate::worker_pool::{hardware_concurrency, Event, JobKind, Pool, MAX_HELPERS};
+use crate::protocol::messages::ToPage;
+use crate::worker::pool::{hardware_concurrency, Event, JobKind, Pool, MAX_HELPERS};
 
 /// Below this many records (log operations plus kernels) over a batch's jobs, the helpers are
 /// not used unless the page asked for them: their start and the copies cost more.
@@ -252,7 +252,7 @@ async fn run_on_helpers(
 }
 
 /// Posts job `i`'s bytes to a helper; the buffer is transferred, not copied.
-fn post_job(helper: &crate::worker_pool::Helper, i: usize, bytes: &[u8]) -> Result<(), String> {
+fn post_job(helper: &crate::worker::pool::Helper, i: usize, bytes: &[u8]) -> Result<(), String> {
     let msg = Object::new();
     let buffer = Uint8Array::from(bytes).buffer();
     let _ = Reflect::set(&msg, &JOB_KEY.into(), &buffer);

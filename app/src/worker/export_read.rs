@@ -1,7 +1,7 @@
 //! Reading one Nsight Systems export in a worker: the file read in slices into one byte array
 //! (sql.js needs the database in one piece), opened in sql.js (loaded in that worker on its
 //! first export), queried, and closed. The loading worker reads exports this way, and so do the
-//! helper workers it hands exports to ([`crate::parse_pool`]).
+//! helper workers it hands exports to ([`crate::worker::parse_pool`]).
 
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use load::{read_export, ReadOptions};
@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope};
 
-use crate::files::{js_msg, read_all};
+use crate::page_logic::files::{js_msg, read_all};
 
 /// sql.js's loader and wasm, served beside the page (never from a CDN); relative to the
 /// worker's script, which is served from the page's directory. `SQL_BATCH_SCRIPT` (the table

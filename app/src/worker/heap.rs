@@ -5,21 +5,13 @@
 //! the sizes asked for (the allocator's overhead and fragmentation make up the difference to the
 //! memory's size).
 
-/// One stage of a load: what it left live and the most it had live on the way.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct HeapStage {
-    pub stage: String,
-    pub live_bytes: u64,
-    pub peak_bytes: u64,
-}
+use crate::protocol::messages::HeapStage;
 
-impl HeapStage {
-    /// The stage that just ended: live now, and its peak (counting starts afresh for the next).
-    pub fn ended(stage: &str) -> HeapStage {
-        HeapStage {
-            stage: stage.to_string(),
-            peak_bytes: counting_alloc::take_peak() as u64,
-            live_bytes: counting_alloc::live() as u64,
-        }
+/// The stage that just ended: live now, and its peak (counting starts afresh for the next).
+pub fn ended(stage: &str) -> HeapStage {
+    HeapStage {
+        stage: stage.to_string(),
+        peak_bytes: counting_alloc::take_peak() as u64,
+        live_bytes: counting_alloc::live() as u64,
     }
 }

@@ -5,96 +5,43 @@
 //! Every failure of one file, sql.js's included, becomes that file's report: the worker keeps
 //! serving the next files and the next drops.
 
-use js_sys::{Array, Uint8Array};
 use load::{sniff, FileReport, InputKind, ReadOptions, Session, SNIFF_BYTES};
 use pipeline::Analysis;
 use sha2::{Digest, Sha256};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use theory::TheoryConfig;
-use timeline::{Timeline, TimelineView};
+use timeline::TimelineView;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
+use web_sys::{Blob, MessageEvent};
 
-use crate::align_pool::{self, HelperRunner, Helpers};
-use crate::export_read::{read_export_blob, ExportFailure};
-use crate::files::{for_each_slice, read_head};
-use crate::heap::HeapStage;
-use crate::link::LinkFile;
-use crate::notes::NoteStore;
-use crate::panel_data::Panels;
-use crate::parse_pool::{self, Loaded, ParseBatch};
-use crate::theory_panel::theory_view;
-use crate::views::{CommPanel, FileView, RankView};
-use crate::wire::{LoadRequest, ToPage};
-
-/// The page needs no more than this many progress messages a second per file.
-pub(crate) const PROGRESS_INTERVAL_MS: f64 = 100.0;
+use crate::page_logic::files::{for_each_slice, read_head};
+use crate::page_logic::link::LinkFile;
+use crate::protocol::messages::{LoadRequest, ToPage};
+use crate::protocol::theory::theory_view;
+use crate::protocol::views::{FileView, RankView};
+use crate::worker::align_pool::{self, HelperRunner, Helpers};
+use crate::worker::export_read::{read_export_blob, ExportFailure};
+use crate::worker::heap::ended as stage_ended;
+use crate::worker::parse_pool::{self, Loaded, ParseBatch};
+use crate::worker::post::{post, post_bytes, scope, PROGRESS_INTERVAL_MS};
+use crate::worker::result::{out_of_line, timeline_buffer, ResultViews, SentTimeline};
 
 thread_local! {
-    /// Everything loaded so far: a later drop adds to it and re-runs the analysis.
-    static SESSION: RefCell<Session> = RefCell::new(Session::default());
-    /// Requests not yet served (one runs at a time, in arrival order).
-    static QUEUE: RefCell<VecDeque<LoadRequest>> = const { RefCell::new(VecDeque::new()) };
-    static BUSY: Cell<bool> = const { Cell::new(false) };
-    /// The last analysis, for theory requests that come without files.
-    static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
-    /// What the worker keeps of the timeline last sent, to resolve the page's picks.
-    static TIMELINE: RefCell<SentTimeline> = RefCell::new(SentTimeline::default());
-    /// The filter and clock the page asked for; every later analysis's timeline keeps them.
-    static VIEW: RefCell<TimelineView> = RefCell::new(TimelineView::default());
-    /// Every file loaded so far (the browser's handle, not its bytes), for fingerprints.
-    static INPUTS: RefCell<Vec<Input>> = const { RefCell::new(Vec::new()) };
-    /// Every loaded file's notes, by the page's file id, for the pages of its list the page
-    /// asks for and for their download.
-    static NOTES: RefCell<NoteStore> = RefCell::new(NoteStore::default());
-}
-
-/// What the worker keeps of a timeline it sent: each track's process and GPU and its spans'
-/// starts, enough to find the kernel the page picks (track and span) or to find a kernel's span
-/// (its process, GPU and start). The spans themselves, and their summaries, live in the page:
-/// keeping them here too cost some 40 bytes an operation.
-#[derive(Default)]
-struct SentTimeline {
-    tracks: Vec<SentTrack>,
-}
-
-struct SentTrack {
-    source: Option<(model::log::ProcessKey, u32)>,
-    /// Sorted, as the track's spans are.
-    starts: Vec<i64>,
-}
-
-impl SentTimeline {
-    fn of(t: &Timeline) -> SentTimeline {
-        SentTimeline {
-            tracks: t
-                .tracks
-                .iter()
-                .map(|tr| SentTrack {
-                    source: tr.source.clone(),
-                    starts: tr.spans.iter().map(|s| s.start_ns).collect(),
-                })
-                .collect(),
-        }
-    }
-}
-
-/// A timeline as the page's bytes, written into a JavaScript buffer a track at a time: the
-/// whole encoding never sits in wasm memory (whose size, once grown, stays).
-fn timeline_buffer(t: &Timeline) -> js_sys::ArrayBuffer {
-    let len = crate::wire::encoded_len(t);
-    let out = Uint8Array::new_with_length(len as u32);
-    let mut at = 0u32;
-    crate::wire::encode_timeline_in_parts(t, &mut |part| {
-        // SAFETY: the view over wasm memory is used at once, before anything allocates.
-        let view = unsafe { Uint8Array::view(part) };
-        out.set(&view, at);
-        at += part.len() as u32;
-    });
-    out.buffer()
-}
+/// Everything loaded so far: a later drop adds to it and re-runs the analysis.
+static SESSION: RefCell<Session> = RefCell::new(Session::default());
+/// Requests not yet served (one runs at a time, in arrival order).
+static QUEUE: RefCell<VecDeque<LoadRequest>> = const { RefCell::new(VecDeque::new()) };
+static BUSY: Cell<bool> = const { Cell::new(false) };
+/// The last analysis, for theory requests that come without files.
+static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
+/// What the worker keeps of the timeline last sent, to resolve the page's picks.
+static TIMELINE: RefCell<SentTimeline> = RefCell::new(SentTimeline::default());
+/// The filter and clock the page asked for; every later analysis's timeline keeps them.
+static VIEW: RefCell<TimelineView> = RefCell::new(TimelineView::default());
+/// Every file loaded so far (the browser's handle, not its bytes), for fingerprints.
+static INPUTS: RefCell<Vec<Input>> = const { RefCell::new(Vec::new()) };}
 
 /// A loaded file and, once computed, its SHA-256.
 #[derive(Clone)]
@@ -102,10 +49,6 @@ struct Input {
     name: String,
     blob: Blob,
     sha256: Option<String>,
-}
-
-fn scope() -> DedicatedWorkerGlobalScope {
-    js_sys::global().unchecked_into()
 }
 
 /// Installs the message handler and tells the page the worker is ready.
@@ -125,7 +68,7 @@ pub fn start() {
         // or a log to parse, answered once read.
         if let Some((reply, result)) = align_pool::serve_job(&e.data()) {
             match result {
-                Some(bytes) => post_bytes(&reply, crate::worker_pool::RESULT_KEY, bytes),
+                Some(bytes) => post_bytes(&reply, crate::worker::pool::RESULT_KEY, bytes),
                 None => post(&reply, None),
             }
             return;
@@ -133,7 +76,7 @@ pub fn start() {
         if parse_pool::serve_job(&e.data()) {
             return;
         }
-        crate::warm_up::stop();
+        crate::worker::warm_up::stop();
         match LoadRequest::from_js(&e.data()) {
             Ok(req) => QUEUE.with(|q| q.borrow_mut().push_back(req)),
             Err(err) => web_sys::console::error_1(&err.into()),
@@ -145,15 +88,15 @@ pub fn start() {
     scope().set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(&ToPage::Ready, None);
-    crate::export_read::preload();
+    crate::worker::export_read::preload();
     let name = scope().name();
-    if name == crate::worker_pool::helper_name(0) {
+    if name == crate::worker::pool::helper_name(0) {
         align_pool::start_warm_up();
     } else if name.is_empty() {
         // The loading worker (the page names none) starts its helpers before the first drop:
         // their start and warm-up then no longer share the cores with the files' reading.
         Helpers::Auto.prestart_idle();
-        crate::warm_up::start();
+        crate::worker::warm_up::start(read_options());
     }
 }
 
@@ -167,7 +110,7 @@ async fn serve_queue() {
 async fn serve(mut req: LoadRequest) {
     // Aggregates (`ncclscope analyze --aggregate`) are opened on their own, not loaded into the
     // session; requests for their ranks are answered there too.
-    out_of_line(crate::aggregate_worker::serve(&mut req, &|msg, bytes| {
+    out_of_line(crate::worker::aggregate::serve(&mut req, &|msg, bytes| {
         post(msg, bytes)
     }))
     .await;
@@ -181,11 +124,12 @@ async fn serve(mut req: LoadRequest) {
         export(kind);
     }
     if let Some(q) = &req.notes {
-        let page = NOTES.with(|n| n.borrow_mut().page(q));
+        let page = crate::worker::notes::with_store(|n| n.page(q));
         post(&ToPage::Notes { page }, None);
     }
     if let Some(id) = req.notes_csv {
-        let built = NOTES.with(|n| n.borrow().file(id).map(|f| (f.csv_name(), f.csv())));
+        let built =
+            crate::worker::notes::with_store(|n| n.file(id).map(|f| (f.csv_name(), f.csv())));
         if let Some((file_name, text)) = built {
             post_bytes(
                 &ToPage::Export {
@@ -467,19 +411,9 @@ fn inferred_fields(analysis: &Analysis, session: &Session) -> Vec<(String, Strin
     out
 }
 
-/// `future` polled through a pointer, so that its code stays a function of its own. Inlined (by
-/// LLVM, then by wasm-opt, which inlines every function called from one place) the request's
-/// futures made one 436 KB wasm function, which V8 compiled for 150 ms before the first drop's
-/// first step.
-pub(crate) fn out_of_line<'a, T>(
-    future: impl std::future::Future<Output = T> + 'a,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>> {
-    Box::pin(future)
-}
-
 async fn load_and_analyse(req: &LoadRequest) {
     SESSION.with(|s| s.borrow_mut().digests = req.options.digests);
-    let mut heap = vec![HeapStage::ended("before")];
+    let mut heap = vec![stage_ended("before")];
     let helpers = match req.options.align_workers {
         Some(n) => Helpers::Exactly(n),
         None => Helpers::Auto,
@@ -547,7 +481,7 @@ async fn load_and_analyse(req: &LoadRequest) {
         }))
         .await;
     let loaded = parsing.summary(js_sys::Date::now() - load_started);
-    heap.push(HeapStage::ended("files loaded"));
+    heap.push(stage_ended("files loaded"));
     // Adding files re-runs the analysis over everything loaded so far.
     post(&ToPage::Analysing, None);
     let started = js_sys::Date::now();
@@ -566,13 +500,13 @@ async fn load_and_analyse(req: &LoadRequest) {
     ))
     .await;
     // The last analysis, now replaced, is dropped here: what follows sees the new one only.
-    heap.push(HeapStage::ended("analysed"));
+    heap.push(stage_ended("analysed"));
     SESSION.with(|s| *s.borrow_mut() = session);
     let (result, timeline, view, counts) = SESSION.with(|s| {
         let s = s.borrow();
         let view = VIEW.with(|v| v.borrow().clone());
         let views = ResultViews::build(&analysis, &s, &view, &mut |stage| {
-            heap.push(HeapStage::ended(stage))
+            heap.push(stage_ended(stage))
         });
         // The view's timeline (marked by the analysis, filtered) is built whole each time.
         rerun.tracks = views.sent.tracks.len();
@@ -607,7 +541,7 @@ async fn load_and_analyse(req: &LoadRequest) {
         (result, views.timeline, view, views.counts)
     });
     let mut result = result;
-    heap.push(HeapStage::ended("result"));
+    heap.push(stage_ended("result"));
     if let ToPage::Result { heap: h, .. } = &mut result {
         *h = heap;
     }
@@ -615,80 +549,10 @@ async fn load_and_analyse(req: &LoadRequest) {
     post_view_status(&view, counts, None);
 }
 
-/// What a result carries beside the analysis' own rows, built as a load builds it.
-struct ResultViews {
-    /// The view's timeline, as the page's bytes.
-    timeline: js_sys::ArrayBuffer,
-    /// What the worker keeps of it.
-    sent: SentTimeline,
-    counts: timeline::FilterCounts,
-    comms: CommPanel,
-    panels: Panels,
-}
-
-impl ResultViews {
-    /// Builds the views of `analysis` for `view`; `stage(name)` after each step (the load
-    /// records its heap there).
-    fn build(
-        analysis: &Analysis,
-        session: &Session,
-        view: &TimelineView,
-        stage: &mut dyn FnMut(&str),
-    ) -> ResultViews {
-        // The page's filter was read when it was set: it cannot fail now, but if it did, the
-        // whole timeline is better than none.
-        let (built, counts) = view
-            .timeline(session, analysis)
-            .or_else(|_| {
-                TimelineView {
-                    filter: String::new(),
-                    ..view.clone()
-                }
-                .timeline(session, analysis)
-            })
-            .unwrap_or_default();
-        stage("timeline built");
-        let timeline = timeline_buffer(&built);
-        let sent = SentTimeline::of(&built);
-        drop(built);
-        stage("timeline encoded");
-        let comms = CommPanel::from_analysis(analysis, session);
-        stage("communicators");
-        let panels = Panels::from_analysis(analysis, session);
-        stage("panels built");
-        ResultViews {
-            timeline,
-            sent,
-            counts,
-            comms,
-            panels,
-        }
-    }
-}
-
-/// Analyses `session` (the warm-up's) as a load would, aligning in place, and builds what a
-/// result carries; all of it is thrown away ([`crate::warm_up`]).
-pub(crate) async fn warm_up_analysis(session: &Session) {
-    let runner = HelperRunner::new(Helpers::Exactly(0));
-    let (analysis, _) = out_of_line(pipeline::analyse_incremental_with(
-        session,
-        &pipeline::UserSizes::default(),
-        None,
-        &runner,
-    ))
-    .await;
-    drop(ResultViews::build(
-        &analysis,
-        session,
-        &TimelineView::default(),
-        &mut |_| (),
-    ));
-}
-
 /// Keeps file `id`'s notes for the page's later requests. With `before` (what the session held
 /// before the file) those its report copied from the log or export the session kept of it (the
 /// next one) are read from there.
-pub(crate) fn keep_notes(
+fn keep_notes(
     id: usize,
     name: &str,
     before: Option<(usize, usize)>,
@@ -704,7 +568,7 @@ pub(crate) fn keep_notes(
         }),
         None => (None, None),
     };
-    NOTES.with(|n| n.borrow_mut().keep(id, name, log, export, notes));
+    crate::worker::notes::with_store(|n| n.keep(id, name, log, export, notes));
 }
 
 /// The size of this worker's wasm memory.
@@ -714,35 +578,6 @@ fn wasm_memory_bytes() -> f64 {
         .ok()
         .and_then(|n| n.as_f64())
         .unwrap_or(0.0)
-}
-
-/// Posts `msg` with `bytes` under `key`; the buffer is transferred, not copied.
-pub(crate) fn post_bytes(msg: &ToPage, key: &str, bytes: Vec<u8>) {
-    let json = serde_json::to_string(msg).unwrap_or_else(|e| format!("\"{e}\""));
-    let obj = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&obj, &"json".into(), &json.into());
-    let buffer = Uint8Array::from(bytes.as_slice()).buffer();
-    let _ = js_sys::Reflect::set(&obj, &key.into(), &buffer);
-    let transfer = Array::of1(&buffer);
-    if let Err(e) = scope().post_message_with_transfer(&obj, &transfer) {
-        web_sys::console::error_1(&e);
-    }
-}
-
-/// Posts `msg` to the page (a helper: to its loading worker); `timeline`'s buffer is
-/// transferred, not copied.
-pub(crate) fn post(msg: &ToPage, timeline: Option<js_sys::ArrayBuffer>) {
-    let json = serde_json::to_string(msg).unwrap_or_else(|e| format!("\"{e}\""));
-    let obj = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&obj, &"json".into(), &json.into());
-    let transfer = Array::new();
-    if let Some(buffer) = timeline {
-        let _ = js_sys::Reflect::set(&obj, &"timeline".into(), &buffer);
-        transfer.push(&buffer);
-    }
-    if let Err(e) = scope().post_message_with_transfer(&obj, &transfer) {
-        web_sys::console::error_1(&e);
-    }
 }
 
 /// Loads one file into the session; `progress(bytes_read)` is called as slices arrive. `kind`
@@ -807,6 +642,6 @@ async fn load_export(
 }
 
 /// What exports are read for (the session's; helpers are told the same).
-pub(crate) fn read_options() -> ReadOptions {
+fn read_options() -> ReadOptions {
     SESSION.with(|s| s.borrow().read_options.clone())
 }

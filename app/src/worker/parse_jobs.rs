@@ -1,5 +1,5 @@
 //! Which file of a load is read where, when the page reads on helper workers: the portable
-//! bookkeeping of [`crate::parse_pool`], tested natively. A job is a log to parse or an export
+//! bookkeeping of [`crate::worker::parse_pool`], tested natively. A job is a log to parse or an export
 //! to read; this module only sees its place in the request and its work.
 //!
 //! Helpers take the job of most work first (the longest starts at once instead of finishing

@@ -1,11 +1,11 @@
 //! The page's parsing workers, both ends. With more than one core and files big enough, the
 //! loading worker hands each log and export of a load (its `Blob`: the browser passes the
-//! file, not its bytes) to a helper worker ([`crate::worker_pool`]'s, the same that align), the
+//! file, not its bytes) to a helper worker ([`crate::worker::pool`]'s, the same that align), the
 //! most work first (an export's byte counts [`EXPORT_WORK_PER_BYTE`] of a log's), one file per
 //! helper at a time. A helper reads a log in slices and feeds [`load::LogLoader`] exactly
 //! as the loading worker does ([`parse_blob`], shared), as file 0, and posts back its progress
 //! and the parsed log as `wire::log` bytes, transferred. An export it reads in its own sql.js
-//! exactly as the loading worker does ([`crate::export_read`], shared) and posts back as
+//! exactly as the loading worker does ([`crate::worker::export_read`], shared) and posts back as
 //! `wire::export` bytes: the export, or the file's error (a bad file does not retire a helper).
 //!
 //! Meanwhile the loading worker walks the load's files in order ([`ParseBatch::claim`]) and
@@ -34,14 +34,14 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope};
 use wire::export::ExportRead;
 
-use crate::export_read::{read_export_blob, ExportFailure};
-use crate::files::{for_each_slice, read_head};
-use crate::loader::{post, post_bytes, PROGRESS_INTERVAL_MS};
-use crate::parse_jobs::{auto_helpers, work, Claim, ParseJobs, EXPORT_WORK_PER_BYTE};
-use crate::wire::{LoadItem, PageOptions, ParseFault, ToPage};
-use crate::worker_pool::{
+use crate::page_logic::files::{for_each_slice, read_head};
+use crate::protocol::messages::{LoadItem, PageOptions, ParseFault, ToPage};
+use crate::worker::export_read::{read_export_blob, ExportFailure};
+use crate::worker::parse_jobs::{auto_helpers, work, Claim, ParseJobs, EXPORT_WORK_PER_BYTE};
+use crate::worker::pool::{
     hardware_concurrency, Event, Helper, JobKind, Pool, MAX_HELPERS, RESULT_KEY,
 };
+use crate::worker::post::{post, post_bytes, PROGRESS_INTERVAL_MS};
 
 /// The keys of a parse job's message to a helper.
 const JOB_KEY: &str = "parse_job";
@@ -570,9 +570,9 @@ async fn helper_job(
     fault: Option<ParseFault>,
 ) {
     // The job reads its file in slices, each a task of its own: no warm-up round between.
-    crate::align_pool::pause_warm_up();
+    crate::worker::align_pool::pause_warm_up();
     load_and_answer(job, name, blob, export, fault).await;
-    crate::align_pool::resume_warm_up();
+    crate::worker::align_pool::resume_warm_up();
 }
 
 /// Parses the log, or reads the export (`export`'s options), as the loading worker would, and

@@ -1,5 +1,5 @@
-//! The loading worker's helper workers, shared by alignment ([`crate::align_pool`]) and parsing
-//! ([`crate::parse_pool`]): more instances of the loading worker's own script, started from it,
+//! The loading worker's helper workers, shared by alignment ([`crate::worker::align_pool`]) and parsing
+//! ([`crate::worker::parse_pool`]): more instances of the loading worker's own script, started from it,
 //! that answer a job message (an alignment job's bytes, or a log's `Blob` to parse) instead of
 //! serving loads. A helper serves both kinds; one batch of jobs uses the pool at a time (it is
 //! taken out meanwhile: requests are served one after another), and the pool lives as long as
@@ -12,14 +12,14 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions};
 
-use crate::wire::ToPage;
+use crate::protocol::messages::ToPage;
 
 /// The helpers' script: the loading worker's loader, beside it (relative to its own URL).
 const HELPER_URL: &str = "./ncclscope-worker_loader.js";
 
 /// Helper `index`'s name (`self.name` in it; its thread is named after it in the browser's
 /// tools too). Helper 0 knows by its name that it warms up the alignment code before its first
-/// job ([`crate::align_pool::start_warm_up`]). One is enough: V8 shares a module's optimised
+/// job ([`crate::worker::align_pool::start_warm_up`]). One is enough: V8 shares a module's optimised
 /// code between the workers that run it (measured: the helper that did not warm up ran its
 /// first jobs as fast as the one that did), and the other cores stay free for the loading.
 pub fn helper_name(index: usize) -> String {
@@ -91,7 +91,7 @@ impl Helper {
     pub fn post(&self, msg: &Object, transfer: &Array) -> Result<(), String> {
         self.worker
             .post_message_with_transfer(msg, transfer)
-            .map_err(crate::files::js_msg)
+            .map_err(crate::page_logic::files::js_msg)
     }
 }
 
@@ -172,7 +172,8 @@ pub fn hardware_concurrency() -> usize {
 fn start_helper(index: usize, sender: UnboundedSender<(usize, Event)>) -> Result<Helper, String> {
     let options = WorkerOptions::new();
     options.set_name(&helper_name(index));
-    let worker = Worker::new_with_options(HELPER_URL, &options).map_err(crate::files::js_msg)?;
+    let worker =
+        Worker::new_with_options(HELPER_URL, &options).map_err(crate::page_logic::files::js_msg)?;
     let on_message_sender = sender.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |e: MessageEvent| {
         let _ = on_message_sender.unbounded_send((index, read_event(&e.data())));

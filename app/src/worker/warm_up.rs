@@ -9,14 +9,14 @@
 //! warm too. Each step is one task; a request that arrives ends the warm-up at the next step,
 //! so a drop waits for one step at most (a few milliseconds once warm, tens before).
 
-use load::Session;
+use load::{ReadOptions, Session};
 use std::cell::Cell;
 use web_sys::Blob;
 
-use crate::deferred::next_task;
-use crate::export_read::{read_export_blob, ExportFailure};
-use crate::files::{demo_file, demo_names};
-use crate::parse_pool::parse_blob;
+use crate::page_logic::deferred::next_task;
+use crate::page_logic::files::{demo_file, demo_names};
+use crate::worker::export_read::{read_export_blob, ExportFailure};
+use crate::worker::parse_pool::parse_blob;
 
 /// Rounds of (parse the log, read the export): in the export benchmark, a file's second and
 /// third reads in one worker ran at the warm speed. Each round is 5-40 ms.
@@ -28,12 +28,12 @@ thread_local! {
 }
 
 /// Starts the warm-up in the background.
-pub fn start() {
-    wasm_bindgen_futures::spawn_local(async {
+pub fn start(options: ReadOptions) {
+    wasm_bindgen_futures::spawn_local(async move {
         let started = js_sys::Date::now();
-        run().await;
+        run(options).await;
         let ms = js_sys::Date::now() - started;
-        crate::loader::post(&crate::wire::ToPage::WarmedUp { ms }, None);
+        crate::worker::post::post(&crate::protocol::messages::ToPage::WarmedUp { ms }, None);
     });
 }
 
@@ -46,12 +46,11 @@ fn stopped() -> bool {
     STOP.with(Cell::get)
 }
 
-async fn run() {
+async fn run(options: ReadOptions) {
     // Nothing to warm up with (a page built without its demo) is not an error.
     let Ok((log, export)) = demo_files().await else {
         return;
     };
-    let options = crate::loader::read_options();
     let mut session = Session::default();
     for round in 0..ROUNDS {
         if let Some((name, blob)) = &log {
@@ -83,7 +82,7 @@ async fn run() {
     // timeline and its encoding, the panels.
     next_task().await;
     if !stopped() {
-        crate::loader::warm_up_analysis(&session).await;
+        crate::worker::result::warm_up_analysis(&session).await;
     }
 }
 

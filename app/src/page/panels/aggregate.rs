@@ -6,15 +6,16 @@
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
-use ncclscope_app::aggregate_data::{AggRank, AggregateView, KernelRow, RankDetailView};
-use ncclscope_app::panel_data::Cell;
-use ncclscope_app::wire::{human_bytes, LoadRequest, ToPage};
+use ncclscope_app::protocol::aggregate::{AggRank, AggregateView, KernelRow, RankDetailView};
+use ncclscope_app::protocol::format::human_bytes;
+use ncclscope_app::protocol::messages::{LoadRequest, ToPage};
+use ncclscope_app::protocol::panels::Cell;
 use timeline::Timeline;
 use wasm_bindgen::Clamped;
 
-use crate::client;
-use crate::table::VirtualTable;
-use crate::timeline_canvas::{context_2d, TimelineCanvas, View};
+use crate::page::client;
+use crate::page::tables::table::VirtualTable;
+use crate::page::timeline::canvas::{context_2d, TimelineCanvas, View};
 
 /// What the page holds of the open aggregate.
 #[derive(Clone, Copy)]
@@ -139,7 +140,7 @@ pub fn AggregatePanel(state: AggregateState) -> impl IntoView {
                     <HeatStrip view=v.clone() on_rank=Callback::new(move |r| state.open_rank(r)) />
                     <RankDetail state=state />
                     <AggRankTable ranks=ranks on_rank=Callback::new(move |r| state.open_rank(r)) />
-                    <crate::communicators::Communicators panel=comms />
+                    <crate::page::tables::communicators::Communicators panel=comms />
                 </section>
             }
         })
@@ -267,7 +268,8 @@ fn reveal(el: &web_sys::Element) {
 /// The rank asked for: its status line, its timeline, its kernels and the picked kernel's fields.
 #[component]
 fn RankDetail(state: AggregateState) -> impl IntoView {
-    let no_hover = crate::tooltip::Hover::new(Callback::new(|_: (usize, usize)| {}));
+    let no_hover =
+        crate::page::timeline::tooltip::Hover::new(Callback::new(|_: (usize, usize)| {}));
     let flow = Signal::derive(Vec::new);
     let anchor = NodeRef::<leptos::html::Div>::new();
     // Once per answer: the rank's section has arrived.

@@ -3,16 +3,16 @@
 //! efficiency distribution and the topology per host. Tables sort on a header click and save as
 //! CSV; every plot saves as SVG or PNG. Everything from files is text (Leptos escapes it).
 
+use crate::page::panels::charts::{Bar, BarChart, HLine, Point, Scatter, TopoBox, TopologyDiagram};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use ncclscope_app::charts::{Bar, BarChart, HLine, Point, Scatter, TopoBox, TopologyDiagram};
-use ncclscope_app::panel_data::{topology_batches, Cell, Panels};
-use ncclscope_app::wire::human_bytes;
+use ncclscope_app::protocol::format::human_bytes;
+use ncclscope_app::protocol::panels::{topology_batches, Cell, Panels};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::client;
-use crate::table::{save_text, VirtualTable};
+use crate::page::client;
+use crate::page::tables::table::{save_text, VirtualTable};
 
 /// The SVG element with `data-testid=test_id`, as a standalone file: a deep clone with the
 /// namespace, each element's computed look inlined (the page's stylesheet and theme stay

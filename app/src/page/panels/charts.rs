@@ -32,7 +32,7 @@ pub fn BarChart(bars: Vec<Bar>, #[prop(into)] test_id: String) -> impl IntoView 
         return bar_chart(&bars, test_id).into_any();
     }
     let bars = std::sync::Arc::new(bars);
-    crate::deferred::deferred(
+    ncclscope_app::page_logic::deferred::deferred(
         move || bar_chart(&bars, test_id.clone()),
         || view! { <svg class="chart" data-pending="" viewBox=format!("0 0 {W} {H}") role="img"></svg> },
     )

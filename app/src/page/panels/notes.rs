@@ -7,13 +7,12 @@
 
 use leptos::html::Div;
 use leptos::prelude::*;
-use ncclscope_app::notes::{
-    list_window, summary_line, NoteKind, NotePage, NoteQuery, NoteRow, PAGE,
-};
-use ncclscope_app::wire::LoadRequest;
+use ncclscope_app::page_logic::list_window::list_window;
+use ncclscope_app::protocol::messages::LoadRequest;
+use ncclscope_app::protocol::notes::{summary_line, NoteKind, NotePage, NoteQuery, NoteRow, PAGE};
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::client;
+use crate::page::client;
 
 /// A row's height (CSS pixels): `.note-row` is exactly this high.
 const ROW_PX: f64 = 22.0;

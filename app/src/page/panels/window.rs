@@ -5,7 +5,7 @@
 
 use analyses::{WindowRow, WindowSummary};
 use leptos::prelude::*;
-use ncclscope_app::wire::human_bytes;
+use ncclscope_app::protocol::format::human_bytes;
 
 fn rows_view(rows: &[WindowRow], what: &'static str) -> impl IntoView {
     let body = rows

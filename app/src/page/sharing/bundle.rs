@@ -7,7 +7,7 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use ncclscope_app::files::{fetch_blob, js_msg};
+use ncclscope_app::page_logic::files::{fetch_blob, js_msg};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;

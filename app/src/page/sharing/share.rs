@@ -1,16 +1,16 @@
 //! The page's side of shareable links ([`ncclscope_app::link`] has the format): making a link
 //! of the current view, and restoring the view a link names once its files are dropped.
 
+use crate::page::panels::theory::HARDWARE_FIELD;
 use analyses::WindowSummary;
 use leptos::prelude::*;
-use ncclscope_app::link::{
+use ncclscope_app::page_logic::link::{
     decode, encode, pack_kernel, pack_summary, verify, LinkFile, Selection, SharedKernel, ViewLink,
 };
-use ncclscope_app::theory_panel::HARDWARE_FIELD;
-use ncclscope_app::wire::human_bytes;
+use ncclscope_app::protocol::format::human_bytes;
 use theory::form::{Form, FIELDS};
 
-use crate::timeline_canvas::View;
+use crate::page::timeline::canvas::View;
 
 /// Where the page's own link stands.
 #[derive(Clone, Debug, PartialEq)]
@@ -224,7 +224,7 @@ pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -
                 view! {
                     <div data-testid="link-summary">
                         <h2>"Summary carried by this link (no files needed)"</h2>
-                        {crate::window_panel::summary_view(w)}
+                        {crate::page::panels::window::summary_view(w)}
                     </div>
                 }
             });
@@ -232,7 +232,7 @@ pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -
                 view! {
                     <div data-testid="link-kernel">
                         <h2>"Kernel carried by this link (no files needed)"</h2>
-                        {crate::details_panel::details_view(&k.details, &k.fields)}
+                        {crate::page::panels::details::details_view(&k.details, &k.fields)}
                     </div>
                 }
             });

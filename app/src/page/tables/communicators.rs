@@ -4,10 +4,10 @@
 //! NCCL set it up (channels, trees, nodes, the transports of its connections).
 
 use leptos::prelude::*;
-use ncclscope_app::panel_data::Cell;
-use ncclscope_app::views::{CommPanel, CommRow};
+use ncclscope_app::protocol::panels::Cell;
+use ncclscope_app::protocol::views::{CommPanel, CommRow};
 
-use crate::table::VirtualTable;
+use crate::page::tables::table::VirtualTable;
 
 const HEADERS: [&str; 12] = [
     "id",

@@ -2,10 +2,10 @@
 //! how many of its kernels were matched to log operations.
 
 use leptos::prelude::*;
-use ncclscope_app::panel_data::Cell;
-use ncclscope_app::views::RankView;
+use ncclscope_app::protocol::panels::Cell;
+use ncclscope_app::protocol::views::RankView;
 
-use crate::table::VirtualTable;
+use crate::page::tables::table::VirtualTable;
 
 const HEADERS: [&str; 9] = [
     "rank",

@@ -7,13 +7,13 @@
 
 use leptos::html::Div;
 use leptos::prelude::*;
-use ncclscope_app::panel_data::{csv as csv_text_of, Cell};
-use ncclscope_app::table_window::{
+use ncclscope_app::page_logic::table_window::{
     display_order, padding, window, DEFAULT_ROW_PX, DEFAULT_VIEW_PX, FILTER_MIN_ROWS,
 };
+use ncclscope_app::protocol::panels::{csv as csv_text_of, Cell};
 use wasm_bindgen::JsCast;
 
-use crate::client;
+use crate::page::client;
 
 /// The column a table is sorted by and whether ascending; `None`: the data's own order.
 pub type Sort = RwSignal<Option<(usize, bool)>>;

@@ -5,12 +5,12 @@
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use model::OpType;
-use ncclscope_app::timeline_math::{ticks, zoom, Motion, FIRST_STEP_S};
+use ncclscope_app::page_logic::timeline_math::{ticks, zoom, Motion, FIRST_STEP_S};
 use timeline::{Lod, Mark, Timeline, LOD_NO_OP};
 use wasm_bindgen::JsCast;
 use web_sys::CanvasRenderingContext2d;
 
-use crate::tooltip::{Hover, Tooltip};
+use crate::page::timeline::tooltip::{Hover, Tooltip};
 
 pub const ROW_HEIGHT: f64 = 22.0;
 pub const LABEL_WIDTH: f64 = 180.0;
@@ -135,7 +135,7 @@ pub fn TimelineCanvas(
         let v = view.get();
         let sel = selected.get();
         let range = selection.get();
-        crate::theme::revision().track();
+        crate::page::theme::revision().track();
         let el = canvas.get();
         let at = shown.get();
         flow.with(|flow| {
@@ -649,7 +649,7 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View, offset: f64)
     let span = (v.end_ns - v.start_ns).max(1.0);
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
 
-    let colours = crate::theme::canvas_colours();
+    let colours = crate::page::theme::canvas_colours();
     ctx.set_font("11px sans-serif");
 
     let rows_px = t.tracks.len() as f64 * ROW_HEIGHT;
@@ -871,7 +871,7 @@ fn mark(
     let plot_w = canvas.width() as f64 - LABEL_WIDTH;
     let span = (v.end_ns - v.start_ns).max(1.0);
     let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
-    ctx.set_stroke_style_str(&crate::theme::canvas_colours().mark);
+    ctx.set_stroke_style_str(&crate::page::theme::canvas_colours().mark);
     ctx.set_line_width(2.0);
     // Rows of the members: a track's label starts with its global rank.
     let row_of = |rank: u32| {

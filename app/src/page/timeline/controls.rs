@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use timeline::TimelineView;
 
-use crate::timeline_canvas::{COLOURS, PAR_COLOURS};
+use crate::page::timeline::canvas::{COLOURS, PAR_COLOURS};
 
 /// What the worker said of the last filter and clock.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -7,7 +7,7 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 use timeline::{Lod, Timeline};
 
-use crate::timeline_canvas::{context_2d, View, LABEL_WIDTH};
+use crate::page::timeline::canvas::{context_2d, View, LABEL_WIDTH};
 
 const WIDTH: f64 = 1200.0;
 const HEIGHT: f64 = 36.0;
@@ -65,7 +65,7 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
     let columns = RwSignal::new(Vec::<f32>::new());
     Effect::new(move |_| {
         timeline.track();
-        ncclscope_app::deferred::defer(move || {
+        ncclscope_app::page_logic::deferred::defer(move || {
             if let Some(d) = timeline.try_with_untracked(|t| density(t, plot_w as usize)) {
                 let _ = columns.try_set(d);
             }
@@ -83,7 +83,7 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
 
     Effect::new(move |_| {
         let vb = view_box();
-        crate::theme::revision().track();
+        crate::page::theme::revision().track();
         let Some(el) = canvas.get() else { return };
         columns.with(|cols| draw(&el, cols, vb));
     });
@@ -135,7 +135,7 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, cols: &[f32], view_box: Option<(f64
         return;
     };
     ctx.clear_rect(0.0, 0.0, WIDTH, HEIGHT);
-    let colours = crate::theme::canvas_colours();
+    let colours = crate::page::theme::canvas_colours();
     ctx.set_fill_style_str(&colours.text);
     ctx.set_font("11px sans-serif");
     let _ = ctx.fill_text("whole run", 4.0, HEIGHT / 2.0 + 4.0);

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use timeline::{Marker, MarkerKind, Timeline};
 use web_sys::CanvasRenderingContext2d;
 
-use crate::timeline_canvas::{context_2d, View, LABEL_WIDTH, ROW_HEIGHT};
+use crate::page::timeline::canvas::{context_2d, View, LABEL_WIDTH, ROW_HEIGHT};
 
 /// The canvas's width in its own pixels, as the timeline's.
 const WIDTH: f64 = 1200.0;
@@ -35,7 +35,7 @@ pub fn NvtxRows(timeline: Signal<Timeline>, view: Signal<Option<View>>) -> impl 
     Effect::new(move |_| {
         let v = view.get();
         let el = canvas.get();
-        crate::theme::revision().track();
+        crate::page::theme::revision().track();
         timeline.with(|t| {
             if let (Some(el), Some(v)) = (el, v) {
                 draw(&el, t, v);
@@ -94,7 +94,7 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View) {
     for (row, markers) in t.markers.iter().enumerate() {
         let y = row as f64 * ROW_HEIGHT;
         // The row's label sits on the page's background: the theme's text colour.
-        ctx.set_fill_style_str(&crate::theme::canvas_colours().text);
+        ctx.set_fill_style_str(&crate::page::theme::canvas_colours().text);
         let _ = ctx.fill_text(&markers.label, 4.0, y + 15.0);
         // At most one range per pixel column (ranges are sorted by start).
         let mut last_px = f64::NEG_INFINITY;

@@ -394,7 +394,7 @@ pub fn filter_timeline(
 }
 
 /// How the page wants the timeline: its filter query and its clock.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TimelineView {
     pub filter: String,
     /// Each rank's own clock instead of the reference rank's.

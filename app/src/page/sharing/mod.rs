@@ -1,0 +1,4 @@
+//! Sharing a view: links ([`share`]) and the self-contained bundle ([`bundle`]).
+
+pub mod bundle;
+pub mod share;
