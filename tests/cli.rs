@@ -546,3 +546,82 @@ fn csv_cells(line: &str) -> Vec<String> {
     cells.push(cur);
     cells
 }
+
+/// `comm_matrix` as the contract shapes it (one entry per (src, dst, parallelism, op) with
+/// bytes > 0, each with bytes and time), the same rows in `--matrix-csv`, and the rest of the
+/// patterns beside it.
+#[test]
+fn the_rank_to_rank_matrix_in_the_summary_and_as_csv() {
+    let dir = scratch_dir("matrix-demo");
+    let preset = synth::preset("demo").unwrap();
+    synth::write_run(&synth::generate(&preset.config), &dir).unwrap();
+    std::fs::remove_file(dir.join("truth.json")).unwrap();
+    let out = dir.join("summary.json");
+    let csv = dir.join("matrix.csv");
+    let code = ncclscope_cli::run([
+        "ncclscope",
+        "analyze",
+        "--json",
+        out.to_str().unwrap(),
+        "--matrix-csv",
+        csv.to_str().unwrap(),
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let entries = s["comm_matrix"].as_array().unwrap();
+    assert!(!entries.is_empty());
+    let mut keys = std::collections::BTreeSet::new();
+    for e in entries {
+        let o = e.as_object().unwrap();
+        for k in ["src", "dst", "parallelism", "op", "bytes", "time_ns"] {
+            assert!(o.contains_key(k), "{e}");
+        }
+        assert!(e["bytes"].as_u64().unwrap() > 0, "{e}");
+        assert_ne!(e["src"], e["dst"]);
+        let key = (
+            e["src"].as_u64().unwrap(),
+            e["dst"].as_u64().unwrap(),
+            e["parallelism"].as_str().unwrap().to_string(),
+            e["op"].as_str().unwrap().to_string(),
+        );
+        assert!(keys.insert(key), "{e} twice");
+        let par = e["parallelism"].as_str().unwrap();
+        assert!(
+            ["TP", "PP", "DP", "EP", "CP", "unknown"].contains(&par),
+            "{e}"
+        );
+    }
+    // The demo's pipeline stages sit on two nodes: rank 0 sends its activations to rank 4.
+    assert!(entries
+        .iter()
+        .any(|e| e["src"] == 0 && e["dst"] == 4 && e["parallelism"] == "PP" && e["op"] == "Send"));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("src,dst,parallelism,op,bytes,time_ns"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), entries.len());
+    for (row, e) in rows.iter().zip(entries) {
+        let want = format!(
+            "{},{},{},{},{},{}",
+            e["src"],
+            e["dst"],
+            e["parallelism"].as_str().unwrap(),
+            e["op"].as_str().unwrap(),
+            e["bytes"],
+            e["time_ns"]
+        );
+        assert_eq!(*row, want);
+    }
+    let p = &s["patterns"];
+    assert_eq!(p["matrix"]["hosts"].as_array().unwrap().len(), 2);
+    assert!(!p["matrix"]["nodes"].as_array().unwrap().is_empty());
+    assert_eq!(p["periodicity"]["step_source"], "nvtx");
+    assert!(!p["model"]["groups"].as_array().unwrap().is_empty());
+    assert!(p["model"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g["link_class"] == "network"));
+    assert_eq!(p["predicted"]["sizes"]["pp"], 2);
+}

@@ -11,6 +11,12 @@
 //! - [`comm_setup`]: how NCCL set each communicator up (channels, trees, transports);
 //! - [`details`]: one picked kernel with its log lines and the same collective on every rank;
 //! - [`window`]: a time window's kernels aggregated per operation and per rank;
+//! - [`diagnosis`]: what went wrong, from the logs alone: where every member stopped,
+//!   mismatched collectives, classified errors and the first of them, watchdog timeouts,
+//!   configuration that differs across ranks;
+//! - [`patterns`]: where traffic flows (the rank-to-rank matrix, observed and as the layout
+//!   predicts it), whether it repeats (On-Off periodicity), and the run's own α-β model per link
+//!   class (docs/design/patterns.md);
 //! - [`time_facts`]: each aligned process's log stamps (resolution, zone, use) and its export's
 //!   time base.
 //!
@@ -19,7 +25,9 @@
 pub mod comm_setup;
 pub mod comm_stats;
 pub mod details;
+pub mod diagnosis;
 pub mod kernel_bw;
+pub mod patterns;
 pub mod predicted_times;
 pub mod skew;
 pub mod theory_vs_observed;

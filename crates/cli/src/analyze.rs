@@ -20,6 +20,10 @@ pub struct AnalyzeArgs {
     /// Write the enriched operations as CSV, one row per NCCL kernel.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Write the rank-to-rank matrix (the summary's `comm_matrix`) as CSV:
+    /// `src,dst,parallelism,op,bytes,time_ns`, one row per entry.
+    #[arg(long, value_name = "FILE")]
+    matrix_csv: Option<PathBuf>,
     /// Write the enriched kernels as Apache Parquet (one row per NCCL kernel; for DuckDB, Dask,
     /// Spark). Run once per node for runs too large for one process: see docs/SCALE.md.
     #[arg(long)]
@@ -88,6 +92,24 @@ pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
     let volumes = analyses::observed_volumes(&session, &analysis.communicators, &analysis.layout);
     let mut summary = summary::build(&session, &reports, &analysis, &volumes, theory.as_ref());
     summary["time"] = summary::time_entry(&analysis, &volumes, &hardware);
+    let patterns = analyses::patterns::patterns(
+        &session,
+        &analysis,
+        &analyses::patterns::Options {
+            hardware: &hardware,
+            theory: theory.as_ref(),
+            steps: analyses::patterns::StepSource::Nvtx,
+        },
+    );
+    summary::add_patterns(&mut summary, &patterns);
+    if let Some(path) = &args.matrix_csv {
+        let mut csv = Vec::new();
+        patterns
+            .matrix
+            .write_csv(&mut csv)
+            .map_err(|e| e.to_string())?;
+        write_output(path, &csv)?;
+    }
     if let Some(cfg) = &theory {
         // Where the thesis' figure 5.30 marks the histogram: one microbatch's activation b·s·h·β.
         let m = &cfg.model;

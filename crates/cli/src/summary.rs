@@ -153,6 +153,7 @@ pub fn build(
             warnings.push(json!({"path": d.path, "line": d.line, "message": d.message}));
         }
     }
+    let diagnosis = diagnosis(session, analysis);
     json!({
         "inputs": inputs,
         "ranks": ranks,
@@ -163,7 +164,22 @@ pub fn build(
         "clocks": clocks,
         "theory": theory,
         "warnings": warnings,
+        "diagnosis": diagnosis.findings,
+        "diagnosis_stopped": diagnosis.stopped,
+        "diagnosis_first_error": diagnosis.first_error,
     })
+}
+
+/// What went wrong, from the logs (the contract's `diagnosis`), with the analysis's global
+/// ranks. The analysis's clocks are the kernels' (the exports' time), not the log stamps', so
+/// errors are ordered by their stamps.
+fn diagnosis(session: &Session, analysis: &Analysis) -> analyses::diagnosis::Diagnosis {
+    let logs: Vec<_> = session.logs().iter().map(|l| &l.parsed).collect();
+    let ctx = analyses::diagnosis::Context {
+        communicators: Some(&analysis.communicators),
+        clocks: None,
+    };
+    analyses::diagnosis::diagnose(&logs, ctx)
 }
 
 /// The contract's `theory` entries for the config's model and layout: the theory crate's entry
@@ -215,6 +231,25 @@ fn observed_only_entries(volumes: &[RankVolume]) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// The contract's `comm_matrix` (the rank-to-rank matrix's entries) and, under `patterns`, the
+/// rest of issue 34's analyses: the matrix's hosts, node matrix, routing and notes, the matrix
+/// the layout predicts, the On-Off periodicity and the run's own performance model.
+pub fn add_patterns(summary: &mut Value, p: &analyses::patterns::Patterns) {
+    let value = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
+    summary["comm_matrix"] = value(serde_json::to_value(&p.matrix.entries));
+    summary["patterns"] = json!({
+        "matrix": {
+            "hosts": value(serde_json::to_value(&p.matrix.hosts)),
+            "nodes": value(serde_json::to_value(&p.matrix.nodes)),
+            "comms": value(serde_json::to_value(&p.matrix.comms)),
+            "notes": value(serde_json::to_value(&p.matrix.notes)),
+        },
+        "predicted": value(serde_json::to_value(&p.predicted)),
+        "periodicity": value(serde_json::to_value(&p.periodicity)),
+        "model": value(serde_json::to_value(&p.model)),
+    });
 }
 
 /// Observed kernel time beside the time model's, per operation type and size bucket, and the

@@ -63,6 +63,17 @@ impl ProcessOps {
         Some((&log.parsed.ops, row as usize))
     }
 
+    /// The loaded log holding the `i`-th operation, and its row there: for analyses that keep
+    /// per-site figures of each log (a site's number is its index in that log's
+    /// [`LogOps::sites`]) and read a call's tuning ([`LogOps::tuning`]) in place.
+    pub fn log_row(&self, i: usize) -> Option<(&Arc<LoadedLog>, usize)> {
+        let row = *self.rows.get(i)?;
+        let log = self
+            .logs
+            .get(self.log_ends.partition_point(|&e| e as usize <= i))?;
+        Some((log, row as usize))
+    }
+
     /// The call site of the `i`-th operation (what it shares with the process's other calls
     /// from there: operation, communicator, datatype...), without building the whole record.
     pub fn site(&self, i: usize) -> Option<&CallSite> {

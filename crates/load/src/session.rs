@@ -373,6 +373,9 @@ fn log_digest(p: &ParsedLog) -> String {
         init_timings,
         destroys,
         warnings,
+        config,
+        failed_calls,
+        framework,
         diagnostics: _,
         counters,
         nccl_version,
@@ -389,6 +392,7 @@ fn log_digest(p: &ParsedLog) -> String {
         warnings,
         counters,
         nccl_version,
+        (config, failed_calls, framework),
     ))
 }
 

@@ -597,6 +597,15 @@ impl LogOps {
         })
     }
 
+    /// What the tuning line attached to the `i`-th operation said (algorithm, protocol, channel
+    /// count), without building the whole record: the analyses that expand every operation
+    /// into the transfers of its algorithm read this once per call.
+    pub fn tuning(&self, i: usize) -> Option<(Option<Algo>, Option<Proto>, Option<u32>)> {
+        let r = self.rows.get(i)?;
+        let nchannels = (r.flags & HAS_NCHANNELS != 0).then(|| self.numbers(i, r).nchannels);
+        Some((r.algo, r.proto, nchannels))
+    }
+
     /// Whether the `i`-th operation has an algorithm or a channel count (from a tuning line).
     pub fn is_tuned(&self, i: usize) -> bool {
         self.rows
@@ -810,6 +819,12 @@ mod tests {
             (o.algo, o.proto, o.nchannels),
             (Some(Algo::Tree), None, Some(3))
         );
+        assert_eq!(ops.tuning(5), Some((Some(Algo::Tree), None, Some(3))));
+        // Past a row's byte, the channel count is kept whole and read back whole.
+        ops.set_tuning(6, Some(Algo::Ring), None, Some(300));
+        assert_eq!(ops.tuning(6), Some((Some(Algo::Ring), None, Some(300))));
+        assert_eq!(ops.get(6).unwrap().nchannels, Some(300));
+        assert_eq!(ops.tuning(10), None);
         ops.set_tuning(5, None, Some(Proto::Simple), None);
         let o = ops.get(5).unwrap();
         assert_eq!(

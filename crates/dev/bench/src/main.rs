@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p ncclscope-bench -- [--quick] [--no-browser] [--out FILE]
-//!     [parse] [sqlite] [align] [memory] [e2e] [render]
+//!     [parse] [sqlite] [align] [memory] [e2e] [render] [patterns]
 //! ```
 //! With no benchmark named, all of them run, the end-to-end ones up to their target sizes (see
 //! `end_to_end`). `--quick` uses small inputs (a smoke run); `--no-browser` leaves out every Chromium measurement (their rows then say so). Inputs are
@@ -22,6 +22,7 @@ mod growth;
 mod inputs;
 mod memory;
 mod parse;
+mod patterns;
 mod regex_baseline;
 mod render;
 mod report;
@@ -31,7 +32,9 @@ use report::Report;
 use std::time::Instant;
 
 /// The families, in the order they run (cheapest first, so that a smoke run fails early).
-const FAMILIES: [&str; 6] = ["parse", "sqlite", "align", "memory", "e2e", "render"];
+const FAMILIES: [&str; 7] = [
+    "parse", "sqlite", "align", "memory", "e2e", "render", "patterns",
+];
 
 /// How big the inputs are.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -135,6 +138,9 @@ fn main() {
             .iter()
             .for_each(|r| drop(r.dir()));
     }
+    if wants("patterns") {
+        patterns::runs(&layouts).iter().for_each(|r| drop(r.dir()));
+    }
     let (generated, reused) = inputs::counts();
     let inputs_s = started.elapsed().as_secs_f64();
     report.line(&format!(
@@ -163,6 +169,9 @@ fn main() {
     }
     if wants("e2e") || wants("render") {
         end_to_end::run(&layouts, wants("e2e"), wants("render"), &opts, &mut report);
+    }
+    if wants("patterns") {
+        patterns::run(&layouts, opts.scale, &mut report);
     }
     report.targets();
     report.line(&format!(

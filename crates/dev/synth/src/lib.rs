@@ -13,6 +13,7 @@
 
 pub mod chatter;
 pub mod comms;
+pub mod hang;
 pub mod layout;
 mod logfiles;
 pub mod logfmt;
@@ -64,6 +65,41 @@ pub struct Imperfections {
     pub garbled_lines: u32,
     /// Every log file ends in a cut, newline-less (non-operation) line.
     pub truncated_last_line: bool,
+    /// NCCL kernels per rank whose end equals their start (a timer that did not advance, as
+    /// exports of very short kernels show).
+    #[serde(default)]
+    pub zero_duration_kernels: u32,
+}
+
+/// How the logs print each communicator's rings and trees (`NCCL_DEBUG_SUBSYS` decides whether
+/// NCCL prints them at all; its topology search decides the order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RingLines {
+    /// In communicator-rank order (`Channel 00/02 :  0  1  2  3`), as a one-node ring prints.
+    #[default]
+    Ordered,
+    /// In an order of the communicator's own ([`ring_order`]), the same on every channel, as
+    /// NCCL's search orders rings across nodes.
+    Shuffled,
+    /// Not at all: no ring order, ring neighbour, tree or connection line (the channel counts
+    /// are still printed).
+    Omitted,
+}
+
+/// The ring order (communicator ranks) a communicator's logs print under `lines`: identity for
+/// [`RingLines::Ordered`] and [`RingLines::Omitted`] (the order the timing assumes either way),
+/// a permutation drawn from the communicator's id for [`RingLines::Shuffled`].
+pub fn ring_order(lines: RingLines, comm: &comms::Communicator) -> Vec<usize> {
+    let n = comm.global_ranks.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    if lines == RingLines::Shuffled {
+        let mut rng = Rng::derive(comm.comm_id, 0x5106);
+        for i in (1..n).rev() {
+            order.swap(i, rng.range(0, i as u64 + 1) as usize);
+        }
+    }
+    order
 }
 
 /// Everything that defines a run.
@@ -100,6 +136,12 @@ pub struct RunConfig {
     /// writes them) instead of one per node.
     #[serde(default)]
     pub report_per_rank: bool,
+    /// A rank that stops, or calls another collective, at a chosen operation ([`hang`]).
+    #[serde(default)]
+    pub hang: Option<hang::Hang>,
+    /// How the logs print rings and trees.
+    #[serde(default)]
+    pub ring_lines: RingLines,
     /// The variations of real clusters ([`realism`]); the default changes nothing.
     #[serde(default)]
     pub realism: Realism,
@@ -129,6 +171,8 @@ impl RunConfig {
             launcher: Launcher::None,
             symmetric: false,
             report_per_rank: false,
+            hang: None,
+            ring_lines: RingLines::Ordered,
             realism: Realism::default(),
         }
     }
@@ -205,6 +249,8 @@ pub(crate) struct Plan<'a> {
     /// Latest kernel end over ranks `0..=r` (the truncated last line of rank r is stamped after
     /// it, as the sequential generator always did).
     pub(crate) end_prefix: Vec<i64>,
+    /// What the hang knob planted, if anything.
+    pub(crate) hang: Option<hang::Expected>,
     /// Whether log lines carry stamps.
     pub(crate) stamped: bool,
     /// Report time = run time + this (the capture starts at run time −lead).
@@ -266,7 +312,8 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         nvlink_gbps: 150.0,
         net_gbps: cfg.net_gbps,
     };
-    let timed = timing::simulate(&calls, &comms, &hw, cfg.seed);
+    let mut timed = timing::simulate(&calls, &comms, &hw, cfg.seed);
+    let hang = hang::apply(cfg.hang.as_ref(), &comms, &mut calls, &mut timed);
 
     // Processes and clocks.
     let mut prng = Rng::derive(cfg.seed, 0x91D);
@@ -360,6 +407,7 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         procs,
         clocks,
         end_prefix,
+        hang,
         stamped: stamp != realism::StampFormat::None,
         lead_ns,
         names,

@@ -403,11 +403,14 @@ pub fn topology(
 
 /// Ring/tree/channel lines for one communicator on one member. `ranks_bus`: per member, its
 /// global rank and what the connection lines print in brackets (busId, or device from 2.19).
-/// `next_remote` / `prev_remote`: the ring successor / predecessor is on another node (network
-/// transport, printed as `[send]` / `[receive]` lines, issue128 and issue350; not P2P/IPC).
+/// `order`: the ring's communicator ranks in ring order (every channel the same); the tree of
+/// each channel is the chain along it. `next_remote` / `prev_remote`: the ring successor /
+/// predecessor is on another node (network transport, printed as `[send]` / `[receive]` lines,
+/// issue128 and issue350; not P2P/IPC).
 pub fn channels(
     v: Version,
     ranks_bus: &[(u32, u64)],
+    order: &[usize],
     me: usize,
     nch: u32,
     next_remote: bool,
@@ -416,16 +419,17 @@ pub fn channels(
     let n = ranks_bus.len();
     let mut out = Vec::new();
     for c in 0..nch {
-        let order: String = (0..n).map(|r| format!("{r:>4}")).collect();
-        out.push(format!("Channel {c:02}/{nch:02} : {order}"));
+        let line: String = order.iter().map(|r| format!("{r:>4}")).collect();
+        out.push(format!("Channel {c:02}/{nch:02} : {line}"));
     }
-    let prev = (me + n - 1) % n;
-    let next = (me + 1) % n;
+    let at = order.iter().position(|&r| r == me).unwrap_or(0);
+    let prev = order[(at + n - 1) % n];
+    let next = order[(at + 1) % n];
     for c in 0..nch {
         out.push(format!("Ring {c:02} : {prev} -> {me} -> {next}"));
     }
-    let parent = if me == 0 { -1 } else { me as i64 - 1 };
-    let child = if me + 1 < n { (me + 1) as i64 } else { -1 };
+    let parent = if at == 0 { -1 } else { order[at - 1] as i64 };
+    let child = if at + 1 < n { order[at + 1] as i64 } else { -1 };
     let trees: Vec<String> = (0..nch)
         .map(|c| format!("[{c}] {child}/-1/-1->{me}->{parent}"))
         .collect();
@@ -462,4 +466,12 @@ pub fn channels(
         ));
     }
     out
+}
+
+/// Whether a line of [`channels`] names a route (a ring order, ring neighbours, trees or a
+/// connection): what a log without ring lines lacks.
+pub fn is_route_line(line: &str) -> bool {
+    line.starts_with("Ring ")
+        || line.starts_with("Trees ")
+        || (line.starts_with("Channel ") && (line.contains(" via ") || !line.contains('[')))
 }

@@ -143,6 +143,7 @@ pub fn presets() -> Vec<Preset> {
                     drop_kernel_pct: 1.0,
                     garbled_lines: 2,
                     truncated_last_line: true,
+                    zero_duration_kernels: 0,
                 };
                 c
             },

@@ -13,7 +13,10 @@
 use crate::nsysdb::{self, KernelRow, NvtxRow};
 use crate::rng::Rng;
 use crate::truth::{self, LogOpRef, TruthKernel, TruthRank};
-use crate::{chatter, logfmt, ncclnvtx, realism, schedule, Plan, Proc, BUS_IDS, EPOCH_NS};
+use crate::{
+    chatter, hang, logfmt, ncclnvtx, realism, ring_order, schedule, Plan, Proc, RingLines,
+    BUS_IDS, EPOCH_NS,
+};
 use ::model::{Algo, DataType, OpType, Proto};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -32,6 +35,9 @@ pub(crate) struct RankOut {
     pub(crate) unmatched_log_ops: u64,
     pub(crate) unmatched_kernels: u64,
 }
+
+/// The stream of the compute kernels between calls.
+const COMPUTE_STREAM: u32 = 7;
 
 /// (correlation id, (communicator, opCount) it executes, kernel short name).
 type KernelRef = (u32, Option<(usize, u64)>, String);
@@ -105,6 +111,7 @@ pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
     };
     g.setup();
     g.operations();
+    g.zero_durations();
     g.phase_ranges();
     g.finish()
 }
@@ -243,8 +250,10 @@ impl RankGen<'_> {
             4
         };
         let n = c.global_ranks.len();
-        let next_g = c.global_ranks[(me + 1) % n];
-        let prev_g = c.global_ranks[(me + n - 1) % n];
+        let order = ring_order(pl.cfg.ring_lines, c);
+        let at = order.iter().position(|&r| r == me).unwrap_or(0);
+        let next_g = c.global_ranks[order[(at + 1) % n]];
+        let prev_g = c.global_ranks[order[(at + n - 1) % n]];
         let next_remote = next_g / gpn != p.node;
         let prev_remote = prev_g / gpn != p.node;
         let mut nodes_of: Vec<u32> = c.global_ranks.iter().map(|g| g / gpn).collect();
@@ -268,7 +277,10 @@ impl RankGen<'_> {
         }
         // Channel and connection lines, then (proxy chatter in between) "Connected all rings"
         // and what follows it, as real logs order them.
-        let chan = logfmt::channels(v, &rb, me, nch, next_remote, prev_remote);
+        let mut chan = logfmt::channels(v, &rb, &order, me, nch, next_remote, prev_remote);
+        if pl.cfg.ring_lines == RingLines::Omitted {
+            chan.retain(|l| !logfmt::is_route_line(l));
+        }
         let split = chan
             .iter()
             .position(|l| l.starts_with("Connected all rings"))
@@ -454,7 +466,7 @@ impl RankGen<'_> {
                 pid: p.export_pid,
                 tid: p.export_pid,
                 device: p.local,
-                stream_id: 7,
+                stream_id: COMPUTE_STREAM,
                 correlation_id: self.corr,
                 start_ns: pl.gpu(p.node, s),
                 end_ns: pl.gpu(p.node, e.max(s + 1_000)),
@@ -716,6 +728,24 @@ impl RankGen<'_> {
         }
     }
 
+    /// Kernels whose timer did not advance: drawn from a stream of their own, so every other
+    /// draw (and the truth) stays what it was without them.
+    fn zero_durations(&mut self) {
+        let pl = self.pl;
+        let n = pl.cfg.imperfections.zero_duration_kernels;
+        if n == 0 {
+            return;
+        }
+        let nccl: Vec<usize> = (0..self.krows.len())
+            .filter(|&i| self.krows[i].stream_id != COMPUTE_STREAM)
+            .collect();
+        let mut zrng = Rng::derive(pl.cfg.seed, 0x2E80_0000 + u64::from(self.p.rank));
+        for _ in 0..n.min(nccl.len() as u32) {
+            let i = nccl[zrng.range(0, nccl.len() as u64) as usize];
+            self.krows[i].end_ns = self.krows[i].start_ns;
+        }
+    }
+
     /// NVTX: contiguous phase runs, then one range per iteration (and, with foreign lines,
     /// Megatron's iteration line on the last rank).
     fn phase_ranges(&mut self) {
@@ -829,6 +859,7 @@ impl RankGen<'_> {
         let (pl, p) = (self.pl, self.p);
         let imp = &pl.cfg.imperfections;
         let mut lines = std::mem::take(&mut self.lines);
+        lines.extend(hang::watchdog_lines(pl, p));
         lines.sort_by_key(|(t, _)| *t);
         let (stamps, mut texts): (Vec<i64>, Vec<String>) = lines.into_iter().unzip();
         let candidates: Vec<usize> = (0..texts.len())

@@ -22,7 +22,9 @@
 //! lines).
 
 mod coll;
+mod facts;
 mod fast;
+mod framework;
 mod init;
 mod note;
 mod parser;
@@ -37,6 +39,8 @@ mod stream;
 pub mod topo;
 mod tuning;
 
+pub use facts::{ConfigFact, ConfigLine, FailedCall};
+pub use framework::{FrameworkEvent, FrameworkLine, ProcessGroup, WorkCause};
 pub use note::{split_note, NoteParts};
 pub use parser::{LogParser, SKIPPED};
 pub use records::{

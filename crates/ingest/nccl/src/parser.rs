@@ -28,7 +28,7 @@ use crate::records::{
 };
 use crate::rings::RingLine;
 use crate::topo::{self, Builder, Step};
-use crate::{coll, init, scan, shared_read, tuning};
+use crate::{coll, facts, framework, init, scan, shared_read, tuning};
 use model::log::{Call, CallSite, CommInit, Host, LogOp, ProcessKey, SourceLine};
 use model::{DataType, Diagnostic, OpType, RedOp, Severity};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -218,6 +218,9 @@ pub struct LogParser {
     /// [`LogParser::names_other_op`].
     other_ops: Vec<OpType>,
     last_proc: Option<usize>,
+    /// A framework error ending in `Last error:` (its index and line), whose next line is
+    /// NCCL's last warning.
+    last_error_open: Option<(usize, u64)>,
     /// (host, pid, process index) of the previous header.
     last_origin: Option<(Vec<u8>, u32, usize)>,
     head_cache: LineCache,
@@ -252,6 +255,7 @@ impl LogParser {
             pending_shape: HashMap::new(),
             other_ops: Vec::new(),
             last_proc: None,
+            last_error_open: None,
             last_origin: None,
             head_cache: LineCache::default(),
             threads: default_threads(),
@@ -468,6 +472,9 @@ impl LogParser {
             let line = std::mem::take(&mut self.carry);
             let overlong = self.carry_overlong;
             self.end_line(&line, overlong);
+            // What a write cut mid-line leaves (or a file saved without a final newline): the
+            // diagnosis names such a line as possibly cut.
+            self.out.counters.unterminated_lines = 1;
         }
         let order = std::mem::take(&mut self.pending_order);
         for key in order {
@@ -731,11 +738,25 @@ impl LogParser {
         self.body(proc, tid, s.dev, s.timestamp_ns, s.body, parsed);
     }
 
-    /// A line without `NCCL INFO`/`NCCL WARN`: a bare banner, a header-less NCCL line, or foreign text.
+    /// A line without `NCCL INFO`/`NCCL WARN`: a bare banner, a header-less NCCL line, a
+    /// framework's line (`framework.rs`), or foreign text.
     fn headerless(&mut self, line: &[u8]) {
+        let framework = framework::read(line);
         if let Some(v) = scan::banner_version(line) {
             self.out.counters.nccl_lines += 1;
             self.set_version(self.last_proc, scan::text(v));
+            if let Some(f) = framework {
+                self.framework_line(f);
+            }
+            return;
+        }
+        if let Some(f) = framework {
+            self.out.counters.framework_lines += 1;
+            self.framework_line(f);
+            return;
+        }
+        if self.continues_last_error(line) {
+            self.out.counters.framework_lines += 1;
             return;
         }
         // Body of a per-collective or tuning line whose header was lost (garbled writes).
@@ -777,6 +798,73 @@ impl LogParser {
             );
         } else {
             self.skip(Severity::Info, "not an NCCL line");
+        }
+    }
+
+    /// Keeps a framework line, attributed to the file's only process or to the one a Ray
+    /// prefix names by pid.
+    fn framework_line(&mut self, mut f: framework::FrameworkLine) {
+        let by_pid = f
+            .pid
+            .and_then(|pid| self.out.processes.iter().position(|p| p.process.pid == pid));
+        f.process = by_pid.or(self.only_process()).map(|p| self.key(p));
+        f.source = self.src();
+        let opens = matches!(&f.event, framework::FrameworkEvent::Error { message } if message.ends_with("Last error:"));
+        self.last_error_open = opens.then_some((self.out.framework.len(), self.line_no));
+        self.out.framework.push(f);
+    }
+
+    /// The line right after a framework error's `Last error:` is NCCL's last warning without
+    /// its header: it completes that error's message.
+    fn continues_last_error(&mut self, line: &[u8]) -> bool {
+        let Some((i, at)) = self.last_error_open.take() else {
+            return false;
+        };
+        let Some(framework::FrameworkEvent::Error { message }) = (at + 1 == self.line_no)
+            .then(|| self.out.framework.get_mut(i).map(|f| &mut f.event))
+            .flatten()
+        else {
+            return false;
+        };
+        let text = String::from_utf8_lossy(line);
+        // torchrun's `[rank0]:` prefix repeats on every line of a traceback.
+        let text = match text.trim().strip_prefix("[rank") {
+            Some(r) => r.split_once("]:").map_or(text.trim(), |(_, t)| t.trim()),
+            None => text.trim(),
+        };
+        message.push(' ');
+        message.extend(text.chars().take(400));
+        true
+    }
+
+    /// An INFO body no family read: a set-up fact or a failed call (`facts.rs`), if it is one.
+    fn fact(&mut self, proc: Option<usize>, tid: u32, ts: Option<i64>, body: &[u8]) {
+        let Some(fact) = facts::read(body) else {
+            return;
+        };
+        let process = proc.map(|p| self.key(p));
+        let source = self.src();
+        match fact {
+            facts::Fact::Config(list) => {
+                for fact in list {
+                    self.out.config.push(facts::ConfigLine {
+                        process: process.clone(),
+                        fact,
+                        source,
+                    });
+                }
+            }
+            facts::Fact::Failed { site, code, thread } => {
+                self.out.failed_calls.push(facts::FailedCall {
+                    process,
+                    tid,
+                    site,
+                    code,
+                    thread,
+                    timestamp_ns: ts,
+                    source,
+                });
+            }
         }
     }
 
@@ -864,6 +952,8 @@ impl LogParser {
             Body::Other => {
                 if self.names_other_op(body) {
                     self.garbled("truncated or garbled per-collective or tuning line");
+                } else {
+                    self.fact(proc, tid, ts, body);
                 }
             }
         }

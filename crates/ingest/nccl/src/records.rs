@@ -1,5 +1,7 @@
 //! What a parsed log holds besides the shared [`model::log`] records.
 
+use crate::facts::{ConfigLine, FailedCall};
+use crate::framework::FrameworkLine;
 pub use crate::rings::{Connection, TreeLinks};
 use crate::topo::Topology;
 use model::log::{CommInit, LogOps, ProcessKey, SourceLine};
@@ -28,6 +30,12 @@ pub struct ParsedLog {
     pub destroys: Vec<CommDestroy>,
     /// `NCCL WARN` lines: the run's own warnings.
     pub warnings: Vec<RunWarning>,
+    /// Set-up facts (`NCCL_*` settings, network, addresses), in file order.
+    pub config: Vec<ConfigLine>,
+    /// `file.cc:123 -> N` lines: calls inside NCCL that failed, in file order.
+    pub failed_calls: Vec<FailedCall>,
+    /// The framework's own lines in the file (PyTorch's watchdog and NCCL errors), in file order.
+    pub framework: Vec<FrameworkLine>,
     /// Problems with the log itself (garbled, truncated, unattributable lines, duplicates).
     pub diagnostics: Vec<Diagnostic>,
     pub counters: Counters,
@@ -53,7 +61,10 @@ impl ParsedLog {
             .chain(self.channels.iter_mut().map(|r| &mut r.source))
             .chain(self.init_timings.iter_mut().map(|r| &mut r.source))
             .chain(self.destroys.iter_mut().map(|r| &mut r.source))
-            .chain(self.warnings.iter_mut().map(|r| &mut r.source));
+            .chain(self.warnings.iter_mut().map(|r| &mut r.source))
+            .chain(self.config.iter_mut().map(|r| &mut r.source))
+            .chain(self.failed_calls.iter_mut().map(|r| &mut r.source))
+            .chain(self.framework.iter_mut().map(|r| &mut r.source));
         for s in sources {
             s.file = index;
         }
@@ -191,4 +202,11 @@ pub struct Counters {
     pub duplicate_ops: u64,
     /// Merged, truncated or malformed NCCL lines.
     pub garbled_lines: u64,
+    /// Lines of the framework (PyTorch's watchdog and errors) read into
+    /// [`ParsedLog::framework`]: not NCCL lines, not skipped either.
+    pub framework_lines: u64,
+    /// 1 when the file ends inside its last line (no line end after it: a write cut there, or a
+    /// file saved without a final newline), else 0. Like `bytes`, a fact about the bytes: the
+    /// records are the same either way.
+    pub unterminated_lines: u64,
 }

@@ -214,6 +214,9 @@ fn crlf_and_missing_final_newline_change_nothing_but_bytes() {
         let trimmed = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let mut t = parse_bytes(&name, 1, trimmed);
         t.counters.bytes = lf.counters.bytes;
+        // The one other fact about the bytes: the file ends inside its last line.
+        assert_eq!(t.counters.unterminated_lines, 1, "{name}");
+        t.counters.unterminated_lines = lf.counters.unterminated_lines;
         assert_eq!(t, lf, "{name} without final newline");
     }
 }

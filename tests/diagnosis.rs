@@ -1,0 +1,156 @@
+//! `ncclscope analyze --json` carries the diagnosis exactly as CONTRACT.md's Additions describe
+//! it: on a generated hang (logs and exports together) and on a real excerpt (a log alone).
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::ExitCode;
+use synth::hang::{Hang, HangKind};
+use synth::{Layout, Model, RunConfig};
+use testkit::fixtures::present as real_fixtures;
+use testkit::scratch_dir;
+
+fn analyze(paths: &[&Path], name: &str) -> Value {
+    let out = scratch_dir(name).join("summary.json");
+    let mut args = vec![
+        "ncclscope".into(),
+        "analyze".into(),
+        "--json".into(),
+        out.clone().into_os_string(),
+    ];
+    args.extend(paths.iter().map(|p| p.as_os_str().to_owned()));
+    assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS);
+    serde_json::from_str(&std::fs::read_to_string(&out).expect("summary written")).expect("JSON")
+}
+
+const KINDS: [&str; 6] = [
+    "mismatch", "behind", "missing", "error", "timeout", "config",
+];
+const SEVERITIES: [&str; 3] = ["critical", "warning", "info"];
+
+/// Every entry has the contract's fields with their shapes; the list is most severe first.
+fn check_shape(diagnosis: &Value) {
+    let list = diagnosis.as_array().expect("diagnosis is a list");
+    let mut last = 0;
+    for f in list {
+        assert!(KINDS.contains(&f["kind"].as_str().unwrap()), "{f}");
+        let sev = f["severity"].as_str().unwrap();
+        let at = SEVERITIES
+            .iter()
+            .position(|s| *s == sev)
+            .expect("a severity");
+        assert!(at >= last, "most severe first: {diagnosis}");
+        last = at;
+        assert!(
+            f["communicator"].is_string() || f["communicator"].is_null(),
+            "{f}"
+        );
+        match &f["op_count"] {
+            Value::Null => {}
+            Value::String(s) => assert!(u64::from_str_radix(s, 16).is_ok(), "hex: {f}"),
+            other => panic!("op_count {other}"),
+        }
+        assert!(
+            f["ranks"].as_array().unwrap().iter().all(Value::is_u64),
+            "{f}"
+        );
+        for p in f["processes"].as_array().unwrap() {
+            assert!(p["host"].is_string() && p["pid"].is_u64(), "{f}");
+        }
+        let m = f["message"].as_str().unwrap();
+        assert!(
+            !m.is_empty() && m.ends_with('.') && !m.contains('\n'),
+            "one sentence: {m}"
+        );
+        for e in f["evidence"].as_array().unwrap() {
+            assert!(
+                e["path"].is_string() && e["line"].as_u64().is_some_and(|l| l >= 1),
+                "{f}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_generated_hang_is_diagnosed_in_the_summary() {
+    let mut cfg = RunConfig::new(
+        Layout {
+            tp: 2,
+            dp: 2,
+            ..Layout::default()
+        },
+        Model {
+            layers: 2,
+            global_batch: 8,
+            micro_batch: 1,
+            iterations: 1,
+            ..Model::thesis()
+        },
+    );
+    cfg.hang = Some(Hang {
+        rank: 3,
+        call: 12,
+        kind: HangKind::Stop,
+        watchdog: true,
+    });
+    let expected = synth::hang::expected(&cfg).expect("planted");
+    let dir = scratch_dir("diagnosis_generated");
+    synth::write_run(&synth::generate(&cfg), &dir).expect("written");
+    let summary = analyze(&[&dir], "diagnosis_generated_summary");
+    check_shape(&summary["diagnosis"]);
+    let first = &summary["diagnosis"][0];
+    assert_eq!(first["kind"], "behind", "{}", summary["diagnosis"]);
+    assert_eq!(first["severity"], "critical");
+    assert_eq!(first["ranks"], serde_json::json!([3]));
+    assert_eq!(first["op_count"], format!("{:x}", expected.op_count - 1));
+    // The communicator is one of the summary's, with the planted members.
+    let id = first["communicator"].as_str().unwrap();
+    let comm = summary["communicators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("{id} among {}", summary["communicators"]));
+    assert_eq!(comm["global_ranks"], serde_json::json!(expected.comm_ranks));
+    // Its evidence opens rank 3's log at its last operation.
+    let ev = &first["evidence"][0];
+    let text = std::fs::read_to_string(ev["path"].as_str().unwrap()).unwrap();
+    let line = text
+        .lines()
+        .nth(ev["line"].as_u64().unwrap() as usize - 1)
+        .unwrap();
+    assert!(
+        line.contains(&format!("opCount {:x} ", expected.op_count - 1)),
+        "{line}"
+    );
+    // Where every member stopped, and no error to order.
+    assert!(summary["diagnosis_stopped"]
+        .as_array()
+        .is_some_and(|s| !s.is_empty()));
+    assert!(summary["diagnosis_first_error"].is_null());
+}
+
+#[test]
+fn a_real_excerpt_alone_is_diagnosed() {
+    let Some(root) = real_fixtures() else {
+        return;
+    };
+    let dir = root.join("nccl");
+    let path = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("issue147_"))
+        .expect("the #147 excerpt");
+    let summary = analyze(&[&path], "diagnosis_real");
+    check_shape(&summary["diagnosis"]);
+    let first = &summary["diagnosis"][0];
+    assert_eq!(first["kind"], "mismatch");
+    assert_eq!(first["ranks"], serde_json::json!([0]));
+    assert_eq!(
+        first["processes"],
+        serde_json::json!([{"host": "learnfair062", "pid": 32615}])
+    );
+    assert_eq!(
+        first["evidence"][0]["path"],
+        path.to_string_lossy().as_ref()
+    );
+}
