@@ -18,17 +18,22 @@
 //! 4. each kernel gets the hint (communicator, instance number + offset), which the scoring
 //!    rewards when a log line carries it (placeholders of missing lines included).
 //!
-//! Point-to-point kernels are left out: a SendRecv involves two ranks, not the communicator.
+//! Point-to-point kernels are left out, a SendRecv involving two ranks, not the communicator —
+//! except the SendRecv kernels of all-to-all groups (a Send and a Recv to every member, itself
+//! included: MoE token dispatch), which every member launches together like a collective's,
+//! where each group runs as one kernel ([`all_to_all_streams`]). A SendRecv kernel no other
+//! member's overlaps is not one of them (another NCCL's, with no log): it gets no instance
+//! number and no hint.
 
 use crate::per_process::ProcessAlignment;
 use crate::symbols::{class_key, kernel_class, kernel_datatype, kernel_symbol};
 use model::log::LogOp;
 use model::nsys::{Kernel, KernelName, NvtxRange};
-use model::DataType;
+use model::{DataType, OpType};
 
 /// A kernel of one process in a linked group: (kernel, instance number, class, datatype).
 type Mine = (usize, usize, u64, Option<DataType>);
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// One process's inputs, as [`crate::align_all`] takes them.
 #[derive(Debug, Clone, Copy)]
@@ -55,7 +60,8 @@ struct Coll {
     stream: u32,
 }
 
-fn collectives(p: &ProcessInput<'_>) -> Vec<Coll> {
+fn collectives(p: &ProcessInput<'_>, first: &[Option<usize>]) -> Vec<Coll> {
+    let a2a = all_to_all_streams(p, first);
     let mut out: Vec<Coll> = p
         .kernels
         .iter()
@@ -63,7 +69,9 @@ fn collectives(p: &ProcessInput<'_>) -> Vec<Coll> {
         .filter_map(|(k, kern)| {
             let sym = kernel_symbol(kern, p.names.get(k).and_then(|n| n.as_ref()))?;
             let op = sym.op?;
-            (!op.is_p2p() && kernel_class(op) == op).then_some(Coll {
+            let collective = !op.is_p2p() && kernel_class(op) == op;
+            let dispatch = op == OpType::SendRecv && a2a.contains(&kern.stream);
+            (collective || dispatch).then_some(Coll {
                 k,
                 start: kern.start_ns,
                 end: kern.end_ns.max(kern.start_ns),
@@ -75,6 +83,85 @@ fn collectives(p: &ProcessInput<'_>) -> Vec<Coll> {
         .collect();
     out.sort_by_key(|c| (c.start, c.k));
     out
+}
+
+/// The kernel streams of a process that run its all-to-all groups, one kernel a group: streams
+/// whose SendRecv kernels the first alignment paired with lines of all-to-all groups (four in
+/// five or more), in a process with fewer than half again as many SendRecv kernels as Send/Recv
+/// groups (where NCCL ran a group over several kernels, one per peer, they do not line up
+/// across ranks as one instance each).
+fn all_to_all_streams(p: &ProcessInput<'_>, first: &[Option<usize>]) -> FxHashSet<u32> {
+    // The process's groups: (communicator, opCount) → peers reached, and the log's size of
+    // each communicator; its own rank in it from a self-send if there is one.
+    let mut peers: FxHashMap<(u64, u64), FxHashSet<i64>> = FxHashMap::default();
+    let mut size: FxHashMap<u64, u32> = FxHashMap::default();
+    for o in p.log_ops.iter().filter(|o| o.op.is_p2p()) {
+        peers
+            .entry((o.comm, o.op_count))
+            .or_default()
+            .insert(o.root);
+        size.insert(o.comm, o.nranks);
+    }
+    let send_recv = p
+        .kernels
+        .iter()
+        .enumerate()
+        .filter(|(k, kern)| {
+            kernel_symbol(kern, p.names.get(*k).and_then(|n| n.as_ref()))
+                .is_some_and(|s| s.op == Some(OpType::SendRecv))
+        })
+        .count();
+    if peers.is_empty() || 2 * send_recv >= 3 * peers.len() {
+        return FxHashSet::default();
+    }
+    let all_peers = |comm: u64, oc: u64| {
+        let n = size.get(&comm).copied().unwrap_or(0) as usize;
+        peers
+            .get(&(comm, oc))
+            .is_some_and(|q| n >= 2 && q.len() >= n)
+    };
+    let mut votes: FxHashMap<u32, (usize, usize)> = FxHashMap::default();
+    for (k, kern) in p.kernels.iter().enumerate() {
+        let Some(&o) = first
+            .get(k)
+            .and_then(|l| l.and_then(|l| p.log_ops.get(l)))
+            .as_ref()
+        else {
+            continue;
+        };
+        if !o.op.is_p2p() {
+            continue;
+        }
+        let v = votes.entry(kern.stream).or_default();
+        v.1 += 1;
+        if all_peers(o.comm, o.op_count) {
+            v.0 += 1;
+        }
+    }
+    votes
+        .into_iter()
+        .filter(|(_, (a2a, all))| *all > 0 && 5 * a2a >= 4 * all)
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// Per kernel stream of a process: the size (`nranks`) of the communicator whose lines the first
+/// alignment paired with most of its kernels.
+fn stream_ranks(p: &ProcessInput<'_>, first: &[Option<usize>]) -> FxHashMap<u32, u32> {
+    let mut votes: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+    for (k, kern) in p.kernels.iter().enumerate() {
+        if let Some(o) = first.get(k).and_then(|l| l.and_then(|l| p.log_ops.get(l))) {
+            *votes.entry((kern.stream, o.nranks)).or_default() += 1;
+        }
+    }
+    let mut best: FxHashMap<u32, (usize, u32)> = FxHashMap::default();
+    for ((stream, n), v) in votes {
+        let e = best.entry(stream).or_insert((v, n));
+        if (v, std::cmp::Reverse(n)) > (e.0, std::cmp::Reverse(e.1)) {
+            *e = (v, n);
+        }
+    }
+    best.into_iter().map(|(s, (_, n))| (s, n)).collect()
 }
 
 /// Union-find over (process, stream) nodes.
@@ -153,8 +240,12 @@ fn domain(
     procs: &[usize],
     hints: &mut [Vec<Option<(u64, u64)>>],
 ) {
-    let colls: Vec<Vec<Coll>> = procs.iter().map(|&p| collectives(&inputs[p])).collect();
+    let colls: Vec<Vec<Coll>> = procs
+        .iter()
+        .map(|&p| collectives(&inputs[p], first[p]))
+        .collect();
     let mut calls_of: Vec<Option<LogCalls>> = procs.iter().map(|_| None).collect();
+    let mut ranks_of: Vec<Option<FxHashMap<u32, u32>>> = procs.iter().map(|_| None).collect();
     // Nodes: (position in `procs`, stream).
     let mut node_of: FxHashMap<(usize, u32), usize> = FxHashMap::default();
     let mut sizes: Vec<usize> = Vec::new();
@@ -204,6 +295,20 @@ fn domain(
         {
             continue; // one process alone, or two streams of one process: no clear communicator
         }
+        // More processes than the communicator has ranks: streams of two communicators that
+        // run in step (data-parallel replicas of one TP group each) were linked, and their
+        // instances would interleave.
+        let ranks = members
+            .iter()
+            .filter_map(|&(a, s)| {
+                let of = ranks_of[a]
+                    .get_or_insert_with(|| stream_ranks(&inputs[procs[a]], first[procs[a]]));
+                of.get(&s).copied()
+            })
+            .min();
+        if ranks.is_some_and(|n| members.len() > n as usize) {
+            continue;
+        }
         // 2. Instances.
         let mut ks: Vec<(usize, Coll)> = members
             .iter()
@@ -237,12 +342,16 @@ fn domain(
             }
             seq.push(n);
         }
+        let strays = lone_dispatch_kernels(&ks, &mut seq, members.len());
         // 3–4. Per process: offset to the log's opCounts, then hints.
         for &(a, _) in members {
             let p = procs[a];
             let mine: Vec<Mine> = ks
                 .iter()
                 .zip(&seq)
+                .zip(&strays)
+                .filter(|(_, &stray)| !stray)
+                .map(|(pair, _)| pair)
                 .filter(|((x, _), _)| *x == a)
                 .map(|((_, c), &s)| (c.k, s, c.class, c.dtype))
                 .collect();
@@ -253,6 +362,33 @@ fn domain(
             }
         }
     }
+}
+
+/// The SendRecv kernels of instances that half of the group's `processes` or fewer ran (an
+/// all-to-all runs on every member; these are another NCCL's, which writes no log, one rank's
+/// or a few at the same moment by chance), flagged; the instances after each are numbered one
+/// lower, as if it had not been there.
+fn lone_dispatch_kernels(ks: &[(usize, Coll)], seq: &mut [usize], processes: usize) -> Vec<bool> {
+    let send_recv = class_key(Some(OpType::SendRecv));
+    let mut members: FxHashMap<usize, usize> = FxHashMap::default();
+    for &n in seq.iter() {
+        *members.entry(n).or_default() += 1;
+    }
+    let stray: Vec<bool> = ks
+        .iter()
+        .zip(seq.iter())
+        .map(|((_, c), n)| c.class == send_recv && 2 * members[n] <= processes.max(2))
+        .collect();
+    let mut removed = 0usize;
+    let mut last: Option<usize> = None;
+    for (n, &is_stray) in seq.iter_mut().zip(&stray) {
+        if is_stray && last != Some(*n) {
+            removed += 1;
+            last = Some(*n);
+        }
+        *n -= removed.min(*n);
+    }
+    stray
 }
 
 /// Candidate offsets kept per stream, from the first alignment's pairs.

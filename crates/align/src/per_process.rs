@@ -144,6 +144,27 @@ impl ProcessAlignment {
     }
 }
 
+/// Stamps of this resolution or coarser are not used (see [`stamp_resolution`]).
+pub const COARSE_STAMP_NS: i64 = 10_000_000;
+
+/// The resolution of a process's log stamps: the coarsest of 1 s, 1 ms, 1 µs and 1 ns that every
+/// stamp is a multiple of (stamps of a finer clock all landing on whole milliseconds is a
+/// chance of one in 10³ per stamp); `None` without stamps.
+pub fn stamp_resolution(log_ops: &[LogOp]) -> Option<i64> {
+    let mut any = false;
+    let mut tick = 1_000_000_000i64;
+    for t in log_ops.iter().filter_map(|o| o.timestamp_ns) {
+        any = true;
+        while tick > 1 && t % tick != 0 {
+            tick /= 1_000;
+        }
+        if tick == 1 {
+            break;
+        }
+    }
+    any.then_some(tick)
+}
+
 /// Rounds of (fit the clock model, re-align) at most.
 const TIME_ROUNDS: usize = 4;
 
@@ -268,18 +289,19 @@ fn align_process_voting_on(
     // The vote reads the symbols alone, so the streams are aligned once, with the clock model
     // if there is one (aligning them without it first was a whole pass thrown away).
     let mut time = None;
-    if cfg.use_timestamps {
+    // Stamps constrain as far as their resolution allows: the model's scale is at least one
+    // tick of them, and stamps of ticks too coarse to tell a step's kernels apart (NCCL's
+    // default `[%F %T]`, a second) are not used: the lines are placed by their order alone.
+    let tick = stamp_resolution(log_ops);
+    let use_time = cfg.use_timestamps && tick.is_some_and(|t| t < COARSE_STAMP_NS);
+    let min_scale = cfg.min_time_scale_ns.max(tick.unwrap_or(0));
+    if use_time {
         let stamped = |syms: &[Symbol]| -> Vec<(i64, u64)> {
             syms.iter()
                 .filter_map(|s| Some((s.time_ns?, class_key(s.op))))
                 .collect()
         };
-        time = TimeModel::vote(
-            &stamped(usym),
-            &stamped(ksym),
-            2 * cfg.min_time_scale_ns,
-            cfg.min_time_scale_ns,
-        );
+        time = TimeModel::vote(&stamped(usym), &stamped(ksym), 2 * min_scale, min_scale);
     }
     // Not split and no clock model: the first pass is the answer (it was run: a stream map
     // of one pair or none is never taken from a prefix).
@@ -290,7 +312,7 @@ fn align_process_voting_on(
             .flat_map(|(k, u)| align_group(&ctx, k, u, time.as_ref()))
             .collect(),
     };
-    if cfg.use_timestamps {
+    if use_time {
         for _ in 0..TIME_ROUNDS {
             let samples: Vec<(i64, i64)> = matches
                 .iter()
@@ -299,7 +321,7 @@ fn align_process_voting_on(
                     Some((lt, ksym[*k].time_ns? - lt))
                 })
                 .collect();
-            let next = TimeModel::fit(samples, cfg.min_time_scale_ns);
+            let next = TimeModel::fit(samples, min_scale);
             if next.is_none() || next == time {
                 break;
             }
@@ -434,7 +456,14 @@ fn sides(
         }
     }
     let (kept, dup_of) = dedup(log_ops, cfg.dedup_log);
-    let units = log_units(log_ops, &kept, cfg.opcount_gaps);
+    let mut units = log_units(log_ops, &kept, cfg.opcount_gaps);
+    if cfg.group_p2p {
+        let send_recv = ksym
+            .iter()
+            .filter(|s| s.op == Some(OpType::SendRecv))
+            .count();
+        units = whole_groups(units, log_ops, send_recv);
+    }
     let usym: Vec<Symbol> = units.iter().map(|u| u.sym.clone()).collect();
     Sides {
         kidx,
@@ -630,6 +659,52 @@ fn log_units(log_ops: &[LogOp], kept: &[usize], gaps: bool) -> Vec<Unit> {
         });
     }
     units
+}
+
+/// Whether two units are lines of one Send/Recv group: consecutive p2p lines of one
+/// communicator with one opCount.
+fn same_group(log_ops: &[LogOp], a: &Unit, b: &Unit) -> bool {
+    match (a.members.first(), b.members.first()) {
+        (Some(&x), Some(&y)) => {
+            let (p, q) = (&log_ops[x], &log_ops[y]);
+            p.op.is_p2p() && q.op.is_p2p() && p.comm == q.comm && p.op_count == q.op_count
+        }
+        _ => false,
+    }
+}
+
+/// Each Send/Recv group as one unit, which one SendRecv kernel takes whole, when the process's
+/// SendRecv kernels (`send_recv`) are about one per group: then a SendRecv kernel beside a group
+/// (another NCCL instance's, with no log of its own) cannot take part of the group's lines, and
+/// a group of any size, self-sends and uneven counts included, is one symbol. Where NCCL ran
+/// groups over several kernels (one per remote peer in the thesis' all-to-all: half again as
+/// many kernels as groups or more), the lines stay units of their own, which a kernel may take
+/// in runs (fusion moves). The group's symbol is its last line's (the launch follows it).
+fn whole_groups(units: Vec<Unit>, log_ops: &[LogOp], send_recv: usize) -> Vec<Unit> {
+    let mut groups = 0usize;
+    for (i, u) in units.iter().enumerate() {
+        let p2p = u.members.first().is_some_and(|&l| log_ops[l].op.is_p2p());
+        if p2p && (i == 0 || !same_group(log_ops, &units[i - 1], u)) {
+            groups += 1;
+        }
+    }
+    if groups == 0 || 2 * send_recv >= 3 * groups {
+        return units;
+    }
+    let mut out: Vec<Unit> = Vec::with_capacity(units.len());
+    for u in units {
+        match out.last_mut() {
+            Some(last) if same_group(log_ops, last, &u) => {
+                last.members.extend(u.members);
+                last.sym = Symbol {
+                    members: last.members.len() as u32,
+                    ..u.sym
+                };
+            }
+            _ => out.push(u),
+        }
+    }
+    out
 }
 
 /// The longest run of missing opCounts that [`log_units`] fills with placeholders.

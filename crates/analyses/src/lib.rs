@@ -23,6 +23,8 @@
 //!   (docs/design/steps.md). Portable; plain serde types.
 //! - [`kernel_types`]: every process's NCCL kernels counted by type.
 //! - [`diff`]: two runs compared, like with like, with one ranked list of what changed.
+//! - [`time_facts`]: each aligned process's log stamps (resolution, zone, use) and its export's
+//!   time base.
 //!
 //! A new analysis is a new module here.
 
@@ -38,6 +40,7 @@ pub mod predicted_times;
 pub mod skew;
 pub mod steps;
 pub mod theory_vs_observed;
+pub mod time_facts;
 pub mod volumes;
 pub mod window;
 
@@ -52,5 +55,6 @@ pub use kernel_types::kernels_by_type;
 pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
 pub use skew::{arrival_skew, CommSkew};
 pub use theory_vs_observed::{compare_volumes, VolumeComparison};
+pub use time_facts::{stamp_format, time_facts, TimeFacts};
 pub use volumes::{dominant_element_bytes, observed_volumes, traffic_bytes, RankVolume};
 pub use window::{window_summary, WindowRow, WindowSummary};

@@ -19,7 +19,6 @@ pub fn build(
     let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
 
     let processes = &analysis.processes;
-    let kernel_types = analyses::kernels_by_type(session, analysis);
     let ranks: Vec<Value> = processes
         .iter()
         .map(|p| {
@@ -41,9 +40,13 @@ pub fn build(
                 "ops_by_type": by_type,
                 "bytes_by_type": bytes_by_type,
                 "kernels": p.kernels,
-                "kernels_by_type": kernel_types.get(&p.process).cloned().unwrap_or_default(),
+                "kernels_by_type": p.kernel_tally.by_type,
+                "kernel_busy_ns": p.kernel_tally.busy_ns,
+                "nvtx_bytes_by_type": p.kernel_tally.nvtx_bytes_by_type,
                 "matched_ops": p.matched_kernels,
                 "volume_by_parallelism": volume_of(volumes, p.global_rank),
+                "identity": identity_entry(session, p),
+                "time": rank_time_entry(session, analysis, p),
             })
         })
         .collect();
@@ -146,6 +149,9 @@ pub fn build(
         for p in &alignments.kernels_only {
             warnings.push(json!({"path": "", "line": 0, "message": format!("process {}:{} has NCCL kernels but no log operations", p.host, p.pid)}));
         }
+    }
+    for note in &session.identity().notes {
+        warnings.push(json!({"path": "", "line": 0, "message": note}));
     }
     for r in reports {
         if let Some(e) = &r.error {
@@ -420,4 +426,41 @@ fn input_entry(r: &FileReport) -> Value {
         _ => {}
     }
     v
+}
+
+/// How a rank's log process and export process were paired (`ranks[].identity`): the clues and
+/// the confidence, and which export process it is; `null` for a process with no kernels.
+fn identity_entry(session: &Session, p: &pipeline::ProcessSummary) -> Value {
+    let exports = session.exports();
+    if let Some(pair) = session.identity().of_log(&p.process) {
+        return json!({
+            "matched_by": pair.matched_by.iter().map(|e| e.name()).collect::<Vec<_>>(),
+            "confidence": pair.confidence,
+            "export": exports.get(pair.export).map(|e| e.name.as_str()),
+            "export_host": pair.export_host,
+            "export_pid": pair.export_pid,
+        });
+    }
+    if p.ops.is_empty() && p.kernels > 0 {
+        // Seen in the exports alone: nothing to pair with.
+        return json!({"matched_by": [], "confidence": 0.0, "export_only": true});
+    }
+    Value::Null
+}
+
+/// What the rank's log stamps are and how its export counts time (`ranks[].time`); `null` for a
+/// process that was not aligned.
+fn rank_time_entry(session: &Session, analysis: &Analysis, p: &pipeline::ProcessSummary) -> Value {
+    let Some(pm) = analysis.alignments.get(&p.process) else {
+        return Value::Null;
+    };
+    let f = analyses::time_facts(session, pm);
+    json!({
+        "stamp_format": analyses::stamp_format(&f),
+        "stamp_resolution_ns": f.stamp_resolution_ns,
+        "stamp_zone_offset_min": f.zone.map(|z| z.minutes),
+        "stamp_zone_support": f.zone.map(|z| z.support),
+        "stamps_used_for_alignment": f.stamps_used,
+        "export_time_base": f.export_time_base,
+    })
 }

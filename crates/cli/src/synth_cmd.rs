@@ -27,7 +27,7 @@ pub struct SynthArgs {
     /// One combined, interleaved log instead of one per process (with --layout).
     #[arg(long, requires = "layout")]
     combined_log: bool,
-    /// Export schema, 3.17 or 3.25 (with --layout; default 3.25).
+    /// Export schema, 3.16, 3.17 or 3.25 (with --layout; default 3.25).
     #[arg(long, requires = "layout")]
     schema: Option<String>,
     /// Output directory.
@@ -36,7 +36,8 @@ pub struct SynthArgs {
     /// Seed of the deterministic generator.
     #[arg(long)]
     seed: Option<u64>,
-    /// Launcher whose tag wraps every log line: none, torchrun, srun or mpirun.
+    /// Launcher whose tag wraps every log line: none, torchrun, srun, mpirun, torchrun-rank
+    /// (`[rankN]:`), ray or pdsh.
     #[arg(long)]
     launcher: Option<String>,
     /// One Nsight Systems export per rank instead of one per node.
@@ -59,6 +60,11 @@ pub struct SynthArgs {
     /// kernels) or `legacy` (CUPTI fields only, the collectives on the CPU side).
     #[arg(long, value_name = "STYLE")]
     kineto: Option<String>,
+    /// The variations of real clusters, as JSON (`synth::Realism`'s fields, e.g.
+    /// `{"hosts":"fqdn","stamps":"bracket-local","zone_offset_min":120,"log_files":"per-node"}`;
+    /// see docs/design/identity-and-time.md).
+    #[arg(long, value_name = "JSON")]
+    realism: Option<String>,
     /// List the presets and exit.
     #[arg(long)]
     list: bool,
@@ -100,8 +106,12 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
     preset.config.stages.stage_file |= args.stage_file;
     if let Some(l) = &args.launcher {
         preset.config.launcher = synth::Launcher::parse(l).ok_or_else(|| {
-            format!("unknown launcher {l:?}; launchers: none, torchrun, srun, mpirun")
+            format!("unknown launcher {l:?}; launchers: none, torchrun, srun, mpirun, torchrun-rank, ray, pdsh")
         })?;
+    }
+    if let Some(json) = &args.realism {
+        preset.config.realism =
+            serde_json::from_str(json).map_err(|e| format!("--realism: {e}"))?;
     }
     // Large runs are written rank by rank in bounded memory; small ones are built whole.
     let written = if preset.config.layout.world() >= synth::write::STREAMING_MIN_RANKS {
@@ -160,7 +170,8 @@ fn custom(args: &SynthArgs, spec: &str) -> Result<synth::Preset, String> {
     config.schema = match args.schema.as_deref() {
         None | Some("3.25") => synth::Schema::V3_25,
         Some("3.17") => synth::Schema::V3_17,
-        Some(other) => return Err(format!("--schema {other}: expected 3.17 or 3.25")),
+        Some("3.16") => synth::Schema::V3_16,
+        Some(other) => return Err(format!("--schema {other}: expected 3.16, 3.17 or 3.25")),
     };
     Ok(synth::Preset {
         name: "custom",

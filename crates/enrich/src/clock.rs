@@ -197,6 +197,7 @@ fn solve_robust(
                 }
             }
         }
+        reconnect(ranks, reference, edges, &mut keep);
         let kept: Vec<(u32, u32, f64, f64)> = edges
             .iter()
             .zip(&keep)
@@ -206,6 +207,44 @@ fn solve_robust(
         v = solve(ranks, reference, &kept, 1e-3);
     }
     v
+}
+
+/// Keeps, besides `keep`, the best-supported edge joining each group of ranks that the kept
+/// edges leave apart from the reference's to the rest, until every rank the edges reach is
+/// joined to the reference. Why: each rank keeping its own best edge can leave two ranks that
+/// share many instances (a TP pair on another node) holding only each other, and a group cut
+/// off from the reference is solved as if its clock were the reference's.
+fn reconnect(ranks: &[u32], reference: u32, edges: &[(u32, u32, f64, f64)], keep: &mut [bool]) {
+    loop {
+        let mut parent: BTreeMap<u32, u32> = ranks.iter().map(|&r| (r, r)).collect();
+        fn root(parent: &mut BTreeMap<u32, u32>, x: u32) -> u32 {
+            let mut r = x;
+            while parent[&r] != r {
+                r = parent[&r];
+            }
+            parent.insert(x, r);
+            r
+        }
+        for (e, _) in edges.iter().zip(keep.iter()).filter(|(_, &k)| k) {
+            let (a, b) = (root(&mut parent, e.0), root(&mut parent, e.1));
+            if a != b {
+                parent.insert(a.max(b), a.min(b));
+            }
+        }
+        let home = root(&mut parent, reference);
+        // The best unkept edge between the reference's group and another.
+        let best = (0..edges.len())
+            .filter(|&i| !keep[i])
+            .filter(|&i| {
+                let (a, b) = (root(&mut parent, edges[i].0), root(&mut parent, edges[i].1));
+                a != b && (a == home || b == home)
+            })
+            .max_by(|&a, &b| edges[a].3.total_cmp(&edges[b].3));
+        match best {
+            Some(i) => keep[i] = true,
+            None => return,
+        }
+    }
 }
 
 /// Gauss–Seidel solution of `v_r − v_q ≈ diff` over weighted edges (r, q, diff, weight), with

@@ -532,85 +532,48 @@ pub fn infer_from_signatures(
     inference
 }
 
-/// The labels and layout from the signatures ([`infer`]'s body; `signatures` left empty).
+/// The labels and layout from the signatures ([`infer`]'s body; `signatures` left empty): with
+/// given sizes, structural labels ([`label_given`]); otherwise every layout scored against the
+/// signatures ([`score_layouts`]), the best one's labels ([`label_inferred`]), and within a
+/// rank set that is both the data-parallel and the expert-parallel group, each communicator
+/// told apart by its signature ([`split_dp_from_ep`]).
 fn label(comms: &Communicators, sigs: &[Signature], hints: &Hints) -> LayoutInference {
-    // Scale for "per iteration": the given iteration count, else the scalar-collective rounds
-    // (Megatron issues about six scalar collectives per iteration: loss, grad norm, found-inf,
-    // zeros, timers), which are proportional to iterations in any run.
-    let (per, unit) = match hints.iterations {
-        Some(n) if n > 0 => (n as f64, "per iteration"),
-        _ => (1.0, "per rank"),
-    };
-    let rounds = match hints.iterations {
-        Some(n) if n > 0 => n as f64,
-        _ => {
-            let mut tiny_per_rank: BTreeMap<u32, u64> = BTreeMap::new();
-            for (c, s) in sigs.iter().enumerate() {
-                for &g in &comms.comms[c].global_ranks {
-                    *tiny_per_rank.entry(g).or_default() += s.tiny;
-                }
-            }
-            let mut v: Vec<u64> = tiny_per_rank.into_values().collect();
-            v.sort_unstable();
-            (v.get(v.len() / 2).copied().unwrap_or(0) as f64 / 6.0).max(1.0)
-        }
-    };
-    let intensity = |s: &Signature| (s.payload() - s.p2p) as f64 / rounds;
-
     if let Some(sizes) = hints.sizes {
-        let out = comms
-            .comms
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let (p, ev) = match role(&sizes, &c.global_ranks) {
-                    Role::Dim(d) => (
-                        d,
-                        format!("rank set is a {} group of {}", d.name(), sizes.describe()),
-                    ),
-                    Role::Embedding => (
-                        Parallelism::PP,
-                        "first and last pipeline stage (tied embeddings)".to_string(),
-                    ),
-                    Role::Combined(ds) => (
-                        Parallelism::Unknown,
-                        format!(
-                            "spans {}",
-                            ds.iter().map(|d| d.name()).collect::<Vec<_>>().join("×")
-                        ),
-                    ),
-                    Role::Single => (Parallelism::Unknown, "single rank".into()),
-                    Role::Unexplained => (
-                        Parallelism::Unknown,
-                        format!("rank set is no group of {}", sizes.describe()),
-                    ),
-                };
-                CommParallelism {
-                    comm: i,
-                    parallelism: p,
-                    evidence: ev,
-                    confidence: 1.0,
-                }
-            })
-            .collect();
-        let mut evidence = format!("given: {}", sizes.describe());
-        if sizes.world() != comms.world_size {
-            evidence.push_str(&format!(
-                " (world {} but the logs show {} ranks)",
-                sizes.world(),
-                comms.world_size
-            ));
-        }
-        return LayoutInference {
-            sizes: Some(sizes),
-            comms: out,
-            evidence,
-            confidence: 1.0,
-            signatures: Vec::new(),
-        };
+        return label_given(comms, sizes);
     }
+    let world = comms.world_size;
+    if world < 2 || comms.comms.is_empty() {
+        return unknown_layout(comms, "fewer than two ranks".into(), 0.0);
+    }
+    let scale = Scale::of(comms, sigs, hints);
+    let scored = score_layouts(comms, sigs, &scale);
+    let Some(&(best, layout)) = scored.first() else {
+        return unknown_layout(
+            comms,
+            format!("no layout of {world} ranks fits the communicator sizes"),
+            0.0,
+        );
+    };
+    let margin = scored.get(1).map_or(best.max(0.0), |s| best - s.0);
+    let confidence = (1.0 - (-margin).exp()).clamp(0.0, 1.0);
+    if best <= 0.0 || margin < 0.3 {
+        return unknown_layout(
+            comms,
+            format!(
+                "evidence too thin: best layout {} (score {best:.2}, margin {margin:.2})",
+                layout.describe()
+            ),
+            confidence,
+        );
+    }
+    let mut inference = label_inferred(comms, sigs, &scale, layout, margin, confidence);
+    split_dp_from_ep(comms, sigs, &mut inference);
+    inference
+}
 
-    let unknown = |evidence: String, confidence: f64| LayoutInference {
+/// Every communicator `Unknown` for the reason given.
+fn unknown_layout(comms: &Communicators, evidence: String, confidence: f64) -> LayoutInference {
+    LayoutInference {
         sizes: None,
         comms: (0..comms.comms.len())
             .map(|i| CommParallelism {
@@ -620,26 +583,127 @@ fn label(comms: &Communicators, sigs: &[Signature], hints: &Hints) -> LayoutInfe
                 confidence,
             })
             .collect(),
-        evidence: evidence.clone(),
+        evidence,
         confidence,
         signatures: Vec::new(),
-    };
-    let world = comms.world_size;
-    if world < 2 || comms.comms.is_empty() {
-        return unknown("fewer than two ranks".into(), 0.0);
     }
-    // Distinct rank sets and their communicators.
+}
+
+/// Labels from user-given sizes: each communicator by the group its rank set is.
+fn label_given(comms: &Communicators, sizes: Sizes) -> LayoutInference {
+    let out = comms
+        .comms
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (p, ev) = match role(&sizes, &c.global_ranks) {
+                Role::Dim(d) => (
+                    d,
+                    format!("rank set is a {} group of {}", d.name(), sizes.describe()),
+                ),
+                Role::Embedding => (
+                    Parallelism::PP,
+                    "first and last pipeline stage (tied embeddings)".to_string(),
+                ),
+                Role::Combined(ds) => (
+                    Parallelism::Unknown,
+                    format!(
+                        "spans {}",
+                        ds.iter().map(|d| d.name()).collect::<Vec<_>>().join("×")
+                    ),
+                ),
+                Role::Single => (Parallelism::Unknown, "single rank".into()),
+                Role::Unexplained => (
+                    Parallelism::Unknown,
+                    format!("rank set is no group of {}", sizes.describe()),
+                ),
+            };
+            CommParallelism {
+                comm: i,
+                parallelism: p,
+                evidence: ev,
+                confidence: 1.0,
+            }
+        })
+        .collect();
+    let mut evidence = format!("given: {}", sizes.describe());
+    if sizes.world() != comms.world_size {
+        evidence.push_str(&format!(
+            " (world {} but the logs show {} ranks)",
+            sizes.world(),
+            comms.world_size
+        ));
+    }
+    LayoutInference {
+        sizes: Some(sizes),
+        comms: out,
+        evidence,
+        confidence: 1.0,
+        signatures: Vec::new(),
+    }
+}
+
+/// What "per iteration" means for this run.
+struct Scale {
+    /// Divisor and unit of the evidence's counts: the given iterations, else per rank.
+    per: f64,
+    unit: &'static str,
+    /// Iterations, given or estimated: the scalar-collective rounds (Megatron issues about six
+    /// scalar collectives per iteration: loss, grad norm, found-inf, zeros, timers), which are
+    /// proportional to iterations in any run.
+    rounds: f64,
+}
+
+impl Scale {
+    fn of(comms: &Communicators, sigs: &[Signature], hints: &Hints) -> Scale {
+        let (per, unit) = match hints.iterations {
+            Some(n) if n > 0 => (n as f64, "per iteration"),
+            _ => (1.0, "per rank"),
+        };
+        let rounds = match hints.iterations {
+            Some(n) if n > 0 => n as f64,
+            _ => {
+                let mut tiny_per_rank: BTreeMap<u32, u64> = BTreeMap::new();
+                for (c, s) in sigs.iter().enumerate() {
+                    for &g in &comms.comms[c].global_ranks {
+                        *tiny_per_rank.entry(g).or_default() += s.tiny;
+                    }
+                }
+                let mut v: Vec<u64> = tiny_per_rank.into_values().collect();
+                v.sort_unstable();
+                (v.get(v.len() / 2).copied().unwrap_or(0) as f64 / 6.0).max(1.0)
+            }
+        };
+        Scale { per, unit, rounds }
+    }
+
+    /// Payload collectives per iteration of a communicator.
+    fn intensity(&self, s: &Signature) -> f64 {
+        (s.payload() - s.p2p) as f64 / self.rounds
+    }
+}
+
+/// Distinct rank sets (two ranks or more) and their communicators.
+fn rank_sets(comms: &Communicators) -> BTreeMap<Vec<u32>, Vec<usize>> {
     let mut sets: BTreeMap<Vec<u32>, Vec<usize>> = BTreeMap::new();
     for (i, c) in comms.comms.iter().enumerate() {
         if c.global_ranks.len() >= 2 {
             sets.entry(c.global_ranks.clone()).or_default().push(i);
         }
     }
+    sets
+}
+
+/// Every candidate layout with its score, best first: how well each communicator's signature
+/// fits the label the layout gives its rank set, minus penalties for communicators the layout
+/// cannot explain and groups it needs that the logs lack.
+fn score_layouts(comms: &Communicators, sigs: &[Signature], scale: &Scale) -> Vec<(f64, Sizes)> {
+    let world = comms.world_size;
+    let sets = rank_sets(comms);
     let present: HashSet<&Vec<u32>> = sets.keys().collect();
     let mut sizes_seen: BTreeSet<u32> = comms.comms.iter().map(|c| c.size).collect();
     sizes_seen.insert(1);
     let n_comms = sets.values().map(|v| v.len()).sum::<usize>().max(1) as f64;
-
     let mut scored: Vec<(f64, Sizes)> = Vec::new();
     for layout in factorisations(world, &sizes_seen) {
         let mut by_dim: HashMap<Parallelism, (f64, usize)> = HashMap::new();
@@ -653,7 +717,7 @@ fn label(comms: &Communicators, sigs: &[Signature], hints: &Hints) -> LayoutInfe
                         let f = if d == Parallelism::PP && s.p2p == 0 {
                             0.0
                         } else {
-                            fit(s, d, intensity(s))
+                            fit(s, d, scale.intensity(s))
                         };
                         // Communicators with only scalar collectives carry no evidence.
                         if s.payload() > 0 {
@@ -684,52 +748,57 @@ fn label(comms: &Communicators, sigs: &[Signature], hints: &Hints) -> LayoutInfe
         scored.push((score, layout));
     }
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let Some(&(best, layout)) = scored.first() else {
-        return unknown(
-            format!("no layout of {world} ranks fits the communicator sizes"),
-            0.0,
-        );
-    };
-    let margin = scored.get(1).map_or(best.max(0.0), |s| best - s.0);
-    let confidence = (1.0 - (-margin).exp()).clamp(0.0, 1.0);
-    if best <= 0.0 || margin < 0.3 {
-        return unknown(
-            format!(
-                "evidence too thin: best layout {} (score {best:.2}, margin {margin:.2})",
-                layout.describe()
-            ),
-            confidence,
-        );
-    }
+    scored
+}
 
-    // Evidence per dimension: "k communicators of n consecutive ranks, ... → TP=n".
-    let mut dim_evidence: HashMap<Parallelism, String> = HashMap::new();
+/// Evidence per dimension of `layout`: "k communicators of n consecutive ranks, ... → TP=n".
+fn dim_evidence(
+    comms: &Communicators,
+    sigs: &[Signature],
+    scale: &Scale,
+    layout: &Sizes,
+) -> HashMap<Parallelism, String> {
+    let sets = rank_sets(comms);
+    let mut out: HashMap<Parallelism, String> = HashMap::new();
     for d in Parallelism::ORDER {
         if layout.size(d) <= 1 {
             continue;
         }
         let members: Vec<usize> = sets
             .iter()
-            .filter(|(set, _)| role(&layout, set) == Role::Dim(d))
+            .filter(|(set, _)| role(layout, set) == Role::Dim(d))
             .flat_map(|(_, cs)| cs.iter().copied())
             .collect();
         let Some(rep) = members.iter().copied().max_by_key(|&c| sigs[c].payload()) else {
             continue;
         };
         let set = &comms.comms[rep].global_ranks;
-        dim_evidence.insert(
+        out.insert(
             d,
             format!(
                 "{} communicators of {} {} ranks, {} → {}={}",
                 members.len(),
                 set.len(),
                 shape(set),
-                describe_ops(&sigs[rep], per, unit, true),
+                describe_ops(&sigs[rep], scale.per, scale.unit, true),
                 d.name(),
                 layout.size(d)
             ),
         );
     }
+    out
+}
+
+/// Every communicator's label under the inferred `layout`, with its evidence.
+fn label_inferred(
+    comms: &Communicators,
+    sigs: &[Signature],
+    scale: &Scale,
+    layout: Sizes,
+    margin: f64,
+    confidence: f64,
+) -> LayoutInference {
+    let dim_evidence = dim_evidence(comms, sigs, scale, &layout);
     let out = comms
         .comms
         .iter()
@@ -743,7 +812,7 @@ fn label(comms: &Communicators, sigs: &[Signature], hints: &Hints) -> LayoutInfe
                     format!(
                         "{}; this one: {}",
                         dim_evidence.get(&d).cloned().unwrap_or_default(),
-                        describe_ops(&sigs[i], per, unit, false)
+                        describe_ops(&sigs[i], scale.per, scale.unit, false)
                     ),
                 ),
                 Role::Embedding => (
@@ -786,6 +855,71 @@ fn label(comms: &Communicators, sigs: &[Signature], hints: &Hints) -> LayoutInfe
         evidence,
         confidence,
         signatures: Vec::new(),
+    }
+}
+
+/// What a communicator's operations say it is, between data and expert parallelism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DpOrEp {
+    /// Token dispatch: grouped Send/Recv to every peer, an all-to-all, or AllGather with a
+    /// routing map.
+    Ep,
+    /// Gradient reduction: AllReduce or ReduceScatter (+ AllGather) of payload size.
+    Dp,
+    /// Only scalars, or nothing: no say.
+    Neither,
+}
+
+fn dp_or_ep(s: &Signature) -> DpOrEp {
+    let payload = s.payload();
+    let gather = s.ag + s.rs;
+    if s.all_to_all || (gather > 0 && s.uint8_gather) {
+        DpOrEp::Ep
+    } else if payload > 0 && 2 * s.p2p < payload && s.ar + s.rs > 0 {
+        DpOrEp::Dp
+    } else {
+        DpOrEp::Neither
+    }
+}
+
+/// Within a rank set labelled DP or EP that holds communicators of both kinds (Megatron's expert
+/// parallelism over the data-parallel ranks: one rank set, two communicators), each is labelled
+/// by its own signature: dispatch (all-peer Send/Recv groups, all-to-all, AllGather with a
+/// routing map) EP, gradient reduction (bucketed AllReduce or ReduceScatter) DP; the ones with
+/// only scalars go with DP (the world group's barriers and loss averages).
+fn split_dp_from_ep(comms: &Communicators, sigs: &[Signature], inference: &mut LayoutInference) {
+    for cs in rank_sets(comms).values() {
+        let dims: BTreeSet<Parallelism> =
+            cs.iter().map(|&c| inference.comms[c].parallelism).collect();
+        if cs.len() < 2
+            || !dims
+                .iter()
+                .all(|d| matches!(d, Parallelism::DP | Parallelism::EP))
+        {
+            continue;
+        }
+        let kinds: Vec<DpOrEp> = cs.iter().map(|&c| dp_or_ep(&sigs[c])).collect();
+        if !(kinds.contains(&DpOrEp::Ep) && kinds.contains(&DpOrEp::Dp)) {
+            continue;
+        }
+        for (&c, kind) in cs.iter().zip(kinds) {
+            let (p, why) = match kind {
+                DpOrEp::Ep => (Parallelism::EP, "token dispatch"),
+                DpOrEp::Dp => (Parallelism::DP, "gradient reduction"),
+                DpOrEp::Neither => (
+                    Parallelism::DP,
+                    "only scalars, as the data-parallel group's",
+                ),
+            };
+            let label = &mut inference.comms[c];
+            label.parallelism = p;
+            label.evidence = format!(
+                "rank set shared by {} communicators, data and expert parallel; this one: {why} ({}) → {}",
+                cs.len(),
+                describe_ops(&sigs[c], 1.0, "per rank", false),
+                p.name()
+            );
+        }
     }
 }
 

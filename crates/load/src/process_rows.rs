@@ -169,6 +169,12 @@ impl ProcessKernels {
         ks.end_ns(row)
     }
 
+    /// The `i`-th kernel's name, without building the whole record.
+    pub fn name(&self, i: usize) -> Option<&Arc<str>> {
+        let (ks, row) = self.at(i)?;
+        ks.name(row)
+    }
+
     /// Bytes this view holds per kernel (the rows themselves are the session's).
     pub fn bytes_per_kernel(&self) -> f64 {
         (4 * (self.rows.capacity() + self.export_of.capacity())

@@ -10,7 +10,7 @@ use model::log::ProcessKey;
 use model::nsys::NsysExport;
 use model::Diagnostic;
 use sqlsource::SqlSource;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// A parsed log and the name it was loaded under.
@@ -64,6 +64,14 @@ pub struct Session {
     /// PyTorch profiler traces, in loading order: each adds an export of its kernels and, unless
     /// a log claims its process, a log of its operations ([`crate::kineto`]).
     traces: Vec<SessionTrace>,
+    /// What each kept log's and export's processes say about themselves ([`identity`]),
+    /// computed once per file, and the pairing of log and export processes made from all of
+    /// them, made again whenever a file is added.
+    log_features: Vec<Vec<identity::LogProcess>>,
+    export_features: Vec<Vec<identity::ExportProcess>>,
+    /// Made when first asked for after a file was added (a page adding a thousand files pairs
+    /// once, at the analysis).
+    identity: std::sync::OnceLock<identity::Identity>,
 }
 
 /// Streams one log in, chunk by chunk, plain or gzip-compressed ([`ingest_nccl::LogStream`]:
@@ -147,9 +155,11 @@ impl Session {
             earlier.zip(&self.log_processes),
             "log operations",
         ));
+        self.log_features.push(identity::log_processes(&log.parsed));
         self.logs.push(Arc::new(log));
         self.log_processes.push(mine);
         self.claim_traces();
+        self.identity = std::sync::OnceLock::new();
         report
     }
 
@@ -302,9 +312,48 @@ impl Session {
             "NCCL kernels",
         );
         report.diagnostics.extend(twice);
+        self.export_features.push(identity::export_processes(
+            self.exports.len(),
+            &loaded.export,
+        ));
         self.exports.push(Arc::new(loaded));
         self.export_processes.push(mine);
+        self.identity = std::sync::OnceLock::new();
         report
+    }
+
+    /// Which log process each export process is ([`identity::pair`]).
+    pub fn identity(&self) -> &identity::Identity {
+        self.identity.get_or_init(|| self.pair_processes())
+    }
+
+    /// The process key the analysis files export `export`'s process `pid` under: its log
+    /// process's when the two were paired, else the export's host and the pid.
+    pub fn export_key(&self, export: usize, pid: u32) -> ProcessKey {
+        let host = self
+            .exports
+            .get(export)
+            .and_then(|e| e.export.hosts.first())
+            .map_or("", String::as_str);
+        self.identity().key(export, pid, host)
+    }
+
+    /// Pairs the log and export processes loaded so far (a process in several logs counts
+    /// once, its clues merged).
+    fn pair_processes(&self) -> identity::Identity {
+        let mut logs: BTreeMap<&ProcessKey, identity::LogProcess> = BTreeMap::new();
+        for p in self.log_features.iter().flatten() {
+            match logs.get_mut(&p.process) {
+                Some(q) => q.merge(p),
+                None => {
+                    logs.insert(&p.process, p.clone());
+                }
+            }
+        }
+        let logs: Vec<identity::LogProcess> = logs.into_values().collect();
+        let exports: Vec<identity::ExportProcess> =
+            self.export_features.iter().flatten().cloned().collect();
+        identity::pair(&logs, &exports)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Runs the aligner per process: a process's log operations (from any log, a combined log
-//! included) against its NCCL kernels (from any export), keyed by host and pid. Processes seen
-//! on one side only are listed, never guessed.
+//! included) against its NCCL kernels (from any export), an export's process taken as the log
+//! process `identity` paired it with. Processes seen on one side only are listed, never
+//! guessed.
 
 use align::{
     align_all_reusing_with, AlignConfig, Aligned, KernelMatch, ProcessAlignment, ProcessInput,
@@ -9,7 +10,7 @@ use align::{
 use ingest_nsys::KernelNameCache;
 use load::{ProcessKernels, ProcessOps, Session};
 use model::log::{LogOp, ProcessKey};
-use model::nsys::{Kernel, KernelName};
+use model::nsys::{Kernel, KernelName, NvtxRange};
 use model::OpType;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -24,6 +25,9 @@ pub struct ProcessMatch {
     /// The process's NCCL kernels in start order (the alignment's kernel indices).
     pub kernels: ProcessKernels,
     pub alignment: ProcessAlignment,
+    /// The first export holding its kernels (session index): its clock domain. Processes of
+    /// one export share one clock.
+    pub export: Option<usize>,
 }
 
 impl ProcessMatch {
@@ -162,7 +166,14 @@ fn count_from(sources: &mut Vec<(u32, u32)>, file: u32) {
 }
 
 /// One process's records as the aligner reads them: log operations, kernels, decoded names.
-type Whole = (Vec<LogOp>, Vec<Kernel>, Vec<Option<KernelName>>);
+/// (log operations, kernels, decoded names, the export's NVTX ranges on the domain's base when
+/// they had to be moved there).
+type Whole = (
+    Vec<LogOp>,
+    Vec<Kernel>,
+    Vec<Option<KernelName>>,
+    Option<Vec<NvtxRange>>,
+);
 
 /// Where one of a process's kernels is, and what orders it.
 struct KernelAt {
@@ -191,9 +202,84 @@ impl Prepared {
         self.print.kernels.first().map(|&(x, _)| x as usize)
     }
 
-    /// The process's clock domain: its first export.
-    fn clock(&self) -> u64 {
-        self.export().map_or(u64::MAX, |x| x as u64)
+    /// The process's clock domain and how far its kernel times are from the domain's base
+    /// ([`ClockDomains`]), by its first export.
+    fn clock(&self, domains: &ClockDomains) -> (u64, i64) {
+        self.export()
+            .and_then(|x| domains.of.get(x).copied())
+            .unwrap_or((u64::MAX, 0))
+    }
+}
+
+/// One process's records as the aligner reads them, its kernel times (and its export's NVTX
+/// ranges, which the exact join compares with launches) moved by `shift` onto its clock
+/// domain's base.
+fn whole_records(
+    p: &Prepared,
+    shift: i64,
+    exports: &[std::sync::Arc<load::LoadedExport>],
+    name_cache: &mut KernelNameCache,
+) -> Whole {
+    let kernels: Vec<Kernel> = p
+        .kernels
+        .iter()
+        .map(|mut k| {
+            if shift != 0 {
+                k.start_ns += shift;
+                k.end_ns += shift;
+                k.launch_ns = k.launch_ns.map(|t| t + shift);
+            }
+            k
+        })
+        .collect();
+    let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
+    let nvtx = (shift != 0).then(|| {
+        p.export()
+            .and_then(|x| exports.get(x))
+            .map_or_else(Vec::new, |e| {
+                e.export
+                    .nvtx
+                    .iter()
+                    .map(|r| NvtxRange {
+                        start_ns: r.start_ns + shift,
+                        end_ns: r.end_ns.map(|t| t + shift),
+                        ..r.clone()
+                    })
+                    .collect()
+            })
+    });
+    (p.log_ops.iter().collect(), kernels, names, nvtx)
+}
+
+/// Which exports' kernel times share a clock, for the cross-rank consensus (which compares
+/// kernel times of different processes): the exports of one host that say when their session
+/// started, their times put on the first one's base (per-rank captures each count from their own
+/// start, or in the node's system clock); any other export alone.
+struct ClockDomains {
+    /// Per export: (domain, time to add to its kernel times).
+    of: Vec<(u64, i64)>,
+}
+
+impl ClockDomains {
+    fn of(session: &Session) -> Self {
+        let mut first: BTreeMap<String, (usize, i64)> = BTreeMap::new();
+        let of = session
+            .exports()
+            .iter()
+            .enumerate()
+            .map(|(x, e)| {
+                let utc = identity::ExportClock::of(&e.export).utc_minus_t_ns;
+                let host = e.export.hosts.first().map(|h| h.to_ascii_lowercase());
+                match (utc, host) {
+                    (Some(u), Some(h)) if !h.is_empty() => {
+                        let &mut (d, base) = first.entry(h).or_insert((x, u));
+                        (d as u64, u - base)
+                    }
+                    _ => (x as u64, 0),
+                }
+            })
+            .collect();
+        ClockDomains { of }
     }
 }
 
@@ -222,23 +308,21 @@ pub(crate) async fn align_session_reusing(
         }
     }
     let mut kernel_from: BTreeMap<ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
+    // Each export process under the key of the log process it was paired with (or its own host
+    // and pid): `identity` settles which log process an export's pid is.
+    let mut export_pid: HashMap<(u32, ProcessKey), u32> = HashMap::new();
     for (x, e) in session.exports().iter().enumerate() {
-        // An export covers one node (or one rank): its first host names every process in it.
-        let host = e.export.hosts.first().cloned().unwrap_or_default();
         let mut per_pid: BTreeMap<u32, u32> = BTreeMap::new();
         let ks = &e.export.kernels;
         for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
             *per_pid.entry(pid).or_default() += 1;
         }
         for (pid, n) in per_pid {
-            let key = ProcessKey {
-                host: host.as_str().into(),
-                pid,
-            };
+            let key = session.export_key(x, pid);
+            export_pid.insert((x as u32, key.clone()), pid);
             kernel_from.entry(key).or_default().push((x as u32, n));
         }
     }
-    adopt_hostless_kernels(&op_from, &mut kernel_from);
     let mut out = Alignments::default();
     let mut both: Vec<(ProcessKey, InputPrint)> = Vec::new();
     let keys: BTreeSet<ProcessKey> = op_from
@@ -283,7 +367,7 @@ pub(crate) async fn align_session_reusing(
         if reused[i].is_none() {
             want_ops.insert(key, i);
             for &(x, _) in &print.kernels {
-                want_kernels.insert((x, key.pid), i);
+                want_kernels.insert((x, export_pid[&(x, key.clone())]), i);
             }
         }
     }
@@ -361,6 +445,7 @@ pub(crate) async fn align_session_reusing(
     // process keeps its export's clock). So the processes are aligned one clock domain at a
     // time, which is what aligning them all at once gives, and only one domain's records are
     // ever whole at once (they are the load's peak: a whole record is 2-3 times its row).
+    let clocks = ClockDomains::of(session);
     let mut domains: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     let mut aligned: Vec<Option<Aligned>> = prepared.iter().map(|_| None).collect();
     for (i, p) in prepared.iter_mut().enumerate() {
@@ -372,7 +457,7 @@ pub(crate) async fn align_session_reusing(
                     redone: Redone::Inputs,
                 })
             }
-            None => domains.entry(p.clock()).or_default().push(i),
+            None => domains.entry(p.clock(&clocks).0).or_default().push(i),
         }
     }
     let mut name_cache = KernelNameCache::default();
@@ -383,9 +468,7 @@ pub(crate) async fn align_session_reusing(
             .iter()
             .map(|&i| {
                 let p = &prepared[i];
-                let kernels: Vec<Kernel> = p.kernels.iter().collect();
-                let names = kernels.iter().map(|k| name_cache.decode(&k.name)).collect();
-                (p.log_ops.iter().collect(), kernels, names)
+                whole_records(p, p.clock(&clocks).1, exports, &mut name_cache)
             })
             .collect();
         let previous: Vec<Option<Aligned>> = members
@@ -395,19 +478,22 @@ pub(crate) async fn align_session_reusing(
         let inputs: Vec<ProcessInput<'_>> = members
             .iter()
             .zip(&whole)
-            .map(|(&i, (log_ops, kernels, names))| {
+            .map(|(&i, (log_ops, kernels, names, moved))| {
                 let p = &prepared[i];
                 ProcessInput {
                     log_ops,
                     kernels,
                     names,
-                    clock: p.clock(),
+                    clock: p.clock(&clocks).0,
                     // The export's NVTX ranges: where NCCL's own are there, the exact join
                     // checks the alignment.
-                    nvtx: p
-                        .export()
-                        .and_then(|x| exports.get(x))
-                        .map_or(&[], |e| e.export.nvtx.as_slice()),
+                    nvtx: match moved {
+                        Some(v) => v.as_slice(),
+                        None => p
+                            .export()
+                            .and_then(|x| exports.get(x))
+                            .map_or(&[], |e| e.export.nvtx.as_slice()),
+                    },
                 }
             })
             .collect();
@@ -420,7 +506,9 @@ pub(crate) async fn align_session_reusing(
     for (p, a) in prepared.into_iter().zip(aligned) {
         let a = a.expect("every process is in one domain");
         redone.push(a.redone);
+        let export = p.export();
         out.processes.push(ProcessMatch {
+            export,
             process: p.process,
             log_ops: p.log_ops,
             kernels: p.kernels,
@@ -449,35 +537,6 @@ fn trace_of<'s>(session: &'s Session, process: &ProcessKey) -> Option<crate::kin
     }
     let log = session.logs().iter().position(|l| Arc::ptr_eq(l, &t.log))? as u32;
     Some(crate::kineto::Traced::Own(t, log, export))
-}
-
-/// An export without a hostname (older exports, or a table not written) keys its processes by
-/// pid alone. Such a pid is given to the log process of the same pid when exactly one exists:
-/// two hosts may reuse a pid, and then nothing is guessed.
-fn adopt_hostless_kernels<V>(
-    ops: &BTreeMap<&ProcessKey, Vec<(u32, u32)>>,
-    kernels: &mut BTreeMap<ProcessKey, V>,
-) {
-    let hostless: Vec<ProcessKey> = kernels
-        .keys()
-        .filter(|k| k.host.is_empty())
-        .cloned()
-        .collect();
-    for key in hostless {
-        // A hostless process with operations of its own (a profiler trace's) is whole.
-        if ops.contains_key(&key) {
-            continue;
-        }
-        let mut candidates = ops
-            .keys()
-            .filter(|p| p.pid == key.pid && !kernels.contains_key(**p));
-        if let (Some(owner), None) = (candidates.next(), candidates.next()) {
-            let owner = (*owner).clone();
-            if let Some(ks) = kernels.remove(&key) {
-                kernels.insert(owner, ks);
-            }
-        }
-    }
 }
 
 /// The operation of a kernel from the log lines matched to it (not empty): their shared op,

@@ -148,8 +148,9 @@ pub async fn analyse_incremental_with(
             p.global_rank = rank;
         }
     }
+    crate::kernel_tally::add_tallies(session, &alignments, &mut processes);
     processes.sort_by(|a, b| (a.global_rank, &a.process).cmp(&(b.global_rank, &b.process)));
-    let clocks = synchronise_clocks(&alignments, &communicators);
+    let clocks = synchronise_clocks(session, &alignments, &communicators);
     let profiler_steps = crate::kineto::profiler_steps(session, &processes, &clocks);
     let analysis = Analysis {
         alignments,

@@ -9,6 +9,7 @@ mod alignment;
 mod analysis;
 mod clocks;
 mod incremental;
+mod kernel_tally;
 mod kineto;
 mod process_groups;
 mod processes;
@@ -20,6 +21,7 @@ pub use analysis::{
 pub use clocks::synchronise_clocks;
 pub use enrich::{ClockSync, Hints, Sizes};
 pub use incremental::Rerun;
+pub use kernel_tally::KernelTally;
 pub use kineto::ProfilerStep;
 pub use process_groups::{agrees, described_parallelism, process_groups, ProcessGroup};
 pub use processes::{log_process, process_summaries, CommView, ProcessSummary};

@@ -35,9 +35,33 @@ pub struct ProcessSummary {
     pub topology: Option<Topology>,
     pub kernels: u64,
     pub matched_kernels: u64,
+    /// Its kernels by type, busy time and NVTX bytes ([`crate::KernelTally`]).
+    pub kernel_tally: crate::kernel_tally::KernelTally,
 }
 
 impl ProcessSummary {
+    /// A process seen in the exports alone: its key, the rank it is given, its kernels.
+    pub(crate) fn kernels_only(
+        process: ProcessKey,
+        global_rank: u32,
+        kernels: u64,
+        kernel_tally: crate::kernel_tally::KernelTally,
+    ) -> Self {
+        ProcessSummary {
+            process,
+            global_rank,
+            rank_from_init: false,
+            local_rank: None,
+            nccl_version: None,
+            ops: BTreeMap::new(),
+            comms: Vec::new(),
+            topology: None,
+            kernels,
+            matched_kernels: 0,
+            kernel_tally,
+        }
+    }
+
     /// GPUs and links of the topology, one short line each (`GPU 1000 (0)`, `GPU 1000 → GPU 2000 NVL 80.0 GB/s`).
     pub fn topology_lines(&self) -> Vec<String> {
         let Some(t) = &self.topology else {
@@ -201,11 +225,18 @@ pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<Proc
             comm_view(&mut comms, process, site.comm, site.nranks).ops += c.calls;
         }
     }
-    let mut kernels_by_pid: BTreeMap<u32, u64> = BTreeMap::new();
-    for e in session.exports() {
+    // Kernels per process as the analysis keys it (an export's pid under its log process).
+    let mut kernels_by_key: BTreeMap<ProcessKey, u64> = BTreeMap::new();
+    for (x, e) in session.exports().iter().enumerate() {
         let ks = &e.export.kernels;
+        let mut per_pid: BTreeMap<u32, u64> = BTreeMap::new();
         for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
-            *kernels_by_pid.entry(pid).or_default() += 1;
+            *per_pid.entry(pid).or_default() += 1;
+        }
+        for (pid, n) in per_pid {
+            *kernels_by_key
+                .entry(session.export_key(x, pid))
+                .or_default() += n;
         }
     }
     let mut out: Vec<ProcessSummary> = all
@@ -227,10 +258,11 @@ pub fn process_summaries(session: &Session, alignments: &Alignments) -> Vec<Proc
                     .unwrap_or_default(),
                 topology,
                 kernels: aligned.map_or_else(
-                    || kernels_by_pid.get(&p.pid).copied().unwrap_or(0),
+                    || kernels_by_key.get(&p).copied().unwrap_or(0),
                     |m| m.kernels.len() as u64,
                 ),
                 matched_kernels: aligned.map_or(0, |m| m.matched_kernels()),
+                kernel_tally: Default::default(),
                 process: p,
             }
         })

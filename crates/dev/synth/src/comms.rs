@@ -54,6 +54,13 @@ pub struct Comms {
 
 impl Comms {
     pub fn build(layout: &Layout, seed: u64) -> Comms {
+        Self::build_with(layout, seed, false)
+    }
+
+    /// [`Comms::build`]; with `ep_over_dp` (and no EP dimension) also an EP communicator over
+    /// each DP group's ranks, as Megatron's expert parallelism inside data parallelism gives
+    /// ([`crate::realism::Realism::moe_over_dp`]).
+    pub fn build_with(layout: &Layout, seed: u64, ep_over_dp: bool) -> Comms {
         let mut rng = Rng::derive(seed, 0xC0);
         let world_ranks: Vec<u32> = (0..layout.world()).collect();
         let mut sets: Vec<(&'static str, Vec<u32>, Option<Dim>)> = Vec::new();
@@ -95,6 +102,10 @@ impl Comms {
             if layout.size(d) > 1 {
                 for g in layout.groups(d) {
                     sets.push((d.name(), g, Some(d)));
+                }
+            } else if d == Dim::EP && ep_over_dp && layout.dp > 1 {
+                for g in layout.groups(Dim::DP) {
+                    sets.push(("EP", g, Some(Dim::EP)));
                 }
             }
             if d == Dim::PP && layout.pp > 1 {

@@ -1001,7 +1001,7 @@ impl<'c> CallShape<'c> {
             _ => total,
         };
         let intra = self.c.global_ranks.iter().all(|g| g / gpn == node);
-        (crate::channels_for(bytes, intra), 512)
+        (crate::rank::channels_for(bytes, intra), 512)
     }
 
     /// The kernel's truth: what a reader of the trace can know of it.

@@ -17,11 +17,14 @@ pub mod hang;
 pub mod kineto;
 mod kineto_json;
 pub mod layout;
+mod logfiles;
 pub mod logfmt;
 pub mod model;
 pub mod ncclnvtx;
 pub mod nsysdb;
 pub mod presets;
+mod rank;
+pub mod realism;
 pub mod rng;
 pub mod schedule;
 pub mod step_stages;
@@ -35,17 +38,17 @@ pub use layout::{Dim, Layout, MoeDispatcher};
 pub use model::Model;
 pub use nsysdb::Schema;
 pub use presets::{preset, presets, Preset};
+pub use realism::Realism;
 pub use stream::{write_preset_streaming, write_streaming, StreamStats};
 pub use write::{write_preset, write_run};
 
-use ::model::{Algo, DataType, OpType, Proto};
 pub use logfmt::Launcher;
 use logfmt::{Printer, Version};
 use nsysdb::{KernelRow, NodeReport, NvtxRow};
+pub(crate) use rank::{rank_out, RankOut};
 use rng::Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
-use truth::{LogOpRef, Truth, TruthClock, TruthComm, TruthKernel, TruthRank};
+use truth::{Truth, TruthClock, TruthComm};
 
 /// Deviations from a clean run, as seen in real traces (thesis tables 4.1, 4.2, 4.5).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -151,6 +154,9 @@ pub struct RunConfig {
     /// ([`variation`]); none by default.
     #[serde(default)]
     pub variation: variation::Variation,
+    /// The variations of real clusters ([`realism`]); the default changes nothing.
+    #[serde(default)]
+    pub realism: Realism,
 }
 
 impl RunConfig {
@@ -181,6 +187,7 @@ impl RunConfig {
             ring_lines: RingLines::Ordered,
             stages: step_stages::StageKnob::default(),
             variation: variation::Variation::default(),
+            realism: Realism::default(),
         }
     }
 
@@ -212,39 +219,26 @@ impl Run {
 pub(crate) const EPOCH_NS: i64 = 1_732_150_400_000_000_000;
 /// The captures start this long before t0 (before NCCL init).
 pub(crate) const SESSION_LEAD_NS: i64 = 5_000_000_000;
-const BUS_IDS: [u64; 8] = [
+pub(crate) const BUS_IDS: [u64; 8] = [
     0x18000, 0x2a000, 0x3a000, 0x5d000, 0x9a000, 0xab000, 0xba000, 0xdb000,
 ];
-
-/// (correlation id, (communicator, opCount) it executes, kernel short name).
-type KernelRef = (u32, Option<(usize, u64)>, String);
 
 /// One process: one rank on one GPU of one node.
 pub(crate) struct Proc {
     pub(crate) rank: u32,
     pub(crate) node: u32,
     pub(crate) local: u32,
+    /// The host and pid the log prints.
     pub(crate) host: String,
     pub(crate) pid: u32,
+    /// The pid the export stores (the host's, when the log's is a container's).
+    pub(crate) export_pid: u32,
+    /// The CUDA device the log prints (0 for every process under `CUDA_VISIBLE_DEVICES`).
+    pub(crate) cuda_dev: u32,
+    /// How much later than its node's this process's own capture started (per-rank exports
+    /// with their own sessions; else 0).
+    pub(crate) capture_delay_ns: i64,
     pub(crate) printer: Printer,
-}
-
-pub(crate) fn channels_for(bytes: u64, intra: bool) -> u32 {
-    let max = if intra { 16 } else { 8 };
-    ((bytes / (256 * 1024)) as u32)
-        .clamp(1, max)
-        .next_power_of_two()
-        .min(max)
-}
-
-fn proto_for(bytes: u64) -> Proto {
-    if bytes < 64 * 1024 {
-        Proto::LL
-    } else if bytes < 4 * 1024 * 1024 {
-        Proto::LL128
-    } else {
-        Proto::Simple
-    }
 }
 
 /// Generates a run in memory.
@@ -271,6 +265,14 @@ pub(crate) struct Plan<'a> {
     pub(crate) end_prefix: Vec<i64>,
     /// What the hang knob planted, if anything.
     pub(crate) hang: Option<hang::Expected>,
+    /// Whether log lines carry stamps.
+    pub(crate) stamped: bool,
+    /// Report time = run time + this (the capture starts at run time −lead).
+    pub(crate) lead_ns: i64,
+    /// Per node: what the log prints and what the export stores as its name.
+    pub(crate) names: Vec<realism::NodeNames>,
+    /// Per node: the system clock at the capture's start, when the exports count in it.
+    pub(crate) system_clocks: Vec<Option<i64>>,
 }
 
 impl Plan<'_> {
@@ -278,8 +280,17 @@ impl Plan<'_> {
     /// node's offset and drift.
     pub(crate) fn gpu(&self, node: u32, t: i64) -> i64 {
         let (off, drift) = self.clocks[node as usize];
-        let s = t + SESSION_LEAD_NS;
-        s + off + (drift * 1e-6 * s as f64) as i64
+        let s = t + self.lead_ns;
+        let base = self.system_clocks[node as usize].unwrap_or(0);
+        base + s + off + (drift * 1e-6 * s as f64) as i64
+    }
+    /// Run time at which the captures start.
+    pub(crate) fn capture_start_ns(&self) -> i64 {
+        -self.lead_ns
+    }
+    /// What the log prints as node `n`'s name.
+    pub(crate) fn log_host(&self, n: u32) -> &str {
+        &self.names[n as usize].log
     }
     pub(crate) fn end_max(&self) -> i64 {
         self.end_prefix.last().copied().unwrap_or(0)
@@ -289,24 +300,8 @@ impl Plan<'_> {
     }
     /// Per-node capture duration (ANALYSIS_DETAILS).
     pub(crate) fn duration_ns(&self, node: u32) -> i64 {
-        self.gpu(node, self.end_max()) + 1_000_000
+        self.gpu(node, self.end_max()) + 1_000_000 - self.system_clocks[node as usize].unwrap_or(0)
     }
-}
-
-/// One rank's share of a run.
-pub(crate) struct RankOut {
-    /// Log lines in time order (garbled lines already applied), with their true times.
-    pub(crate) stamps: Vec<i64>,
-    pub(crate) texts: Vec<String>,
-    /// The cut last line, when the run has one.
-    pub(crate) tail: Option<String>,
-    pub(crate) krows: Vec<KernelRow>,
-    pub(crate) nvtx: Vec<NvtxRow>,
-    pub(crate) nccl_nvtx: Vec<ncclnvtx::NcclNvtxRow>,
-    pub(crate) truth_rank: TruthRank,
-    pub(crate) kernels: Vec<TruthKernel>,
-    pub(crate) unmatched_log_ops: u64,
-    pub(crate) unmatched_kernels: u64,
 }
 
 /// Schedules every rank, simulates the run and draws processes and clocks.
@@ -317,12 +312,14 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
     let gpn = cfg.gpus_per_node.max(1);
     let nodes = world.div_ceil(gpn).max(cfg.nodes.min(world.div_ceil(gpn)));
     let imp = &cfg.imperfections;
-    let comms = comms::Comms::build(layout, cfg.seed);
+    let re = &cfg.realism;
+    let comms = comms::Comms::build_with(layout, cfg.seed, re.moe_over_dp);
     let mut calls: Vec<Vec<schedule::Call>> = (0..world)
-        .map(|r| schedule::build(layout, &cfg.model, &comms, r))
+        .map(|r| schedule::build_with(layout, &cfg.model, &comms, r, re.moe_fused))
         .collect();
     for c in calls.iter_mut() {
         schedule::add_orphans(c, comms.world, imp.orphan_allreduce_lines, cfg.seed);
+        schedule::add_warmups(c, comms.world, re.warmup_ops);
     }
     step_stages::apply(&mut calls, &cfg.stages);
     let hw = timing::Hardware {
@@ -337,20 +334,39 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
     // Processes and clocks.
     let mut prng = Rng::derive(cfg.seed, 0x91D);
     let mut used = std::collections::HashSet::new();
-    let procs: Vec<Proc> = (0..world)
-        .map(|r| {
-            let node = r / gpn;
-            let local = r % gpn;
-            let host = format!("node{:02}", node + 1);
+    let own_pids: Vec<u32> = (0..world)
+        .map(|_| {
             let mut pid = prng.range(2_000, 400_000) as u32;
             while !used.insert(pid) {
                 pid += 1;
             }
+            pid
+        })
+        .collect();
+    let pids = realism::pids(re, cfg.seed, &own_pids, gpn);
+    let names: Vec<realism::NodeNames> = (0..nodes)
+        .map(|n| realism::node_names(re, &Plan::host(n), cfg.seed, n))
+        .collect();
+    let stamp = re.stamp_format(cfg.timestamps);
+    let procs: Vec<Proc> = (0..world)
+        .map(|r| {
+            let node = r / gpn;
+            let local = r % gpn;
+            let host = names[node as usize].log.clone();
+            let (pid, export_pid) = pids[r as usize];
+            let cuda_dev = if re.isolated_devices { 0 } else { local };
             let printer = Printer {
                 host: host.clone(),
                 pid,
-                dev: local,
-                tag: cfg.launcher.tag(r, local),
+                dev: cuda_dev,
+                tag: realism::launcher_tag(cfg.launcher, r, local, pid, &host, node),
+                stamp,
+                zone_min: re.zone_offset_min,
+            };
+            let capture_delay_ns = if re.rank_session_starts && cfg.report_per_rank {
+                realism::session_shift_ns(cfg.seed, r)
+            } else {
+                0
             };
             Proc {
                 rank: r,
@@ -358,6 +374,9 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
                 local,
                 host,
                 pid,
+                export_pid,
+                cuda_dev,
+                capture_delay_ns,
                 printer,
             }
         })
@@ -385,7 +404,14 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         }
         end_prefix.push(end_max);
     }
+    let system_clocks = (0..nodes)
+        .map(|n| {
+            (re.system_clock && cfg.schema == Schema::V3_25)
+                .then(|| realism::system_clock_ns(cfg.seed, n))
+        })
+        .collect();
 
+    let lead_ns = capture_lead(&calls, &timed);
     Plan {
         cfg,
         v,
@@ -398,660 +424,25 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
         clocks,
         end_prefix,
         hang,
+        stamped: stamp != realism::StampFormat::None,
+        lead_ns,
+        names,
+        system_clocks,
     }
 }
 
-/// Everything one process contributes: its log text, kernel and NVTX rows, and truth. Depends
-/// only on the plan and the rank (own random stream), so ranks can be produced in any grouping.
-pub(crate) fn rank_out(pl: &Plan, p: &Proc) -> RankOut {
-    let cfg = pl.cfg;
-    let v = pl.v;
-    let layout = &cfg.layout;
-    let imp = &cfg.imperfections;
-    let comms = &pl.comms;
-    let calls = &pl.calls;
-    let timed = &pl.timed;
-    let gpn = pl.gpn;
-    let multi_node = pl.nodes > 1;
-    let gpu = |node: u32, t: i64| pl.gpu(node, t);
-    let mut nvtx: Vec<NvtxRow> = Vec::new();
-    let nccl_on = cfg.emits_nccl_nvtx();
-    let mut nccl_nvtx: Vec<ncclnvtx::NcclNvtxRow> = Vec::new();
-    let mut nccl_range = |s: i64, e: i64, function: &'static str, f: Option<ncclnvtx::Fields>| {
-        nccl_nvtx.push(ncclnvtx::NcclNvtxRow {
-            pid: p.pid,
-            tid: p.pid,
-            start_ns: pl.gpu(p.node, s),
-            end_ns: pl.gpu(p.node, e),
-            function,
-            payload: f
-                .and_then(|f| ncclnvtx::schema_of(function).map(|sc| ncclnvtx::encode(sc, &f))),
-        });
-    };
-    let mut truth_kernels: Vec<TruthKernel> = Vec::new();
-    let mut out_unmatched_kernels = 0u64;
-    let mut name_cache: HashMap<(OpType, DataType, bool, Option<&str>), nsysdb::KernelNames> =
-        HashMap::new();
-    let r = p.rank as usize;
-    let mut rng = Rng::derive(cfg.seed, 0x1000 + r as u64);
-    let mut lines: Vec<(i64, String)> = Vec::new();
-    let tid_init = p.pid + 31 + (rng.range(0, 40) as u32);
-    let ts = |t: i64| {
-        if cfg.timestamps {
-            Some(EPOCH_NS + t)
-        } else {
-            None
-        }
-    };
-    let say = |lines: &mut Vec<(i64, String)>, t: i64, tid: u32, body: String| {
-        let mut l = p.printer.prefix(tid, ts(t));
-        l.push_str(&body);
-        lines.push((t, l));
-    };
-    // Banner and init.
-    let mut t = -4_000_000_000 + r as i64 * 1_000;
-    // Chatter draws from its own stream so the operation lines (and drops) do not depend on it.
-    let mut crng = Rng::derive(cfg.seed, 0xC4A7_0000 + r as u64);
-    for l in chatter::process_start("eth0") {
-        say(&mut lines, t - 100, p.pid, l);
-    }
-    say(
-        &mut lines,
-        t,
-        p.pid,
-        format!("Bootstrap : Using eth0:10.0.{}.{}<0>", p.node, 10 + p.local),
-    );
-    say(
-        &mut lines,
-        t + 100,
-        p.pid,
-        format!("NCCL version {}+cuda12.2", v),
-    );
-    say(&mut lines, t + 200, p.pid, "cudaDriverVersion 12020".into());
-    say(
-        &mut lines,
-        t + 300,
-        tid_init,
-        if multi_node {
-            "Using network IB".into()
-        } else {
-            "Using network Socket".into()
-        },
-    );
-    let node_bus: Vec<u64> = (0..gpn).map(|i| BUS_IDS[i as usize % 8]).collect();
-    let bus = BUS_IDS[p.local as usize % 8];
-    let mut proxy_conns = 0u32;
-    for (k, &ci) in comms.of_rank[r].iter().enumerate() {
-        let c = &comms.list[ci];
-        let me = c.member(p.rank);
-        t = -3_000_000_000 + k as i64 * 200_000_000 + r as i64 * 1_000;
-        if v.at_least(18) {
-            say(
-                &mut lines,
-                t,
-                tid_init,
-                logfmt::init_start(c.pointers[me], me as u32, c.size(), p.local, bus, c.comm_id),
-            );
-        }
-        if k == 0 {
-            for (j, l) in logfmt::topology(v, &node_bus, p.local, 150.0, cfg.net_gbps, multi_node)
-                .into_iter()
-                .enumerate()
-            {
-                say(&mut lines, t + 1_000 + j as i64, tid_init, l);
-            }
-        }
-        // What connection lines print in brackets after a rank: its busId up to 2.18
-        // (`1[81000]`, issue350), its device from 2.19 (`8[0]`, the grpo notes; `1[1]`, issue6201).
-        let rb: Vec<(u32, u64)> = c
-            .global_ranks
-            .iter()
-            .map(|&g| {
-                let dev = g % gpn;
-                let label = if v.at_least(19) {
-                    u64::from(dev)
-                } else {
-                    BUS_IDS[dev as usize % 8]
-                };
-                (g, label)
-            })
-            .collect();
-        let nch = if c.global_ranks.iter().all(|g| g / gpn == p.node) {
-            2
-        } else {
-            4
-        };
-        let n = c.global_ranks.len();
-        let order = ring_order(cfg.ring_lines, c);
-        let at = order.iter().position(|&r| r == me).unwrap_or(0);
-        let next_g = c.global_ranks[order[(at + 1) % n]];
-        let prev_g = c.global_ranks[order[(at + n - 1) % n]];
-        let next_remote = next_g / gpn != p.node;
-        let prev_remote = prev_g / gpn != p.node;
-        let mut nodes_of: Vec<u32> = c.global_ranks.iter().map(|g| g / gpn).collect();
-        nodes_of.dedup();
-        let on_node: Vec<u32> = c
-            .global_ranks
-            .iter()
-            .copied()
-            .filter(|g| g / gpn == p.node)
-            .collect();
-        if let Some(l) = chatter::comm_summary(
-            v,
-            &logfmt::ptr(c.pointers[me]),
-            me as u32,
-            c.size(),
-            nodes_of.len() as u32,
-            on_node.len() as u32,
-            on_node.iter().position(|&g| g == p.rank).unwrap_or(0) as u32,
-        ) {
-            say(&mut lines, t + 50_000, tid_init, l);
-        }
-        // Channel and connection lines, then (proxy chatter in between) "Connected all rings"
-        // and what follows it, as real logs order them.
-        let mut chan = logfmt::channels(v, &rb, &order, me, nch, next_remote, prev_remote);
-        if cfg.ring_lines == RingLines::Omitted {
-            chan.retain(|l| !logfmt::is_route_line(l));
-        }
-        let split = chan
-            .iter()
-            .position(|l| l.starts_with("Connected all rings"))
-            .unwrap_or(chan.len());
-        for (j, l) in chan.into_iter().enumerate() {
-            let at = if j < split { 100_000 } else { 3_000_000 };
-            say(&mut lines, t + at + j as i64, tid_init, l);
-        }
-        let tid_proxy = p.pid + 200 + 3 * k as u32;
-        say(
-            &mut lines,
-            t + 150_000,
-            tid_proxy + 1,
-            chatter::proxy_progress(p.local, crng.range(0, 128) as u32),
-        );
-        if n > 1 {
-            let mut at = t + 200_000;
-            for _ in 0..nch.min(2) {
-                for (send, peer, remote) in
-                    [(true, next_g, next_remote), (false, prev_g, prev_remote)]
-                {
-                    let transport = if remote { 2 } else { 0 };
-                    for (dt, th, body) in chatter::proxy_connection(
-                        v,
-                        &mut crng,
-                        proxy_conns,
-                        send,
-                        // A network connection is served by the rank's own proxy; a P2P one by
-                        // the peer's (the 2.27.5 log: "from local rank 3" on rank 7's proxy).
-                        if remote { p.local } else { peer % gpn },
-                        transport,
-                    ) {
-                        let tid = match th {
-                            chatter::Thread::Main => tid_init,
-                            chatter::Thread::Proxy => tid_proxy,
-                        };
-                        say(&mut lines, at + dt, tid, body);
-                    }
-                    proxy_conns += 1;
-                    at += 300_000;
-                }
-            }
-        }
-        for (j, l) in chatter::after_connect(v, &mut crng, k == 0)
-            .into_iter()
-            .enumerate()
-        {
-            say(&mut lines, t + 4_000_000 + j as i64, tid_init, l);
-        }
-        if nccl_on {
-            nccl_range(
-                t,
-                t + 150_000_000,
-                "ncclCommInitRankConfig",
-                Some(ncclnvtx::Fields {
-                    comm_hash: c.comm_id,
-                    int_a: c.size() as i32,
-                    int_b: me as i32,
-                    int_c: p.local as i32,
-                    ..Default::default()
-                }),
-            );
-        }
-        say(
-            &mut lines,
-            t + 150_000_000,
-            p.pid,
-            logfmt::init_complete(
-                v,
-                c.pointers[me],
-                me as u32,
-                c.size(),
-                p.local,
-                bus,
-                c.comm_id,
-            ),
-        );
-        if let Some(l) = chatter::init_timings(v, &mut crng, me as u32, c.size(), 0.15) {
-            say(&mut lines, t + 150_000_001, p.pid, l);
-        }
-    }
-
-    // Operations.
-    let dup = imp.duplicate_logging_rank_per_tp_group && layout.coord(p.rank, Dim::TP) == 0;
-    let mut op_counts: HashMap<usize, u64> = HashMap::new();
-    let mut printed: HashMap<(usize, u64), u32> = HashMap::new();
-    let mut ops_by_type: BTreeMap<String, u64> = BTreeMap::new();
-    let mut bytes_by_type: BTreeMap<String, u64> = BTreeMap::new();
-    // The contract's keys are always present, with 0 where nothing was logged.
-    for op in OpType::CONTRACT {
-        ops_by_type.insert(op.name().into(), 0);
-        bytes_by_type.insert(op.name().into(), 0);
-    }
-    let mut duplicated = 0u64;
-    let mut log_volume: BTreeMap<String, u64> = BTreeMap::new();
-    let mut corr: u32 = 100 + rng.range(0, 50) as u32;
-    let mut krows: Vec<KernelRow> = Vec::new();
-    let mut kernel_refs: Vec<KernelRef> = Vec::new();
-    let orphan_kernel_at: Vec<usize> = (0..imp.orphan_sendrecv_kernels)
-        .map(|_| rng.range(0, calls[r].len().max(1) as u64) as usize)
-        .collect();
-    let compute_stream = 7u32;
-    let forced = cfg.variation.knobs();
-    for (i, call) in calls[r].iter().enumerate() {
-        let tm = timed[r][i];
-        let c = &comms.list[call.comm()];
-        let me = c.member(p.rank);
-        let oc = *op_counts
-            .entry(call.comm())
-            .and_modify(|x| *x += 1)
-            .or_insert(0);
-        // Compute kernels in the gap before the call.
-        if call.compute_ns > 0 {
-            let gap_end = tm.arrive_ns - 1_000;
-            let nk = 1 + (call.compute_ns / 400_000).min(2) as i64;
-            let span = (gap_end - tm.gap_start_ns).max(nk);
-            for k in 0..nk {
-                let s = tm.gap_start_ns + span * k / nk + 500;
-                let e = tm.gap_start_ns + span * (k + 1) / nk;
-                let (short, dem) = nsysdb::COMPUTE_KERNELS[rng.range(0, 4) as usize];
-                corr += 1;
-                krows.push(KernelRow {
-                    pid: p.pid,
-                    tid: p.pid,
-                    device: p.local,
-                    stream_id: compute_stream,
-                    correlation_id: corr,
-                    start_ns: gpu(p.node, s),
-                    end_ns: gpu(p.node, e.max(s + 1_000)),
-                    launch_ns: gpu(p.node, s - 8_000),
-                    short: short.into(),
-                    demangled: dem.into(),
-                    mangled: short.into(),
-                    grid_x: 108 + rng.range(0, 400) as u32,
-                    block_x: 256,
-                    registers: 128,
-                    static_shared: 0,
-                    dynamic_shared: 49152,
-                });
-            }
-        }
-        if orphan_kernel_at.contains(&i) && !call.orphan {
-            let s = tm.gap_start_ns + 2_000;
-            let names = nsysdb::nccl_kernel(v, OpType::SendRecv, DataType::Int8, false);
-            corr += 1;
-            let n = orphan_kernel_at.iter().filter(|&&x| x == i).count();
-            for _ in 0..n {
-                krows.push(KernelRow {
-                    pid: p.pid,
-                    tid: p.pid,
-                    device: p.local,
-                    stream_id: c.stream_ids[me],
-                    correlation_id: corr,
-                    start_ns: gpu(p.node, s),
-                    end_ns: gpu(p.node, s + 9_000),
-                    launch_ns: gpu(p.node, s - 6_000),
-                    short: names.short.clone(),
-                    demangled: names.demangled.clone(),
-                    mangled: names.mangled.clone(),
-                    grid_x: 2,
-                    block_x: 640,
-                    registers: 96,
-                    static_shared: 0,
-                    dynamic_shared: 0,
-                });
-                kernel_refs.push((corr, None, names.short.clone()));
-                corr += 1;
-            }
-        }
-        // Log lines.
-        let mut total_bytes = 0;
-        for o in &call.ops {
-            let bytes = o.count * o.dtype.size_bytes();
-            total_bytes += bytes;
-            let buf = 0x7f00_0000_0000 + (rng.range(0x100, 0xff_ffff) << 12);
-            let line = logfmt::op_line(
-                v,
-                o.op,
-                oc,
-                buf,
-                if o.op == OpType::AllReduce {
-                    buf
-                } else {
-                    buf + 0x20_0000
-                },
-                o.count,
-                o.dtype.code(),
-                o.redop,
-                o.root,
-                c.pointers[me],
-                c.size(),
-                c.streams[me],
-            );
-            let times = if dup { 2 } else { 1 };
-            let mut volume_counted = false;
-            for k in 0..times {
-                if imp.drop_log_pct > 0.0 && rng.chance(imp.drop_log_pct / 100.0) {
-                    continue;
-                }
-                say(&mut lines, tm.arrive_ns + k, p.pid, line.clone());
-                *ops_by_type.entry(o.op.name().into()).or_default() += 1;
-                *bytes_by_type.entry(o.op.name().into()).or_default() += bytes;
-                // A duplicated line is one operation: its traffic counts once.
-                if !volume_counted {
-                    *log_volume.entry(c.parallelism.to_string()).or_default() +=
-                        truth::link_traffic(o.op, bytes, c.size());
-                    volume_counted = true;
-                }
-                *printed.entry((call.comm(), oc)).or_default() += 1;
-                if k == 1 {
-                    duplicated += 1;
-                }
-            }
-        }
-        if nccl_on {
-            // The API calls happen on the CPU just before the line's time; grouped calls are
-            // bracketed by ncclGroupStart/ncclGroupEnd, as in the real capture. The call (or
-            // ncclGroupEnd) launches the kernel, so its range ends after the launch (a + 1 µs).
-            let a = tm.arrive_ns;
-            let n = call.ops.len() as i64;
-            let grouped = n > 1 || call.is_p2p();
-            if grouped {
-                nccl_range(
-                    a - 2_400 - 400 * n,
-                    a - 2_100 - 400 * n,
-                    "ncclGroupStart",
-                    None,
-                );
-            }
-            for (j, o) in call.ops.iter().enumerate() {
-                let oc_ = &comms.list[o.comm];
-                let int_a = match o.op {
-                    OpType::Send | OpType::Recv => {
-                        o.peer.map(|q| oc_.member(q) as i32).unwrap_or(-1)
-                    }
-                    _ => o.root as i32,
-                };
-                let f = ncclnvtx::Fields {
-                    comm_hash: oc_.comm_id,
-                    bytes: o.count * o.dtype.size_bytes(),
-                    int_a,
-                    redop: o.redop,
-                    ..Default::default()
-                };
-                let (s, e) = if grouped {
-                    let s = a - 2_000 - 400 * (n - j as i64);
-                    (s, s + 300)
-                } else {
-                    (a - 2_000, a + 1_500)
-                };
-                nccl_range(s, e, ncclnvtx::function_of(o.op), Some(f));
-            }
-            if grouped {
-                nccl_range(a - 2_000, a + 1_500, "ncclGroupEnd", None);
-            }
-        }
-        let intra = c.global_ranks.iter().all(|g| g / gpn == p.node);
-        // The symmetric kernel this call runs, if any (single-node collectives with symmetric
-        // buffers, 2.27+).
-        let sym: Option<&'static str> =
-            if cfg.symmetric && v.at_least(27) && intra && !call.is_p2p() {
-                let o = &call.ops[0];
-                nsysdb::sym_kernel_id(o.op, o.dtype, o.redop, total_bytes)
-            } else {
-                None
-            };
-        if !call.is_p2p() {
-            let o = &call.ops[0];
-            let nbytes = match o.op {
-                OpType::AllGather | OpType::ReduceScatter => total_bytes * c.size() as u64,
-                _ => total_bytes,
-            };
-            let algo = forced
-                .algorithm(o.op)
-                .unwrap_or(variation::default_algorithm(o.op, intra, nbytes));
-            let nch = channels_for(nbytes, intra);
-            let time = (tm.end_ns - tm.start_ns) as f64 / 1000.0;
-            let tl = match sym {
-                Some(id) => logfmt::sym_tuning_line(v, o.op, total_bytes, id, nch, me as u32),
-                None => logfmt::tuning_line(v, o.op, nbytes, algo, proto_for(nbytes), nch, time),
-            };
-            if let Some(tl) = tl {
-                say(&mut lines, tm.arrive_ns + 2, p.pid, tl);
-            }
-        }
-        if call.orphan {
-            continue;
-        }
-        // Kernels.
-        let units: Vec<(OpType, DataType)> = if call.is_p2p() {
-            if imp.sendrecv_fusion {
-                vec![(OpType::SendRecv, call.ops[0].dtype); call.kernels.max(1) as usize]
-            } else {
-                call.ops
-                    .iter()
-                    .map(|o| (OpType::SendRecv, o.dtype))
-                    .collect()
-            }
-        } else {
-            vec![(call.ops[0].op, call.ops[0].dtype)]
-        };
-        let nu = units.len() as i64;
-        let dur = (tm.end_ns - tm.start_ns).max(nu * 2_000);
-        for (k, (op, dt)) in units.into_iter().enumerate() {
-            let k = k as i64;
-            corr += 1;
-            if imp.drop_kernel_pct > 0.0 && rng.chance(imp.drop_kernel_pct / 100.0) {
-                continue;
-            }
-            let s = tm.start_ns + dur * k / nu;
-            let e = tm.start_ns + dur * (k + 1) / nu - if k + 1 < nu { 500 } else { 0 };
-            let nbytes = total_bytes * if call.is_p2p() { 1 } else { c.size() as u64 };
-            let tree = forced
-                .algorithm(op)
-                .unwrap_or(variation::default_algorithm(op, intra, nbytes))
-                == Algo::Tree;
-            // A handful of distinct names per run: format them once.
-            let names = name_cache
-                .entry((op, dt, tree, sym))
-                .or_insert_with(|| match sym {
-                    Some(id) => nsysdb::sym_kernel(v, id, dt),
-                    None => nsysdb::nccl_kernel(v, op, dt, tree),
-                })
-                .clone();
-            let grid_x = if call.is_p2p() {
-                (2 * call.ops.len() as u32).min(32)
-            } else {
-                channels_for(nbytes, intra)
-            };
-            krows.push(KernelRow {
-                pid: p.pid,
-                tid: p.pid,
-                device: p.local,
-                stream_id: c.stream_ids[me],
-                correlation_id: corr,
-                start_ns: gpu(p.node, s),
-                end_ns: gpu(p.node, e),
-                launch_ns: gpu(p.node, tm.arrive_ns + 1_000),
-                short: names.short.clone(),
-                demangled: names.demangled,
-                mangled: names.mangled,
-                grid_x,
-                block_x: if call.is_p2p() { 640 } else { 512 },
-                registers: 96,
-                static_shared: 0,
-                dynamic_shared: 0,
-            });
-            kernel_refs.push((corr, Some((call.comm(), oc)), names.short));
-        }
-    }
-    // Kernels whose timer did not advance: drawn from a stream of their own, so every other
-    // draw (and the truth) stays what it was without them.
-    if imp.zero_duration_kernels > 0 {
-        let nccl: Vec<usize> = (0..krows.len())
-            .filter(|&i| krows[i].stream_id != compute_stream)
-            .collect();
-        let mut zrng = Rng::derive(cfg.seed, 0x2E80_0000 + r as u64);
-        for _ in 0..imp.zero_duration_kernels.min(nccl.len() as u32) {
-            let i = nccl[zrng.range(0, nccl.len() as u64) as usize];
-            krows[i].end_ns = krows[i].start_ns;
-        }
-    }
-    // NVTX: iterations and contiguous phase runs.
-    let mut run_start: Option<(usize, schedule::Phase, Option<u32>)> = None;
-    let n_calls = calls[r].len();
-    let close = |from: usize, to: usize, text: String, nv: &mut Vec<NvtxRow>| {
-        let s = timed[r][from].gap_start_ns;
-        let e = timed[r][to].end_ns.max(s + 1);
-        nv.push(NvtxRow {
-            pid: p.pid,
-            tid: p.pid,
-            start_ns: gpu(p.node, s),
-            end_ns: gpu(p.node, e),
-            text,
-        });
-    };
-    let nv = &mut nvtx;
-    for i in 0..=n_calls {
-        let key = calls[r].get(i).map(|c| (c.phase, c.iteration));
-        if let Some((s, ph, it)) = run_start {
-            if key != Some((ph, it)) {
-                if ph != schedule::Phase::Startup {
-                    close(s, i - 1, ph.name().to_string(), nv);
-                }
-                run_start = None;
-            }
-        }
-        if run_start.is_none() {
-            if let Some((ph, it)) = key {
-                run_start = Some((i, ph, it));
-            }
-        }
-    }
-    for it in 0..cfg.model.iterations {
-        let idx: Vec<usize> = (0..n_calls)
-            .filter(|&i| calls[r][i].iteration == Some(it))
-            .collect();
-        if let (Some(&a), Some(&b)) = (idx.first(), idx.last()) {
-            close(a, b, format!("iteration {it}"), nv);
-        }
-    }
-    step_stages::split_data_ranges(nv, &calls[r], &timed[r], &cfg.stages, |t| gpu(p.node, t));
-    // Truth for this rank's kernels.
-    let mut kcount = 0;
-    let mut matched = 0;
-    for (corr, lo, name) in kernel_refs {
-        kcount += 1;
-        let log_op = lo.and_then(|(ci, oc)| {
-            printed.get(&(ci, oc)).map(|_| LogOpRef {
-                comm: logfmt::ptr(comms.list[ci].pointers[comms.list[ci].member(p.rank)]),
-                op_count: oc,
-            })
-        });
-        if log_op.is_some() {
-            matched += 1;
-        } else {
-            out_unmatched_kernels += 1;
-        }
-        truth_kernels.push(TruthKernel {
-            pid: p.pid,
-            host: p.host.clone(),
-            global_rank: p.rank,
-            correlation_id: corr,
-            name,
-            log_op,
-        });
-    }
-    let with_kernel: std::collections::HashSet<(usize, u64)> = truth_kernels
+/// How long before run time 0 the captures start: [`SESSION_LEAD_NS`] (before NCCL's init),
+/// or, when warm-up calls are logged first, right after the last of them on any rank.
+fn capture_lead(calls: &[Vec<schedule::Call>], timed: &[Vec<timing::Timed>]) -> i64 {
+    let last_warmup = calls
         .iter()
-        .filter(|k| k.global_rank == p.rank)
-        .filter_map(|k| k.log_op.as_ref())
-        .filter_map(|lo| {
-            comms.of_rank[r]
-                .iter()
-                .find(|&&ci| {
-                    logfmt::ptr(comms.list[ci].pointers[comms.list[ci].member(p.rank)]) == lo.comm
-                })
-                .map(|&ci| (ci, lo.op_count))
-        })
-        .collect();
-    let out_unmatched_log_ops: u64 = printed
-        .iter()
-        .filter(|(k, _)| !with_kernel.contains(k))
-        .map(|(_, n)| *n as u64)
-        .sum::<u64>();
-    let truth_rank = TruthRank {
-        global_rank: p.rank,
-        host: p.host.clone(),
-        pid: p.pid,
-        local_rank: p.local,
-        ops_by_type,
-        bytes_by_type,
-        kernels: kcount,
-        matched_ops: matched,
-        duplicated_lines: duplicated,
-        log_volume_by_parallelism: log_volume,
-    };
-
-    lines.extend(hang::watchdog_lines(pl, p));
-    // Imperfect text: garbled and truncated non-operation lines.
-    lines.sort_by_key(|(t, _)| *t);
-    let (stamps, mut texts): (Vec<i64>, Vec<String>) = lines.into_iter().unzip();
-    let candidates: Vec<usize> = (0..texts.len())
-        .filter(|&i| !texts[i].contains(": opCount "))
-        .collect();
-    for _ in 0..imp.garbled_lines {
-        if candidates.is_empty() {
-            break;
-        }
-        let i = candidates[rng.range(0, candidates.len() as u64) as usize];
-        let other = p.printer.prefix(p.pid + 7, None);
-        texts[i] = format!("{}{}", &other[..other.len() / 2], texts[i]);
-    }
-    let mut tail: Option<String> = None;
-    if imp.truncated_last_line {
-        let c = &comms.list[comms.world];
-        let me = c.member(p.rank);
-        let l = format!(
-            "{}comm {} rank {} nranks {} cudaDev {} busId {:x} - Destroy COMPLETE",
-            p.printer.prefix(p.pid, ts(pl.end_prefix[r] + 1_000_000)),
-            logfmt::ptr(c.pointers[me]),
-            me,
-            c.size(),
-            p.local,
-            bus
-        );
-        tail = Some(l[..l.len() * 2 / 3].to_string());
-    }
-    RankOut {
-        stamps,
-        texts,
-        tail,
-        krows,
-        nvtx,
-        nccl_nvtx,
-        truth_rank,
-        kernels: truth_kernels,
-        unmatched_log_ops: out_unmatched_log_ops,
-        unmatched_kernels: out_unmatched_kernels,
+        .zip(timed)
+        .flat_map(|(cs, ts)| cs.iter().zip(ts).filter(|(c, _)| c.warmup))
+        .map(|(_, t)| t.arrive_ns)
+        .max();
+    match last_warmup {
+        Some(t) => -(t + schedule::WARMUP_GAP_NS / 2),
+        None => SESSION_LEAD_NS,
     }
 }
 
@@ -1064,7 +455,7 @@ pub(crate) fn truth_skeleton(pl: &Plan, preset: Option<&str>, files: Vec<String>
         launcher: cfg.launcher,
         seed: cfg.seed,
         t0_ns: EPOCH_NS,
-        session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,
+        session_start_utc_ns: EPOCH_NS - pl.lead_ns,
         layout: cfg.layout.clone(),
         model: cfg.model.clone(),
         microbatches_per_iteration: cfg.model.microbatches(cfg.layout.data_parallel()),
@@ -1084,8 +475,8 @@ pub(crate) fn truth_skeleton(pl: &Plan, preset: Option<&str>, files: Vec<String>
         kernels: Vec::new(),
         clocks: (0..pl.nodes)
             .map(|n| TruthClock {
-                host: Plan::host(n),
-                offset_ns: pl.clocks[n as usize].0,
+                host: pl.log_host(n).to_string(),
+                offset_ns: pl.clocks[n as usize].0 + pl.system_clocks[n as usize].unwrap_or(0),
                 drift_ppm: pl.clocks[n as usize].1,
             })
             .collect(),
@@ -1108,8 +499,7 @@ pub(crate) fn log_name(p: &Proc) -> String {
 pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
     let pl = plan(cfg);
     let nodes = pl.nodes;
-    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    let mut all_lines: Vec<(i64, u32, u64, String)> = Vec::new();
+    let mut logs = logfiles::Logs::new(&pl);
     let mut truth_ranks = Vec::new();
     let mut truth_kernels = Vec::new();
     let mut kernels_by_node: Vec<Vec<KernelRow>> = vec![Vec::new(); nodes as usize];
@@ -1126,51 +516,43 @@ pub fn generate_named(cfg: &RunConfig, preset: Option<&str>) -> Run {
         truth_kernels.extend(out.kernels);
         unmatched_log_ops += out.unmatched_log_ops;
         unmatched_kernels += out.unmatched_kernels;
-        if cfg.combined_log {
-            for (k, (t, l)) in out.stamps.into_iter().zip(out.texts).enumerate() {
-                all_lines.push((t, p.rank, k as u64, l));
-            }
-            if let Some(tl) = out.tail {
-                all_lines.push((i64::MAX, p.rank, u64::MAX, tl));
-            }
-        } else {
-            let mut s = out.texts.join("\n");
-            s.push('\n');
-            if let Some(tl) = out.tail {
-                s.push_str(&tl);
-            }
-            files.push((log_name(p), s.into_bytes()));
-        }
+        logs.add(p, out.stamps, out.texts, out.tail);
     }
-    if cfg.combined_log {
-        all_lines.sort_by_key(|a| (a.0, a.1, a.2));
-        let mut s = String::new();
-        let n = all_lines.len();
-        for (k, (_, _, _, l)) in all_lines.into_iter().enumerate() {
-            s.push_str(&l);
-            if k + 1 < n || !cfg.imperfections.truncated_last_line {
-                s.push('\n');
-            }
-        }
-        files.push(("nccl_debug_combined.log".into(), s.into_bytes()));
-    }
+    let files = logs.finish();
 
-    let reports: Vec<NodeReport> = (0..nodes)
+    let mut reports: Vec<NodeReport> = (0..nodes)
         .map(|n| {
             let mut kernels = std::mem::take(&mut kernels_by_node[n as usize]);
             kernels.sort_by_key(|k| (k.start_ns, k.pid, k.correlation_id));
             NodeReport {
-                host: Plan::host(n),
+                host: pl.names[n as usize].export.clone(),
                 schema: cfg.schema,
                 processes: pl.node_processes(n),
                 kernels,
                 nvtx: std::mem::take(&mut nvtx_by_node[n as usize]),
                 nccl_nvtx: std::mem::take(&mut nccl_by_node[n as usize]),
-                session_start_utc_ns: EPOCH_NS - SESSION_LEAD_NS,
+                session_start_utc_ns: EPOCH_NS - pl.lead_ns,
                 duration_ns: pl.duration_ns(n),
+                extras: pl.export_extras(n),
             }
         })
         .collect();
+    if cfg.report_per_rank && cfg.realism.rank_session_starts {
+        // Every process's own capture, started a little after its node's.
+        reports = reports
+            .into_iter()
+            .flat_map(|rep| {
+                pl.procs
+                    .iter()
+                    .filter(|p| p.node == pl.node_of_export_host(&rep.host))
+                    .map(|p| {
+                        rep.of_process(p.export_pid)
+                            .started_later(p.capture_delay_ns)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    }
     let mut truth = truth_skeleton(&pl, preset, files.iter().map(|(n, _)| n.clone()).collect());
     truth.ranks = truth_ranks;
     truth.kernels = truth_kernels;
@@ -1190,7 +572,38 @@ impl Plan<'_> {
         self.procs
             .iter()
             .filter(|p| p.node == n)
-            .map(|p| (p.pid, p.local, "python3".to_string()))
+            .map(|p| (p.export_pid, p.local, "python3".to_string()))
             .collect()
+    }
+
+    /// The node whose export is named `host`.
+    fn node_of_export_host(&self, host: &str) -> u32 {
+        self.names
+            .iter()
+            .position(|n| n.export == host)
+            .unwrap_or_default() as u32
+    }
+
+    /// What node `n`'s export holds beyond the defaults: with any realism knob, the GPU table
+    /// with the bus ids the logs print, the CUDA device each process sees, the clock base and
+    /// the zone.
+    pub(crate) fn export_extras(&self, n: u32) -> realism::ExportExtras {
+        let re = &self.cfg.realism;
+        if !re.active() {
+            return realism::ExportExtras::default();
+        }
+        realism::ExportExtras {
+            gpus: (0..self.gpn)
+                .map(|i| (i, realism::bus_location(BUS_IDS[i as usize % 8])))
+                .collect(),
+            cuda_devices: self
+                .procs
+                .iter()
+                .filter(|p| p.node == n)
+                .map(|p| (p.export_pid, p.local, p.cuda_dev))
+                .collect(),
+            system_clock_ns: self.system_clocks[n as usize],
+            zone_offset_min: Some(re.zone_offset_min),
+        }
     }
 }

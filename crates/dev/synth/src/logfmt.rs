@@ -54,14 +54,35 @@ pub enum Launcher {
     Srun,
     /// OpenMPI `mpirun --tag-output` (`[<job>,<rank>]<stdout>:`, glued).
     Mpirun,
+    /// `torchrun --tee 3` with the global rank (`[rank<global rank>]:`, glued; PyTorch 2.2+).
+    #[serde(rename = "torchrun-rank")]
+    TorchrunRank,
+    /// Ray Train's worker prefix (`(RayTrainWorker pid=…, ip=…) `); the pid and node address
+    /// come from the process ([`crate::realism::launcher_tag`]).
+    Ray,
+    /// `pdsh` (`<host>: `), the host from the process ([`crate::realism::launcher_tag`]).
+    Pdsh,
 }
 
 impl Launcher {
+    /// The launchers the generator always had (tests rotate through these; their outputs are
+    /// pinned).
     pub const ALL: [Launcher; 4] = [
         Launcher::None,
         Launcher::Torchrun,
         Launcher::Srun,
         Launcher::Mpirun,
+    ];
+
+    /// Every launcher, the realism matrix's ones included.
+    pub const EVERY: [Launcher; 7] = [
+        Launcher::None,
+        Launcher::Torchrun,
+        Launcher::Srun,
+        Launcher::Mpirun,
+        Launcher::TorchrunRank,
+        Launcher::Ray,
+        Launcher::Pdsh,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,20 +91,28 @@ impl Launcher {
             Launcher::Torchrun => "torchrun",
             Launcher::Srun => "srun",
             Launcher::Mpirun => "mpirun",
+            Launcher::TorchrunRank => "torchrun-rank",
+            Launcher::Ray => "ray",
+            Launcher::Pdsh => "pdsh",
         }
     }
 
     pub fn parse(s: &str) -> Option<Launcher> {
-        Launcher::ALL.into_iter().find(|l| l.name() == s)
+        Launcher::EVERY.into_iter().find(|l| l.name() == s)
     }
 
-    /// The tag in front of every line of the process with this global and local rank.
+    /// The tag in front of every line of the process with this global and local rank (Ray's
+    /// and pdsh's also name the process's pid and node: [`crate::realism::launcher_tag`]; here
+    /// they are a placeholder of their shape).
     pub fn tag(self, global_rank: u32, local_rank: u32) -> String {
         match self {
             Launcher::None => String::new(),
             Launcher::Torchrun => format!("[default{local_rank}]:"),
             Launcher::Srun => format!("{global_rank}: "),
             Launcher::Mpirun => format!("[1,{global_rank}]<stdout>:"),
+            Launcher::TorchrunRank => format!("[rank{global_rank}]:"),
+            Launcher::Ray => "(RayTrainWorker pid=0, ip=10.0.0.10) ".into(),
+            Launcher::Pdsh => "node: ".into(),
         }
     }
 }
@@ -96,6 +125,10 @@ pub struct Printer {
     pub dev: u32,
     /// The launcher's tag ([`Launcher::tag`]), empty without one.
     pub tag: String,
+    /// How a stamp is printed (`%s.%6f ` unless a realism knob says otherwise).
+    pub stamp: crate::realism::StampFormat,
+    /// The node's zone, minutes east of UTC (local stamp formats).
+    pub zone_min: i32,
 }
 
 impl Printer {
@@ -106,13 +139,17 @@ impl Printer {
         // Called for every line: one allocation, room for a typical body too.
         let mut s = String::with_capacity(self.host.len() + self.tag.len() + 200);
         s.push_str(&self.tag);
-        if let Some(t) = ts_ns {
-            let _ = write!(
-                s,
-                "{}.{:06} ",
-                t / 1_000_000_000,
-                (t % 1_000_000_000) / 1000
-            );
+        match (ts_ns, self.stamp) {
+            (None, _) => {}
+            (Some(t), crate::realism::StampFormat::Epoch) => {
+                let _ = write!(
+                    s,
+                    "{}.{:06} ",
+                    t / 1_000_000_000,
+                    (t % 1_000_000_000) / 1000
+                );
+            }
+            (Some(t), format) => s.push_str(&crate::realism::stamp(format, t, self.zone_min)),
         }
         let _ = write!(
             s,
@@ -250,6 +287,22 @@ pub fn init_complete(
     bus_id: u64,
     comm_id: u64,
 ) -> String {
+    init_complete_dev(v, comm, rank, nranks, dev, dev, bus_id, comm_id)
+}
+
+/// [`init_complete`] of a process whose CUDA device (`cudaDev`, 0 for every process under
+/// `CUDA_VISIBLE_DEVICES` isolation) is not its NVML device (`nvmlDev`, the node's index).
+#[allow(clippy::too_many_arguments)]
+pub fn init_complete_dev(
+    v: Version,
+    comm: u64,
+    rank: u32,
+    nranks: u32,
+    dev: u32,
+    nvml_dev: u32,
+    bus_id: u64,
+    comm_id: u64,
+) -> String {
     let func = if v.at_least(22) {
         "ncclCommInitRank "
     } else {
@@ -257,7 +310,7 @@ pub fn init_complete(
     };
     // nvmlDev joined the line in 2.18 (fixture issue350, 2.16.5, has none).
     let nvml = if v.at_least(18) {
-        format!(" nvmlDev {dev}")
+        format!(" nvmlDev {nvml_dev}")
     } else {
         String::new()
     };
@@ -276,8 +329,21 @@ pub fn init_start(
     bus_id: u64,
     comm_id: u64,
 ) -> String {
+    init_start_dev(comm, rank, nranks, dev, dev, bus_id, comm_id)
+}
+
+/// [`init_start`] with its own `nvmlDev` (see [`init_complete_dev`]).
+pub fn init_start_dev(
+    comm: u64,
+    rank: u32,
+    nranks: u32,
+    dev: u32,
+    nvml_dev: u32,
+    bus_id: u64,
+    comm_id: u64,
+) -> String {
     format!(
-        "comm {} rank {rank} nranks {nranks} cudaDev {dev} nvmlDev {dev} busId {bus_id:x} commId 0x{comm_id:x} - Init START",
+        "comm {} rank {rank} nranks {nranks} cudaDev {dev} nvmlDev {nvml_dev} busId {bus_id:x} commId 0x{comm_id:x} - Init START",
         ptr(comm)
     )
 }

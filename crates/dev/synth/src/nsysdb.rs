@@ -5,6 +5,9 @@
 use crate::logfmt::Version;
 use ::model::{DataType, OpType};
 
+/// `CREATE TABLE` statements of a real export (nsys 2024.6, schema 3.16.1: `reference/`'s dump
+/// of the NVIDIA-Fuser fixture, which has no `TARGET_INFO_CUDA_DEVICE`).
+pub const DDL_3_16: &str = include_str!("ddl/schema_3_16.sql");
 /// Verbatim `CREATE TABLE` statements from a real export (nsys 2025.1, schema 3.17.1).
 pub const DDL_3_17: &str = include_str!("ddl/schema_3_17.sql");
 /// Verbatim `CREATE TABLE` statements from a real export (nsys 2026.2, schema 3.25.0).
@@ -13,6 +16,8 @@ pub const DDL_3_25: &str = include_str!("ddl/schema_3_25.sql");
 /// Export schema version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Schema {
+    #[serde(rename = "3.16")]
+    V3_16,
     #[serde(rename = "3.17")]
     V3_17,
     #[serde(rename = "3.25")]
@@ -22,12 +27,14 @@ pub enum Schema {
 impl Schema {
     pub fn ddl(self) -> &'static str {
         match self {
+            Schema::V3_16 => DDL_3_16,
             Schema::V3_17 => DDL_3_17,
             Schema::V3_25 => DDL_3_25,
         }
     }
     pub fn label(self) -> &'static str {
         match self {
+            Schema::V3_16 => "3.16.1",
             Schema::V3_17 => "3.17.1",
             Schema::V3_25 => "3.25.0",
         }
@@ -239,6 +246,8 @@ pub struct NodeReport {
     /// UTC epoch ns at the start of the capture.
     pub session_start_utc_ns: i64,
     pub duration_ns: i64,
+    /// GPU table, CUDA device map, clock base and zone when a realism knob is set.
+    pub extras: crate::realism::ExportExtras,
 }
 
 impl NodeReport {
@@ -269,7 +278,44 @@ impl NodeReport {
                 .collect(),
             session_start_utc_ns: self.session_start_utc_ns,
             duration_ns: self.duration_ns,
+            extras: crate::realism::ExportExtras {
+                cuda_devices: self
+                    .extras
+                    .cuda_devices
+                    .iter()
+                    .filter(|d| d.0 == pid)
+                    .copied()
+                    .collect(),
+                ..self.extras.clone()
+            },
         }
+    }
+
+    /// This report as a capture that started `shift_ns` later would hold it: times relative
+    /// to that start (not in a system-clock base, whose origin is the node's boot), the start
+    /// itself later. A per-rank `nsys profile` starts its own session.
+    pub fn started_later(mut self, shift_ns: i64) -> NodeReport {
+        self.session_start_utc_ns += shift_ns;
+        self.duration_ns -= shift_ns;
+        match self.extras.system_clock_ns.as_mut() {
+            Some(base) => *base += shift_ns,
+            None => {
+                for k in &mut self.kernels {
+                    k.start_ns -= shift_ns;
+                    k.end_ns -= shift_ns;
+                    k.launch_ns -= shift_ns;
+                }
+                for r in &mut self.nvtx {
+                    r.start_ns -= shift_ns;
+                    r.end_ns -= shift_ns;
+                }
+                for r in &mut self.nccl_nvtx {
+                    r.start_ns -= shift_ns;
+                    r.end_ns -= shift_ns;
+                }
+            }
+        }
+        self
     }
 }
 

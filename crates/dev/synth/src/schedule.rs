@@ -93,6 +93,8 @@ pub struct Call {
     pub orphan: bool,
     /// Kernels NCCL launches for a fused Send/Recv group (one per remote peer for all-to-all).
     pub kernels: u32,
+    /// Logged before the capture started (no kernel, no NVTX range in the export).
+    pub warmup: bool,
 }
 
 impl Call {
@@ -116,6 +118,8 @@ struct Builder<'a> {
     /// Issue pipeline Send/Recv one by one (Megatron's overlap_p2p_comm, the default of the
     /// interleaved schedule): every op is its own launch and kernel.
     unbatched_p2p: bool,
+    /// MoE all-to-all as real runs issue it ([`crate::realism::Realism::moe_fused`]).
+    fused_moe: bool,
 }
 
 /// Effective GPU throughput used for compute gaps (FLOP per ns).
@@ -147,6 +151,7 @@ impl<'a> Builder<'a> {
             phase: self.phase,
             orphan: false,
             kernels: 1,
+            warmup: false,
         });
     }
 
@@ -262,6 +267,15 @@ impl<'a> Builder<'a> {
         let ep = self.l.ep as u64;
         let step = (self.layer_flops() / FLOP_PER_NS / 8.0) as u64;
         match self.l.moe_dispatcher {
+            MoeDispatcher::AllToAll if self.fused_moe => {
+                let per_peer = tokens * h / (ep.max(self.comms.list[c].size() as u64) * tpn);
+                self.compute(step);
+                self.fused_all_to_all(c, 1, DataType::Int64);
+                self.fused_all_to_all(c, per_peer, dt);
+                self.compute(step);
+                self.fused_all_to_all(c, 1, DataType::Int64);
+                self.fused_all_to_all(c, per_peer, dt);
+            }
             MoeDispatcher::AllToAll => {
                 // Token counts per expert are gathered first (forward, and again when the
                 // backward pass rebuilds the permutation).
@@ -321,6 +335,33 @@ impl<'a> Builder<'a> {
             }
         }
         let _ = forward;
+    }
+
+    /// torch's `all_to_all_single` with uneven splits: a Send and a Recv to every member of
+    /// communicator `c`, itself included, counts around `base` drawn per (call, sender,
+    /// receiver) so both ends agree; NCCL runs the group as one SendRecv kernel.
+    fn fused_all_to_all(&mut self, c: usize, base: u64, dtype: DataType) {
+        let members = self.comms.list[c].global_ranks.clone();
+        let call = self.out.len() as u64;
+        let specs = members
+            .iter()
+            .flat_map(|&q| {
+                let me = self.rank;
+                let member = self.comms.list[c].member(q) as u32;
+                let send = crate::realism::uneven_count(base, call, me, q);
+                let recv = crate::realism::uneven_count(base, call, q, me);
+                [(OpType::Send, send), (OpType::Recv, recv)].map(|(op, count)| OpSpec {
+                    op,
+                    comm: c,
+                    count,
+                    dtype,
+                    redop: 0,
+                    root: member,
+                    peer: Some(q),
+                })
+            })
+            .collect();
+        self.push(specs);
     }
 
     fn forward(&mut self, chunk: u32) {
@@ -612,6 +653,17 @@ impl<'a> Builder<'a> {
 
 /// The full call list of `rank` for the whole run.
 pub fn build(layout: &Layout, model: &Model, comms: &Comms, rank: u32) -> Vec<Call> {
+    build_with(layout, model, comms, rank, false)
+}
+
+/// [`build`], with MoE all-to-all fused as real runs issue it when `fused_moe`.
+pub fn build_with(
+    layout: &Layout,
+    model: &Model,
+    comms: &Comms,
+    rank: u32,
+    fused_moe: bool,
+) -> Vec<Call> {
     let mut b = Builder {
         rank,
         l: layout,
@@ -622,6 +674,7 @@ pub fn build(layout: &Layout, model: &Model, comms: &Comms, rank: u32) -> Vec<Ca
         iteration: None,
         pending_ns: 0,
         unbatched_p2p: layout.vpp > 1,
+        fused_moe,
     };
     let world = Some(comms.world);
     // Startup: barriers and argument checks, host info gather, seed broadcast.
@@ -701,7 +754,42 @@ pub fn add_orphans(calls: &mut Vec<Call>, world: usize, n: u32, seed: u64) {
             phase: c.phase,
             orphan: true,
             kernels: 0,
+            warmup: false,
         };
         calls.insert(at, orphan);
     }
+}
+
+/// The pause between the last warm-up call and the first captured one (the capture starts in
+/// its middle).
+pub const WARMUP_GAP_NS: i64 = 40_000_000;
+
+/// Puts `n` warm-up AllReduce calls on the world communicator before everything else: logged
+/// before the capture started, so no kernel or range of theirs is in the export (the run's
+/// capture starts after them, [`WARMUP_GAP_NS`] later).
+pub fn add_warmups(calls: &mut Vec<Call>, world: usize, n: u32) {
+    if n == 0 {
+        return;
+    }
+    if let Some(first) = calls.first_mut() {
+        first.compute_ns += WARMUP_GAP_NS as u64;
+    }
+    let warmups = (0..n).map(|_| Call {
+        ops: Ops::One(OpSpec {
+            op: OpType::AllReduce,
+            comm: world,
+            count: 1,
+            dtype: DataType::Float32,
+            redop: 0,
+            root: 0,
+            peer: None,
+        }),
+        compute_ns: 20_000,
+        iteration: None,
+        phase: Phase::Startup,
+        orphan: true,
+        kernels: 0,
+        warmup: true,
+    });
+    calls.splice(0..0, warmups);
 }

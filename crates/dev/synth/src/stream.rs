@@ -81,8 +81,8 @@ pub fn write_streaming(
     let t0 = Instant::now();
     std::fs::create_dir_all(out_dir)?;
     // A combined log interleaves every rank, and per-rank reports are written from whole node
-    // reports: both take the in-memory path.
-    if cfg.combined_log || cfg.report_per_rank {
+    // reports: both take the in-memory path, as do the realism knobs (few and small runs).
+    if cfg.combined_log || cfg.report_per_rank || cfg.realism.active() {
         let run = crate::generate_named(cfg, preset);
         crate::write_run(&run, out_dir)?;
         return Ok(StreamStats {

@@ -27,6 +27,15 @@ pub struct TruthRank {
     /// dropped one not at all), per parallelism of their communicator: ring bytes per rank, as
     /// the thesis' volume formulas count them ([`link_traffic`]).
     pub log_volume_by_parallelism: BTreeMap<String, u64>,
+    /// How much later than its node's this rank's own capture started, which its export's
+    /// times are relative to (per-rank exports with their own sessions, counting from their
+    /// start): its report clock reads the node's minus this.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub report_shift_ns: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
 
 /// Bytes one rank moves over its links for one operation of `bytes` (`count × sizeof`) on a

@@ -2,6 +2,7 @@
 
 use crate::ncclnvtx::{self, NcclNvtxRow};
 use crate::nsysdb::{global_pid, global_tid, KernelRow, NodeReport, NvtxRow, Schema};
+use crate::realism::{self, ExportExtras};
 use crate::Run;
 use rusqlite::{params, Connection};
 use std::collections::HashMap;
@@ -53,16 +54,17 @@ pub fn write_report(conn: &mut Connection, rep: &NodeReport) -> rusqlite::Result
     conn.execute_batch(rep.schema.ddl())?;
     let tx = conn.transaction()?;
     let nccl = !rep.nccl_nvtx.is_empty();
-    let mut rw = ReportRows::begin(&tx, rep.schema, &rep.processes, nccl)?;
+    let mut rw = ReportRows::begin_with(&tx, rep.schema, &rep.processes, nccl, &rep.extras)?;
     rw.insert(&tx, &rep.kernels, &rep.nvtx)?;
     rw.insert_nccl(&tx, &rep.nccl_nvtx)?;
-    finish_report(
+    finish_report_with(
         &tx,
         &rep.host,
         rep.schema,
         rep.session_start_utc_ns,
         rep.duration_ns,
         nccl,
+        &rep.extras,
     )?;
     tx.commit()
 }
@@ -97,6 +99,17 @@ impl ReportRows {
         processes: &[(u32, u32, String)],
         nccl_nvtx: bool,
     ) -> rusqlite::Result<ReportRows> {
+        Self::begin_with(conn, schema, processes, nccl_nvtx, &ExportExtras::default())
+    }
+
+    /// [`ReportRows::begin`], with a realistic run's GPU table and CUDA device map (`extras`).
+    pub fn begin_with(
+        conn: &Connection,
+        schema: Schema,
+        processes: &[(u32, u32, String)],
+        nccl_nvtx: bool,
+        extras: &ExportExtras,
+    ) -> rusqlite::Result<ReportRows> {
         let mut rw = ReportRows {
             schema,
             strings: HashMap::new(),
@@ -114,7 +127,7 @@ impl ReportRows {
                 "INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?1, 0, ?2)",
                 params![tn, global_tid(*pid, *pid)],
             )?;
-            if schema == Schema::V3_17 {
+            if schema == Schema::V3_17 && extras.cuda_devices.is_empty() {
                 conn.execute(
                     "INSERT INTO TARGET_INFO_CUDA_DEVICE (gpuId, cudaId, pid) VALUES (?1, ?2, ?3)",
                     params![dev, dev, pid],
@@ -122,6 +135,21 @@ impl ReportRows {
             }
         }
         if schema == Schema::V3_17 {
+            for (pid, gpu, cuda) in &extras.cuda_devices {
+                conn.execute(
+                    "INSERT INTO TARGET_INFO_CUDA_DEVICE (gpuId, cudaId, pid) VALUES (?1, ?2, ?3)",
+                    params![gpu, cuda, pid],
+                )?;
+            }
+        }
+        if schema != Schema::V3_25 && !extras.gpus.is_empty() {
+            for (id, bus) in &extras.gpus {
+                conn.execute(
+                    "INSERT INTO TARGET_INFO_GPU (vmId, id, name, busLocation, isDiscrete, smCount, cuDevice, computeMajor, computeMinor) VALUES (0, ?1, 'NVIDIA A100-SXM4-80GB', ?2, 1, 108, ?1, 8, 0)",
+                    params![id, bus],
+                )?;
+            }
+        } else if schema != Schema::V3_25 {
             let mut devs: Vec<u32> = processes.iter().map(|p| p.1).collect();
             devs.sort_unstable();
             devs.dedup();
@@ -166,7 +194,7 @@ impl ReportRows {
         nvtx: &[NvtxRow],
     ) -> rusqlite::Result<()> {
         let ins_k_sql = match self.schema {
-            Schema::V3_17 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, ?8, ?9, 0, 0, ?10, ?11, 1, 1, ?12, 1, 1, ?13, ?14, 0, 0, ?15, 0, NULL, 1)",
+            Schema::V3_16 | Schema::V3_17 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig) VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, ?8, ?9, 0, 0, ?10, ?11, 1, 1, ?12, 1, 1, ?13, ?14, 0, 0, ?15, 0, NULL, 1)",
             Schema::V3_25 => "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, greenContextId, streamId, correlationId, globalPid, demangledName, shortName, mangledName, launchType, cacheConfig, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId, sharedMemoryExecuted, graphNodeId, sharedMemoryLimitConfig, tensorSizeMinusOneElements) VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, ?8, ?9, 0, 0, ?10, ?11, 1, 1, ?12, 1, 1, ?13, ?14, 0, 0, ?15, 0, NULL, 1, '')",
         };
         for k in kernels {
@@ -247,6 +275,27 @@ pub fn finish_report(
     duration_ns: i64,
     nccl_nvtx: bool,
 ) -> rusqlite::Result<()> {
+    finish_report_with(
+        tx,
+        host,
+        schema,
+        session_start_utc_ns,
+        duration_ns,
+        nccl_nvtx,
+        &ExportExtras::default(),
+    )
+}
+
+/// [`finish_report`], with a realistic run's clock base and zone (`extras`).
+pub fn finish_report_with(
+    tx: &Connection,
+    host: &str,
+    schema: Schema,
+    session_start_utc_ns: i64,
+    duration_ns: i64,
+    nccl_nvtx: bool,
+    extras: &ExportExtras,
+) -> rusqlite::Result<()> {
     if nccl_nvtx {
         tx.execute(
             "INSERT INTO ENUM_NSYS_EVENT_TYPE (id, name, label) VALUES (75, 'NVTX_DOMAIN_CREATE', 'NVTX Domain Create')",
@@ -274,16 +323,34 @@ pub fn finish_report(
         "INSERT INTO TARGET_INFO_SYSTEM_ENV (globalVid, devStateName, name, nameEnum, value) VALUES (281474976710656, 'Local (CLI)', 'Hostname', 619, ?1)",
         params![host],
     )?;
-    tx.execute(
-        "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (?1, 'synthetic', 'synthetic')",
-        params![session_start_utc_ns],
-    )?;
+    match extras.zone_offset_min {
+        None => {
+            tx.execute(
+                "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (?1, 'synthetic', 'synthetic')",
+                params![session_start_utc_ns],
+            )?;
+        }
+        Some(zone) => {
+            let local = session_start_utc_ns + i64::from(zone) * 60_000_000_000;
+            tx.execute(
+                "INSERT INTO TARGET_INFO_SESSION_START_TIME (utcEpochNs, utcTime, localTime) VALUES (?1, ?2, ?3)",
+                params![session_start_utc_ns, realism::iso(session_start_utc_ns), realism::iso(local)],
+            )?;
+        }
+    }
+    if let (Schema::V3_25, Some(base)) = (schema, extras.system_clock_ns) {
+        tx.execute(
+            "UPDATE TARGET_INFO_SESSION_START_TIME SET systemClockNs = ?1",
+            params![base],
+        )?;
+    }
     // The keys and values the real exports of this schema carry (the `GindaChen-nsys-ai` 3.25.0
     // and `NVIDIA-Fuser` 3.17.1 fixtures), plus one saying who really wrote the file.
     let version = schema.label();
     let mut parts = version.split('.');
     let (major, minor) = (parts.next().unwrap_or("3"), parts.next().unwrap_or("0"));
     let (product_version, product_date) = match schema {
+        Schema::V3_16 => ("2024.6.2.25", "2024.6"),
         Schema::V3_17 => ("2025.1.1.110", "2025.1"),
         Schema::V3_25 => ("2026.2.1.210", "2026.2"),
     };
@@ -301,9 +368,14 @@ pub fn finish_report(
             params![name, value],
         )?;
     }
+    // In the system clock the capture starts at its base (as in the real 3.25 exports).
+    let start = extras
+        .system_clock_ns
+        .filter(|_| schema == Schema::V3_25)
+        .unwrap_or(0);
     tx.execute(
-        "INSERT INTO ANALYSIS_DETAILS (globalVid, duration, startTime, stopTime) VALUES (0, ?1, 0, ?1)",
-        params![duration_ns],
+        "INSERT INTO ANALYSIS_DETAILS (globalVid, duration, startTime, stopTime) VALUES (0, ?1, ?2, ?3)",
+        params![duration_ns, start, start + duration_ns],
     )?;
     Ok(())
 }

@@ -149,6 +149,18 @@ fn head_at(pre: &[u8], level: Level) -> (Head<'_>, Option<usize>) {
     (h, Some(tok.as_ptr() as usize - pre.as_ptr() as usize))
 }
 
+/// A token with a launcher's tag glued in front of it (`[1,0]<stdout>:`, `[default0]:`,
+/// `[rank3]:`: the tag wraps NCCL's whole line, stamp included) without the tag.
+fn after_tag(tok: &[u8]) -> &[u8] {
+    let glued = tok
+        .windows(2)
+        .rposition(|w| (w[0] == b']' || w[0] == b'>') && w[1] == b':');
+    match glued {
+        Some(i) => &tok[i + 2..],
+        None => tok,
+    }
+}
+
 /// An optional timestamp right before the host: `rest` is `pre` up to the origin token.
 fn timestamp<'a>(h: &mut Head<'a>, pre: &'a [u8], rest: &'a [u8]) {
     // The usual case, an epoch time alone before the host (NCCL's own `%s.%6f`): read forwards.
@@ -164,6 +176,7 @@ fn timestamp<'a>(h: &mut Head<'a>, pre: &'a [u8], rest: &'a [u8]) {
         return;
     }
     let (rest2, tok) = pop_token(rest);
+    let tok = after_tag(tok);
     let bare = tok
         .strip_prefix(b"[")
         .and_then(|t| t.strip_suffix(b"]"))
@@ -173,6 +186,7 @@ fn timestamp<'a>(h: &mut Head<'a>, pre: &'a [u8], rest: &'a [u8]) {
         h.ts_text = Some(tok);
     } else if tok.ends_with(b"]") || tok.get(2) == Some(&b':') {
         let (_, date) = pop_token(rest2);
+        let date = after_tag(date);
         if let Some(ns) = civil_ts(date, tok) {
             h.ts_ns = Some(ns);
             // Both tokens are adjacent slices of `pre`: rebuild the span from their offsets.
@@ -522,6 +536,24 @@ mod tests {
             ("[2025-03-01 10:00:00 node1:12:34 [0] NCCL INFO X", None),
             ("12345 node1:12:34 [0] NCCL INFO X", None),
             ("3: node1:12:34 [0] NCCL INFO X", None),
+            // A launcher's tag glued to the stamp (it wraps NCCL's whole line).
+            (
+                "[1,0]<stdout>:1712345678.123456 node1:12:34 [0] NCCL INFO X",
+                Some(1_712_345_678_123_456_000),
+            ),
+            (
+                "[default0]:1712345678.123456 node1:12:34 [0] NCCL INFO X",
+                Some(1_712_345_678_123_456_000),
+            ),
+            (
+                "[rank3]:[2025-03-01 10:00:00] node1:12:34 [0] NCCL INFO X",
+                Some(1_740_823_200_000_000_000),
+            ),
+            (
+                "[default1]:2025-03-01 10:00:00.250 node1:12:34 [0] NCCL INFO X",
+                Some(1_740_823_200_250_000_000),
+            ),
+            ("[1,0]<stdout>:12345 node1:12:34 [0] NCCL INFO X", None),
         ] {
             let s = split_line(line.as_bytes()).unwrap();
             assert_eq!(s.timestamp_ns, ns, "{line}");

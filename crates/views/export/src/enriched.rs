@@ -141,10 +141,7 @@ pub fn records_by_rank<'a>(
             let Some(k) = e.export.kernels.get(row) else {
                 continue;
             };
-            let key = ProcessKey {
-                host: export_host(e).into(),
-                pid: k.pid,
-            };
+            let key = session.export_key(x, k.pid);
             let ctx = Ctx {
                 process: &key,
                 rank,
@@ -170,8 +167,10 @@ pub fn rank_hosts(session: &Session, analysis: &Analysis) -> BTreeMap<u32, Strin
             out.insert(rank, pm.process.host.to_string());
         }
     }
-    for (rank, x, _) in kernels_only_rows(session, analysis, &ranks) {
-        out.insert(rank, export_host(&session.exports()[x]).to_string());
+    for (rank, x, row) in kernels_only_rows(session, analysis, &ranks) {
+        if let Some(pid) = session.exports()[x].export.kernels.pid(row) {
+            out.insert(rank, session.export_key(x, pid).host.to_string());
+        }
     }
     for (rank, host, _) in ranked_nvtx(session, &ranks) {
         out.entry(rank).or_insert_with(|| host.to_string());
@@ -214,10 +213,7 @@ fn kernels_only_rows(
     for (x, e) in session.exports().iter().enumerate() {
         let ks = &e.export.kernels;
         for (row, pid) in (0..ks.len()).filter_map(|j| Some((j, ks.pid(j)?))) {
-            let key = ProcessKey {
-                host: export_host(e).into(),
-                pid,
-            };
+            let key = session.export_key(x, pid);
             if let (true, Some(&rank)) = (kernels_only.contains(&key), ranks.get(&key)) {
                 out.push((rank, x, row));
             }
@@ -232,13 +228,17 @@ fn ranked_nvtx<'a>(
     session: &'a Session,
     ranks: &'a BTreeMap<ProcessKey, u32>,
 ) -> impl Iterator<Item = (u32, &'a str, &'a NvtxRange)> + 'a {
-    session.exports().iter().flat_map(move |e| {
-        let host = export_host(e);
-        e.export
-            .nvtx
-            .iter()
-            .filter_map(move |r| Some((rank_of_export_pid(ranks, host, r.pid)?, host, r)))
-    })
+    session
+        .exports()
+        .iter()
+        .enumerate()
+        .flat_map(move |(x, e)| {
+            let host = export_host(e);
+            e.export.nvtx.iter().filter_map(move |r| {
+                let rank = rank_of_export_pid(ranks, &session.export_key(x, r.pid), host)?;
+                Some((rank, host, r))
+            })
+        })
 }
 
 /// Global rank per process: known ranks first, kernels-only processes after the last one.
@@ -271,19 +271,21 @@ fn next_rank(ranks: &BTreeMap<ProcessKey, u32>) -> u32 {
     ranks.values().max().map_or(0, |r| r + 1)
 }
 
-/// The rank of a pid seen in an export of `host`; a hostless export's pid belongs to the one
-/// ranked process with that pid, if only one (as the aligner adopts hostless kernels).
-fn rank_of_export_pid(ranks: &BTreeMap<ProcessKey, u32>, host: &str, pid: u32) -> Option<u32> {
-    let key = ProcessKey {
-        host: host.into(),
-        pid,
-    };
-    if let Some(&r) = ranks.get(&key) {
+/// The rank of an export's process (`key`: as the session keys it, [`Session::export_key`]) in
+/// an export of `host`; a hostless export's unpaired pid belongs to the one ranked process
+/// with that pid, if only one.
+fn rank_of_export_pid(
+    ranks: &BTreeMap<ProcessKey, u32>,
+    key: &ProcessKey,
+    host: &str,
+) -> Option<u32> {
+    if let Some(&r) = ranks.get(key) {
         return Some(r);
     }
     if !host.is_empty() {
         return None;
     }
+    let pid = key.pid;
     let mut m = ranks.iter().filter(|(k, _)| k.pid == pid);
     match (m.next(), m.next()) {
         (Some((_, &r)), None) => Some(r),

@@ -25,18 +25,24 @@ fn build_reusing(
     clocks: &ClockSync,
     reuse: &mut dyn FnMut(&TrackInputs) -> Option<Track>,
 ) -> Timeline {
-    // The GPUs, and which exports hold their kernels (counted, not yet read).
+    // The GPUs, and which exports hold their kernels (counted, not yet read). A GPU is keyed
+    // by its process as the analysis knows it (the log's host and pid when the export process
+    // was paired with one, [`Session::export_key`]); `export_pid` finds its kernels in each
+    // export again.
     let mut gpus: BTreeMap<(String, u32, u32), Vec<(u32, u32)>> = BTreeMap::new();
+    let mut export_pid: HashMap<(u32, String, u32), u32> = HashMap::new();
     for (x, loaded) in session.exports().iter().enumerate() {
-        let e = &loaded.export;
-        // An export covers one node (or one rank): its first host names every process in it.
-        let host = e.hosts.first().cloned().unwrap_or_default();
+        let ks = &loaded.export.kernels;
         let mut per_gpu: BTreeMap<(u32, u32), u32> = BTreeMap::new();
-        for k in &e.kernels {
-            *per_gpu.entry((k.pid, k.device)).or_default() += 1;
+        for j in 0..ks.len() {
+            if let (Some(pid), Some(device)) = (ks.pid(j), ks.device(j)) {
+                *per_gpu.entry((pid, device)).or_default() += 1;
+            }
         }
         for ((pid, device), n) in per_gpu {
-            gpus.entry((host.clone(), pid, device))
+            let key = session.export_key(x, pid);
+            export_pid.insert((x as u32, key.host.to_string(), key.pid), pid);
+            gpus.entry((key.host.to_string(), key.pid, device))
                 .or_default()
                 .push((x as u32, n));
         }
@@ -71,7 +77,8 @@ fn build_reusing(
             continue;
         }
         for &(x, _) in &inputs.sources {
-            wanted[x as usize].insert((gpu.1, gpu.2), Vec::new());
+            let pid = export_pid[&(x, gpu.0.clone(), gpu.1)];
+            wanted[x as usize].insert((pid, gpu.2), Vec::new());
         }
         by_gpu.insert(gpu, Vec::new());
     }
@@ -90,10 +97,10 @@ fn build_reusing(
             }
         }
     }
-    for (loaded, wanted) in session.exports().iter().zip(wanted) {
-        let host = loaded.export.hosts.first().cloned().unwrap_or_default();
+    for (x, wanted) in wanted.into_iter().enumerate() {
         for ((pid, device), spans) in wanted {
-            if let Some(all) = by_gpu.get_mut(&(host.clone(), pid, device)) {
+            let key = session.export_key(x, pid);
+            if let Some(all) = by_gpu.get_mut(&(key.host.to_string(), key.pid, device)) {
                 all.extend(spans);
             }
         }

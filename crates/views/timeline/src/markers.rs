@@ -7,7 +7,6 @@ use crate::span_facts::track_rank;
 use crate::tracks::{Marker, MarkerKind, MarkerRow};
 use enrich::ClockSync;
 use load::Session;
-use model::log::ProcessKey;
 use pipeline::Analysis;
 
 /// At most this many ranges a row: a program that marks every layer still draws quickly, and
@@ -32,9 +31,8 @@ fn phase_of(text: &str) -> Option<MarkerKind> {
 pub fn marker_rows(session: &Session, analysis: &Analysis, clocks: &ClockSync) -> Vec<MarkerRow> {
     // (rank, rows) of the best process so far.
     let mut best: Option<(u32, Vec<MarkerRow>)> = None;
-    for loaded in session.exports() {
+    for (x, loaded) in session.exports().iter().enumerate() {
         let e = &loaded.export;
-        let host = e.hosts.first().cloned().unwrap_or_default();
         let iterations: std::collections::BTreeSet<usize> = e.iterations.iter().copied().collect();
         // The ranges are ordered by pid: one run of them per process, each read once.
         let mut first = 0;
@@ -42,10 +40,7 @@ pub fn marker_rows(session: &Session, analysis: &Analysis, clocks: &ClockSync) -
             let offset = first;
             first += run.len();
             let pid = run[0].pid;
-            let process = ProcessKey {
-                host: host.as_str().into(),
-                pid,
-            };
+            let process = session.export_key(x, pid);
             let rank = track_rank(analysis, &process);
             let key = rank.unwrap_or(u32::MAX);
             if best.as_ref().is_some_and(|(r, _)| *r <= key) {
