@@ -475,6 +475,8 @@ pub fn App() -> impl IntoView {
         ToPage::WarmedUp { ms } => warmed_up_ms.set(Some(ms)),
         ToPage::Crashed { .. } => analysing.set(false),
         // Handled by the client (it saves the file).
+        // The insights' views come with the page's view registry.
+        ToPage::Insights { .. } => {}
         ToPage::Ready
         | ToPage::Export { .. }
         | ToPage::Aligned { .. }

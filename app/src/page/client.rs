@@ -46,6 +46,8 @@ enum Kept {
     Result,
     /// Only the last theory comparison.
     Theory,
+    /// Only the last insights, and none older than the last analysis.
+    Insights,
     /// Only the last filtered view, and none older than the last analysis (it came with the old
     /// one).
     View,
@@ -57,6 +59,7 @@ impl Kept {
             ToPage::Report { .. } => Kept::Report,
             ToPage::Result { .. } => Kept::Result,
             ToPage::Theory { .. } => Kept::Theory,
+            ToPage::Insights { .. } => Kept::Insights,
             ToPage::View { .. } => Kept::View,
             _ => return None,
         })
@@ -66,7 +69,7 @@ impl Kept {
     fn supersedes(self, older: Kept) -> bool {
         match self {
             Kept::Report => false,
-            Kept::Result => matches!(older, Kept::Result | Kept::View),
+            Kept::Result => matches!(older, Kept::Result | Kept::View | Kept::Insights),
             kind => older == kind,
         }
     }

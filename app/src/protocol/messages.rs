@@ -59,6 +59,11 @@ pub enum ToPage {
         #[serde(default)]
         heap: Vec<HeapStage>,
     },
+    /// What went wrong, why steps are slow, where traffic flows, who is who: sent after each
+    /// [`ToPage::Result`] (its timeline shows first), for the same analysis.
+    Insights {
+        insights: Box<crate::protocol::insights::Insights>,
+    },
     /// Theory versus observed for the config last asked for (or why the config is unusable).
     Theory {
         view: Option<TheoryView>,

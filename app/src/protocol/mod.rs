@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod format;
+pub mod insights;
 pub mod messages;
 pub mod notes;
 pub mod panels;

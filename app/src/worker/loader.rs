@@ -18,6 +18,7 @@ use web_sys::{Blob, MessageEvent};
 
 use crate::page_logic::files::{for_each_slice, read_head};
 use crate::page_logic::link::LinkFile;
+use crate::protocol::insights::Insights;
 use crate::protocol::messages::{LoadRequest, ToPage};
 use crate::protocol::theory::theory_view;
 use crate::protocol::views::{FileView, RankView};
@@ -547,6 +548,28 @@ async fn load_and_analyse(req: &LoadRequest) {
     }
     post(&result, Some(timeline));
     post_view_status(&view, counts, None);
+    post_insights();
+}
+
+/// The insights of the analysis just sent (after it: the timeline shows first).
+fn post_insights() {
+    let started = js_sys::Date::now();
+    let insights = SESSION.with(|s| {
+        ANALYSIS.with(|a| {
+            a.borrow()
+                .as_ref()
+                .map(|analysis| Insights::build(&s.borrow(), analysis))
+        })
+    });
+    if let Some(mut insights) = insights {
+        insights.ms = js_sys::Date::now() - started;
+        post(
+            &ToPage::Insights {
+                insights: Box::new(insights),
+            },
+            None,
+        );
+    }
 }
 
 /// Keeps file `id`'s notes for the page's later requests. With `before` (what the session held

@@ -161,7 +161,7 @@ pub fn build(
             warnings.push(json!({"path": d.path, "line": d.line, "message": d.message}));
         }
     }
-    let diagnosis = diagnosis(session, analysis);
+    let diagnosis = analyses::diagnosis::of_session(session, analysis);
     json!({
         "inputs": inputs,
         "ranks": ranks,
@@ -179,18 +179,6 @@ pub fn build(
         "diagnosis_stopped": diagnosis.stopped,
         "diagnosis_first_error": diagnosis.first_error,
     })
-}
-
-/// What went wrong, from the logs (the contract's `diagnosis`), with the analysis's global
-/// ranks. The analysis's clocks are the kernels' (the exports' time), not the log stamps', so
-/// errors are ordered by their stamps.
-fn diagnosis(session: &Session, analysis: &Analysis) -> analyses::diagnosis::Diagnosis {
-    let logs: Vec<_> = session.logs().iter().map(|l| &l.parsed).collect();
-    let ctx = analyses::diagnosis::Context {
-        communicators: Some(&analysis.communicators),
-        clocks: None,
-    };
-    analyses::diagnosis::diagnose(&logs, ctx)
 }
 
 /// The contract's `theory` entries for the config's model and layout: the theory crate's entry

@@ -236,3 +236,16 @@ pub fn diagnose(logs: &[&ParsedLog], ctx: Context<'_>) -> Diagnosis {
         first_error: first_error.map(|f| FirstError { finding, ..f }),
     }
 }
+
+/// The diagnosis of an analysed session, as the command and the page both ask for it: every
+/// log, with the analysis's communicators (so findings name the summary's global ranks). The
+/// analysis's clocks are the kernels' (the exports' time), not the log stamps', so errors are
+/// ordered by their stamps.
+pub fn of_session(session: &load::Session, analysis: &pipeline::Analysis) -> Diagnosis {
+    let logs: Vec<&ParsedLog> = session.logs().iter().map(|l| &l.parsed).collect();
+    let ctx = Context {
+        communicators: Some(&analysis.communicators),
+        clocks: None,
+    };
+    diagnose(&logs, ctx)
+}
