@@ -58,6 +58,9 @@ pub enum ToPage {
         /// benchmarks (empty where the heap is not counted).
         #[serde(default)]
         heap: Vec<HeapStage>,
+        /// The run's overview; absent from recordings made before it existed.
+        #[serde(default)]
+        overview: crate::protocol::overview::OverviewView,
     },
     /// Theory versus observed for the config last asked for (or why the config is unusable).
     Theory {
