@@ -18,6 +18,7 @@ use crate::page::panels::theory::prefill;
 use crate::page::sharing::share::{apply_link, link_from_page, LinkState};
 use crate::page::timeline::canvas::View;
 use crate::page::timeline::controls::ViewStatus;
+use crate::page::views::registry;
 
 /// Results of more ranks than this are shown over several animation frames.
 const STAGED_RANKS: usize = 32;
@@ -36,7 +37,7 @@ fn dispatch(s: AppState, msg: ToPage, new_timeline: Option<Timeline>) {
             s.aggregate.receive(msg, new_timeline);
             // An aggregate dropped alone opens its view.
             if opened && s.ranks.with_untracked(Vec::is_empty) {
-                s.open_view("aggregate");
+                registry::open(&s, "aggregate");
             }
         }
         ToPage::Progress { id, read } => s.rows.update(|r| {
@@ -326,7 +327,7 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
             s.window.set(Some(w));
         }
         if let Some(p) = &r.panel {
-            s.open_view(p);
+            registry::open(&s, p);
         }
         if let Some(sel) = r.selection.clone() {
             s.select_by(sel);

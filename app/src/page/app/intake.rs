@@ -17,13 +17,14 @@ use crate::page::budget_dialog::Pending;
 use crate::page::client;
 use crate::page::sharing::share::LinkState;
 use crate::page::url::{memory_limit, page_options};
+use crate::page::views::registry;
 
 /// Hands `items` (name, contents, size) to the worker, each with a row in the file list.
 pub fn load_all(s: AppState, items: Vec<(String, Blob, u64)>) {
     let first = s.rows.with_untracked(Vec::len);
     if first == 0 && !s.link.with_untracked(LinkState::waiting) {
         // A run's first files: its overview (a link's files open the link's view instead).
-        s.open_view("overview");
+        registry::open(&s, "overview");
     }
     s.rows.update(|r| {
         r.extend(

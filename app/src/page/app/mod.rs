@@ -49,8 +49,3 @@ pub fn App() -> impl IntoView {
     intake::listen(s);
     view::Shell(s)
 }
-
-/// The app's state, from any component under [`App`].
-pub fn app_state() -> AppState {
-    expect_context::<AppState>()
-}

@@ -24,7 +24,6 @@ use crate::page::timeline::canvas::{RowsState, View};
 use crate::page::timeline::controls::ViewStatus;
 use crate::page::timeline::tooltip::Hover;
 use crate::page::url::page_options;
-use crate::page::views::registry;
 
 /// A file in the list: its report once loaded, and bytes read so far while loading.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,7 +144,7 @@ pub struct AppState {
     pub share_error: RwSignal<Option<String>>,
     pub bundle_error: RwSignal<Option<String>>,
     // The shell.
-    /// The view shown (an index into [`registry::VIEWS`]).
+    /// The view shown (an index into `page::views::registry::VIEWS`).
     pub view: RwSignal<usize>,
     pub drawer: RwSignal<Option<Drawer>>,
     /// The page is an exported bundle: no worker, no intake.
@@ -217,17 +216,6 @@ impl AppState {
     /// Whether any file was dropped (tracked).
     pub fn has_files(&self) -> bool {
         self.rows.with(|r| !r.is_empty())
-    }
-
-    /// Shows the view named `slug` (or a legacy panel id); false when none has that name.
-    pub fn open_view(&self, slug: &str) -> bool {
-        match registry::index_of_link(slug) {
-            Some(i) => {
-                self.view.set(i);
-                true
-            }
-            None => false,
-        }
     }
 
     /// The members of the picked kernel's collective: (rank, synchronised start).
@@ -350,15 +338,9 @@ impl AppState {
             None => {}
         }
     }
+}
 
-    /// Applies `filter` to the timeline (keeping the clock) and shows the Timeline view: what a
-    /// figure of the overview links to.
-    pub fn filter_timeline(&self, filter: &str) {
-        let original_clock = self.timeline_view.with_untracked(|v| v.original_clock);
-        self.ask_view(TimelineView {
-            filter: filter.to_string(),
-            original_clock,
-        });
-        self.open_view("timeline");
-    }
+/// The app's state, from any component under the app.
+pub fn app_state() -> AppState {
+    expect_context::<AppState>()
 }

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use ncclscope_app::page_logic::link::SharedKernel;
 
-use crate::page::app::app_state;
+use crate::page::app::state::app_state;
 use crate::page::app::state::{AppState, Drawer};
 use crate::page::panels::details::details_view;
 use crate::page::panels::window::scoped_view;

@@ -5,8 +5,8 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::page::app::app_state;
 use crate::page::app::intake::{load_demo, offer, on_files};
+use crate::page::app::state::app_state;
 use crate::page::client;
 use crate::page::sharing::share::LinkState;
 

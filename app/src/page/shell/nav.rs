@@ -7,7 +7,7 @@ use leptos::ev;
 use leptos::prelude::*;
 use ncclscope_app::page_logic::views::of_key;
 
-use crate::page::app::app_state;
+use crate::page::app::state::app_state;
 use crate::page::views::registry::{self, VIEWS};
 
 /// Whether a key event's target takes text (the key is the user's typing, not a view's).

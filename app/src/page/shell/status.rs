@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use ncclscope_app::protocol::format::human_bytes;
 
-use crate::page::app::app_state;
+use crate::page::app::state::app_state;
 
 /// `read` of `size` as a whole percentage (`100 %` for an empty file).
 pub fn percent_read(read: u64, size: u64) -> String {

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::page::app::app_state;
+use crate::page::app::state::app_state;
 use crate::page::panels::window::Scope;
 use crate::page::timeline::canvas::TimelineCanvas;
 use crate::page::timeline::controls::TimelineControls;

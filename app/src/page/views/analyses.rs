@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::page::app::app_state;
+use crate::page::app::state::app_state;
 use crate::page::panels::analyses::AnalysisSection;
 use crate::page::panels::notes::{NotedFile, NotesPanel};
 use crate::page::panels::theory::TheoryPanel;

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use ncclscope_app::protocol::format::human_bytes;
 
-use crate::page::app::app_state;
+use crate::page::app::state::app_state;
 use crate::page::app::state::Row;
 use crate::page::panels::notes::{NoteSummary, NotesState};
 use crate::page::shell::status::percent_read as percent;
@@ -128,7 +128,7 @@ fn FileRow(row: Row, id: usize, notes: NotesState) -> impl IntoView {
                         title="List this file's notes (every skipped line with its reason and text) in the Notes view"
                         on:click=move |_| {
                             notes.show(id, None, note_count);
-                            app_state().open_view("notes");
+                            crate::page::views::registry::open(&app_state(), "notes");
                         }>
                         "Show notes"
                     </button>

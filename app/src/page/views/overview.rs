@@ -9,9 +9,10 @@ use ncclscope_app::protocol::format::{human_bytes, human_duration, human_rate, p
 use ncclscope_app::protocol::overview::{OverviewView, ParallelismFigures};
 use std::collections::BTreeMap;
 
-use crate::page::app::app_state;
+use crate::page::app::state::app_state;
 use crate::page::app::state::AppState;
 use crate::page::timeline::pane::TimelinePane;
+use crate::page::views::registry;
 
 /// What to drop, and how to produce it.
 #[component]
@@ -72,16 +73,26 @@ pub fn Overview() -> impl IntoView {
 fn go(s: AppState, slug: &'static str, text: String, title: &'static str) -> impl IntoView {
     view! {
         <button class="link" data-go=slug title=title on:click=move |_| {
-            s.open_view(slug);
+            registry::open(&s, slug);
         }>{text}</button>
     }
+}
+
+/// Applies `filter` to the timeline (keeping the clock) and shows the Timeline view.
+fn filter_timeline(s: AppState, filter: &str) {
+    let original_clock = s.timeline_view.with_untracked(|v| v.original_clock);
+    s.ask_view(timeline::TimelineView {
+        filter: filter.to_string(),
+        original_clock,
+    });
+    registry::open(&s, "timeline");
 }
 
 /// A figure that opens the timeline filtered to it.
 fn filtered(s: AppState, filter: &'static str, text: String) -> impl IntoView {
     view! {
         <button class="link" data-filter=filter title=format!("Show these on the timeline (filter {filter})")
-            on:click=move |_| s.filter_timeline(filter)>{text}</button>
+            on:click=move |_| filter_timeline(s, filter)>{text}</button>
     }
 }
 

@@ -8,8 +8,7 @@
 use leptos::prelude::*;
 use ncclscope_app::page_logic::views::{check as check_specs, of_link, ViewSpec};
 
-use crate::page::app::app_state;
-use crate::page::app::state::AppState;
+use crate::page::app::state::{app_state, AppState};
 use crate::page::views::{analyses, inputs, overview};
 
 /// One view: its spec, its component, and whether it has something to show.
@@ -151,6 +150,18 @@ pub fn name(i: usize) -> &'static str {
 pub fn index_of_link(p: &str) -> Option<usize> {
     let specs: Vec<ViewSpec> = VIEWS.iter().map(|v| v.spec).collect();
     of_link(&specs, p)
+}
+
+/// Shows the view named `slug` (or a panel id of the previous layout); false when none has that
+/// name.
+pub fn open(s: &AppState, slug: &str) -> bool {
+    match index_of_link(slug) {
+        Some(i) => {
+            s.view.set(i);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Whether view `i` has something to show (tracked).
