@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use testkit::scratch_dir;
 
-/// The Python that has DuckDB and Dask (`scripts/setup` makes `.venv`).
+/// The Python that has DuckDB and Dask (`scripts/setup --test` makes `.venv`).
 fn python() -> PathBuf {
     let p = std::env::var_os("NCCLSCOPE_PYTHON")
         .map(PathBuf::from)
@@ -23,7 +23,7 @@ fn python() -> PathBuf {
         });
     assert!(
         p.exists(),
-        "{} is missing: run scripts/setup (it installs DuckDB and Dask into .venv)",
+        "{} is missing: run scripts/setup --test (it installs DuckDB and Dask into .venv)",
         p.display()
     );
     p

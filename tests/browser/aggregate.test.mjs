@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { startSession, withScreenshot, dropFiles, NATIVE_BIN, ROOT, allRows, findRow } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, NATIVE_BIN, ROOT, allRows, findRow, openView } from './harness.mjs';
 
 const run = promisify(execFile);
 let s;
@@ -238,6 +238,7 @@ test('a cut or garbled aggregate is an error that names the file', async () => {
     await s.page.getByTestId('load-demo').waitFor();
     for (const f of [cut, garbled]) {
       await dropFiles(s.page, [f]);
+      await openView(s.page, 'inputs');
       const name = path.basename(f);
       const status = s.page.locator(`[data-testid=file-row][data-file="${name}"] [data-testid=status]`);
       await status.filter({ hasText: /^error/ }).waitFor({ timeout: 30_000 });

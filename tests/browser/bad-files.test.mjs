@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, nativeSummary, fact, FIXTURES } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, nativeSummary, fact, openView, FIXTURES } from './harness.mjs';
 import { makeBadFiles, writeLateLog } from './badfiles.mjs';
 
 const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
@@ -25,6 +25,7 @@ after(async () => {
 
 /** The status cell of a file's row once it has loaded or failed. */
 async function status(page, name) {
+  await openView(page, 'inputs');
   const cell = page.locator(`[data-testid=file-row][data-file="${name}"] [data-testid=status]`);
   await cell.filter({ hasText: /^(loaded|error)/ }).waitFor({ timeout: 60_000 });
   return (await cell.textContent()).trim();

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, demoFiles } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, demoFiles, openView } from './harness.mjs';
 
 
 let s;
@@ -18,6 +18,8 @@ test('files over the memory limit are offered as a subset, not loaded into a cra
     await dropFiles(s.page, demoFiles());
     await s.page.getByTestId('budget').waitFor();
     assert.equal(await s.page.locator('[data-testid=file-row]').count(), 0, 'nothing loaded yet');
+    // (The file rows are in the Inputs view, whose tab the bar shows once files are loaded.)
+    assert.equal(await s.page.getByTestId('view-bar').count(), 0, 'nothing loaded yet');
     const listed = await s.page.locator('[data-testid=budget-file]').evaluateAll((lis) => lis.map((l) => l.dataset.file));
     assert.deepEqual(listed, demoFiles().map((f) => path.basename(f)));
     assert.match(await s.page.getByTestId('budget-command').textContent(), /^ncclscope analyze .*nccl_debug_combined\.log/);
@@ -28,6 +30,7 @@ test('files over the memory limit are offered as a subset, not loaded into a cra
     assert.ok(await s.page.getByTestId('budget-load').isEnabled());
     await s.page.getByTestId('budget-load').click();
     await s.page.getByTestId('budget').waitFor({ state: 'detached' });
+    await openView(s.page, 'inputs');
     const rows = s.page.locator('[data-testid=file-row]');
     await rows.first().waitFor();
     const names = await rows.evaluateAll((rs) => rs.map((r) => r.dataset.file));
@@ -39,6 +42,7 @@ test('files over the memory limit are offered as a subset, not loaded into a cra
     // Under the default limit the same drop loads at once.
     await s.page.goto(s.url);
     await dropFiles(s.page, demoFiles());
+    await openView(s.page, 'inputs');
     await s.page.locator('[data-testid=file-row]').nth(2).waitFor({ timeout: 60_000 });
     assert.equal(await s.page.getByTestId('budget').count(), 0);
     assert.deepEqual(s.errors, []);

@@ -38,7 +38,10 @@ test('a clicked kernel shows its log lines, confidence and the collective across
     assert.equal(await field('Op Count (Hex)'), rows[0][2]);
     assert.equal(await field('Match'), 'matched');
     assert.equal(await field('Global Rank'), '0');
-    assert.ok(Number(await field('Algo BW (GB/s)')) > 0);
+    // In the unit its magnitude calls for, the exported figure (GB/s) on hover.
+    assert.match(await field('Algo BW (GB/s)'), /^[\d.]+ (TB|GB|MB|KB|B)\/s$/);
+    const raw = await s.page.locator('[data-testid=detail-fields] [data-field-name="Algo BW (GB/s)"]').getAttribute('title');
+    assert.ok(Number.parseFloat(raw) > 0 && raw.endsWith(' GB/s'), raw);
 
     // The instance: every member once, rank 0 among them; the skew is the spread of starts.
     const members = await s.page.locator('[data-testid=detail-members] tbody tr').evaluateAll((trs) =>

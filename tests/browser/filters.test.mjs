@@ -5,7 +5,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, timelineBox, DEMO, demoFiles, download } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, timelineBox, trackPoint, openView, DEMO, demoFiles, download } from './harness.mjs';
 
 
 const sessions = [];
@@ -146,14 +146,14 @@ test('a link carries the filter, the clock and the open panel, and restores them
     await a.page.getByTestId('clock').selectOption('original');
     await a.page.waitForFunction(() => document.querySelector('[data-testid=clock]').value === 'original');
     wanted = await kept(a.page, 'par:tp size:>=1KB');
-    await a.page.getByTestId('nav-bandwidth').click();
+    await a.page.getByTestId('view-bandwidth').click();
     await a.page.getByTestId('copy-link').click();
     await a.page.getByTestId('share-link').waitFor({ timeout: 60_000 });
     link = await a.page.getByTestId('share-link').inputValue();
     const fragment = new URL(link).hash;
     assert.ok(fragment.includes('q=par%3Atp%20size%3A%3E%3D1KB'), fragment);
     assert.ok(/[#&]c=o(&|$)/.test(fragment), 'the original clock');
-    assert.ok(/[#&]p=bandwidth(&|$)/.test(fragment), 'the open panel');
+    assert.ok(/[#&]p=bandwidth(&|$)/.test(fragment), 'the open view');
   });
   const b = await session();
   await withScreenshot(b.page, 'filter-link-restore', async () => {
@@ -161,13 +161,15 @@ test('a link carries the filter, the clock and the open panel, and restores them
     await b.page.getByTestId('link-waiting').waitFor();
     await dropFiles(b.page, demoFiles());
     await b.page.getByTestId('link-restored').waitFor({ timeout: 120_000 });
+    // The link's view is open (it names a view: the bar marks its tab), then the timeline's state.
+    await b.page.locator('[data-testid=view][data-view=bandwidth]').waitFor();
+    assert.equal(await b.page.getByTestId('view-bandwidth').getAttribute('aria-current'), 'page');
+    await openView(b.page, 'timeline');
     await b.page.waitForFunction(() => /^kept/.test(document.querySelector('[data-testid=filter-status]')?.textContent ?? ''),
       null, { timeout: 60_000 });
     assert.equal(Number(/^kept (\d+)/.exec(await status(b.page))[1]), wanted);
     assert.equal(await b.page.getByTestId('timeline-filter').inputValue(), 'par:tp size:>=1KB');
     assert.equal(await b.page.getByTestId('clock').inputValue(), 'original');
-    assert.equal(await b.page.getByTestId('nav-bandwidth').getAttribute('aria-current'), 'true');
-    assert.ok(await b.page.locator('#panel-bandwidth.open-panel').count(), 'the panel is marked open');
     assert.deepEqual(b.errors, []);
   });
 });
@@ -180,13 +182,14 @@ test('a chosen folder loads every file inside it, named by its path', async () =
     await s.page.getByTestId('folder-input').setInputFiles(DEMO);
     await s.page.waitForFunction(() => /^\d+ kernels/.test(document.querySelector('[data-testid=filter-status]')?.textContent ?? ''),
       null, { timeout: 120_000 });
+    assert.match(await summary(s.page), /^8 tracks/);
+    await openView(s.page, 'inputs');
     const names = await s.page.locator('[data-testid=file-row]').evaluateAll((rows) => rows.map((r) => r.dataset.file));
     const wanted = fs.readdirSync(DEMO).map((f) => `demo/${f}`).sort();
     assert.deepEqual([...names].sort(), wanted);
     // The folder's manifest is not an input: it says so, and the rest loads.
     const manifest = s.page.locator('[data-testid=file-row][data-file="demo/MANIFEST"]');
     await manifest.locator('[data-testid=status]').filter({ hasText: /^error/ }).waitFor();
-    assert.match(await summary(s.page), /^8 tracks/);
     assert.deepEqual(s.errors, []);
   });
 });
@@ -201,9 +204,8 @@ test('a kernel whose process has no log says why it has no details', async () =>
     // Without logs nothing is matched: every kernel is drawn hollow and counted so.
     const total = Number(/^(\d+) kernels/.exec(await status(s.page))[1]);
     assert.match(await status(s.page), new RegExp(`${total} without a log line`));
-    const { box, scale } = await timelineBox(s.page);
     for (let i = 1; i < 60 && !(await s.page.getByTestId('details').count()); i++) {
-      await s.page.mouse.click(box.x + (180 + (1020 * i) / 60) * scale, box.y + (20 + 11) * scale);
+      await s.page.mouse.click(...await trackPoint(s.page, 0, i / 60));
     }
     await s.page.getByTestId('no-details').waitFor({ timeout: 30_000 });
     assert.deepEqual(s.errors, []);

@@ -52,12 +52,48 @@ export const DEMO = path.join(ROOT, 'target/www-demo/demo');
 export const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf8')
   .split('\n').filter((l) => l && !l.startsWith('#')).map((f) => path.join(DEMO, f));
 
+/**
+ * Opens view `slug` (its tab in the view bar: `view-<slug>`) unless it is open, and waits until
+ * its body is in the document. The page shows one view at a time (app/src/page/views/registry.rs).
+ */
+export async function openView(page, slug) {
+  const current = await page.getByTestId('view').getAttribute('data-view').catch(() => null);
+  if (current !== slug) await page.getByTestId(`view-${slug}`).click();
+  await page.locator(`[data-testid=view][data-view="${slug}"]`).waitFor();
+}
+
+/** The view that shows table `testId` (or the element `testId`), where that is not the open one. */
+const VIEW_OF = {
+  'rank-table': 'ranks', 'comm-table': 'communicators', 'alignment-table': 'alignment',
+  'ops-table': 'operations', 'notes-list': 'notes', 'time-table': 'theory',
+  'ops-count-chart': 'operations', 'ops-bytes-chart': 'operations', 'rank-count-chart': 'operations',
+  'rank-bytes-chart': 'operations', 'bw-scatter': 'bandwidth', 'efficiency-chart': 'bandwidth',
+  'warning-count': 'warnings', 'theory-table': 'theory',
+  'agg-rank-table': 'aggregate', 'file-list': 'inputs', 'warning-table': 'warnings', 'message-sizes': 'theory',
+};
+
+/** Opens the view that holds `testId` when it is one that lives in a view of its own. */
+export async function openViewOf(page, testId) {
+  if (VIEW_OF[testId]) await openView(page, VIEW_OF[testId]);
+}
+
 /** Every rank row's cells, as text. */
 export const rankTable = (page) => allRows(page, 'rank-table',
   (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
 
+/** The header's Export menu holds these; it is opened first when closed. */
+const IN_EXPORT_MENU = ['download-trace', 'download-csv', 'export-bundle'];
+
+/** Opens the header menu that holds button `testId`, if it is one and the menu is closed. */
+export async function openMenuOf(page, testId) {
+  if (IN_EXPORT_MENU.includes(testId) && !(await page.getByTestId(testId).count())) {
+    await page.getByTestId('export-menu').click();
+  }
+}
+
 /** Clicks the button `testId` and returns the file it saves: its suggested name and its bytes. */
 export async function download(page, testId) {
+  await openMenuOf(page, testId);
   const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);
   return { name: file.suggestedFilename(), bytes: fs.readFileSync(await file.path()) };
 }
@@ -109,21 +145,48 @@ export function nativeSummary(files) {
 
 /** The text of one fact of one file row (`data-fact` attribute), once the row has loaded. */
 export async function fact(page, fileName, factName) {
+  await openView(page, 'inputs');
   const row = page.locator(`[data-testid=file-row][data-file="${fileName}"]`);
   await row.locator('[data-testid=status]').filter({ hasText: /^(loaded|error)/ }).waitFor({ timeout: 60_000 });
   return (await row.locator(`[data-fact="${factName}"] b`).textContent()).trim();
 }
 
 /**
- * The timeline canvas's box on the page and its scale (page pixels per canvas pixel: the canvas
- * draws 1200 px wide), after scrolling it into view: the controls, minimap and NVTX rows above it
- * can put it below the first screen, and the mouse reaches nothing outside the viewport.
+ * The timeline canvas's box on the page and its geometry, after scrolling it into view (the mouse
+ * reaches nothing outside the viewport). The canvas is as wide as its box (canvas pixels are CSS
+ * pixels): a label column of `plotX` pixels, then the plot, `plotW` wide; below the ruler its rows
+ * (the tracks, grouped under a header per node, and NVTX rows) are `data-row-px` tall.
+ * `scale`: page pixels per canvas pixel; `x(f)`: the canvas x of fraction `f` of the plot;
+ * `trackY(t)`: the canvas y of the middle of track `t`'s row (tracks in the timeline's order);
+ * `canvasY(y)`: canvas y of a y given in the previous layout's rows (ruler 20 px, then one 22 px
+ * row per track), so a point inside a track's row stays inside it.
  */
 export async function timelineBox(page) {
+  if (!(await page.getByTestId('timeline').count())) await openView(page, 'timeline');
   const canvas = page.getByTestId('timeline');
   await canvas.scrollIntoViewIfNeeded();
   const box = await canvas.boundingBox();
-  return { box, scale: box.width / 1200 };
+  const g = await canvas.evaluate((c) => ({
+    width: c.width,
+    rowPx: Number(c.dataset.rowPx),
+    offsetPx: Number(c.dataset.offsetPx),
+    trackRows: (c.dataset.trackRows ?? '').split(' ').filter((r) => r !== '').map((r) => (r === '-' ? null : Number(r))),
+  }));
+  const plotX = 180;
+  const plotW = g.width - plotX;
+  const trackY = (t) => 20 + g.trackRows[t] * g.rowPx - g.offsetPx + g.rowPx / 2;
+  const canvasY = (y) => {
+    if (y < 20) return y;
+    const t = Math.floor((y - 20) / 22);
+    return 20 + g.trackRows[t] * g.rowPx - g.offsetPx + (((y - 20) % 22) / 22) * g.rowPx;
+  };
+  return { box, scale: box.width / g.width, plotX, plotW, x: (f) => plotX + f * plotW, trackY, canvasY, ...g };
+}
+
+/** Page coordinates of the middle of track `t`'s row at fraction `f` of the plot. */
+export async function trackPoint(page, t, f) {
+  const g = await timelineBox(page);
+  return [g.box.x + g.x(f) * g.scale, g.box.y + g.trackY(t) * g.scale];
 }
 
 /**
@@ -131,9 +194,9 @@ export async function timelineBox(page) {
  * details list the collective's members); returns the details' instance line.
  */
 export async function pickCollective(page, row = 0) {
-  const { box, scale } = await timelineBox(page);
   for (let i = 1; i < 60; i++) {
-    await page.mouse.click(box.x + (180 + (1020 * i) / 60) * scale, box.y + (20 + 22 * row + 11) * scale);
+    // (Measured again each time: the details drawer, once open, narrows the canvas.)
+    await page.mouse.click(...await trackPoint(page, row, i / 60));
     if (!(await page.getByTestId('details').count())) continue;
     await page.waitForFunction(() => !/Looking it up/.test(document.querySelector('[data-testid=details]')?.textContent ?? ''));
     if (await page.getByTestId('detail-instance').count()) return page.getByTestId('detail-instance').textContent();
@@ -165,6 +228,7 @@ const scrollOn = (box) => box.evaluate((el) => {
  * `key`. The box is left at its top. `scope`: a locator the table is in (default: the page).
  */
 export async function allRows(page, testId, mapAll, key = (r) => JSON.stringify(r), scope = page) {
+  if (scope === page) await openViewOf(page, testId);
   const rows = scope.locator(`table[data-testid="${testId}"] > tbody > tr`);
   const box = tableScroller(scope, testId);
   await box.evaluate((el) => { el.scrollTop = 0; });
@@ -188,6 +252,7 @@ export async function allRows(page, testId, mapAll, key = (r) => JSON.stringify(
  * into the table's box: its scroll box is walked down from the top until the row is rendered.
  */
 export async function findRow(page, testId, rowSelector, scope = page) {
+  if (scope === page) await openViewOf(page, testId);
   const row = scope.locator(`table[data-testid="${testId}"] > tbody > tr${rowSelector}`);
   const box = tableScroller(scope, testId);
   await box.evaluate((el) => { el.scrollTop = 0; });

@@ -4,7 +4,7 @@
 // rank table as the same files dropped at once.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSession, withScreenshot, dropFiles, demoFiles, rankTable } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, demoFiles, rankTable, openView } from './harness.mjs';
 
 
 
@@ -46,6 +46,7 @@ test('a second drop re-aligns only the processes its files bring', async () => {
     assert.match(second, /re-aligned 4 of 8 processes; rebuilt [4-8] of 8 timeline tracks/);
     assert.doesNotMatch(second, /cross-rank/);
     assert.deepEqual(await rankTable(s.page), once, 'two drops end where one drop does');
+    await openView(s.page, 'timeline');
     const tracks = s.page.getByTestId('timeline-summary');
     assert.match(await tracks.textContent(), /8 tracks/);
     assert.deepEqual(s.errors, []);

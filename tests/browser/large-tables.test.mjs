@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, allRows, tableScroller, frames, download } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, allRows, tableScroller, frames, download, openView, openViewOf } from './harness.mjs';
 
 const RANKS = 3000;
 /** No table keeps more rows than this in the document (a screen of rows and the margins). */
@@ -43,10 +43,13 @@ const renderedRanks = () => s.page.getByTestId('rank-row').evaluateAll((trs) => 
 test('long tables keep a bounded number of rows in the document', async () => {
   await withScreenshot(s.page, 'large-tables-bounded', async () => {
     for (const [id, rows] of [['rank-table', RANKS], ['comm-table', RANKS], ['ops-table', RANKS + 1]]) {
+      await openViewOf(s.page, id);
+      await s.page.getByTestId(id).waitFor();
       assert.equal(Number(await s.page.getByTestId(id).getAttribute('aria-rowcount')), rows + 1, `${id}: every row counted`);
       const n = await rendered(id);
       assert.ok(n > 10 && n <= MAX_RENDERED, `${id}: ${n} rows in the document`);
     }
+    await openView(s.page, 'ranks');
     assert.equal(await s.page.getByTestId('rank-table-shown').textContent(), `${RANKS} rows`);
     // Half way down, still bounded, and the rows there are the ones shown.
     const box = tableScroller(s.page, 'rank-table');
@@ -75,6 +78,7 @@ test('every row is reachable by scrolling, and the CSV holds them all', async ()
     });
     const ops = await allRows(s.page, 'ops-table', (trs) => trs.map((tr) => tr.children[0].textContent));
     assert.equal(ops.length, RANKS + 1, 'every rank and the total');
+    await openView(s.page, 'ranks');
     const { bytes } = await download(s.page, 'rank-table-csv');
     assert.equal(bytes.toString('utf8').trim().split('\r\n').length, RANKS + 1, 'a header and a line per rank');
   });
@@ -82,6 +86,7 @@ test('every row is reachable by scrolling, and the CSV holds them all', async ()
 
 test('sorting reorders all rows, not only those in the document', async () => {
   await withScreenshot(s.page, 'large-tables-sort', async () => {
+    await openView(s.page, 'ranks');
     const heads = await s.page.locator('[data-testid=rank-table] thead th').evaluateAll((ths) => ths.map((th) => th.firstChild.textContent.trim()));
     const header = s.page.locator(`[data-testid=rank-table] th[data-col="${heads.indexOf('operations (bytes)')}"]`);
     const byBytes = [...Array(RANKS).keys()].sort((a, b) => count(a) - count(b));
@@ -112,6 +117,7 @@ test('sorting reorders all rows, not only those in the document', async () => {
 
 test('a filter finds rows anywhere in the table', async () => {
   await withScreenshot(s.page, 'large-tables-filter', async () => {
+    await openView(s.page, 'ranks');
     const filter = s.page.getByTestId('rank-table-filter');
     // One host's eight ranks, from the middle of the table.
     await filter.fill('node123');

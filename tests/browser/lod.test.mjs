@@ -2,7 +2,7 @@
 // most a pixel) instead of every span; zoomed back in, the spans again; picking still works.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startSession, withScreenshot, timelineBox } from './harness.mjs';
+import { startSession, withScreenshot, timelineBox, trackPoint } from './harness.mjs';
 
 let s;
 before(async () => { s = await startSession(); });
@@ -30,11 +30,11 @@ test('zooming out draws summaries, zooming in draws spans, and picking still wor
     await s.page.getByTestId('load-demo').click();
     await s.page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
       null, { timeout: 120_000 });
-    const { box, scale } = await timelineBox(s.page);
+    const g = await timelineBox(s.page);
     const tracks = Number(/(\d+) tracks/.exec(await s.page.getByTestId('timeline-summary').textContent())[1]);
     assert.ok(tracks >= 2);
 
-    await s.page.mouse.move(box.x + (180 + 510) * scale, box.y + 31 * scale);
+    await s.page.mouse.move(...await trackPoint(s.page, 0, 0.5));
     const whole = await frame(s.page);
     assert.equal(whole.summaryTracks, 0, 'the whole demo run is a few spans per pixel: drawn exactly');
     assert.ok(whole.rects > 0);
@@ -44,7 +44,7 @@ test('zooming out draws summaries, zooming in draws spans, and picking still wor
     await wheel(s.page, 11);
     const out = await frame(s.page);
     assert.equal(out.summaryTracks, tracks, 'every track drawn from its summary');
-    assert.ok(out.rects > 0 && out.rects <= tracks * 1020 / 10 + tracks, `${out.rects} rectangles`);
+    assert.ok(out.rects > 0 && out.rects <= tracks * g.plotW / 10 + tracks, `${out.rects} rectangles`);
     assert.notEqual(out.pixels, whole.pixels);
 
     // Back in, and two notches further: spans again.
@@ -57,7 +57,7 @@ test('zooming out draws summaries, zooming in draws spans, and picking still wor
     // A click on row 0 still picks a kernel after the zooms.
     let picked = false;
     for (let i = 1; i < 60 && !picked; i++) {
-      await s.page.mouse.click(box.x + (180 + (1020 * i) / 60) * scale, box.y + 31 * scale);
+      await s.page.mouse.click(...await trackPoint(s.page, 0, i / 60));
       picked = (await s.page.getByTestId('details').count()) > 0;
     }
     assert.ok(picked, 'some click picked a kernel');

@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, nativeSummary, allRows, fact, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, nativeSummary, allRows, fact, openView, ROOT } from './harness.mjs';
 
 const DEMO = path.join(ROOT, 'target/www-demo/demo');
 const FIXTURES = process.env.NCCLSCOPE_REAL_FIXTURES || path.join(ROOT, '../shared/fixtures/real');
@@ -23,7 +23,9 @@ before(async () => {
   s = await startSession();
   await s.page.goto(s.url);
   await dropFiles(s.page, files);
+  await openView(s.page, 'ranks');
   await s.page.getByTestId('rank-row').first().waitFor({ timeout: 120_000 });
+  await openView(s.page, 'communicators');
   await s.page.getByTestId('comm-row').first().waitFor();
 });
 after(async () => { await s?.close(); });
@@ -45,7 +47,8 @@ test('per-rank operation counts and bytes per operation type equal the command\'
       const want = Object.fromEntries(Object.entries(r.ops_by_type).filter(([, n]) => n > 0));
       assert.deepEqual(row.ops, want, `rank ${r.global_rank} operations`);
     }
-    // Bytes per type: the operations panel's raw byte columns, summed over ranks.
+    // Bytes per type: the operations view's raw byte columns, summed over ranks.
+    await openView(s.page, 'operations');
     const heads = await s.page.locator('[data-testid=ops-table] thead th')
       .evaluateAll((ths) => ths.map((th) => th.firstChild.textContent.trim()));
     const total = await s.page.locator('[data-testid=ops-table] tbody tr')
@@ -99,6 +102,7 @@ test('the topology of every host the logs dump, and the skipped lines of the fix
     for (const f of files) {
       for (const m of fs.readFileSync(f, 'utf8').matchAll(/(?:^|\s)(\S+?):\d+:\d+ \[\d+\] NCCL INFO === System/gm)) hosts.add(m[1]);
     }
+    await openView(s.page, 'topology');
     const shown = await s.page.locator('.topology-host').evaluateAll((hs) => hs.map((h) => h.dataset.host));
     assert.deepEqual(shown.sort(), [...hosts].sort());
     if (files.length < 2) return;

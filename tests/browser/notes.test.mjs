@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, nativeSummary, frames, download, FIXTURES } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, nativeSummary, frames, download, openView, FIXTURES } from './harness.mjs';
 
 const BASE = path.join(FIXTURES, 'nccl', 'unknown-sglang-notes_tpgds-node0008-ranks8-15_subsysALL-init-coll_2.27.5_c.log');
 const haveFixtures = fs.existsSync(BASE);
@@ -167,8 +167,11 @@ async function load(page, url, files, name) {
   await page.goto(url);
   await dropFiles(page, files);
   await page.getByTestId('analysis-status').filter({ hasText: /^Analysed in/ }).waitFor({ timeout: 180_000 });
+  // The file's row is in the Inputs view; its "notes" button opens the Notes view on the file.
+  await openView(page, 'inputs');
   const row = page.locator(`[data-testid=file-row][data-file="${name}"]`);
   await row.getByTestId('show-notes').click();
+  await page.locator('[data-testid=view][data-view=notes]').waitFor();
   await page.getByTestId('notes-shown').waitFor();
 }
 
@@ -183,7 +186,10 @@ for (const query of ['?parse-workers=0', '?parse-workers=2']) test(`every skippe
     await load(page, `${s.url}${query}`, [log], 'noisy run.log');
 
     // The file's row sums its notes up per reason; the panel's counts agree with the raw text.
+    await openView(page, 'inputs');
     const summary = await page.locator('[data-testid=file-row][data-file="noisy run.log"] [data-testid=note-summary]').textContent();
+    assert.equal(await page.locator('.inputs img').count(), 0, 'the file list: text, never markup');
+    await openView(page, 'notes');
     const notNccl = expected.filter((e) => e.reason === NOT_NCCL).length;
     const looksNccl = expected.filter((e) => e.reason === LOOKS_NCCL).length;
     assert.ok(summary.startsWith(`${NOT_NCCL} ×${notNccl}; `), summary);
@@ -242,6 +248,7 @@ for (const query of ['?parse-workers=0', '?parse-workers=2']) test(`every skippe
     assert.deepEqual(filtered.map(({ line, reason, text: t }) => ({ line, reason, text: t })), expected.filter((e) => e.reason === LOOKS_NCCL));
 
     // The warnings table: each WARN line's timestamp as printed, sorted by the time it stands for.
+    await openView(page, 'warnings');
     const table = page.getByTestId('warning-table');
     await table.waitFor({ timeout: 60_000 });
     const warnRows = () => table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));

@@ -8,17 +8,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSession, withScreenshot, nativeSummary, dropFiles, DEMO, demoFiles, download } from './harness.mjs';
+import { startSession, withScreenshot, nativeSummary, dropFiles, openView, openViewOf, DEMO, demoFiles, download } from './harness.mjs';
 
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
 /** Rows of a panel table as arrays of cell texts. */
-const tableRows = (page, id) => page.locator(`[data-testid=${id}] tbody tr`)
+const tableRows = async (page, id) => (await openViewOf(page, id), page.locator(`[data-testid=${id}] tbody tr`))
   .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
 
 /** A chart's bars: label and value. */
-const bars = (page, id) => page.locator(`[data-testid=${id}] g[data-value]`)
+const bars = async (page, id) => (await openViewOf(page, id), page.locator(`[data-testid=${id}] g[data-value]`))
   .evaluateAll((gs) => gs.map((g) => ({ label: g.dataset.label, value: Number(g.dataset.value) })));
 
 /**
@@ -62,6 +62,8 @@ before(async () => {
   s = await startSession();
   await s.page.goto(s.url);
   await s.page.getByTestId('load-demo').click();
+  await s.page.getByTestId('view-alignment').waitFor({ timeout: 120_000 });
+  await openView(s.page, 'alignment');
   await s.page.getByTestId('alignment-table').waitFor({ timeout: 120_000 });
 });
 after(async () => { await s?.close(); });
@@ -116,6 +118,7 @@ test('bandwidth scatter and efficiency distribution hold every enriched kernel',
     const comms = native.communicators.filter((c) => c.bandwidth);
     const kernels = sum(comms.map((c) => c.bandwidth.kernels));
     assert.ok(kernels > 0);
+    await openView(s.page, 'bandwidth');
     const points = await s.page.locator('[data-testid=bw-scatter] [data-testid=scatter-point]')
       .evaluateAll((cs) => cs.map((c) => ({ x: Number(c.dataset.x), y: Number(c.dataset.y), w: Number(c.dataset.weight) })));
     assert.equal(sum(points.map((p) => p.w)), kernels, 'the points stand for every kernel with a bandwidth');
@@ -140,6 +143,7 @@ test('bandwidth scatter and efficiency distribution hold every enriched kernel',
 test('topology diagram per host matches the log\'s topology dumps', async () => {
   await withScreenshot(s.page, 'panels-topology', async () => {
     const dumps = topologyDumps(fs.readFileSync(path.join(DEMO, 'nccl_debug_combined.log'), 'utf8'));
+    await openView(s.page, 'topology');
     const hosts = await s.page.locator('.topology-host').evaluateAll((hs) => hs.map((h) => h.dataset.host));
     assert.deepEqual(hosts.sort(), [...dumps.keys()].sort());
     for (const [host, d] of dumps) {
@@ -156,6 +160,7 @@ test('topology diagram per host matches the log\'s topology dumps', async () => 
 test('tables sort on a header click and save as CSV; plots save as SVG', async () => {
   await withScreenshot(s.page, 'panels-export', async () => {
     const page = s.page;
+    await openView(page, 'alignment');
     const matched = async () => (await tableRows(page, 'alignment-table')).map((r) => Number(r[4]));
     await page.locator('[data-testid=alignment-table] th[data-col="4"]').click();
     const asc = await matched();
@@ -173,6 +178,7 @@ test('tables sort on a header click and save as CSV; plots save as SVG', async (
     const line = lines.find((l) => l.startsWith(`${r0.global_rank},`));
     assert.equal(Number(line.split(',')[4]), r0.matched_ops);
 
+    await openView(page, 'bandwidth');
     const text = (await download(page, 'bw-scatter-svg')).bytes.toString('utf8');
     assert.match(text, /^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
     const circles = (text.match(/<circle /g) ?? []).length;
@@ -183,6 +189,7 @@ test('tables sort on a header click and save as CSV; plots save as SVG', async (
 test('the run\'s NCCL WARN lines are listed with file and line, as text', async () => {
   await withScreenshot(s.page, 'panels-warnings', async () => {
     const page = s.page;
+    await openView(page, 'warnings');
     assert.match(await page.getByTestId('warning-count').textContent(), /no NCCL WARN/);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ncclscope-warn-'));
     const log = path.join(dir, 'warns.log');

@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, dropFiles, ROOT, NATIVE_BIN, demoFiles, rankTable, download, allRows } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, ROOT, NATIVE_BIN, demoFiles, rankTable, download, allRows, openView } from './harness.mjs';
 
 const made = [];
 
@@ -89,6 +89,7 @@ async function analyse(s, files, query) {
 /** Every file's notes as the notes panel downloads them (CSV), by file name. */
 async function fileNotes(page) {
   const notes = {};
+  await openView(page, 'notes');
   const select = page.getByTestId('notes-file');
   if (!(await select.count())) return notes;
   const options = await select.locator('option').evaluateAll((os) => os.map((o) => [o.value, o.textContent]));

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, nativeSummary, fact, FIXTURES } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, nativeSummary, fact, openView, FIXTURES } from './harness.mjs';
 
 const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
 if (!haveFixtures) console.log(`notice: real fixtures not found at ${FIXTURES}; fixture tests skipped`);
@@ -52,6 +52,7 @@ test('a real NCCL log, dropped on the page, reports the native operation count',
     assert.equal(Number(await fact(s.page, path.basename(f), 'NCCL operations')), native.nccl_ops);
     // The per-rank table agrees with the command's `ranks`, operation type by type.
     const ranks = nativeSummary([f]).ranks;
+    await openView(s.page, 'ranks');
     await s.page.getByTestId('rank-table').waitFor();
     assert.equal(await s.page.getByTestId('rank-row').count(), ranks.length);
     for (const r of ranks) {
@@ -74,13 +75,17 @@ test('the demo run opens a multi-rank timeline', async () => {
     const [, tracks] = (await summary.textContent()).match(/(\d+) tracks/);
     assert.ok(Number(tracks) >= 2, 'a multi-rank run has several tracks');
     // Every rank of the demo has most of its kernels matched to log operations.
+    await openView(s.page, 'ranks');
     const rows = s.page.getByTestId('rank-row');
+    await rows.first().waitFor();
     assert.equal(await rows.count(), Number(tracks));
+    const matchedShown = await rows.getByTestId('matched').allTextContents();
     // The layout is inferred from the trace: the demo is TP=2 × DP=2 × PP=2.
+    await openView(s.page, 'communicators');
     await s.page.getByTestId('layout').filter({ hasText: /TP=2 CP=1 EP=1 DP=2 PP=2/ }).waitFor();
     const labels = new Set(await s.page.getByTestId('comm-row').getByTestId('parallelism').allTextContents());
     for (const p of ['TP', 'DP', 'PP']) assert.ok(labels.has(p), `a ${p} communicator among ${[...labels]}`);
-    for (const text of await rows.getByTestId('matched').allTextContents()) {
+    for (const text of matchedShown) {
       const [matched, kernels] = text.split(' / ').map(Number);
       assert.ok(kernels > 0 && matched / kernels > 0.8, `matched ${text}`);
     }
@@ -97,6 +102,7 @@ test('markup in a log is shown as text, never run', async () => {
   await withScreenshot(s.page, 'hostile', async () => {
     await s.page.goto(s.url);
     await s.page.getByTestId('file-input').setInputFiles([{ name: '<script>x</script>.log', mimeType: 'text/plain', buffer: Buffer.from(line) }]);
+    await openView(s.page, 'inputs');
     await s.page.getByTestId('file-row').locator('[data-testid=status]').filter({ hasText: /^(loaded|error)/ }).waitFor();
     await s.page.waitForTimeout(500);
     assert.deepEqual(dialogs, []);

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, dropFiles, fact, nativeSummary, NATIVE_BIN, FIXTURES, download, demoFiles } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, fact, nativeSummary, openView, openMenuOf, NATIVE_BIN, FIXTURES, download, demoFiles } from './harness.mjs';
 
 const PREFIX = '/team/ncclscope/';
 const haveFixtures = fs.existsSync(path.join(FIXTURES, 'nsys'));
@@ -22,7 +22,9 @@ test('a whole session under a sub-path requests nothing outside it and uploads n
     assert.ok(s.url.endsWith(PREFIX));
     await s.page.goto(s.url);
     await s.page.getByTestId('load-demo').click();
+    await openView(s.page, 'theory');
     await s.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
+    await openView(s.page, 'communicators');
     await s.page.getByTestId('comm-table').waitFor();
     if (haveFixtures) {
       const log = path.join(FIXTURES, 'nccl', 'pytorch-torchtitan_issue1369_tp-collectives_coll-2ranks.log');
@@ -31,6 +33,7 @@ test('a whole session under a sub-path requests nothing outside it and uploads n
       assert.ok(Number(await fact(s.page, path.basename(log), 'NCCL operations')) > 0);
       assert.ok(Number(await fact(s.page, path.basename(db), 'NCCL kernels')) > 0);
     }
+    await openView(s.page, 'theory');
     await s.page.getByTestId('theory-apply').click();
     await s.page.getByTestId('theory-table').waitFor();
     // Share: a link to the view (fingerprints), a window aggregate and its self-contained link,
@@ -38,9 +41,11 @@ test('a whole session under a sub-path requests nothing outside it and uploads n
     await s.page.getByTestId('copy-link').click();
     await s.page.getByTestId('share-link').waitFor({ timeout: 60_000 });
     assert.ok((await s.page.getByTestId('share-link').inputValue()).startsWith(`${s.origin}${PREFIX}#v=1&`));
+    await openView(s.page, 'timeline');
     await s.page.getByTestId('aggregate-window').click();
     await s.page.getByTestId('window-aggregate').waitFor({ timeout: 60_000 });
     await s.page.getByTestId('copy-summary-link').click();
+    await openMenuOf(s.page, 'export-bundle');
     const [bundle] = await Promise.all([s.page.waitForEvent('download'), s.page.getByTestId('export-bundle').click()]);
     assert.ok(fs.statSync(await bundle.path()).size > 100_000);
 
@@ -66,6 +71,7 @@ test('after the first visit the page works offline, demo included', async () => 
     await s.page.reload();
     await s.page.waitForFunction(() => navigator.serviceWorker.controller !== null);
     await s.page.getByTestId('load-demo').click();
+    await openView(s.page, 'theory');
     await s.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
     assert.match(await s.page.getByTestId('privacy').textContent(), /works offline/);
 
@@ -73,7 +79,9 @@ test('after the first visit the page works offline, demo included', async () => 
     try {
       await s.page.reload();
       await s.page.getByTestId('load-demo').click();
+      await openView(s.page, 'theory');
       await s.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
+      await openView(s.page, 'communicators');
       await s.page.getByTestId('comm-table').waitFor();
     } finally {
       await s.page.context().setOffline(false);
@@ -85,6 +93,7 @@ test('the Chrome trace and the CSV download from the page equal the command\'s',
   await withScreenshot(s.page, 'downloads', async () => {
     await s.page.goto(s.url);
     await s.page.getByTestId('load-demo').click();
+    await openView(s.page, 'communicators');
     await s.page.getByTestId('comm-table').waitFor({ timeout: 60_000 });
     const before = s.sent.length;
     const save = async (testId) => (await download(s.page, testId)).bytes.toString('utf8');

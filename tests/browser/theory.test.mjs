@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, nativeSummary, NATIVE_BIN, ROOT, demoFiles } from './harness.mjs';
+import { startSession, withScreenshot, nativeSummary, openView, NATIVE_BIN, ROOT, demoFiles } from './harness.mjs';
 
 
 /** The page's byte formatting (decimal units, two decimals). */
@@ -16,6 +16,27 @@ function humanBytes(n) {
   let v = n; let u = 0;
   while (v >= 1000 && u < units.length - 1) { v /= 1000; u += 1; }
   return u === 0 ? `${n} B` : `${v.toFixed(2)} ${units[u]}`;
+}
+
+/** `x` to `digits` significant digits, trailing zeros dropped (the page's `significant`). */
+function significant(x, digits) {
+  if (x === 0) return '0';
+  const decimals = Math.max(0, digits - 1 - Math.floor(Math.log10(Math.abs(x))));
+  const text = x.toFixed(decimals);
+  return text.includes('.') ? text.replace(/0+$/, '').replace(/\.$/, '') : text;
+}
+
+/** The page's bandwidth formatting: GB/s in the decimal unit its magnitude calls for. */
+function humanRate(gbps) {
+  const units = [[1e3, 'TB/s'], [1, 'GB/s'], [1e-3, 'MB/s'], [1e-6, 'KB/s'], [1e-9, 'B/s']];
+  const [scale, unit] = units.find(([f]) => Math.abs(gbps) >= f) ?? units.at(-1);
+  return `${significant(gbps / scale, 3)} ${unit}`;
+}
+
+/** The page's percentages: one decimal under 10 %, none above. */
+function percent(fraction) {
+  const p = fraction * 100;
+  return Math.abs(p) < 10 && p !== 0 ? `${p.toFixed(1)} %` : `${p.toFixed(0)} %`;
 }
 
 /** The native command's theory entries for `toml` over the demo run. */
@@ -62,6 +83,7 @@ test('the theory form is pre-filled from the trace and its table equals the comm
     await s.page.evaluate(() => localStorage.clear());
     await s.page.goto(s.url);
     await s.page.getByTestId('load-demo').click();
+    await openView(s.page, 'theory');
     await s.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
 
     // The trace's layout fills the sizes, marked as inferred.
@@ -120,6 +142,7 @@ test('the form survives a reload', async () => {
   await withScreenshot(s.page, 'theory-reload', async () => {
     await s.page.reload();
     await s.page.getByTestId('load-demo').click();
+    await openView(s.page, 'theory');
     await s.page.getByTestId('theory-table').waitFor({ timeout: 60_000 });
     assert.equal(await s.page.locator('[data-field="model.layers"]').inputValue(), '8');
     assert.deepEqual(s.errors, []);
@@ -144,6 +167,7 @@ test('the communicators panel shows the enrichment the command computes', async 
   await withScreenshot(s.page, 'comm-enrichment', async () => {
     await s.page.goto(s.url);
     await s.page.getByTestId('load-demo').click();
+    await openView(s.page, 'communicators');
     await s.page.getByTestId('comm-table').waitFor({ timeout: 60_000 });
     const native = nativeSummary(demoFiles());
     let checked = 0;
@@ -151,10 +175,19 @@ test('the communicators panel shows the enrichment the command computes', async 
       const bw = c.bandwidth?.median_bus_bw_gbps;
       if (bw == null) continue;
       const row = s.page.locator(`[data-testid=comm-row][data-comm="${c.id}"]`);
-      assert.equal((await row.locator('[data-testid=bus-bw]').textContent()).trim(), `${bw.toFixed(2)} GB/s`, c.id);
+      const cell = row.locator('[data-testid=bus-bw]');
+      if ((await cell.getAttribute('data-gbps')) === null) {
+        // Only scalars: no bandwidth figure, and the reason on hover (issue 30).
+        assert.equal((await cell.textContent()).trim(), '—', c.id);
+        assert.match(await cell.getAttribute('title'), /scalars/, c.id);
+        continue;
+      }
+      // The command's figure, in the unit its magnitude calls for (3 significant digits).
+      assert.equal(Number(await cell.getAttribute('data-gbps')), bw, c.id);
+      assert.equal((await cell.textContent()).trim(), humanRate(bw), c.id);
       const eff = c.bandwidth.median_bus_efficiency;
       if (eff != null) {
-        assert.equal((await row.locator('[data-testid=bus-efficiency]').textContent()).trim(), `${(eff * 100).toFixed(0)} %`);
+        assert.equal((await row.locator('[data-testid=bus-efficiency]').textContent()).trim(), percent(eff));
       }
       if (c.arrival_skew) {
         assert.match(await row.locator('[data-testid=skew]').textContent(), new RegExp(`^${c.arrival_skew.mean_us.toFixed(1)} µs`));

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, nativeSummary, allRows, FIXTURES } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, nativeSummary, allRows, openView, FIXTURES } from './harness.mjs';
 
 const FIXTURE = path.join(FIXTURES, 'nccl/NVIDIA-nccl-tests_issue350_gather_2.16.5_2node.log');
 const haveFixture = fs.existsSync(FIXTURE);
@@ -23,6 +23,7 @@ const rankRows = (page) => allRows(page, 'rank-table', (trs) => trs.map((tr) => 
 async function dropAndCheck(page, native) {
   await dropFiles(page, [FIXTURE]);
   await page.locator('.page[data-analysis-ms]').waitFor({ state: 'attached', timeout: 60_000 });
+  await openView(page, 'inputs');
   const files = await page.getByTestId('file-row').evaluateAll((rows) => rows.map((r) => r.dataset.file));
   assert.deepEqual(files, [path.basename(FIXTURE)], 'the file list holds the dropped file alone');
   const rows = await rankRows(page);
@@ -32,6 +33,8 @@ async function dropAndCheck(page, native) {
     const want = Object.fromEntries(Object.entries(r.ops_by_type).filter(([, n]) => n > 0));
     assert.deepEqual(rows.find((x) => x.rank === r.global_rank).ops, want, `rank ${r.global_rank} operations`);
   }
+  await openView(page, 'communicators');
+  await page.getByTestId('comm-row').first().waitFor();
   const comms = await page.getByTestId('comm-row').count();
   assert.equal(comms, native.communicators.length, 'the dropped log\'s communicators alone');
 }
@@ -47,6 +50,7 @@ test('the worker warms up on the demo without the page seeing it, and a later dr
       const ms = Number(await s.page.locator('.page').getAttribute('data-worker-warm-ms'));
       assert.ok(ms > 0, `the warm-up took ${ms} ms`);
       assert.equal(await s.page.getByTestId('file-row').count(), 0, 'no file row before a drop');
+      assert.equal(await s.page.getByTestId('view-bar').count(), 0, 'no file loaded before a drop');
       assert.equal(await s.page.locator('.page[data-analysis-ms]').count(), 0, 'no analysis before a drop');
       await dropAndCheck(s.page, native);
       assert.deepEqual(s.errors, []);

@@ -108,20 +108,42 @@ pub async fn fetch_blob(url: &str) -> Result<Blob, String> {
 /// The built-in demo run's file list, served with the page (`demo/`, from `scripts/demo`).
 const DEMO_MANIFEST: &str = "demo/MANIFEST";
 
-/// The demo run's files, by name, as its MANIFEST lists them (one a line; `#` comments).
-pub async fn demo_names() -> Result<Vec<String>, String> {
+/// The demo run's MANIFEST: its files (one a line) and its deliberate imperfections (lines
+/// `# deliberate: …`: the generator puts them there so that the notes and the alignment have
+/// something to show; the page says so instead of showing them as faults of the run).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Manifest {
+    pub files: Vec<String>,
+    pub deliberate: Vec<String>,
+}
+
+impl Manifest {
+    /// Reads a MANIFEST's text; other `#` lines are comments.
+    pub fn parse(text: &str) -> Manifest {
+        let mut m = Manifest::default();
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            match line.strip_prefix('#') {
+                Some(comment) => {
+                    if let Some(d) = comment.trim().strip_prefix("deliberate:") {
+                        m.deliberate.push(d.trim().to_string());
+                    }
+                }
+                None => m.files.push(line.to_string()),
+            }
+        }
+        m
+    }
+}
+
+/// The demo run's MANIFEST ([`Manifest`]).
+pub async fn demo_manifest() -> Result<Manifest, String> {
     let manifest = fetch_blob(DEMO_MANIFEST).await?;
     let text = JsFuture::from(manifest.text())
         .await
         .map_err(js_msg)?
         .as_string()
         .unwrap_or_default();
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(String::from)
-        .collect())
+    Ok(Manifest::parse(&text))
 }
 
 /// One file of the demo run, by its name in the MANIFEST.
@@ -134,4 +156,18 @@ pub fn js_msg(e: wasm_bindgen::JsValue) -> String {
         .map(|err| String::from(err.message()))
         .or_else(|| e.as_string())
         .unwrap_or_else(|| format!("{e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_manifest_lists_files_and_deliberate_imperfections() {
+        let m = Manifest::parse(
+            "# The demo run\n# deliberate: a cut last line\nnccl.log\n\n  report.sqlite \n#deliberate:  dropped kernels \n",
+        );
+        assert_eq!(m.files, ["nccl.log", "report.sqlite"]);
+        assert_eq!(m.deliberate, ["a cut last line", "dropped kernels"]);
+    }
 }

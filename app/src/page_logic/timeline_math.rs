@@ -29,6 +29,22 @@ pub fn pan(w: (f64, f64), windows: f64) -> (f64, f64) {
     (w.0 + d, w.1 + d)
 }
 
+/// Window `w` moved (not resized) so that it stays over the run `run`: a window narrower than
+/// the run stays inside it, a wider one keeps the whole run in view. Pans (keys, drags, the
+/// minimap) end at the run's ends instead of running into empty time.
+pub fn keep_within(w: (f64, f64), run: (f64, f64)) -> (f64, f64) {
+    let width = w.1 - w.0;
+    if run.1 <= run.0 || width.is_nan() || width <= 0.0 {
+        return w;
+    }
+    let start = if width <= run.1 - run.0 {
+        w.0.clamp(run.0, run.1 - width)
+    } else {
+        w.0.clamp(run.1 - width, run.0)
+    };
+    (start, start + width)
+}
+
 /// What a navigation key does: `w`/`s` (and the up/down arrows) zoom in/out, `a`/`d` (and
 /// left/right) pan; `None` for any other key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +147,24 @@ mod tests {
         let half = Motion::ZoomIn.apply(Motion::ZoomIn.apply(w, 0.3, 0.05), 0.3, 0.05);
         let whole = Motion::ZoomIn.apply(w, 0.3, 0.1);
         assert!((half.0 - whole.0).abs() < 1e-6 && (half.1 - whole.1).abs() < 1e-6);
+    }
+
+    #[test]
+    fn pans_stop_at_the_run_ends() {
+        let run = (1000.0, 2000.0);
+        assert_eq!(keep_within((1900.0, 2100.0), run), (1800.0, 2000.0));
+        assert_eq!(keep_within((800.0, 900.0), run), (1000.0, 1100.0));
+        assert_eq!(keep_within((1200.0, 1300.0), run), (1200.0, 1300.0));
+        // Zoomed out past the run: it stays in view, wherever it is in the window.
+        assert_eq!(keep_within((1500.0, 4500.0), run), (1000.0, 4000.0));
+        assert_eq!(keep_within((0.0, 3000.0), run), (0.0, 3000.0));
+        assert_eq!(keep_within((-5000.0, -2000.0), run), (-1000.0, 2000.0));
+        // Held D at the end of the run moves no further.
+        let mut w = (1800.0, 2000.0);
+        for _ in 0..10 {
+            w = keep_within(Motion::Right.apply(w, 0.5, 0.1), run);
+        }
+        assert_eq!(w, (1800.0, 2000.0));
     }
 
     #[test]

@@ -89,7 +89,7 @@ fn op_totals(ops: &[OpCount]) -> Vec<OpTotal> {
 }
 
 fn gbps(v: Option<f64>) -> String {
-    v.map_or(String::new(), |b| format!("{b:.2} GB/s"))
+    v.map_or(String::new(), crate::protocol::format::human_rate)
 }
 
 impl AggregateView {
@@ -151,6 +151,9 @@ impl AggregateView {
                     evidence: c.evidence.clone(),
                     bus_bw: gbps(c.bus_bw.median()),
                     bus_efficiency: String::new(),
+                    no_bandwidth: None,
+                    bus_bw_gbps: c.bus_bw.median(),
+                    bus_efficiency_value: None,
                     bottleneck: c
                         .bottleneck
                         .as_ref()

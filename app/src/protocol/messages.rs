@@ -58,6 +58,9 @@ pub enum ToPage {
         /// benchmarks (empty where the heap is not counted).
         #[serde(default)]
         heap: Vec<HeapStage>,
+        /// The run's overview; absent from recordings made before it existed.
+        #[serde(default)]
+        overview: crate::protocol::overview::OverviewView,
     },
     /// What went wrong, why steps are slow, where traffic flows, who is who: sent after each
     /// [`ToPage::Result`] (its timeline shows first), for the same analysis.

@@ -69,12 +69,16 @@ pub struct RankOps {
     pub ops: Vec<OpTotal>,
 }
 
-/// One scatter bin: the kernels whose size and bus bandwidth fall in it, placed at their means.
+/// One scatter bin: the kernels of one operation type whose size and bus bandwidth fall in it,
+/// placed at their means.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScatterPoint {
     pub bytes: f64,
     pub bus_bw_gbps: f64,
     pub kernels: u64,
+    /// The operation (`AllReduce`, ...): the point's colour.
+    #[serde(default)]
+    pub op: String,
 }
 
 /// A theoretical limit line: a communicator bottleneck's bus bandwidth.
@@ -113,9 +117,16 @@ pub struct Panels {
 }
 
 impl Panels {
-    pub fn from_analysis(a: &Analysis, session: &Session) -> Self {
-        let bottlenecks = analyses::comm_bottlenecks(session, a);
-        let (scatter, scatter_kernels, efficiency) = bandwidth_points(a, &bottlenecks);
+    /// `bottlenecks`: the communicators' links ([`analyses::comm_bottlenecks`]); `bandwidth`:
+    /// every matched kernel's bandwidth binned ([`BandwidthBins`], filled by the worker's one
+    /// pass over the kernels).
+    pub fn from_analysis(
+        a: &Analysis,
+        session: &Session,
+        bottlenecks: &[Option<analyses::Bottleneck>],
+        bandwidth: BandwidthBins,
+    ) -> Self {
+        let (scatter, scatter_kernels, efficiency) = bandwidth.finish();
         let (warnings, warning_count) = warnings(session);
         let (op_totals, rank_ops) = op_totals(a);
         Panels {
@@ -126,7 +137,7 @@ impl Panels {
             rank_ops,
             scatter,
             scatter_kernels,
-            limits: limits(&bottlenecks),
+            limits: limits(bottlenecks),
             efficiency,
             topology: topology(a),
         }
@@ -239,22 +250,12 @@ fn op_totals(a: &Analysis) -> (Vec<OpTotal>, Vec<RankOps>) {
     (totals, rank_ops)
 }
 
-/// The scatter's bins, the kernels behind them and the efficiency histogram.
-/// Every matched kernel's bandwidth binned (`analyses::for_each_kernel_bandwidth`, never listed
-/// whole): the scatter's points, how many kernels they hold, the efficiency histogram.
-fn bandwidth_points(
-    a: &Analysis,
-    bottlenecks: &[Option<analyses::Bottleneck>],
-) -> (Vec<ScatterPoint>, u64, Vec<u64>) {
-    let mut bins = BandwidthBins::default();
-    analyses::for_each_kernel_bandwidth(a, bottlenecks, |p| bins.add(&p));
-    bins.finish()
-}
-
-/// Kernels' bandwidths binned as they come, at [`BINS_PER_DECADE`] on both axes.
-struct BandwidthBins {
-    /// (bytes, bandwidth) bin → sums of bytes and bandwidths, and the count.
-    bins: BTreeMap<(i64, i64), (f64, f64, u64)>,
+/// Kernels' bandwidths binned as they come, per operation, at [`BINS_PER_DECADE`] on both axes:
+/// the kernels `analyses::for_each_kernel_bandwidth` counts (one log operation, a bandwidth), so
+/// the points' count per communicator equals its figures' `kernels`.
+pub struct BandwidthBins {
+    /// (operation, bytes bin, bandwidth bin) → sums of bytes and bandwidths, and the count.
+    bins: BTreeMap<(&'static str, i64, i64), (f64, f64, u64)>,
     efficiency: Vec<u64>,
     kernels: u64,
 }
@@ -270,7 +271,22 @@ impl Default for BandwidthBins {
 }
 
 impl BandwidthBins {
-    fn add(&mut self, p: &analyses::KernelBw) {
+    /// Adds one kernel (those without a bandwidth are not counted).
+    pub fn add_fact(&mut self, k: &crate::protocol::overview::KernelFact) {
+        if let Some(bus_bw_gbps) = k.bus_bw_gbps {
+            self.add(
+                k.op.name(),
+                &analyses::KernelBw {
+                    comm: k.comm,
+                    bytes: k.bytes,
+                    bus_bw_gbps,
+                    bus_efficiency: k.bus_efficiency,
+                },
+            );
+        }
+    }
+
+    fn add(&mut self, op: &'static str, p: &analyses::KernelBw) {
         if let Some(e) = p.bus_efficiency.filter(|e| e.is_finite()) {
             let i = ((e.max(0.0) * 10.0).floor() as usize).min(EFFICIENCY_BUCKETS - 1);
             self.efficiency[i] += 1;
@@ -280,6 +296,7 @@ impl BandwidthBins {
             return;
         }
         let key = (
+            op,
             ((p.bytes as f64).log10() * BINS_PER_DECADE).floor() as i64,
             (p.bus_bw_gbps.log10() * BINS_PER_DECADE).floor() as i64,
         );
@@ -294,11 +311,12 @@ impl BandwidthBins {
     fn finish(self) -> (Vec<ScatterPoint>, u64, Vec<u64>) {
         let scatter = self
             .bins
-            .into_values()
-            .map(|(bytes, bw, n)| ScatterPoint {
+            .into_iter()
+            .map(|((op, ..), (bytes, bw, n))| ScatterPoint {
                 bytes: bytes / n as f64,
                 bus_bw_gbps: bw / n as f64,
                 kernels: n,
+                op: op.to_string(),
             })
             .collect();
         (scatter, self.kernels, self.efficiency)
@@ -548,19 +566,23 @@ mod tests {
             k(0, 0.0, Some(0.99)),
             k(4096, 5.0, None),
         ] {
-            bins.add(&p);
+            bins.add("AllReduce", &p);
         }
+        // The same bin of another operation is a point of its own.
+        bins.add("Broadcast", &k(1000, 10.0, None));
         let (scatter, kernels, eff) = bins.finish();
-        assert_eq!(kernels, 4);
-        assert_eq!(scatter.len(), 3);
+        assert_eq!(kernels, 5);
+        assert_eq!(scatter.len(), 4);
         assert_eq!(
             scatter[0],
             ScatterPoint {
                 bytes: 1050.0,
                 bus_bw_gbps: 10.5,
-                kernels: 2
+                kernels: 2,
+                op: "AllReduce".into(),
             }
         );
+        assert_eq!(scatter[3].op, "Broadcast");
         assert_eq!(eff, vec![1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1]);
     }
 

@@ -5,7 +5,7 @@ use load::{FileReport, Session};
 use pipeline::{Analysis, ProcessSummary};
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::format::human_bytes;
+use crate::protocol::format::{human_bytes, human_rate, percent};
 use crate::protocol::notes::{summarise, NoteKind, NoteRow, FIRST_PAGE};
 
 /// One file's row once loaded (or failed).
@@ -143,9 +143,18 @@ pub struct CommRow {
     pub parallelism: String,
     pub confidence: f64,
     pub evidence: String,
-    /// Median bus bandwidth and bus efficiency of its kernels, against its bottleneck link.
+    /// Median bus bandwidth and bus efficiency of its kernels, against its bottleneck link
+    /// (`—` when its operations carried only scalars, which [`CommRow::no_bandwidth`] says).
     pub bus_bw: String,
     pub bus_efficiency: String,
+    /// Why it has no bandwidth figures, when it has none.
+    #[serde(default)]
+    pub no_bandwidth: Option<String>,
+    /// The figures behind `bus_bw` (GB/s) and `bus_efficiency` (a fraction), for sorting.
+    #[serde(default)]
+    pub bus_bw_gbps: Option<f64>,
+    #[serde(default)]
+    pub bus_efficiency_value: Option<f64>,
     pub bottleneck: String,
     /// Mean arrival skew and the rank most often last.
     pub skew: String,
@@ -164,8 +173,17 @@ pub struct CommPanel {
     pub rows: Vec<CommRow>,
 }
 
+/// Said of a communicator whose every operation carried one element.
+pub const SCALARS_ONLY: &str =
+    "its operations carried one element each (scalars): a bandwidth of a few bytes says nothing about the links";
+
 impl CommPanel {
-    pub fn from_analysis(a: &Analysis, session: &Session) -> Self {
+    /// `kernels`: the matched kernels summed (which communicators carried only scalars).
+    pub fn from_analysis(
+        a: &Analysis,
+        session: &Session,
+        kernels: &crate::protocol::overview::KernelTally,
+    ) -> Self {
         let stats = analyses::comm_stats(session, a);
         let skews = analyses::arrival_skew(session, a);
         let setups = analyses::comm_setups(session, a);
@@ -184,6 +202,16 @@ impl CommPanel {
             .map(|(i, c)| {
                 let label = a.layout.comms.iter().find(|l| l.comm == i);
                 let ranks: Vec<String> = c.global_ranks.iter().map(u32::to_string).collect();
+                let scalars = kernels.scalars_only(i);
+                let bw = stats.get(i).and_then(|s| s.median_bus_bw_gbps);
+                let eff = stats.get(i).and_then(|s| s.median_bus_efficiency);
+                let figure = |text: Option<String>| {
+                    if scalars {
+                        "—".to_string()
+                    } else {
+                        text.unwrap_or_default()
+                    }
+                };
                 CommRow {
                     id: c.id.clone(),
                     size: c.size,
@@ -193,14 +221,11 @@ impl CommPanel {
                         .to_string(),
                     confidence: label.map_or(0.0, |l| l.confidence),
                     evidence: label.map(|l| l.evidence.clone()).unwrap_or_default(),
-                    bus_bw: stats
-                        .get(i)
-                        .and_then(|s| s.median_bus_bw_gbps)
-                        .map_or(String::new(), |b| format!("{b:.2} GB/s")),
-                    bus_efficiency: stats
-                        .get(i)
-                        .and_then(|s| s.median_bus_efficiency)
-                        .map_or(String::new(), |e| format!("{:.0} %", e * 100.0)),
+                    bus_bw: figure(bw.map(human_rate)),
+                    bus_efficiency: figure(eff.map(percent)),
+                    no_bandwidth: scalars.then(|| SCALARS_ONLY.to_string()),
+                    bus_bw_gbps: bw.filter(|_| !scalars),
+                    bus_efficiency_value: eff.filter(|_| !scalars),
                     bottleneck: stats
                         .get(i)
                         .and_then(|s| s.bottleneck.as_ref())

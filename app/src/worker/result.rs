@@ -2,7 +2,8 @@
 //! by the warm-up: the view's timeline as the page's bytes (and what the worker keeps of it to
 //! resolve picks), the communicators and the panels.
 
-use crate::protocol::panels::Panels;
+use crate::protocol::overview::{for_each_kernel_fact, KernelTally, OverviewView};
+use crate::protocol::panels::{BandwidthBins, Panels};
 use crate::protocol::views::CommPanel;
 use crate::worker::align_pool::{HelperRunner, Helpers};
 use js_sys::Uint8Array;
@@ -74,6 +75,7 @@ pub struct ResultViews {
     pub counts: timeline::FilterCounts,
     pub comms: CommPanel,
     pub panels: Panels,
+    pub overview: OverviewView,
 }
 
 impl ResultViews {
@@ -98,20 +100,48 @@ impl ResultViews {
             })
             .unwrap_or_default();
         stage("timeline built");
+        // Each track's host and time span, for the overview's captures.
+        let track_spans: Vec<(String, i64, i64)> = built
+            .tracks
+            .iter()
+            .filter_map(|t| {
+                let host = t
+                    .source
+                    .as_ref()
+                    .map_or(String::new(), |(p, _)| p.host.to_string());
+                Some((
+                    host,
+                    t.spans.first()?.start_ns,
+                    t.spans.iter().map(|s| s.end_ns).max()?,
+                ))
+            })
+            .collect();
         let timeline = timeline_buffer(&built);
         let sent = SentTimeline::of(&built);
         drop(built);
         stage("timeline encoded");
-        let comms = CommPanel::from_analysis(analysis, session);
+        // One pass over the matched kernels feeds the bandwidth panel, the overview and the
+        // communicators' scalar check.
+        let bottlenecks = analyses::comm_bottlenecks(session, analysis);
+        let mut bins = BandwidthBins::default();
+        let mut tally = KernelTally::default();
+        for_each_kernel_fact(analysis, &bottlenecks, |k| {
+            bins.add_fact(&k);
+            tally.add(&k);
+        });
+        let comms = CommPanel::from_analysis(analysis, session, &tally);
         stage("communicators");
-        let panels = Panels::from_analysis(analysis, session);
+        let panels = Panels::from_analysis(analysis, session, &bottlenecks, bins);
         stage("panels built");
+        let overview = OverviewView::build(analysis, session, &bottlenecks, &tally, &track_spans);
+        stage("overview built");
         ResultViews {
             timeline,
             sent,
             counts,
             comms,
             panels,
+            overview,
         }
     }
 }

@@ -14,7 +14,7 @@ use std::cell::Cell;
 use web_sys::Blob;
 
 use crate::page_logic::deferred::next_task;
-use crate::page_logic::files::{demo_file, demo_names};
+use crate::page_logic::files::{demo_file, demo_manifest};
 use crate::worker::export_read::{read_export_blob, ExportFailure};
 use crate::worker::parse_pool::parse_blob;
 
@@ -90,7 +90,7 @@ type Named = Option<(String, Blob)>;
 
 /// The demo's first log and first export, as its MANIFEST lists them.
 async fn demo_files() -> Result<(Named, Named), String> {
-    let names = demo_names().await?;
+    let names = demo_manifest().await?.files;
     Ok((first(&names, ".log").await, first(&names, ".sqlite").await))
 }
 

@@ -3,7 +3,9 @@
 //! efficiency distribution and the topology per host. Tables sort on a header click and save as
 //! CSV; every plot saves as SVG or PNG. Everything from files is text (Leptos escapes it).
 
-use crate::page::panels::charts::{Bar, BarChart, HLine, Point, Scatter, TopoBox, TopologyDiagram};
+use crate::page::panels::charts::{
+    Bar, BarChart, HLine, Point, Scatter, TopoBox, TopologyDiagram, Unit,
+};
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use ncclscope_app::protocol::format::human_bytes;
@@ -255,22 +257,37 @@ impl PanelStages {
     }
 }
 
+impl PanelStages {
+    /// Whether section `k` has anything to show (tracked): the alignment, the warnings, the
+    /// operations, the bandwidth scatter, the topology.
+    pub fn ready(&self, k: usize) -> bool {
+        self.panels.with(|p| match k {
+            0 => !p.alignment.is_empty(),
+            1 => p.warning_count > 0,
+            2 => !p.op_totals.is_empty(),
+            3 => !p.scatter.is_empty(),
+            4 => !p.topology.is_empty(),
+            _ => false,
+        })
+    }
+}
+
+/// The sections in their order, each drawing one analysis of the panels' data.
+const SECTIONS: [fn(&Panels, RwSignal<usize>) -> AnyView; PANEL_SECTIONS] = [
+    |p, _| alignment(p).into_any(),
+    |p, _| warnings(p).into_any(),
+    |p, _| operations(p).into_any(),
+    |p, _| bandwidth(p).into_any(),
+    |p, hosts| topology(p, hosts).into_any(),
+];
+
+/// Section `section` of the panels (a view of its own), drawn again when its stage moves.
 #[component]
-pub fn AnalysisPanels(stages: PanelStages) -> impl IntoView {
-    let section = move |k: usize, f: fn(&Panels, RwSignal<usize>) -> AnyView| {
-        move || {
-            stages.drawn[k].track();
-            stages.panels.with_untracked(|p| f(p, stages.hosts))
-        }
-    };
-    view! {
-        <section class="panels" data-testid="analysis-panels">
-            {section(0, |p, _| alignment(p).into_any())}
-            {section(1, |p, _| warnings(p).into_any())}
-            {section(2, |p, _| operations(p).into_any())}
-            {section(3, |p, _| bandwidth(p).into_any())}
-            {section(4, |p, hosts| topology(p, hosts).into_any())}
-        </section>
+pub fn AnalysisSection(stages: PanelStages, section: usize) -> impl IntoView {
+    let f = SECTIONS[section.min(PANEL_SECTIONS - 1)];
+    move || {
+        stages.drawn[section.min(PANEL_SECTIONS - 1)].track();
+        stages.panels.with_untracked(|p| f(p, stages.hosts))
     }
 }
 
@@ -427,18 +444,28 @@ fn operations(p: &Panels) -> impl IntoView {
         view! {
             <section class="panel" id="panel-operations">
                 <h2>"Operations per type"</h2>
-                <h3>"Count, all ranks"</h3>
-                <BarChart bars=count_bars test_id="ops-count-chart" />
-                <SvgButton target="ops-count-chart" />
-                <h3>"Volume, all ranks"</h3>
-                <BarChart bars=byte_bars test_id="ops-bytes-chart" />
-                <SvgButton target="ops-bytes-chart" />
-                <h3>"Operations per rank"</h3>
-                <BarChart bars=rank_count_bars test_id="rank-count-chart" />
-                <SvgButton target="rank-count-chart" />
-                <h3>"Volume per rank"</h3>
-                <BarChart bars=rank_byte_bars test_id="rank-bytes-chart" />
-                <SvgButton target="rank-bytes-chart" />
+                <div class="chart-grid-2">
+                    <figure>
+                        <figcaption>"Count, all ranks"</figcaption>
+                        <BarChart bars=count_bars test_id="ops-count-chart" x_name="operation" y_name="operations" />
+                        <SvgButton target="ops-count-chart" />
+                    </figure>
+                    <figure>
+                        <figcaption>"Volume, all ranks (count × datatype size)"</figcaption>
+                        <BarChart bars=byte_bars test_id="ops-bytes-chart" unit=Unit::Bytes x_name="operation" y_name="bytes" />
+                        <SvgButton target="ops-bytes-chart" />
+                    </figure>
+                    <figure>
+                        <figcaption>"Operations per rank"</figcaption>
+                        <BarChart bars=rank_count_bars test_id="rank-count-chart" x_name="global rank" y_name="operations" />
+                        <SvgButton target="rank-count-chart" />
+                    </figure>
+                    <figure>
+                        <figcaption>"Volume per rank"</figcaption>
+                        <BarChart bars=rank_byte_bars test_id="rank-bytes-chart" unit=Unit::Bytes x_name="global rank" y_name="bytes" />
+                        <SvgButton target="rank-bytes-chart" />
+                    </figure>
+                </div>
                 <DataTable test_id="ops-table" headers=table_headers rows=rows />
             </section>
         }
@@ -454,6 +481,8 @@ fn bandwidth(p: &Panels) -> impl IntoView {
                 x: s.bytes,
                 y: s.bus_bw_gbps,
                 weight: s.kernels,
+                rgb: crate::page::timeline::draw::op_colour(&s.op),
+                group: if s.op.is_empty() { "kernels".to_string() } else { s.op.clone() },
             })
             .collect();
         let lines: Vec<HLine> = p
@@ -487,15 +516,15 @@ fn bandwidth(p: &Panels) -> impl IntoView {
             <section class="panel" id="panel-bandwidth">
                 <h2>"Bandwidth versus message size"</h2>
                 <p class="hint" data-testid="scatter-summary">
-                    {format!("{} kernels in {} points (bus bandwidth, log-log); lines: each communicator bottleneck's bus bandwidth", p.scatter_kernels, p.scatter.len())}
+                    {format!("{} kernels in {} points, coloured by operation (a point stands for the kernels of one operation whose size and bus bandwidth fall in its bin; its size grows with them). Bus bandwidth is nccl-tests' (algorithm bandwidth × the operation's bus factor); the lines are each communicator bottleneck link's bandwidth.", p.scatter_kernels, p.scatter.len())}
                 </p>
-                <Scatter points=points lines=lines x_unit=" B" y_unit="" test_id="bw-scatter" />
+                <Scatter points=points lines=lines test_id="bw-scatter" />
                 <SvgButton target="bw-scatter" />
                 <h3>"Bus efficiency"</h3>
                 <p class="hint" data-testid="efficiency-summary">
-                    {format!("{with_eff} kernels whose communicator's bottleneck link is known, per 10 % of its bus bandwidth")}
+                    {format!("{with_eff} kernels whose communicator's bottleneck link is known, per 10 % of bus efficiency: their bus bandwidth over the bottleneck link's bandwidth")}
                 </p>
-                <BarChart bars=eff_bars test_id="efficiency-chart" />
+                <BarChart bars=eff_bars test_id="efficiency-chart" x_name="bus efficiency" y_name="kernels" />
                 <SvgButton target="efficiency-chart" />
             </section>
         }

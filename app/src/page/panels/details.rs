@@ -1,9 +1,11 @@
 //! The picked kernel: its own row, the log lines matched to it (file and line), the alignment's
-//! confidence, and the same collective on every rank (start relative to the first member,
-//! duration, the arrival skew and the slowest rank).
+//! confidence, the same collective on every rank (start relative to the first member,
+//! duration, the arrival skew and the slowest rank), and every enriched field as people read
+//! them (`page_logic::fields`: units per magnitude, efficiencies labelled).
 
 use analyses::KernelDetails;
 use leptos::prelude::*;
+use ncclscope_app::page_logic::fields::readable_all;
 
 fn ms(ns: i64) -> String {
     format!("{:.3} ms", ns as f64 / 1e6)
@@ -103,9 +105,12 @@ pub fn details_view(d: &KernelDetails, fields: &[(String, String)]) -> impl Into
             {instance}
             <h3>"Enriched fields"</h3>
             <dl data-testid="detail-fields">
-                {fields
-                    .iter()
-                    .map(|(k, v)| view! { <dt>{k.clone()}</dt><dd data-field-name=k.clone()>{v.clone()}</dd> })
+                {readable_all(fields)
+                    .into_iter()
+                    .map(|f| view! {
+                        <dt title=f.title.clone()>{f.label}</dt>
+                        <dd data-field-name=f.name title=f.title>{f.text}</dd>
+                    })
                     .collect_view()}
             </dl>
         </div>

@@ -1,13 +1,14 @@
-//! The panels beside the timeline: the analyses ([`analyses`]: alignment, warnings, operations,
+//! What the views show: the analyses ([`analyses`]: alignment, warnings, operations,
 //! bandwidth, topology) with their charts ([`charts`]), the picked kernel ([`details`]), a time
 //! window's aggregate ([`window`]), a file's notes ([`notes`]), theory against observation
-//! ([`theory`]), an aggregate file's views ([`aggregate`]) and the panel bar ([`nav`]).
+//! ([`theory`]), an aggregate file's views ([`aggregate`]), and the insights: diagnosis, steps,
+//! patterns and identity ([`insights`]).
 
 pub mod aggregate;
 pub mod analyses;
 pub mod charts;
 pub mod details;
-pub mod nav;
+pub mod insights;
 pub mod notes;
 pub mod theory;
 pub mod window;

@@ -42,7 +42,7 @@ pub struct NotesState {
     pages: RwSignal<BTreeMap<usize, Vec<NoteRow>>>,
     asked: StoredValue<BTreeSet<usize>>,
     error: RwSignal<Option<String>>,
-    /// The note clicked in the list (shown whole below it).
+    /// The note clicked in the list (shown whole in the details drawer).
     picked: RwSignal<Option<(usize, NoteRow)>>,
     /// Bumped when a new list is shown: its box scrolls back to the top.
     reset: RwSignal<u64>,
@@ -182,11 +182,14 @@ pub fn NoteSummary(kinds: Vec<NoteKind>) -> impl IntoView {
 }
 
 /// The panel: a file chooser, its notes per reason (a filter), the download, and the list.
+/// `on_pick` gets a note clicked (or chosen with Enter) in the list: the file's name, its row
+/// and the note, to show whole (the details drawer).
 #[component]
 pub fn NotesPanel(
     state: NotesState,
     files: Signal<Vec<NotedFile>>,
     #[prop(default = false)] is_bundle: bool,
+    on_pick: Callback<(String, usize, NoteRow)>,
 ) -> impl IntoView {
     // The first file with notes is shown until the user picks another.
     Effect::new(move |_| {
@@ -321,12 +324,16 @@ pub fn NotesPanel(
                         title=title tabindex="0"
                         on:click={
                             let picked = picked.clone();
-                            move |_| state.picked.set(Some((i, picked.clone())))
+                            move |_| {
+                                state.picked.set(Some((i, picked.clone())));
+                                on_pick.run((name(), i, picked.clone()));
+                            }
                         }
                         on:keydown=move |e: web_sys::KeyboardEvent| {
                             if e.key() == "Enter" || e.key() == " " {
                                 e.prevent_default();
                                 state.picked.set(Some((i, picked.clone())));
+                                on_pick.run((name(), i, picked.clone()));
                             }
                         }>
                         <span class="note-file">{name()}</span>
@@ -389,13 +396,6 @@ pub fn NotesPanel(
                     <For each=rows key=|i| *i children=row />
                     <div style:height=move || format!("{}px", range.get().3)></div>
                 </div>
-                {move || state.picked.get().map(|(i, r)| view! {
-                    <div class="note-picked" data-testid="note-picked" data-index=i.to_string()>
-                        <b>{format!("{}{}", name(), if r.line > 0 { format!(":{}", r.line) } else { String::new() })}</b>
-                        " "{r.reason_shown()}
-                        <pre>{r.text_shown()}</pre>
-                    </div>
-                })}
             </section>
         </Show>
     }

@@ -149,10 +149,15 @@ pub fn TheoryPanel(
                     }
                     .into_any(),
                 };
+                // Where the value came from: the run, the user, or nowhere (assumed).
                 let mark = move || {
-                    inferred
-                        .with(|i| i.contains(&name_for_mark))
-                        .then(|| view! { <span class="inferred">" inferred"</span> })
+                    if inferred.with(|i| i.contains(&name_for_mark)) {
+                        Some(view! { <span class="inferred" title="Read from the loaded run">" inferred"</span> }.into_any())
+                    } else if typed.with(|t| t.contains(&name_for_mark)) {
+                        None
+                    } else {
+                        Some(view! { <span class="assumed" title="The run does not tell it: the thesis' model's value (or the one kept from your last visit). Set it to your model's.">" assumed"</span> }.into_any())
+                    }
                 };
                 view! { <label class="field">{f.label}" "{input}{mark}</label> }
             })
@@ -165,6 +170,16 @@ pub fn TheoryPanel(
             <p class="hint">
                 "The thesis' volume formulas for your model and layout, beside what the logs show "
                 "each rank moved (link traffic per parallelism). Values are kept in this browser."
+            </p>
+            <p class="theory-sources" data-testid="theory-sources">
+                {move || {
+                    let from_run = inferred.with(Vec::len);
+                    let yours = typed.with(Vec::len);
+                    let assumed = FIELDS.len().saturating_sub(from_run + yours);
+                    format!(
+                        "{from_run} of the form's values come from the run (marked inferred: the layout, the iterations, the bytes per element), {yours} are yours, {assumed} are assumed (marked: the thesis' model, which the run cannot tell — its layers, hidden size, sequence length, batch). Set the assumed ones to your model's before reading the ratios."
+                    )
+                }}
             </p>
             <form class="theory-form" on:submit=move |ev| { ev.prevent_default(); apply(); }>
                 {sections}
@@ -229,7 +244,7 @@ fn results(v: TheoryView) -> impl IntoView {
             let id = format!("theory-bars-{}-{}", r.parallelism, r.role);
             view! {
                 <figure>
-                    <BarChart bars=bars test_id=id />
+                    <BarChart bars=bars test_id=id unit=super::charts::Unit::Bytes x_name="global rank" y_name="bytes" />
                     <figcaption>{format!("{} ({}) per rank; black ticks: theory", r.parallelism, r.role)}</figcaption>
                 </figure>
             }

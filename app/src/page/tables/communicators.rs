@@ -4,6 +4,7 @@
 //! NCCL set it up (channels, trees, nodes, the transports of its connections).
 
 use leptos::prelude::*;
+use ncclscope_app::protocol::format::short_id;
 use ncclscope_app::protocol::panels::Cell;
 use ncclscope_app::protocol::views::{CommPanel, CommRow};
 
@@ -24,8 +25,17 @@ const HEADERS: [&str; 12] = [
     "transports",
 ];
 
-/// One communicator's sort keys and CSV fields: the formatted figures each carry one unit per
-/// column (GB/s, %, µs), so their leading number orders them; ranks sort by the first one.
+/// A cell showing `text`, sorted by `value` (cells without one last).
+fn cell_of(value: Option<f64>, text: &str) -> Cell {
+    Cell {
+        text: text.to_string(),
+        num: value.filter(|v| v.is_finite()),
+    }
+}
+
+/// One communicator's sort keys and CSV fields: the bandwidths sort by their figures (their
+/// texts' units follow their magnitudes), the skew and set-up by their leading number (one
+/// unit per column); ranks sort by the first one.
 fn cells(r: &CommRow) -> Vec<Cell> {
     let first_rank = r
         .ranks
@@ -41,8 +51,9 @@ fn cells(r: &CommRow) -> Vec<Cell> {
         },
         Cell::text(r.parallelism.clone()),
         Cell::num(r.confidence, format!("{:.2}", r.confidence)),
-        Cell::parsed(r.bus_bw.clone()),
-        Cell::parsed(r.bus_efficiency.clone()),
+        // By the figures themselves: the texts' units follow their magnitudes.
+        cell_of(r.bus_bw_gbps, &r.bus_bw),
+        cell_of(r.bus_efficiency_value, &r.bus_efficiency),
         Cell::text(r.bottleneck.clone()),
         Cell::parsed(r.skew.clone()),
         Cell::text(r.evidence.clone()),
@@ -78,13 +89,13 @@ pub fn Communicators(panel: Signal<CommPanel>) -> impl IntoView {
 fn comm_row(r: CommRow) -> impl IntoView {
     view! {
         <tr data-testid="comm-row" data-comm=r.id.clone()>
-            <td><code>{r.id.clone()}</code></td>
+            <td><code title=r.id.clone()>{short_id(&r.id)}</code></td>
             <td>{r.size}</td>
             <td>{r.ranks}</td>
             <td data-testid="parallelism"><b>{r.parallelism}</b></td>
             <td>{format!("{:.2}", r.confidence)}</td>
-            <td data-testid="bus-bw">{r.bus_bw}</td>
-            <td data-testid="bus-efficiency">{r.bus_efficiency}</td>
+            <td data-testid="bus-bw" class="num" title=r.no_bandwidth.clone() data-gbps=r.bus_bw_gbps>{r.bus_bw}</td>
+            <td data-testid="bus-efficiency" class="num" title=r.no_bandwidth.clone() data-efficiency=r.bus_efficiency_value>{r.bus_efficiency}</td>
             <td>{r.bottleneck}</td>
             <td data-testid="skew">{r.skew}</td>
             <td class="evidence">{r.evidence}</td>

@@ -1,26 +1,51 @@
-//! The per-rank timeline, drawn on a canvas: one row per track, kernels coloured by operation.
-//! Wheel (or W/S) zooms around the cursor, drag (or A/D) pans, shift+drag selects a range; the
-//! minimap above shows the whole run and the tooltip the kernel under the mouse.
+//! The per-rank timeline, drawn on a canvas ([`super::draw`]): a row per track, grouped by node
+//! (a click on a node's header collapses it), a rank's NVTX rows folded under it (a click on its
+//! label folds them), kernels coloured by operation. Wheel (or W/S) zooms around the cursor, drag
+//! (or A/D) pans, within the run; shift+drag selects a range; the tooltip shows the kernel under
+//! the mouse.
+//!
+//! The canvas is as wide as its box, one canvas pixel a CSS pixel. In a view (`fill`) its box
+//! fills what the view leaves it and the rows stretch to fill it (up to [`ROW_MAX`]); more rows
+//! than fit scroll in the box, the canvas sticking at its top and drawing the rows scrolled to.
 
-use leptos::html::Canvas;
+use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
-use model::OpType;
-use ncclscope_app::page_logic::timeline_math::{ticks, zoom, Motion, FIRST_STEP_S};
-use timeline::{Lod, Mark, Timeline, LOD_NO_OP};
+use ncclscope_app::page_logic::timeline_math::{keep_within, zoom, Motion, FIRST_STEP_S};
+use ncclscope_app::page_logic::track_rows::{layout, row_height, Layout, Row};
+use std::collections::BTreeSet;
+use timeline::Timeline;
+use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::CanvasRenderingContext2d;
 
+pub use crate::page::timeline::draw::{context_2d, View, COLOURS, LABEL_WIDTH, PAR_COLOURS};
+use crate::page::timeline::draw::{
+    draw, hit_track, mark, marker_at, shade, Frame, Geometry, ROW_MAX, ROW_MIN, RULER_HEIGHT,
+};
 use crate::page::timeline::tooltip::{Hover, Tooltip};
 
-pub const ROW_HEIGHT: f64 = 22.0;
-pub const LABEL_WIDTH: f64 = 180.0;
-const RULER_HEIGHT: f64 = 20.0;
+/// Which nodes are collapsed and whether the NVTX rows are folded: owned by the page, so that
+/// they outlive a view change.
+#[derive(Clone, Copy)]
+pub struct RowsState {
+    pub collapsed: RwSignal<BTreeSet<String>>,
+    pub markers_folded: RwSignal<bool>,
+}
 
-/// The visible time window, in nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct View {
-    pub start_ns: f64,
-    pub end_ns: f64,
+impl RowsState {
+    pub fn new() -> RowsState {
+        RowsState {
+            collapsed: RwSignal::new(BTreeSet::new()),
+            markers_folded: RwSignal::new(false),
+        }
+    }
+}
+
+/// The box's size (CSS pixels) and how far it is scrolled.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct BoxSize {
+    width: f64,
+    height: f64,
+    scroll: f64,
 }
 
 /// `view` is the visible window: the page owns it so that a link can carry and restore it.
@@ -29,7 +54,9 @@ pub struct View {
 /// Shift+drag (or a drag on the ruler) selects a time range, shaded, and calls `on_select`
 /// with it when released; Escape clears it. The mouse's kernel goes to `hover` (the tooltip).
 /// Focused, the canvas takes Perfetto's keys: W/S zoom, A/D pan (and the arrows), F zooms to
-/// the selection.
+/// the selection. `fill`: fill the box the view gives it (else as tall as its rows, at most
+/// 60 % of the window); `rows`: the nodes collapsed and the NVTX rows folded; `width`: where it
+/// reports its width (the minimap follows it).
 #[component]
 pub fn TimelineCanvas(
     timeline: Signal<Timeline>,
@@ -40,77 +67,217 @@ pub fn TimelineCanvas(
     selection: RwSignal<Option<(f64, f64)>>,
     on_select: Callback<(f64, f64)>,
     hover: Hover,
+    #[prop(optional)] fill: bool,
+    #[prop(optional)] rows: Option<RowsState>,
+    #[prop(optional)] width: Option<RwSignal<f64>>,
 ) -> impl IntoView {
+    let rows = rows.unwrap_or_else(RowsState::new);
     let canvas = NodeRef::<Canvas>::new();
-    let down_at = RwSignal::new(None::<(f64, f64)>);
-    let drag_from = RwSignal::new(None::<f64>);
-    // Where a box selection started (ns), while the button is down.
-    let select_from = StoredValue::new(None::<f64>);
-    // The mouse's fraction of the plot's width, the keys' zoom centre (None: off the canvas).
-    let mouse_at = StoredValue::new(None::<f64>);
+    let area = NodeRef::<Div>::new();
+    let size = RwSignal::new(BoxSize::default());
+    let layout = Memo::new(move |_| {
+        let (collapsed, folded) = (rows.collapsed.get(), rows.markers_folded.get());
+        timeline.with(|t| {
+            let tracks: Vec<&str> = t.tracks.iter().map(|k| k.label.as_str()).collect();
+            let markers: Vec<&str> = t.markers.iter().map(|m| m.label.as_str()).collect();
+            layout(&tracks, &markers, &collapsed, folded)
+        })
+    });
+    // Row height, and the rows' height in all (canvas pixels, the ruler included).
+    let geometry = Memo::new(move |_| {
+        let s = size.get();
+        let n = layout.with(|l| l.rows.len()).max(1);
+        let row_px = if fill {
+            row_height(n, s.height - RULER_HEIGHT - 4.0, ROW_MIN, ROW_MAX)
+        } else {
+            ROW_MIN
+        };
+        (row_px, RULER_HEIGHT + row_px * n as f64 + 4.0)
+    });
+    let total_px = move || geometry.get().1;
+    // The canvas's height: the box's (filling), or the rows' up to the box's.
+    let canvas_px = move || {
+        let s = size.get();
+        let total = total_px();
+        if fill {
+            s.height.max(RULER_HEIGHT + ROW_MIN)
+        } else {
+            total.min(s.height.max(RULER_HEIGHT + ROW_MIN))
+        }
+        .round()
+    };
+    let geom = move || Geometry {
+        row_px: geometry.get().0,
+        offset_px: size
+            .get()
+            .scroll
+            .clamp(0.0, (total_px() - canvas_px()).max(0.0))
+            .round(),
+    };
+    observe_size(area, size, width);
     let keys = Keys {
         held: StoredValue::new(Vec::new()),
         last_frame: StoredValue::new(None),
         view,
-        mouse_at,
+        mouse_at: StoredValue::new(None),
+        run: Signal::derive(move || timeline.with(|t| (t.start_ns as f64, t.end_ns as f64))),
     };
-    // The tracks' box is as tall as every track; the canvas in it is at most a screen tall and
-    // sticks below the panel bar, drawing the tracks the box has scrolled to (with many ranks a
-    // whole-run canvas was 5 650 px tall: tens of MB to fill, upload and composite per frame).
-    let rows_box = NodeRef::<leptos::html::Div>::new();
-    let shown = RwSignal::new(Shown::default());
-    let total_px = move || total_height(timeline.with(|t| t.tracks.len()));
-    let measure = move || {
-        let (Some(el), Some(rows_box)) = (canvas.get_untracked(), rows_box.get_untracked()) else {
+    new_timeline_resets_view(timeline, view, selection, hover);
+
+    Effect::new(move |_| {
+        let v = view.get();
+        let sel = selected.get();
+        let range = selection.get();
+        crate::page::theme::revision().track();
+        let (el, g, height, w) = (canvas.get(), geom(), canvas_px(), size.get().width);
+        let folded = rows.markers_folded.get();
+        let (Some(el), Some(v)) = (el, v) else {
             return;
         };
-        let Some(w) = web_sys::window() else { return };
-        let sticky_top = w
-            .document()
-            .and_then(|d| d.query_selector(".panel-nav").ok().flatten())
-            .and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
-            .map_or(0.0, |n| f64::from(n.offset_height()));
-        let inner = w
-            .inner_height()
-            .ok()
-            .and_then(|h| h.as_f64())
-            .unwrap_or(800.0);
-        let now = shown_rows(
-            total_px(),
-            rows_box.get_bounding_client_rect().top(),
-            inner,
-            sticky_top,
-            el.width() as f64 / f64::from(el.client_width().max(1)),
-        );
-        if now != shown.get_untracked() {
-            shown.set(now);
+        if w >= 1.0 && el.width() != w as u32 {
+            el.set_width(w as u32);
         }
-    };
-    let on_scroll = window_event_listener(leptos::ev::scroll, move |_| measure());
-    let on_resize = window_event_listener(leptos::ev::resize, move |_| measure());
-    on_cleanup(move || {
-        on_scroll.remove();
-        on_resize.remove();
-    });
-    // A new timeline changes the box's height: measure once the next frame has laid it out
-    // (never forcing a layout of the page).
-    Effect::new(move |_| {
-        timeline.with(|t| t.tracks.len());
-        request_animation_frame(move || {
-            set_timeout(
-                move || {
-                    if canvas.try_get_untracked().flatten().is_some() {
-                        measure();
-                    }
-                },
-                std::time::Duration::ZERO,
-            );
+        if el.height() != height as u32 {
+            el.set_height(height as u32);
+        }
+        let colours = crate::page::theme::canvas_colours();
+        flow.with(|flow| {
+            timeline.with(|t| {
+                layout.with(|l| {
+                    let frame = Frame {
+                        t,
+                        layout: l,
+                        view: v,
+                        g,
+                        colours: &colours,
+                        markers_folded: folded,
+                    };
+                    draw(&el, &frame);
+                    mark(&el, &frame, sel, flow);
+                    shade(&el, v, range);
+                })
+            })
         });
     });
 
-    // A new timeline shows the whole run, unless the user had zoomed into a part of the last
-    // one that this one still covers (a filter or clock change keeps the place; so does a
-    // link's window set with it).
+    let events = Events {
+        canvas,
+        view,
+        selection,
+        on_select,
+        on_pick,
+        hover,
+        keys,
+        rows,
+        timeline,
+        layout,
+        geom: Signal::derive(geom),
+        down_at: StoredValue::new(None),
+        drag_from: StoredValue::new(None),
+        select_from: StoredValue::new(None),
+    };
+
+    view! {
+        <section class="timeline" class:fill=fill>
+            <p class="hint timeline-summary" data-testid="timeline-summary">
+                {move || timeline.with(|t| format!("{} tracks, {} kernels", t.tracks.len(), t.tracks.iter().map(|k| k.spans.len()).sum::<usize>()))}
+            </p>
+            <div class="timeline-scroll" node_ref=area
+                on:scroll=move |_| {
+                    if let Some(el) = area.get_untracked() {
+                        let top = f64::from(el.scroll_top());
+                        size.update(|s| s.scroll = top);
+                    }
+                }>
+            <div class="timeline-rows" style:height=move || format!("{}px", total_px().max(if fill { size.get().height } else { 0.0 }))>
+            <canvas
+                node_ref=canvas
+                data-testid="timeline"
+                tabindex="0"
+                aria-label="Timeline of every rank's NCCL kernels, grouped by node. W and S zoom, A and D pan, shift and drag selects a time range, Escape clears it. Click a node's header to collapse it."
+                data-window=move || view.get().map(|v| format!("{}_{}", v.start_ns as i64, v.end_ns as i64))
+                data-selection=move || selection.get().map(|(a, b)| format!("{}_{}", a as i64, b as i64))
+                data-row-px=move || geometry.get().0.to_string()
+                data-offset-px=move || geom().offset_px.to_string()
+                data-first-row=move || (geom().offset_px / geometry.get().0).floor().to_string()
+                data-track-rows=move || layout.with(track_rows_attr)
+                width="1200"
+                on:wheel=move |e| events.wheel(e)
+                on:mousedown=move |e| events.down(e)
+                on:mouseup=move |e| events.up(e)
+                on:mouseleave=move |e| events.leave(e)
+                on:mousemove=move |e| events.moved(e)
+                on:keydown=move |e| events.key_down(e)
+                on:keyup=move |e| {
+                    if let Some(m) = Motion::of_key(&e.key()) {
+                        keys.release(m);
+                    }
+                }
+                on:blur=move |_| keys.clear()
+            ></canvas>
+            </div>
+            </div>
+            <p class="hint timeline-keys">
+                "Wheel or W/S: zoom · drag or A/D: pan · shift+drag or drag on the ruler: select a range (F: zoom to it, Esc: clear) · click: details · click a node: collapse"
+            </p>
+            <Tooltip hover=hover />
+        </section>
+    }
+}
+
+/// Each track's row (`-` when its node is collapsed), for the tests.
+fn track_rows_attr(l: &Layout) -> String {
+    l.track_row
+        .iter()
+        .map(|r| r.map_or("-".to_string(), |r| r.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Follows the box's size (a `ResizeObserver`: a view change, the drawer, the window) into
+/// `size`, and its width into `width` when asked.
+fn observe_size(area: NodeRef<Div>, size: RwSignal<BoxSize>, width: Option<RwSignal<f64>>) {
+    let measure = move || {
+        let Some(el) = area.get_untracked() else {
+            return;
+        };
+        let now = BoxSize {
+            width: f64::from(el.client_width()),
+            height: f64::from(el.client_height()),
+            scroll: f64::from(el.scroll_top()),
+        };
+        if now != size.get_untracked() {
+            size.set(now);
+        }
+        if let Some(w) = width {
+            if w.get_untracked() != now.width {
+                w.set(now.width);
+            }
+        }
+    };
+    Effect::new(move |_| {
+        let Some(el) = area.get() else { return };
+        let on_resize = Closure::<dyn Fn()>::new(measure);
+        if let Ok(observer) = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()) {
+            observer.observe(&el);
+            let observer = StoredValue::new_local(observer);
+            on_cleanup(move || observer.with_value(|o| o.disconnect()));
+        }
+        // Lives as long as the observer, which the cleanup disconnects.
+        on_resize.forget();
+        measure();
+    });
+}
+
+/// A new timeline shows the whole run, unless the user had zoomed into a part of the last one
+/// that this one still covers (a filter or clock change keeps the place; so does a link's
+/// window set with it).
+fn new_timeline_resets_view(
+    timeline: Signal<Timeline>,
+    view: RwSignal<Option<View>>,
+    selection: RwSignal<Option<(f64, f64)>>,
+    hover: Hover,
+) {
     // (`with`, never `get`: a clone of millions of spans per frame would cost more than drawing.)
     Effect::new(move |previous: Option<(i64, i64)>| {
         let (start_ns, end_ns) = timeline.with(|t| (t.start_ns, t.end_ns));
@@ -130,168 +297,239 @@ pub fn TimelineCanvas(
         hover.hide();
         (start_ns, end_ns)
     });
+}
 
-    Effect::new(move |_| {
-        let v = view.get();
-        let sel = selected.get();
-        let range = selection.get();
-        crate::page::theme::revision().track();
-        let el = canvas.get();
-        let at = shown.get();
-        flow.with(|flow| {
-            timeline.with(|t| {
-                if let (Some(el), Some(v)) = (el, v) {
-                    let at = at.fit(total_height(t.tracks.len()));
-                    if el.height() != at.height_px as u32 {
-                        el.set_height(at.height_px as u32);
-                    }
-                    draw(&el, t, v, at.offset_px);
-                    mark(&el, t, v, sel, flow, at.offset_px);
-                    shade(&el, v, range);
-                }
-            })
-        });
-    });
+/// What the canvas's event handlers share.
+#[derive(Clone, Copy)]
+struct Events {
+    canvas: NodeRef<Canvas>,
+    view: RwSignal<Option<View>>,
+    selection: RwSignal<Option<(f64, f64)>>,
+    on_select: Callback<(f64, f64)>,
+    on_pick: Callback<(usize, usize)>,
+    hover: Hover,
+    keys: Keys,
+    rows: RowsState,
+    timeline: Signal<Timeline>,
+    layout: Memo<Layout>,
+    geom: Signal<Geometry>,
+    down_at: StoredValue<Option<(f64, f64)>>,
+    /// Where a pan started (canvas x), while the button is down.
+    drag_from: StoredValue<Option<f64>>,
+    /// Where a box selection started (ns), while the button is down.
+    select_from: StoredValue<Option<f64>>,
+}
 
-    let width = move || canvas.get().map(|c| c.width() as f64).unwrap_or(1000.0);
-    // A mouse event's point in the canvas' own pixels (offsets are CSS pixels; the canvas is
-    // scaled to the page's width).
-    let point = move |e: &web_sys::MouseEvent| {
-        let scale = canvas.get_untracked().map_or(1.0, |c| {
+impl Events {
+    fn plot_w(self) -> f64 {
+        self.canvas
+            .get_untracked()
+            .map_or(1000.0, |c| c.width() as f64 - LABEL_WIDTH)
+            .max(1.0)
+    }
+
+    /// A mouse event's point in the canvas's own pixels.
+    fn point(self, e: &web_sys::MouseEvent) -> (f64, f64) {
+        let scale = self.canvas.get_untracked().map_or(1.0, |c| {
             c.width() as f64 / f64::from(c.client_width().max(1))
         });
         (e.offset_x() as f64 * scale, e.offset_y() as f64 * scale)
-    };
-    // The time at canvas x, in the current view.
-    let time_at = move |x: f64| {
-        let v = view.get_untracked()?;
-        let w = width() - LABEL_WIDTH;
-        Some(v.start_ns + (v.end_ns - v.start_ns) * ((x - LABEL_WIDTH) / w).clamp(0.0, 1.0))
-    };
-    // Ends a box selection: a range at least a few pixels wide is kept and aggregated; a click
-    // clears it.
-    let finish_selection = move |e: &web_sys::MouseEvent| {
-        let Some(from) = select_from.get_value() else {
+    }
+
+    /// The time at canvas x, in the current view.
+    fn time_at(self, x: f64) -> Option<f64> {
+        let v = self.view.get_untracked()?;
+        let f = ((x - LABEL_WIDTH) / self.plot_w()).clamp(0.0, 1.0);
+        Some(v.start_ns + (v.end_ns - v.start_ns) * f)
+    }
+
+    fn run(self) -> (f64, f64) {
+        self.timeline
+            .with_untracked(|t| (t.start_ns as f64, t.end_ns as f64))
+    }
+
+    /// The row under canvas height `y`.
+    fn row_at(self, y: f64) -> Option<Row> {
+        let r = self.geom.get_untracked().row_at(y)?;
+        self.layout.with_untracked(|l| l.rows.get(r).cloned())
+    }
+
+    /// Ends a box selection: a range at least a few pixels wide is kept and aggregated; a click
+    /// clears it.
+    fn finish_selection(self, e: &web_sys::MouseEvent) {
+        let Some(from) = self.select_from.get_value() else {
             return;
         };
-        select_from.set_value(None);
+        self.select_from.set_value(None);
         // The button's release is the range's end (the last moves may have been coalesced
         // away by the browser).
-        if let Some(t) = time_at(point(e).0) {
-            selection.set(Some((from.min(t), from.max(t))));
+        if let Some(t) = self.time_at(self.point(e).0) {
+            self.selection.set(Some((from.min(t), from.max(t))));
         }
-        let Some(v) = view.get_untracked() else {
+        let Some(v) = self.view.get_untracked() else {
             return;
         };
-        let min = 3.0 * (v.end_ns - v.start_ns) / (width() - LABEL_WIDTH);
-        match selection.get_untracked() {
-            Some((a, b)) if b - a >= min => on_select.run((a, b)),
-            _ => selection.set(None),
+        let min = 3.0 * (v.end_ns - v.start_ns) / self.plot_w();
+        match self.selection.get_untracked() {
+            Some((a, b)) if b - a >= min => self.on_select.run((a, b)),
+            _ => self.selection.set(None),
         }
-    };
-    let on_wheel = move |e: web_sys::WheelEvent| {
+    }
+
+    fn wheel(self, e: web_sys::WheelEvent) {
         e.prevent_default();
-        let Some(v) = view.get_untracked() else {
+        let Some(v) = self.view.get_untracked() else {
             return;
         };
-        let (x, _) = point(&e);
-        let w = width() - LABEL_WIDTH;
-        let at = ((x - LABEL_WIDTH) / w).clamp(0.0, 1.0);
+        let (x, _) = self.point(&e);
+        let at = ((x - LABEL_WIDTH) / self.plot_w()).clamp(0.0, 1.0);
         let factor = if e.delta_y() > 0.0 { 1.25 } else { 0.8 };
-        view.set(Some(View::from(zoom((v.start_ns, v.end_ns), at, factor))));
-    };
-    let on_down = move |e: web_sys::MouseEvent| {
+        self.view
+            .set(Some(View::from(zoom((v.start_ns, v.end_ns), at, factor))));
+    }
+
+    fn down(self, e: web_sys::MouseEvent) {
         if e.button() != 0 {
             return;
         }
-        // A drag pans or selects a range: it must not start a text selection in the page (on a
-        // page of tables, Chromium extended it on every move, the slowest work of a pan). The
+        // A drag pans or selects a range: it must not start a text selection in the page. The
         // canvas still takes the focus a click gives, for the keys.
         e.prevent_default();
-        if let Some(c) = canvas.get_untracked() {
+        if let Some(c) = self.canvas.get_untracked() {
             let options = web_sys::FocusOptions::new();
             options.set_prevent_scroll(true);
             let _ = c.focus_with_options(&options);
         }
-        hover.hide();
-        let (x, y) = point(&e);
+        self.hover.hide();
+        let (x, y) = self.point(&e);
         if (e.shift_key() || y < RULER_HEIGHT) && x >= LABEL_WIDTH {
-            let Some(t) = time_at(x) else { return };
-            select_from.set_value(Some(t));
-            selection.set(Some((t, t)));
+            let Some(t) = self.time_at(x) else { return };
+            self.select_from.set_value(Some(t));
+            self.selection.set(Some((t, t)));
             return;
         }
-        drag_from.set(Some(x));
-        down_at.set(Some((x, y)));
-    };
-    let on_leave = move |e: web_sys::MouseEvent| {
-        drag_from.set(None);
-        down_at.set(None);
-        mouse_at.set_value(None);
-        finish_selection(&e);
-        hover.hide();
-    };
-    let on_up = move |e: web_sys::MouseEvent| {
-        if select_from.get_value().is_some() {
-            finish_selection(&e);
+        self.drag_from.set_value(Some(x));
+        self.down_at.set_value(Some((x, y)));
+    }
+
+    fn leave(self, e: web_sys::MouseEvent) {
+        self.drag_from.set_value(None);
+        self.down_at.set_value(None);
+        self.keys.mouse_at.set_value(None);
+        self.finish_selection(&e);
+        self.hover.hide();
+    }
+
+    fn up(self, e: web_sys::MouseEvent) {
+        if self.select_from.get_value().is_some() {
+            self.finish_selection(&e);
             return;
         }
-        drag_from.set(None);
-        let Some((x0, y0)) = down_at.get_untracked() else {
+        self.drag_from.set_value(None);
+        let Some((x0, y0)) = self.down_at.get_value() else {
             return;
         };
-        down_at.set(None);
-        let (x, y) = point(&e);
+        self.down_at.set_value(None);
+        let (x, y) = self.point(&e);
         // A click, not the end of a drag.
         if (x - x0).abs() > 3.0 || (y - y0).abs() > 3.0 {
             return;
         }
-        let (Some(el), Some(v)) = (canvas.get_untracked(), view.get_untracked()) else {
-            return;
-        };
-        let off = shown.get_untracked().offset_px;
-        let hit = timeline.with_untracked(|t| hit_test(t, v, el.width() as f64, x, y, off));
-        if let Some(p) = hit {
-            on_pick.run(p);
+        self.click(x, y);
+    }
+
+    /// A click at canvas (x, y): a node's header collapses or opens it, the NVTX rows' owner's
+    /// label folds them, a kernel is picked.
+    fn click(self, x: f64, y: f64) {
+        match self.row_at(y) {
+            Some(Row::Group { host, .. }) => self.rows.collapsed.update(|c| {
+                if !c.remove(&host) {
+                    c.insert(host);
+                }
+            }),
+            Some(Row::Track(t))
+                if x < LABEL_WIDTH
+                    && self.layout.with_untracked(|l| l.markers_under) == Some(t) =>
+            {
+                self.rows.markers_folded.update(|f| *f = !*f);
+            }
+            Some(Row::Track(_)) if x < LABEL_WIDTH => {}
+            Some(Row::Track(t)) => {
+                let Some(v) = self.view.get_untracked() else {
+                    return;
+                };
+                let hit = self
+                    .timeline
+                    .with_untracked(|tl| hit_track(tl, t, v, self.plot_w(), x));
+                if let Some(i) = hit {
+                    self.on_pick.run((t, i));
+                }
+            }
+            _ => {}
         }
-    };
-    let on_move = move |e: web_sys::MouseEvent| {
-        let (x, y) = point(&e);
-        mouse_at.set_value(Some(
-            ((x - LABEL_WIDTH) / (width() - LABEL_WIDTH)).clamp(0.0, 1.0),
-        ));
-        if let Some(from) = select_from.get_value() {
-            if let Some(t) = time_at(x) {
-                selection.set(Some((from.min(t), from.max(t))));
+    }
+
+    fn moved(self, e: web_sys::MouseEvent) {
+        let (x, y) = self.point(&e);
+        let plot_w = self.plot_w();
+        self.keys
+            .mouse_at
+            .set_value(Some(((x - LABEL_WIDTH) / plot_w).clamp(0.0, 1.0)));
+        if let Some(from) = self.select_from.get_value() {
+            if let Some(t) = self.time_at(x) {
+                self.selection.set(Some((from.min(t), from.max(t))));
             }
             return;
         }
-        let Some(v) = view.get_untracked() else {
+        let Some(v) = self.view.get_untracked() else {
             return;
         };
-        let Some(from) = drag_from.get_untracked() else {
-            // Not dragging: the kernel under the mouse goes to the tooltip.
-            let w = width();
-            let hit = timeline.with_untracked(|t| {
-                let (row, i) = hit_test(t, v, w, x, y, shown.get_untracked().offset_px)?;
-                let (track, span) = (&t.tracks[row], &t.tracks[row].spans[i]);
+        let Some(from) = self.drag_from.get_value() else {
+            self.hovered(&e, v, x, y);
+            return;
+        };
+        self.hover.hide();
+        let ns = (x - from) * (v.end_ns - v.start_ns) / plot_w;
+        let moved = keep_within((v.start_ns - ns, v.end_ns - ns), self.run());
+        self.view.set(Some(View::from(moved)));
+        self.drag_from.set_value(Some(x));
+    }
+
+    /// Not dragging: the kernel under the mouse goes to the tooltip, an NVTX range's text to
+    /// the canvas's title.
+    fn hovered(self, e: &web_sys::MouseEvent, v: View, x: f64, y: f64) {
+        let row = self.row_at(y);
+        let plot_w = self.plot_w();
+        let title = match &row {
+            Some(Row::Marker(m)) if x >= LABEL_WIDTH => self
+                .timeline
+                .with_untracked(|t| marker_at(t, *m, v, plot_w, x)),
+            Some(Row::Group {
+                host, collapsed, ..
+            }) => Some(format!(
+                "{host}: click to {} its tracks",
+                if *collapsed { "show" } else { "hide" }
+            )),
+            _ => None,
+        };
+        if let Some(c) = self.canvas.get_untracked() {
+            let _ = c.set_attribute("title", title.as_deref().unwrap_or_default());
+        }
+        let hit = match row {
+            Some(Row::Track(t)) => self.timeline.with_untracked(|tl| {
+                let i = hit_track(tl, t, v, plot_w, x)?;
+                let (track, span) = (&tl.tracks[t], &tl.tracks[t].spans[i]);
                 let op = span.op.map_or("kernel", |op| op.name());
                 let us = (span.end_ns - span.start_ns) as f64 / 1e3;
-                Some(((row, i), format!("{op} · {} · {us:.1} µs", track.label)))
-            });
-            hover.moved(hit, f64::from(e.client_x()), f64::from(e.client_y()));
-            return;
+                Some(((t, i), format!("{op} · {} · {us:.1} µs", track.label)))
+            }),
+            _ => None,
         };
-        hover.hide();
-        let dx = x - from;
-        let ns = dx * (v.end_ns - v.start_ns) / (width() - LABEL_WIDTH);
-        view.set(Some(View {
-            start_ns: v.start_ns - ns,
-            end_ns: v.end_ns - ns,
-        }));
-        drag_from.set(Some(x));
-    };
-    let on_key = move |e: web_sys::KeyboardEvent| {
+        self.hover
+            .moved(hit, f64::from(e.client_x()), f64::from(e.client_y()));
+    }
+
+    fn key_down(self, e: web_sys::KeyboardEvent) {
         if e.ctrl_key() || e.meta_key() || e.alt_key() {
             return;
         }
@@ -299,18 +537,18 @@ pub fn TimelineCanvas(
         if let Some(m) = Motion::of_key(&key) {
             e.prevent_default();
             if !e.repeat() {
-                keys.press(m);
+                self.keys.press(m);
             }
             return;
         }
         match key.as_str() {
             "Escape" => {
-                selection.set(None);
-                hover.hide();
+                self.selection.set(None);
+                self.hover.hide();
             }
             "f" | "F" => {
-                if let Some((a, b)) = selection.get_untracked() {
-                    view.set(Some(View {
+                if let Some((a, b)) = self.selection.get_untracked() {
+                    self.view.set(Some(View {
                         start_ns: a,
                         end_ns: b,
                     }));
@@ -319,110 +557,6 @@ pub fn TimelineCanvas(
             _ => return,
         }
         e.prevent_default();
-    };
-    let on_key_up = move |e: web_sys::KeyboardEvent| {
-        if let Some(m) = Motion::of_key(&e.key()) {
-            keys.release(m);
-        }
-    };
-
-    view! {
-        <section class="timeline">
-            <p class="hint" data-testid="timeline-summary">
-                {move || timeline.with(|t| format!("{} tracks, {} kernels", t.tracks.len(), t.tracks.iter().map(|k| k.spans.len()).sum::<usize>()))}
-            </p>
-            <div class="timeline-rows" node_ref=rows_box
-                style:aspect-ratio=move || format!("1200 / {}", total_px())>
-            <canvas
-                node_ref=canvas
-                data-testid="timeline"
-                tabindex="0"
-                aria-label="Timeline of every rank's NCCL kernels. W and S zoom, A and D pan, shift and drag selects a time range, Escape clears it."
-                data-window=move || view.get().map(|v| format!("{}_{}", v.start_ns as i64, v.end_ns as i64))
-                data-selection=move || selection.get().map(|(a, b)| format!("{}_{}", a as i64, b as i64))
-                width="1200"
-                style:top=move || format!("{}px", shown.with(|s| s.sticky_top))
-                data-first-row=move || shown.with(|s| (s.fit(total_px()).offset_px / ROW_HEIGHT).floor())
-                on:wheel=on_wheel
-                on:mousedown=on_down
-                on:mouseup=on_up
-                on:mouseleave=on_leave
-                on:mousemove=on_move
-                on:keydown=on_key
-                on:keyup=on_key_up
-                on:blur=move |_| keys.clear()
-            ></canvas>
-            </div>
-            <p class="hint">
-                "Wheel or W/S: zoom · drag or A/D: pan · shift+drag or drag on the ruler: select a range (F: zoom to it, Esc: clear) · click: details"
-            </p>
-            <Tooltip hover=hover />
-        </section>
-    }
-}
-
-/// A canvas of every track: its height in canvas pixels.
-pub fn total_height(tracks: usize) -> f64 {
-    RULER_HEIGHT + ROW_HEIGHT * tracks.max(1) as f64 + 4.0
-}
-
-/// What the canvas shows of the tracks' box: its height and how far down the tracks its first
-/// row is (canvas pixels below the ruler), and where it sticks (CSS pixels from the top: the
-/// panel bar's height).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Shown {
-    height_px: f64,
-    offset_px: f64,
-    sticky_top: f64,
-}
-
-impl Default for Shown {
-    /// Until measured: the top of the tracks, a screen's worth.
-    fn default() -> Shown {
-        Shown {
-            height_px: 900.0,
-            offset_px: 0.0,
-            sticky_top: 0.0,
-        }
-    }
-}
-
-impl Shown {
-    /// Within a box `total` canvas pixels tall: never taller, never past its end.
-    fn fit(self, total: f64) -> Shown {
-        let height = self
-            .height_px
-            .min(total)
-            .max((RULER_HEIGHT + ROW_HEIGHT).min(total))
-            .round();
-        Shown {
-            height_px: height,
-            offset_px: self.offset_px.clamp(0.0, (total - height).max(0.0)).round(),
-            sticky_top: self.sticky_top,
-        }
-    }
-}
-
-/// The canvas for a box of `total` canvas pixels whose top is at `box_top` (CSS pixels from
-/// the viewport's top) in a viewport `inner` pixels tall, the canvas sticking `sticky_top`
-/// pixels down and drawing `scale` canvas pixels per CSS pixel.
-fn shown_rows(total: f64, box_top: f64, inner: f64, sticky_top: f64, scale: f64) -> Shown {
-    let scale = if scale.is_finite() && scale > 0.0 {
-        scale
-    } else {
-        1.0
-    };
-    Shown {
-        height_px: ((inner - sticky_top).max(120.0) * scale).ceil(),
-        offset_px: ((sticky_top - box_top) * scale).max(0.0),
-        sticky_top,
-    }
-    .fit(total)
-}
-
-impl From<(f64, f64)> for View {
-    fn from((start_ns, end_ns): (f64, f64)) -> View {
-        View { start_ns, end_ns }
     }
 }
 
@@ -433,7 +567,10 @@ struct Keys {
     /// When the last animation frame ran (`Date.now()`); `None` when no frame is scheduled.
     last_frame: StoredValue<Option<f64>>,
     view: RwSignal<Option<View>>,
+    /// The mouse's fraction of the plot's width, the keys' zoom centre (None: off the canvas).
     mouse_at: StoredValue<Option<f64>>,
+    /// The run's first and last kernel: pans stop there.
+    run: Signal<(f64, f64)>,
 }
 
 impl Keys {
@@ -462,8 +599,12 @@ impl Keys {
     fn step(self, m: Motion, dt: f64) {
         let at = self.mouse_at.get_value().unwrap_or(0.5);
         if let Some(v) = self.view.get_untracked() {
-            self.view
-                .set(Some(View::from(m.apply((v.start_ns, v.end_ns), at, dt))));
+            let moved = m.apply((v.start_ns, v.end_ns), at, dt);
+            let moved = match m {
+                Motion::Left | Motion::Right => keep_within(moved, self.run.get_untracked()),
+                Motion::ZoomIn | Motion::ZoomOut => moved,
+            };
+            self.view.set(Some(View::from(moved)));
         }
     }
 
@@ -486,467 +627,4 @@ impl Keys {
         }
         request_animation_frame(move || self.frame());
     }
-}
-
-/// A canvas's 2D context (`None` where the browser gives none).
-pub fn context_2d(canvas: &web_sys::HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
-    canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
-}
-
-/// Colours by operation (RGB); [`slot`] indexes them.
-pub const COLOURS: [[u8; 3]; 8] = [
-    [0x4e, 0x79, 0xa7],
-    [0x59, 0xa1, 0x4f],
-    [0xf2, 0x8e, 0x2b],
-    [0xb0, 0x7a, 0xa1],
-    [0x9c, 0x75, 0x5f],
-    [0xe1, 0x57, 0x59],
-    [0x76, 0xb7, 0xb2],
-    [0x9a, 0x9a, 0x9a],
-];
-
-/// Parallelism colours (RGB) in [`timeline::PARALLELISMS`] order (DP, TP, PP, EP, CP), then
-/// unknown: the thin row under each rank's operations.
-pub const PAR_COLOURS: [[u8; 3]; 6] = [
-    [0x1f, 0x77, 0xb4],
-    [0xd6, 0x27, 0x28],
-    [0x2c, 0xa0, 0x2c],
-    [0x94, 0x67, 0xbd],
-    [0x8c, 0x56, 0x4b],
-    [0xc7, 0xc7, 0xc7],
-];
-/// The flag over a low-confidence match.
-const LOW_CONFIDENCE_RGB: [u8; 3] = [0xff, 0x00, 0x66];
-
-fn op_rgb(op_byte: u8) -> [u8; 3] {
-    COLOURS[slot(OpType::ALL.get(op_byte as usize).copied())]
-}
-
-fn par_rgb(par: u8) -> [u8; 3] {
-    PAR_COLOURS[(par as usize).min(PAR_COLOURS.len() - 1)]
-}
-
-/// Rows of a track, plot-relative to its top: the operations (bars), then the parallelism.
-const OPS_TOP: f64 = 3.0;
-const OPS_BOTTOM: f64 = ROW_HEIGHT - 8.0;
-const PAR_TOP: f64 = ROW_HEIGHT - 6.0;
-const PAR_BOTTOM: f64 = ROW_HEIGHT - 2.0;
-
-fn slot(op: Option<OpType>) -> usize {
-    match op {
-        Some(OpType::AllReduce) => 0,
-        Some(OpType::AllGather) => 1,
-        Some(OpType::ReduceScatter) => 2,
-        Some(OpType::Broadcast) => 3,
-        Some(OpType::Reduce) => 4,
-        Some(OpType::Send | OpType::Recv | OpType::SendRecv) => 5,
-        Some(_) => 6,
-        None => 7,
-    }
-}
-
-/// A track with at most this many spans in view draws them all (exact shapes); more, and it
-/// draws its summary level whose buckets are at most a pixel wide.
-const REAL_SPANS_MAX: usize = 16;
-/// Past this many spans in view a track draws its finest summary level even when its buckets
-/// are wider than a pixel (dense bursts), so no frame walks more than a few per pixel.
-const SPANS_PER_PX_MAX: f64 = 4.0;
-
-/// The plot area's pixels for one frame: bars are painted here in wasm and reach the canvas in
-/// one `putImageData`, not one canvas call per rectangle (tens of thousands with many tracks).
-/// The area shows `height` pixel rows of the tracks from `offset` down (plot coordinates: track
-/// `r` starts at `r * ROW_HEIGHT`); paints take plot coordinates and are cut to the area.
-struct Pixels {
-    rgba: Vec<u8>,
-    width: usize,
-    height: usize,
-    offset: f64,
-    /// Bars painted, for the tests.
-    bars: usize,
-}
-
-impl Pixels {
-    /// The area, striped like the rows' backgrounds.
-    fn new(
-        width: usize,
-        height: usize,
-        offset: f64,
-        background: [u8; 3],
-        stripe: [u8; 3],
-    ) -> Pixels {
-        let mut rgba = vec![255u8; width * height * 4];
-        let first = offset.max(0.0) as usize;
-        for (y, pixels) in rgba.chunks_mut((width * 4).max(4)).enumerate() {
-            let row = (first + y) / ROW_HEIGHT as usize;
-            let [r, g, b] = if row.is_multiple_of(2) {
-                stripe
-            } else {
-                background
-            };
-            for px in pixels.chunks_exact_mut(4) {
-                px[..3].copy_from_slice(&[r, g, b]);
-            }
-        }
-        Pixels {
-            rgba,
-            width,
-            height,
-            offset: first as f64,
-            bars: 0,
-        }
-    }
-
-    /// A hollow bar: its outline in `rgb`, for a kernel without a log line.
-    fn outline(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, rgb: [u8; 3]) {
-        if x1 - x0 < 3.0 {
-            // Too narrow to show a hole: a thin stroke at mid-height.
-            let mid = (y0 + y1) / 2.0;
-            self.paint(x0, x1, mid - 1.0, mid + 1.0, rgb);
-            return;
-        }
-        self.paint(x0, x1, y0, y0 + 1.0, rgb);
-        self.paint(x0, x1, y1 - 1.0, y1, rgb);
-        self.paint(x0, x0 + 1.0, y0, y1, rgb);
-        self.paint(x1 - 1.0, x1, y0, y1, rgb);
-    }
-
-    /// Paints plot-relative columns [x0, x1) (at least one) and rows [y0, y1) in `rgb`.
-    fn paint(&mut self, x0: f64, x1: f64, y0: f64, y1: f64, rgb: [u8; 3]) {
-        let c0 = x0.floor().clamp(0.0, self.width as f64) as usize;
-        let c1 = (x1.ceil().clamp(0.0, self.width as f64) as usize).max((c0 + 1).min(self.width));
-        let r0 = (y0.round() - self.offset).clamp(0.0, self.height as f64) as usize;
-        let r1 = (y1.round() - self.offset).clamp(0.0, self.height as f64) as usize;
-        if c1 <= c0 || r1 <= r0 {
-            return;
-        }
-        self.bars += 1;
-        let [r, g, b] = rgb;
-        for row in r0..r1 {
-            let a = (row * self.width + c0) * 4;
-            for px in self.rgba[a..a + (c1 - c0) * 4].chunks_exact_mut(4) {
-                px.copy_from_slice(&[r, g, b, 255]);
-            }
-        }
-    }
-}
-
-/// Draws the tracks the canvas shows (those from `offset` canvas pixels below the ruler down)
-/// at a cost bounded by pixels × tracks: the visible spans are found by binary search, and a
-/// track with many of them in view draws its summary instead. Records on the canvas how the
-/// last frame was drawn (`data-summary-tracks`, `data-rects`) for the tests.
-fn draw(canvas: &web_sys::HtmlCanvasElement, t: &Timeline, v: View, offset: f64) {
-    let Some(ctx) = context_2d(canvas) else {
-        return;
-    };
-    let w = canvas.width() as f64;
-    let h = canvas.height() as f64;
-    ctx.clear_rect(0.0, 0.0, w, h);
-    let plot_w = w - LABEL_WIDTH;
-    let span = (v.end_ns - v.start_ns).max(1.0);
-    let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
-
-    let colours = crate::page::theme::canvas_colours();
-    ctx.set_font("11px sans-serif");
-
-    let rows_px = t.tracks.len() as f64 * ROW_HEIGHT;
-    let plot_h = (rows_px - offset).min(h - RULER_HEIGHT).max(1.0);
-    let mut pixels = Pixels::new(
-        plot_w.max(1.0) as usize,
-        plot_h as usize,
-        offset,
-        colours.background,
-        colours.stripe,
-    );
-    let mut summarised = 0;
-    let ns_per_px = span / plot_w;
-    let first_row = (offset / ROW_HEIGHT).floor() as usize;
-    let last_row = (((offset + plot_h) / ROW_HEIGHT).ceil() as usize).min(t.tracks.len());
-    for (row, track) in t.tracks.iter().enumerate().take(last_row).skip(first_row) {
-        let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT - offset;
-        let [r, g, b] = if row % 2 == 0 {
-            colours.stripe
-        } else {
-            colours.background
-        };
-        ctx.set_fill_style_str(&format!("rgb({r},{g},{b})"));
-        ctx.fill_rect(0.0, y, LABEL_WIDTH, ROW_HEIGHT);
-        ctx.set_fill_style_str(&colours.text);
-        let _ = ctx.fill_text(&track.label, 4.0, y + 15.0);
-        // Plot-relative row top.
-        let y = row as f64 * ROW_HEIGHT;
-        let spans = &track.spans;
-        let first = spans.partition_point(|s| (s.start_ns as f64) < v.start_ns);
-        let last = spans.partition_point(|s| (s.start_ns as f64) <= v.end_ns);
-        let level = match track.lod.level_for(ns_per_px) {
-            Some(k) if last - first > REAL_SPANS_MAX => Some(k),
-            _ if (last - first) as f64 > SPANS_PER_PX_MAX * plot_w => {
-                (!track.lod.levels.is_empty()).then_some(0)
-            }
-            _ => None,
-        };
-        if let Some(k) = level {
-            summarised += 1;
-            draw_level(
-                &mut pixels,
-                &track.lod,
-                k,
-                v,
-                plot_w,
-                (y + OPS_TOP, y + OPS_BOTTOM),
-                op_rgb,
-            );
-            if track.par_lod.levels.len() > k {
-                draw_level(
-                    &mut pixels,
-                    &track.par_lod,
-                    k,
-                    v,
-                    plot_w,
-                    (y + PAR_TOP, y + PAR_BOTTOM),
-                    par_rgb,
-                );
-            }
-            continue;
-        }
-        // Spans starting before the window may still reach into it: back up by the longest.
-        let reach = v.start_ns - track.lod.max_span_ns as f64;
-        let from = spans[..first].partition_point(|s| (s.start_ns as f64) < reach);
-        // At most one rectangle per pixel column and colour.
-        let mut last_px = f64::NEG_INFINITY;
-        for s in &spans[from..last] {
-            let (x0, x1) = (x_of(s.start_ns as f64), x_of(s.end_ns as f64));
-            if x1 < LABEL_WIDTH || x0 > w {
-                continue;
-            }
-            let x0 = x0.max(LABEL_WIDTH);
-            if x1 < last_px + 1.0 && x1 - x0 < 1.0 {
-                continue;
-            }
-            last_px = x1;
-            let (x0, x1) = (x0 - LABEL_WIDTH, x1 - LABEL_WIDTH);
-            let rgb = COLOURS[slot(s.op)];
-            match s.mark {
-                Mark::Unmatched => pixels.outline(x0, x1, y + OPS_TOP, y + OPS_BOTTOM, rgb),
-                Mark::LowConfidence => {
-                    pixels.paint(x0, x1, y + OPS_TOP + 2.0, y + OPS_BOTTOM, rgb);
-                    pixels.paint(x0, x1, y + 1.0, y + OPS_TOP + 2.0, LOW_CONFIDENCE_RGB);
-                }
-                Mark::Matched => pixels.paint(x0, x1, y + OPS_TOP, y + OPS_BOTTOM, rgb),
-            }
-            if s.par != LOD_NO_OP {
-                pixels.paint(x0, x1, y + PAR_TOP, y + PAR_BOTTOM, par_rgb(s.par));
-            }
-        }
-    }
-    // The ruler, over the label of a row cut at the top.
-    ctx.clear_rect(0.0, 0.0, w, RULER_HEIGHT);
-    ruler(canvas, &ctx, t, v, x_of, &colours.ruler);
-    let rects = pixels.bars;
-    if let Ok(image) = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
-        wasm_bindgen::Clamped(&pixels.rgba),
-        pixels.width as u32,
-        pixels.height.max(1) as u32,
-    ) {
-        let _ = ctx.put_image_data(&image, LABEL_WIDTH, RULER_HEIGHT);
-    }
-    let _ = canvas.set_attribute("data-summary-tracks", &summarised.to_string());
-    let _ = canvas.set_attribute("data-rects", &rects.to_string());
-}
-
-/// One track's summary level `k`, one pixel column at a time, between plot rows `rows`: the
-/// column shows the bucket covering most of it, coloured by its dominant key (operation or
-/// parallelism, `rgb`), as tall as its coverage (in four steps, so that neighbouring columns
-/// alike merge into one rectangle).
-fn draw_level(
-    pixels: &mut Pixels,
-    lod: &Lod,
-    k: usize,
-    v: View,
-    plot_w: f64,
-    rows: (f64, f64),
-    rgb: fn(u8) -> [u8; 3],
-) {
-    let level = &lod.levels[k];
-    let n = level.len() / 2;
-    let bucket = lod.bucket_ns as f64 * (1u64 << k.min(62)) as f64;
-    let origin = lod.origin_ns as f64;
-    let ns_per_px = (v.end_ns - v.start_ns).max(1.0) / plot_w;
-    let px_of = |ns: f64| (ns - v.start_ns) / ns_per_px;
-    let px0 = px_of(origin).floor().max(0.0) as usize;
-    let px1 = px_of(origin + n as f64 * bucket).ceil().clamp(0.0, plot_w) as usize;
-    let inner = rows.1 - rows.0;
-    let mut run: Option<(usize, u8, u8)> = None;
-    let mut flush = |run: Option<(usize, u8, u8)>, end: usize| {
-        if let Some((start, key, q)) = run {
-            let hh = inner * f64::from(q) / 4.0;
-            let top = rows.0 + (inner - hh) / 2.0;
-            pixels.paint(start as f64, end as f64, top, top + hh, rgb(key));
-        }
-    };
-    for px in px0..px1 {
-        let t0 = v.start_ns + px as f64 * ns_per_px - origin;
-        let b0 = (t0 / bucket).floor().max(0.0) as usize;
-        let b1 = (((t0 + ns_per_px) / bucket).ceil().max(0.0) as usize).min(n);
-        let best = (b0..b1)
-            .map(|b| (level[2 * b], level[2 * b + 1]))
-            .max_by_key(|&(_, cov)| cov)
-            .filter(|&(_, cov)| cov > 0);
-        let key = best.map(|(key, cov)| (key, 1 + cov / 64));
-        match (run, key) {
-            (Some((_, c, q)), Some((c2, q2))) if c == c2 && q == q2 => {}
-            _ => {
-                flush(run, px);
-                run = key.map(|(c, q)| (px, c, q));
-            }
-        }
-    }
-    flush(run, px1);
-}
-
-/// The kernel under canvas point (x, y), the canvas showing the tracks from `offset` down: the
-/// span containing the time there, else the nearest within three pixels.
-fn hit_test(
-    t: &Timeline,
-    v: View,
-    width: f64,
-    x: f64,
-    y: f64,
-    offset: f64,
-) -> Option<(usize, usize)> {
-    if x < LABEL_WIDTH || y < RULER_HEIGHT {
-        return None;
-    }
-    let row = ((y - RULER_HEIGHT + offset) / ROW_HEIGHT) as usize;
-    let track = t.tracks.get(row)?;
-    let plot_w = width - LABEL_WIDTH;
-    let ns_per_px = (v.end_ns - v.start_ns).max(1.0) / plot_w;
-    let at = v.start_ns + (x - LABEL_WIDTH) * ns_per_px;
-    let tol = 3.0 * ns_per_px;
-    let after = track
-        .spans
-        .partition_point(|s| (s.start_ns as f64) <= at + tol);
-    // Spans before `after` start in time; the closest by distance to `at` wins (0 inside).
-    (after.saturating_sub(64)..after)
-        .filter_map(|i| {
-            let s = &track.spans[i];
-            let d = if at < s.start_ns as f64 {
-                s.start_ns as f64 - at
-            } else if at > s.end_ns as f64 {
-                at - s.end_ns as f64
-            } else {
-                0.0
-            };
-            (d <= tol).then_some((d, i))
-        })
-        .min_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
-        .map(|(_, i)| (row, i))
-}
-
-/// Outlines the selected kernel and joins the members of its collective, rank by rank.
-fn mark(
-    canvas: &web_sys::HtmlCanvasElement,
-    t: &Timeline,
-    v: View,
-    sel: Option<(usize, usize)>,
-    flow: &[(u32, i64)],
-    offset: f64,
-) {
-    let Some(ctx) = context_2d(canvas) else {
-        return;
-    };
-    // Below the ruler only: rows scrolled away are under it.
-    ctx.save();
-    ctx.begin_path();
-    ctx.rect(
-        0.0,
-        RULER_HEIGHT,
-        canvas.width() as f64,
-        canvas.height() as f64 - RULER_HEIGHT,
-    );
-    ctx.clip();
-    let plot_w = canvas.width() as f64 - LABEL_WIDTH;
-    let span = (v.end_ns - v.start_ns).max(1.0);
-    let x_of = |ns: f64| LABEL_WIDTH + (ns - v.start_ns) / span * plot_w;
-    ctx.set_stroke_style_str(&crate::page::theme::canvas_colours().mark);
-    ctx.set_line_width(2.0);
-    // Rows of the members: a track's label starts with its global rank.
-    let row_of = |rank: u32| {
-        let prefix = format!("rank {rank} ");
-        t.tracks.iter().position(|tr| tr.label.starts_with(&prefix))
-    };
-    let mut points: Vec<(f64, f64)> = flow
-        .iter()
-        .filter_map(|&(rank, start)| {
-            let row = row_of(rank)?;
-            Some((
-                x_of(start as f64),
-                RULER_HEIGHT + row as f64 * ROW_HEIGHT - offset + ROW_HEIGHT / 2.0,
-            ))
-        })
-        .collect();
-    points.sort_by(|a, b| a.1.total_cmp(&b.1));
-    if points.len() > 1 {
-        ctx.begin_path();
-        ctx.move_to(points[0].0, points[0].1);
-        for p in &points[1..] {
-            ctx.line_to(p.0, p.1);
-        }
-        ctx.stroke();
-    }
-    if let Some(s) = sel.and_then(|(row, i)| Some((row, t.tracks.get(row)?.spans.get(i)?))) {
-        let (row, s) = s;
-        let y = RULER_HEIGHT + row as f64 * ROW_HEIGHT - offset;
-        let (x0, x1) = (x_of(s.start_ns as f64), x_of(s.end_ns as f64));
-        ctx.stroke_rect(
-            x0 - 1.0,
-            y + 1.0,
-            (x1 - x0).max(1.0) + 2.0,
-            ROW_HEIGHT - 2.0,
-        );
-    }
-    ctx.restore();
-}
-
-/// The time ruler: round ticks (at most ten) in units that adapt to the zoom, relative to the
-/// run's start; the labels go to `data-ticks` for the tests.
-fn ruler(
-    canvas: &web_sys::HtmlCanvasElement,
-    ctx: &CanvasRenderingContext2d,
-    t: &Timeline,
-    v: View,
-    x_of: impl Fn(f64) -> f64,
-    colour: &str,
-) {
-    ctx.set_fill_style_str(colour);
-    ctx.set_font("11px sans-serif");
-    let marks = ticks((v.start_ns, v.end_ns), t.start_ns as f64, 10);
-    for (ns, label) in &marks {
-        let x = x_of(*ns);
-        ctx.fill_rect(x, RULER_HEIGHT - 5.0, 1.0, 5.0);
-        let _ = ctx.fill_text(label, x + 2.0, 11.0);
-    }
-    let labels: Vec<&str> = marks.iter().map(|(_, l)| l.as_str()).collect();
-    let _ = canvas.set_attribute("data-ticks", &labels.join("|"));
-}
-
-/// Shades the selected time range over the ruler and every track, edged on both sides.
-fn shade(canvas: &web_sys::HtmlCanvasElement, v: View, range: Option<(f64, f64)>) {
-    let Some((a, b)) = range else { return };
-    let Some(ctx) = context_2d(canvas) else {
-        return;
-    };
-    let (w, h) = (canvas.width() as f64, canvas.height() as f64);
-    let plot_w = w - LABEL_WIDTH;
-    let span = (v.end_ns - v.start_ns).max(1.0);
-    let x_of = |ns: f64| (LABEL_WIDTH + (ns - v.start_ns) / span * plot_w).clamp(LABEL_WIDTH, w);
-    let (x0, x1) = (x_of(a), x_of(b));
-    ctx.set_fill_style_str("rgba(31, 119, 180, 0.18)");
-    ctx.fill_rect(x0, 0.0, (x1 - x0).max(1.0), h);
-    ctx.set_fill_style_str("rgba(31, 119, 180, 0.9)");
-    ctx.fill_rect(x0, 0.0, 1.0, h);
-    ctx.fill_rect(x1, 0.0, 1.0, h);
 }

@@ -17,15 +17,17 @@ pub struct ViewStatus {
     pub error: Option<String>,
 }
 
-const PLACEHOLDER: &str = "op:allreduce,p2p par:tp size:>=1MiB bw:<50 status:unmatched -rank:0-3";
+const PLACEHOLDER: &str = "op:allreduce par:tp size:>=1MiB -rank:0-3";
 
 /// The filter box, the clock switch and the legend. `applied` is what the timeline shows;
-/// `on_apply` asks the worker for another view.
+/// `on_apply` asks the worker for another view; `compact` folds the legend and the filter's
+/// help away (the Overview, where the timeline shares the view).
 #[component]
 pub fn TimelineControls(
     applied: Signal<TimelineView>,
     status: Signal<Option<ViewStatus>>,
     on_apply: Callback<TimelineView>,
+    #[prop(optional)] compact: bool,
 ) -> impl IntoView {
     // The text being typed; it follows the applied query when that changes (a link, a clear).
     let text = RwSignal::new(String::new());
@@ -51,7 +53,7 @@ pub fn TimelineControls(
                     data-testid="timeline-filter"
                     aria-label="Filter the timeline's kernels"
                     placeholder=PLACEHOLDER
-                    size="60"
+                    size=if compact { "34" } else { "60" }
                     prop:value=move || text.get()
                     on:input=move |e| text.set(event_target_value(&e))
                     on:keydown=move |e: web_sys::KeyboardEvent| {
@@ -104,7 +106,11 @@ pub fn TimelineControls(
                 </ul>
             </details>
         </div>
-        <Legend />
+        {if compact {
+            view! { <details class="legend-fold"><summary>"legend"</summary><Legend /></details> }.into_any()
+        } else {
+            view! { <Legend /> }.into_any()
+        }}
     }
 }
 

@@ -1,15 +1,16 @@
 //! The minimap above the timeline: the whole run's kernel density (the share of tracks busy in
 //! each pixel column, from each track's summary levels, so its cost is pixels × tracks however
 //! many kernels there are), with the visible window drawn as a box. A click or a drag on it
-//! centres the view there, keeping the zoom.
+//! centres the view there, keeping the zoom (within the run). It is as wide as the timeline's
+//! canvas, its plot under the canvas's plot.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use timeline::{Lod, Timeline};
 
 use crate::page::timeline::canvas::{context_2d, View, LABEL_WIDTH};
+use ncclscope_app::page_logic::timeline_math::keep_within;
 
-const WIDTH: f64 = 1200.0;
 const HEIGHT: f64 = 36.0;
 
 /// Busy fraction (0..=1) of each of `columns` equal columns over [start, end), over all tracks.
@@ -56,17 +57,24 @@ fn add_track(busy: &mut [f64], lod: &Lod, start: f64, col_ns: f64) {
     }
 }
 
+/// `width`: the timeline canvas's width (CSS and canvas pixels).
 #[component]
-pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl IntoView {
+pub fn Minimap(
+    timeline: Signal<Timeline>,
+    view: RwSignal<Option<View>>,
+    width: Signal<f64>,
+) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
-    let plot_w = WIDTH - LABEL_WIDTH;
+    let full = move || width.get().max(LABEL_WIDTH + 100.0).round();
+    let plot_w = move || full() - LABEL_WIDTH;
     // The density is computed in a frame after the timeline's (pixels × tracks: with hundreds
     // of tracks, a good part of a frame), the run's outline until then.
     let columns = RwSignal::new(Vec::<f32>::new());
     Effect::new(move |_| {
         timeline.track();
+        let columns_wide = plot_w() as usize;
         ncclscope_app::page_logic::deferred::defer(move || {
-            if let Some(d) = timeline.try_with_untracked(|t| density(t, plot_w as usize)) {
+            if let Some(d) = timeline.try_with_untracked(|t| density(t, columns_wide)) {
                 let _ = columns.try_set(d);
             }
         });
@@ -76,6 +84,7 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
         let v = view.get()?;
         let (s, e) = timeline.with(|t| (t.start_ns as f64, t.end_ns as f64));
         let run = (e - s).max(1.0);
+        let plot_w = plot_w();
         let x0 = ((v.start_ns - s) / run * plot_w).clamp(0.0, plot_w);
         let x1 = ((v.end_ns - s) / run * plot_w).clamp(0.0, plot_w);
         Some((LABEL_WIDTH + x0, (x1 - x0).max(1.0)))
@@ -84,7 +93,11 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
     Effect::new(move |_| {
         let vb = view_box();
         crate::page::theme::revision().track();
+        let w = full();
         let Some(el) = canvas.get() else { return };
+        if el.width() != w as u32 {
+            el.set_width(w as u32);
+        }
         columns.with(|cols| draw(&el, cols, vb));
     });
 
@@ -93,18 +106,16 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
         let (Some(el), Some(v)) = (canvas.get_untracked(), view.get_untracked()) else {
             return;
         };
-        let scale = WIDTH / f64::from(el.client_width().max(1));
+        let scale = el.width() as f64 / f64::from(el.client_width().max(1));
         let x = e.offset_x() as f64 * scale - LABEL_WIDTH;
         if x < 0.0 {
             return;
         }
         let (s, end) = timeline.with_untracked(|t| (t.start_ns as f64, t.end_ns as f64));
-        let at = s + (x / plot_w).clamp(0.0, 1.0) * (end - s);
+        let at = s + (x / (el.width() as f64 - LABEL_WIDTH)).clamp(0.0, 1.0) * (end - s);
         let half = (v.end_ns - v.start_ns) / 2.0;
-        view.set(Some(View {
-            start_ns: at - half,
-            end_ns: at + half,
-        }));
+        let centred = keep_within((at - half, at + half), (s, end));
+        view.set(Some(View::from(centred)));
     };
 
     view! {
@@ -114,7 +125,7 @@ pub fn Minimap(timeline: Signal<Timeline>, view: RwSignal<Option<View>>) -> impl
             data-testid="minimap"
             aria-label="Minimap of the whole run: click or drag to move the view"
             data-view-box=move || view_box().map(|(x, w)| format!("{x:.1} {w:.1}"))
-            width=WIDTH.to_string()
+            width="1200"
             height=HEIGHT.to_string()
             on:mousedown=move |e| {
                 // A drag moves the view; it must not select the page's text.
@@ -134,14 +145,15 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, cols: &[f32], view_box: Option<(f64
     let Some(ctx) = context_2d(canvas) else {
         return;
     };
-    ctx.clear_rect(0.0, 0.0, WIDTH, HEIGHT);
+    let width = canvas.width() as f64;
+    ctx.clear_rect(0.0, 0.0, width, HEIGHT);
     let colours = crate::page::theme::canvas_colours();
     ctx.set_fill_style_str(&colours.text);
     ctx.set_font("11px sans-serif");
     let _ = ctx.fill_text("whole run", 4.0, HEIGHT / 2.0 + 4.0);
     let [r, g, b] = colours.stripe;
     ctx.set_fill_style_str(&format!("rgb({r}, {g}, {b})"));
-    ctx.fill_rect(LABEL_WIDTH, 0.0, WIDTH - LABEL_WIDTH, HEIGHT);
+    ctx.fill_rect(LABEL_WIDTH, 0.0, width - LABEL_WIDTH, HEIGHT);
     ctx.set_fill_style_str("#4e79a7");
     let inner = HEIGHT - 4.0;
     for (c, d) in cols.iter().enumerate() {
@@ -156,7 +168,7 @@ fn draw(canvas: &web_sys::HtmlCanvasElement, cols: &[f32], view_box: Option<(f64
         let [r, g, b] = colours.background;
         ctx.set_fill_style_str(&format!("rgba({r}, {g}, {b}, 0.55)"));
         ctx.fill_rect(LABEL_WIDTH, 0.0, x - LABEL_WIDTH, HEIGHT);
-        ctx.fill_rect(x + w, 0.0, WIDTH - x - w, HEIGHT);
+        ctx.fill_rect(x + w, 0.0, width - x - w, HEIGHT);
         ctx.set_stroke_style_str("#d62728");
         ctx.set_line_width(2.0);
         ctx.stroke_rect(x, 1.0, w, HEIGHT - 2.0);

@@ -1,28 +1,13 @@
-//! The hover tooltip: every enriched field (the exports' columns, figure 4.2 of the thesis) of
-//! the kernel under the mouse. The worker answers a hover as it answers a click (the pick path,
+//! The hover tooltip: the headline enriched fields (the exports' columns, figure 4.2 of the
+//! thesis, as `page_logic::fields` writes them) of the kernel under the mouse, two to a line so
+//! that it covers little of the timeline; a click shows every field in the details drawer. The worker answers a hover as it answers a click (the pick path,
 //! flagged `hover`), but the page keeps at most one hover request in flight and, when it
 //! returns, asks again only for the kernel under the mouse then: the latest position wins and a
 //! sweep across thousands of kernels never queues thousands of requests.
 
 use analyses::KernelDetails;
 use leptos::prelude::*;
-
-/// The fields a reader looks for first (figure 4.2's log, tuning and performance columns);
-/// every other field follows in the worker's order.
-const FIRST: [&str; 12] = [
-    "Op Count (Hex)",
-    "Element Count",
-    "Data Type",
-    "Message Size (Bytes)",
-    "NCCL Algorithm",
-    "Protocol",
-    "Channels",
-    "Algo BW (GB/s)",
-    "Bus BW (GB/s)",
-    "Efficiency",
-    "Match",
-    "Confidence",
-];
+use ncclscope_app::page_logic::fields::{headline, Field};
 
 /// An answer older than this (a worker that died, or one busy loading) no longer blocks the next.
 const STALE_MS: f64 = 1500.0;
@@ -32,7 +17,7 @@ const STALE_MS: f64 = 1500.0;
 struct Tip {
     key: (usize, usize),
     title: String,
-    fields: Vec<(String, String)>,
+    fields: Vec<Field>,
 }
 
 /// The hover state, shared by the timeline (which reports the mouse) and the page (which routes
@@ -101,9 +86,7 @@ impl Hover {
         self.in_flight.set_value(None);
         let target = self.target.get_untracked();
         if target == Some(key) {
-            let mut fields = fields;
-            // A stable sort: the first fields in their order, the rest as they came.
-            fields.sort_by_key(|(k, _)| FIRST.iter().position(|f| f == k).unwrap_or(FIRST.len()));
+            let fields = headline(&fields);
             self.shown.set(Some(match details {
                 Some(d) => Tip {
                     key,
@@ -172,8 +155,8 @@ pub fn Tooltip(hover: Hover) -> impl IntoView {
             .unwrap_or((1e4, 1e4));
         // Right of and below the cursor, flipped to the left near the viewport's right edge; never
         // so low that the list runs off the bottom.
-        let left = if x + 440.0 > vw {
-            (x - 436.0).max(0.0)
+        let left = if x + 500.0 > vw {
+            (x - 496.0).max(0.0)
         } else {
             x + 16.0
         };
@@ -193,9 +176,10 @@ pub fn Tooltip(hover: Hover) -> impl IntoView {
                 <dl>
                     {t.fields
                         .iter()
-                        .map(|(k, v)| view! { <dt>{k.clone()}</dt><dd data-field-name=k.clone()>{v.clone()}</dd> })
+                        .map(|f| view! { <dt>{f.label.clone()}</dt><dd data-field-name=f.name.clone()>{f.text.clone()}</dd> })
                         .collect_view()}
                 </dl>
+                {(!t.fields.is_empty()).then(|| view! { <div class="tooltip-more">"Click for every field"</div> })}
             </div>
         })}
     }
