@@ -154,3 +154,50 @@ fn a_real_excerpt_alone_is_diagnosed() {
         path.to_string_lossy().as_ref()
     );
 }
+
+/// `synth --hang RANK:CALL` plants the hang the generator's knob plants: `analyze` names the
+/// rank that stopped; `:mismatch` puts it among a mismatch's odd ones out; a bad spec is refused.
+#[test]
+fn synth_hang_flag_plants_a_diagnosable_hang() {
+    for (spec, kind) in [("3:12", "behind"), ("3:12:mismatch", "mismatch")] {
+        let dir = scratch_dir(&format!("diagnosis_flag_{}", kind));
+        let args: Vec<std::ffi::OsString> = [
+            "ncclscope",
+            "synth",
+            "--layout",
+            "tp=2,dp=2",
+            "--hang",
+            spec,
+            "--out",
+        ]
+        .iter()
+        .map(std::ffi::OsString::from)
+        .chain([dir.clone().into_os_string()])
+        .collect();
+        assert_eq!(ncclscope_cli::run(args), ExitCode::SUCCESS);
+        let summary = analyze(&[&dir], &format!("diagnosis_flag_{kind}_summary"));
+        let first = &summary["diagnosis"][0];
+        assert_eq!(first["kind"], kind, "{}", summary["diagnosis"]);
+        // A mismatch in a communicator of two cannot tell which side is wrong: both are named.
+        let ranks = first["ranks"].as_array().expect("ranks");
+        assert!(ranks.contains(&serde_json::json!(3)), "{first}");
+        if kind == "behind" {
+            assert_eq!(first["ranks"], serde_json::json!([3]), "{first}");
+        }
+    }
+    let dir = scratch_dir("diagnosis_flag_bad");
+    let args: Vec<std::ffi::OsString> = [
+        "ncclscope",
+        "synth",
+        "--layout",
+        "tp=2",
+        "--hang",
+        "3",
+        "--out",
+    ]
+    .iter()
+    .map(std::ffi::OsString::from)
+    .chain([dir.into_os_string()])
+    .collect();
+    assert_ne!(ncclscope_cli::run(args), ExitCode::SUCCESS);
+}

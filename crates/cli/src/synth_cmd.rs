@@ -65,6 +65,11 @@ pub struct SynthArgs {
     /// see docs/design/identity-and-time.md).
     #[arg(long, value_name = "JSON")]
     realism: Option<String>,
+    /// A hang: RANK:CALL[:mismatch] makes global rank RANK stop logging at its CALL-th call
+    /// (the next collective from there), or with `:mismatch` call another collective there;
+    /// the other ranks block where a hung job would (docs/design/diagnosis.md).
+    #[arg(long, value_name = "RANK:CALL[:mismatch]")]
+    hang: Option<String>,
     /// List the presets and exit.
     #[arg(long)]
     list: bool,
@@ -108,6 +113,9 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
         preset.config.launcher = synth::Launcher::parse(l).ok_or_else(|| {
             format!("unknown launcher {l:?}; launchers: none, torchrun, srun, mpirun, torchrun-rank, ray, pdsh")
         })?;
+    }
+    if let Some(spec) = &args.hang {
+        preset.config.hang = Some(parse_hang(spec)?);
     }
     if let Some(json) = &args.realism {
         preset.config.realism =
@@ -177,5 +185,27 @@ fn custom(args: &SynthArgs, spec: &str) -> Result<synth::Preset, String> {
         name: "custom",
         description: "a layout given on the command line",
         config,
+    })
+}
+
+/// `RANK:CALL[:mismatch]` → the generator's hang knob.
+fn parse_hang(spec: &str) -> Result<synth::hang::Hang, String> {
+    let bad = || format!("--hang {spec:?}: expected RANK:CALL or RANK:CALL:mismatch");
+    let mut parts = spec.split(':');
+    let rank = parts.next().and_then(|r| r.parse().ok()).ok_or_else(bad)?;
+    let call = parts.next().and_then(|c| c.parse().ok()).ok_or_else(bad)?;
+    let kind = match parts.next() {
+        None | Some("stop") => synth::hang::HangKind::Stop,
+        Some("mismatch") => synth::hang::HangKind::Mismatch,
+        Some(_) => return Err(bad()),
+    };
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok(synth::hang::Hang {
+        rank,
+        call,
+        kind,
+        watchdog: false,
     })
 }
