@@ -67,6 +67,8 @@ test('the demo: each insight view shows what analyze says', async () => {
       const steps = await rows('steps-per-step');
       assert.equal(steps.length, Math.min(200, native.steps.per_step.length));
       assert.ok((await s.page.getByTestId('steps-headline').textContent()).length > 0);
+      // One bar per step listed, each segment a stage's advance.
+      assert.equal(await s.page.locator('[data-testid=steps-frontier-chart] svg > g').count(), steps.length);
     }
   });
 });
@@ -82,6 +84,12 @@ test('a generated hang is named in the Diagnosis view', async () => {
       const first = s.page.locator('[data-testid=diagnosis-finding]').first();
       assert.equal(await first.getAttribute('data-kind'), 'behind');
       assert.equal((await first.locator('td').nth(2).textContent()).trim(), '3');
+      // The overview leads with it, a click away from the Diagnosis view.
+      await openView(s.page, 'overview');
+      const card = s.page.getByTestId('overview-diagnosis');
+      assert.match(await card.getAttribute('class'), /warn/);
+      await card.locator('button').click();
+      await s.page.locator('[data-testid=view][data-view="diagnosis"]').waitFor();
     });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

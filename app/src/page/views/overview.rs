@@ -50,6 +50,9 @@ pub fn Overview() -> impl IntoView {
                 <aside class="overview-panel" data-testid="overview" aria-label="Run overview">
                     <h2>"Run overview"</h2>
                     <DemoNote />
+                    <crate::page::panels::insights::diagnosis::DiagnosisCard
+                        insights=s.insights
+                        on_open=Callback::new(move |()| { registry::open(&s, "diagnosis"); }) />
                     {move || s.overview.with(|o| o.as_ref().map(captures))}
                     <Loaded />
                     {move || s.overview.get().map(|o| view! {

@@ -136,3 +136,29 @@ fn stop_rows(c: &CommStops) -> Vec<AnyView> {
         })
         .collect()
 }
+
+/// The overview's first card once the insights are in: the most severe finding in one sentence
+/// (or that nothing went wrong), a click away from the Diagnosis view.
+#[component]
+pub fn DiagnosisCard(insights: InsightsSignal, on_open: Callback<()>) -> impl IntoView {
+    move || {
+        insights.get().map(|i| {
+            let d = &i.diagnosis;
+            let severe = d
+                .findings
+                .first()
+                .is_some_and(|f| f.severity >= Severity::Warning);
+            let text = match d.findings.first() {
+                None => "The logs show nothing wrong: no hang, mismatch, error or timeout.".to_string(),
+                Some(f) if d.findings.len() == 1 => f.message.clone(),
+                Some(f) => format!("{} (and {} more findings)", f.message, d.findings.len() - 1),
+            };
+            view! {
+                <section class="card" class:warn=severe data-testid="overview-diagnosis">
+                    <h3>"What went wrong"</h3>
+                    <p><button class="link" data-go="diagnosis" on:click=move |_| on_open.run(())>{text}</button></p>
+                </section>
+            }
+        })
+    }
+}

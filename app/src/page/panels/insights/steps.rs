@@ -135,6 +135,9 @@ fn body(r: &StepsReport) -> impl IntoView {
                  against {} if every stage waited for its slowest rank and {} on the mean rank.",
                 r.source, pct(r.confidence), w.theta, ms(w.frontier_ms), ms(w.sum_of_max_ms), ms(w.sum_of_mean_ms)
             )}</p>
+            {frontier_chart(r)}
+            {slack_map(r)}
+            {breakdown(r)}
             <h3>"Where the step time goes"</h3>
             <table class="data-table" data-testid="steps-shares">
                 <thead><tr><th scope="col">"stage"</th><th scope="col">"share"</th><th scope="col"></th></tr></thead>
@@ -153,4 +156,202 @@ fn body(r: &StepsReport) -> impl IntoView {
             <ul class="notes">{notes}</ul>
         </section>
     }
+}
+
+/// Stages' colours, by index (repeating past eight).
+const STAGE_COLOURS: [&str; 8] = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
+];
+
+/// Per step, a bar of the frontier's advances stacked by stage (the step's exposed time), each
+/// segment titled with the stage and the rank(s) at its boundary.
+fn frontier_chart(r: &StepsReport) -> impl IntoView {
+    let steps: Vec<_> = r.per_step.iter().take(STEPS_SHOWN).collect();
+    let longest = steps
+        .iter()
+        .map(|s| s.advance_ms.iter().sum::<f64>())
+        .fold(0.0_f64, f64::max)
+        .max(1e-9);
+    let (label_w, plot_w, row_h) = (56.0, 520.0, 14.0);
+    let height = row_h * steps.len() as f64 + 24.0;
+    let bars: Vec<_> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let y = i as f64 * row_h;
+            let mut x = label_w;
+            let segments: Vec<_> = s
+                .advance_ms
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| **a > 0.0)
+                .map(|(k, a)| {
+                    let w = a / longest * plot_w;
+                    let stage = r.stage_names.get(k).cloned().unwrap_or_default();
+                    let leaders = s.leaders.get(k).map(|l| ranks(l)).unwrap_or_default();
+                    let title = format!("step {}: {stage} {} (rank {leaders} at its end)", s.step, ms(*a));
+                    let seg = view! {
+                        <rect x=format!("{x:.1}") y=format!("{:.1}", y + 1.0) width=format!("{:.1}", w.max(0.5))
+                            height=format!("{:.1}", row_h - 2.0) fill=STAGE_COLOURS[k % STAGE_COLOURS.len()]>
+                            <title>{title}</title>
+                        </rect>
+                    };
+                    x += w;
+                    seg
+                })
+                .collect();
+            view! {
+                <g>
+                    <text x=format!("{:.1}", label_w - 4.0) y=format!("{:.1}", y + row_h - 3.0) text-anchor="end" class="chart-label">{s.step}</text>
+                    {segments}
+                </g>
+            }
+        })
+        .collect();
+    let legend: Vec<_> = r
+        .stage_names
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            view! {
+                <span class="swatch-item">
+                    <span class="swatch" style=format!("background:{}", STAGE_COLOURS[k % STAGE_COLOURS.len()])></span>
+                    {name.clone()}
+                </span>
+            }
+        })
+        .collect();
+    let axis_y = height - 8.0;
+    view! {
+        <figure class="chart" data-testid="steps-frontier-chart">
+            <figcaption>"Each step's time as the frontier advanced, by stage (the slowest rank at each stage's end); step number on the left"</figcaption>
+            <div class="legend">{legend}</div>
+            <svg role="img" aria-label="The frontier's advances per step, stacked by stage"
+                viewBox=format!("0 0 {} {height:.0}", label_w + plot_w + 10.0) width=format!("{}", label_w + plot_w + 10.0)>
+                {bars}
+                <text x=format!("{label_w}") y=format!("{axis_y:.1}") class="chart-axis">"0"</text>
+                <text x=format!("{}", label_w + plot_w) y=format!("{axis_y:.1}") text-anchor="end" class="chart-axis">{ms(longest)}</text>
+            </svg>
+        </figure>
+    }
+}
+
+/// Rank × stage: how far behind the frontier each rank was at each stage's end, on average.
+fn slack_map(r: &StepsReport) -> Option<impl IntoView> {
+    let slack = &r.window.slack_ms;
+    if slack.is_empty() || r.ranks.len() > 256 {
+        return None;
+    }
+    let most = slack
+        .iter()
+        .flatten()
+        .copied()
+        .fold(0.0_f64, f64::max)
+        .max(1e-9);
+    let (label_w, cell_w, cell_h) = (48.0, 64.0, 12.0);
+    let stages = slack.first().map_or(0, Vec::len);
+    let cells: Vec<_> = slack
+        .iter()
+        .zip(&r.ranks)
+        .enumerate()
+        .flat_map(|(i, (row, rank))| {
+            let y = 16.0 + i as f64 * cell_h;
+            let label = view! {
+                <text x=format!("{:.1}", label_w - 4.0) y=format!("{:.1}", y + cell_h - 2.0) text-anchor="end" class="chart-label">{*rank}</text>
+            }
+            .into_any();
+            std::iter::once(label).chain(row.iter().enumerate().map(move |(k, v)| {
+                let stage = r.stage_names.get(k).cloned().unwrap_or_default();
+                view! {
+                    <rect x=format!("{:.1}", label_w + k as f64 * cell_w) y=format!("{y:.1}") width=format!("{}", cell_w - 1.0) height=format!("{}", cell_h - 1.0)
+                        style=format!("fill: var(--bad); fill-opacity: {:.3}", 0.05 + 0.95 * v / most)>
+                        <title>{format!("rank {rank}, {stage}: {} behind the frontier on average", ms(*v))}</title>
+                    </rect>
+                }
+                .into_any()
+            }))
+        })
+        .collect();
+    let heads: Vec<_> = r
+        .stage_names
+        .iter()
+        .take(stages)
+        .enumerate()
+        .map(|(k, n)| view! {
+            <text x=format!("{:.1}", label_w + k as f64 * cell_w + cell_w / 2.0) y="11" text-anchor="middle" class="chart-label">{n.clone()}</text>
+        })
+        .collect();
+    let w = label_w + cell_w * stages as f64 + 4.0;
+    let h = 20.0 + cell_h * slack.len() as f64;
+    Some(view! {
+        <figure class="chart" data-testid="steps-slack">
+            <figcaption>{format!("Slack: rank (row) × stage, how far behind the frontier at the stage's end (darker is more, up to {})", ms(most))}</figcaption>
+            <svg role="img" aria-label="Each rank's mean slack per stage" viewBox=format!("0 0 {w:.0} {h:.0}") width=format!("{w:.0}")>
+                {heads}
+                {cells}
+            </svg>
+        </figure>
+    })
+}
+
+/// Where a step's time went on the GPU, measured, beside the closed forms' prediction.
+fn breakdown(r: &StepsReport) -> impl IntoView {
+    let Some(b) = &r.breakdown else {
+        return view! {
+            <p class="hint" data-testid="steps-no-breakdown">
+                "No breakdown of the step time: it needs the exports' kernels over the steps                  (the command also reads the compute kernels: ncclscope analyze)."
+            </p>
+        }
+        .into_any();
+    };
+    let m = &b.mean;
+    let exposed: Vec<_> = m
+        .exposed_ms
+        .iter()
+        .map(|(p, v)| view! { <tr><td>{format!("exposed {p} communication")}</td><td class="num">{ms(*v)}</td><td></td><td></td></tr> })
+        .collect();
+    let closed = b.closed_form.as_ref().map(|c| {
+        let row = |name: &'static str, measured: Option<f64>, predicted: Option<f64>| {
+            let ratio = match (measured, predicted) {
+                (Some(a), Some(p)) if p > 0.0 => format!("{:.2}", a / p),
+                _ => "—".into(),
+            };
+            view! {
+                <tr><td>{name}</td>
+                <td class="num">{measured.map(ms).unwrap_or_else(|| "—".into())}</td>
+                <td class="num">{predicted.map(ms).unwrap_or_else(|| "—".into())}</td>
+                <td class="num">{ratio}</td></tr>
+            }
+        };
+        let (me, pr) = (&c.measured, &c.predicted);
+        view! {
+            <h4>"Measured against the closed forms (ConfigTuner)"</h4>
+            <table class="data-table" data-testid="steps-closed-form">
+                <thead><tr><th scope="col">"term"</th><th scope="col">"measured"</th><th scope="col">"predicted"</th><th scope="col">"measured / predicted"</th></tr></thead>
+                <tbody>
+                    {row("compute", me.comp_ms, pr.comp_ms)}
+                    {row("TP", me.tp_ms, pr.tp_ms)}
+                    {row("PP", me.pp_ms, pr.pp_ms)}
+                    {row("DP", me.dp_ms, pr.dp_ms)}
+                    {row("bubble", me.bubble_ms, pr.bubble_ms)}
+                    {row("iteration", me.iter_ms, pr.iter_ms)}
+                </tbody>
+            </table>
+        }
+    });
+    view! {
+        <h3>"Where a step's time goes on the GPU"</h3>
+        <table class="data-table" data-testid="steps-breakdown">
+            <thead><tr><th scope="col">"mean per rank and step"</th><th scope="col">"ms"</th><th></th><th></th></tr></thead>
+            <tbody>
+                <tr><td>"step"</td><td class="num">{ms(m.step_ms)}</td><td></td><td></td></tr>
+                <tr><td>"compute busy"</td><td class="num">{ms(m.compute_ms)}</td><td></td><td></td></tr>
+                {exposed}
+                <tr><td>"pipeline bubble"</td><td class="num">{ms(m.bubble_ms)}</td><td></td><td></td></tr>
+                <tr><td>"idle"</td><td class="num">{ms(m.idle_ms)}</td><td></td><td></td></tr>
+            </tbody>
+        </table>
+        {closed}
+    }
+    .into_any()
 }
