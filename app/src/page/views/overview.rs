@@ -34,6 +34,13 @@ pub fn EmptyState() -> impl IntoView {
                     <code>"nsys profile --trace=cuda,nvtx -o report …"</code>" then "
                     <code>"nsys export --type sqlite report.nsys-rep"</code>"."
                 </li>
+                <li>
+                    <b>"PyTorch profiler traces"</b>" ("<code>"*.pt.trace.json"</code>", plain or gzip, one per rank) from "
+                    <code>"torch.profiler.profile(..., record_shapes=True)"</code>": alone, or beside the logs of the same run."
+                </li>
+                <li>
+                    <b>"Stage files"</b>" ("<code>"step,rank,stage,duration_ms"</code>", CSV or JSON Lines) for the Steps view, alone or with the rest."
+                </li>
                 <li>"Or press “Load demo run” to see a synthetic multi-rank run."</li>
             </ul>
         </section>
