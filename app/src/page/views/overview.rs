@@ -60,6 +60,9 @@ pub fn Overview() -> impl IntoView {
                     <crate::page::panels::insights::diagnosis::DiagnosisCard
                         insights=s.insights
                         on_open=Callback::new(move |()| { registry::open(&s, "diagnosis"); }) />
+                    <crate::page::panels::insights::steps::StepsCard
+                        insights=s.insights
+                        on_open=Callback::new(move |()| { registry::open(&s, "steps"); }) />
                     {move || s.overview.with(|o| o.as_ref().map(captures))}
                     <Loaded />
                     {move || s.overview.get().map(|o| view! {

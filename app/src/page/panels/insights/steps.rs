@@ -355,3 +355,36 @@ fn breakdown(r: &StepsReport) -> impl IntoView {
     }
     .into_any()
 }
+
+/// The overview's step summary once the insights are in: which stage and rank hold the steps'
+/// time, a click away from the Steps view (nothing when the files show no steps).
+#[component]
+pub fn StepsCard(insights: InsightsSignal, on_open: Callback<()>) -> impl IntoView {
+    move || {
+        let i = insights.get()?;
+        let r = i.steps.as_ref()?;
+        let w = &r.window;
+        let text = match (&w.top1, w.top1_rank) {
+            (Some(stage), Some(rank)) => format!(
+                "{} steps: {stage} holds {} of the step time, most often on rank {rank}.",
+                w.steps,
+                pct(w.share.get(stage).unwrap_or(0.0))
+            ),
+            (Some(stage), None) => format!(
+                "{} steps: {stage} holds {} of the step time.",
+                w.steps,
+                pct(w.share.get(stage).unwrap_or(0.0))
+            ),
+            _ => format!(
+                "{} steps found; none complete on every rank.",
+                r.per_step.len()
+            ),
+        };
+        Some(view! {
+            <section class="card" data-testid="overview-steps">
+                <h3>"Steps"</h3>
+                <p><button class="link" data-go="steps" on:click=move |_| on_open.run(())>{text}</button></p>
+            </section>
+        })
+    }
+}
