@@ -155,10 +155,28 @@ mod tests {
             "{:?}",
             insights.diagnosis.findings
         );
-        let patterns = insights.patterns.expect("the demo moves bytes");
+        let patterns = insights.patterns.clone().expect("the demo moves bytes");
         assert!(!patterns.ranks_left_out);
         assert!(patterns.patterns.matrix.entries.iter().any(|e| e.bytes > 0));
-        let steps = insights.steps.expect("the demo has iteration ranges");
+        // The page reads what the worker wrote (JSON: a NaN would come back as null).
+        let msg = crate::protocol::messages::ToPage::Insights {
+            insights: Box::new(insights.clone()),
+        };
+        let json = serde_json::to_string(&msg).expect("the insights as JSON");
+        let back: crate::protocol::messages::ToPage =
+            serde_json::from_str(&json).expect("the insights read back");
+        // (Not compared whole: serde_json's reading may differ in a float's last bit.)
+        match back {
+            crate::protocol::messages::ToPage::Insights { insights: back } => {
+                assert_eq!(back.identity, insights.identity);
+                assert_eq!(back.diagnosis, insights.diagnosis);
+            }
+            other => panic!("read back as {other:?}"),
+        }
+        let steps = insights
+            .steps
+            .clone()
+            .expect("the demo has iteration ranges");
         assert!(!steps.per_step.is_empty());
     }
 

@@ -154,13 +154,36 @@ impl RankCredit {
     }
 }
 
-/// Stage name → value, in stage order (serialised as a JSON object).
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+/// Stage name → value, in stage order (serialised as a JSON object, read back in its order).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct OrderedShares(pub Vec<(String, f64)>);
 
 impl OrderedShares {
     pub fn get(&self, name: &str) -> Option<f64> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+}
+
+impl<'de> Deserialize<'de> for OrderedShares {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = OrderedShares;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of stage names to numbers")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry::<String, f64>()? {
+                    out.push(entry);
+                }
+                Ok(OrderedShares(out))
+            }
+        }
+        d.deserialize_map(Entries)
     }
 }
 
