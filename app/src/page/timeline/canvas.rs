@@ -57,6 +57,10 @@ struct BoxSize {
 /// the selection. `fill`: fill the box the view gives it (else as tall as its rows, at most
 /// 60 % of the window); `rows`: the nodes collapsed and the NVTX rows folded; `width`: where it
 /// reports its width (the minimap follows it).
+///
+/// (About 165 lines, most of them the view's markup and its attributes: the drawing and
+/// hit-testing are in `draw`, the mouse in `Events`, the keys in `Keys`; what is left wires
+/// their signals to one canvas and its box, and halves would pass a dozen signals between them.)
 #[component]
 pub fn TimelineCanvas(
     timeline: Signal<Timeline>,
