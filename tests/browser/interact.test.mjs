@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, timelineBox, DEMO } from './harness.mjs';
+import { startSession, withScreenshot, timelineBox, frames, DEMO } from './harness.mjs';
 
 
 let s;
@@ -158,7 +158,11 @@ test('hovering a kernel shows every enriched field without selecting it; leaving
     const all = Object.fromEntries(details);
     assert.deepEqual(Object.fromEntries(Object.keys(tip).map((k) => [k, all[k]])), tip);
 
-    // Off the canvas, the tooltip goes.
+    // Off the canvas, the tooltip goes. (The details drawer, open beside the canvas, narrows
+    // it: closed, the kernel is back under the point.)
+    await page.getByTestId('drawer-close').click();
+    await page.getByTestId('drawer').waitFor({ state: 'detached' });
+    await frames(page, 3);
     await page.mouse.move(point[0] + 1, point[1]);
     await page.mouse.move(...point);
     await tooltip.waitFor();

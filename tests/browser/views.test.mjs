@@ -137,6 +137,7 @@ test('a link names the view; a link of the previous layout opens the view holdin
     // The previous layout's panel ids (its panel bar: `p=<panel>`), and this layout's slugs.
     for (const [p, view] of [['window', 'timeline'], ['timeline', 'timeline'], ['notes', 'notes'],
       ['communicators', 'communicators'], ['theory', 'theory'], ['bandwidth', 'bandwidth']]) {
+      await s.page.goto('about:blank'); // (a new fragment alone would not reload the page)
       await s.page.goto(s.url + link.hash.replace(/([#&])p=bandwidth(?=&|$)/, `$1p=${p}`));
       await s.page.getByTestId('link-waiting').waitFor();
       await dropFiles(s.page, demoFiles());
