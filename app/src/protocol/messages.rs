@@ -58,9 +58,10 @@ pub enum ToPage {
         /// benchmarks (empty where the heap is not counted).
         #[serde(default)]
         heap: Vec<HeapStage>,
-        /// The run's overview; absent from recordings made before it existed.
+        /// The run's overview; absent from recordings made before it existed. (Boxed: the
+        /// message's other variants are much smaller.)
         #[serde(default)]
-        overview: crate::protocol::overview::OverviewView,
+        overview: Box<crate::protocol::overview::OverviewView>,
     },
     /// Theory versus observed for the config last asked for (or why the config is unusable).
     Theory {
