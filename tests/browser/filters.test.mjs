@@ -5,7 +5,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, timelineBox, trackPoint, openView, DEMO, demoFiles, download } from './harness.mjs';
+import { startSession, withScreenshot, dropFiles, timelineBox, trackPoint, openView, DEMO, ROOT, demoFiles, download } from './harness.mjs';
 
 
 const sessions = [];
@@ -100,12 +100,26 @@ test('the filter keeps what the exported records say, and says why a query is re
     const both = count((r) => r.Name === 'AllReduce' && r['Parallelism Type'] === 'TP');
     assert.equal(await kept(s.page, 'allreduce tp'), both);
 
+    // The README's example keeps what the exported records say (issue 30: it used to keep none).
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const example = /takes queries such as\s+`([^`]+)`/.exec(readme)[1];
+    const readmeKept = count((r) => ['AllReduce', 'Broadcast'].includes(r.Name) && r['Parallelism Type'] === 'TP'
+      && Number(r['Message Size (Bytes)'] || -1) >= 1 << 20 && Number(r['Bus BW (GB/s)'] || Infinity) < 100
+      && Number(r['Global Rank']) > 3);
+    assert.equal(example, 'op:allreduce,broadcast par:tp size:>=1MiB bw:<100 -rank:0-3');
+    assert.ok(readmeKept > 0);
+    assert.equal(await kept(s.page, example), readmeKept, example);
+    assert.match(readme, new RegExp(`\\(${readmeKept} of the demo's ${total} kernels`));
+
     // A bad query is refused by name; the timeline keeps the last good view.
     const drawn = await summary(s.page);
+    const counted = (await status(s.page)).replace(/\s*unknown key.*$/s, '');
     await applyFilter(s.page, 'colour:red');
     await s.page.getByTestId('filter-error').waitFor();
     assert.match(await s.page.getByTestId('filter-error').textContent(), /unknown key `colour`/);
     assert.equal(await summary(s.page), drawn);
+    // The status still counts what is drawn (issue 30: it said "0 kernels").
+    assert.ok((await status(s.page)).startsWith(counted), `${await status(s.page)} / ${counted}`);
     // Markup typed into the filter comes back as text.
     await applyFilter(s.page, '<img src=x onerror=alert(1)>');
     await s.page.waitForFunction(() => /<img/.test(document.querySelector('[data-testid=filter-error]')?.textContent ?? ''));

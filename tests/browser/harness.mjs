@@ -57,6 +57,9 @@ export const demoFiles = () => fs.readFileSync(path.join(DEMO, 'MANIFEST'), 'utf
  * its body is in the document. The page shows one view at a time (app/src/page/views/registry.rs).
  */
 export async function openView(page, slug) {
+  // (A page without a view bar, a bundle or a page of the previous layout, shows everything.)
+  await page.getByTestId('view-bar').waitFor({ timeout: 5000 }).catch(() => {});
+  if (!(await page.getByTestId('view-bar').count())) return;
   const current = await page.getByTestId('view').getAttribute('data-view').catch(() => null);
   if (current !== slug) await page.getByTestId(`view-${slug}`).click();
   await page.locator(`[data-testid=view][data-view="${slug}"]`).waitFor();

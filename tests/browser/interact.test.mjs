@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, timelineBox, DEMO } from './harness.mjs';
+import { startSession, withScreenshot, timelineBox, frames, DEMO } from './harness.mjs';
 
 
 let s;
@@ -49,6 +49,7 @@ test('the focused canvas zooms with W/S and pans with A/D, smoothly while held',
     const canvas = page.getByTestId('timeline');
     assert.equal(await canvas.getAttribute('tabindex'), '0');
     assert.match(await canvas.getAttribute('aria-label'), /W and S zoom/);
+    const whole = await windowOf(page);
     await page.mouse.move(1, 1); // off the canvas: keys zoom around the centre
     await canvas.focus();
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'timeline');
@@ -102,6 +103,20 @@ test('the focused canvas zooms with W/S and pans with A/D, smoothly while held',
     const pivot = (win) => win[0] + (win[1] - win[0]) * frac;
     assert.ok(z[1] - z[0] < w[1] - w[0]);
     assert.ok(Math.abs(pivot(z) - pivot(w)) < (w[1] - w[0]) / PLOT_W, `pivot ${pivot(w)} → ${pivot(z)}`);
+
+    // Held long, D stops at the run's end (issue 30: panning ran past it), A at its start.
+    for (const [key, atEnd] of [['d', (v) => v[1] <= whole[1] && whole[1] - v[1] < (v[1] - v[0]) / 100],
+      ['a', (v) => v[0] >= whole[0] && v[0] - whole[0] < (v[1] - v[0]) / 100]]) {
+      await page.keyboard.down(key);
+      await page.waitForFunction(([k, w]) => {
+        const v = document.querySelector('[data-testid=timeline]').dataset.window.split('_').map(Number);
+        return k === 'd' ? v[1] >= w[1] - (v[1] - v[0]) / 100 : v[0] <= w[0] + (v[1] - v[0]) / 100;
+      }, [key, whole], { timeout: 20_000 });
+      await page.waitForTimeout(300);
+      await page.keyboard.up(key);
+      const v = await windowOf(page);
+      assert.ok(atEnd(v), `${key} held: ${v} within ${whole}`);
+    }
     assert.deepEqual(s.errors, []);
   });
 });
@@ -143,7 +158,11 @@ test('hovering a kernel shows every enriched field without selecting it; leaving
     const all = Object.fromEntries(details);
     assert.deepEqual(Object.fromEntries(Object.keys(tip).map((k) => [k, all[k]])), tip);
 
-    // Off the canvas, the tooltip goes.
+    // Off the canvas, the tooltip goes. (The details drawer, open beside the canvas, narrows
+    // it: closed, the kernel is back under the point.)
+    await page.getByTestId('drawer-close').click();
+    await page.getByTestId('drawer').waitFor({ state: 'detached' });
+    await frames(page, 3);
     await page.mouse.move(point[0] + 1, point[1]);
     await page.mouse.move(...point);
     await tooltip.waitFor();

@@ -286,6 +286,10 @@ test('an exported bundle opens in a fresh context with no files and no network',
   await withScreenshot(b.page, 'bundle-open', async () => {
     await b.page.goto(`file://${saved}`);
     await b.page.getByTestId('bundle-note').waitFor({ timeout: 60_000 });
+    // Nothing that would do nothing here (issue 30: "Choose files…" and "Load demo run" showed).
+    for (const id of ['file-input', 'folder-input', 'load-demo', 'copy-link']) {
+      assert.equal(await b.page.getByTestId(id).count(), 0, id);
+    }
     await b.page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window, null, { timeout: 60_000 });
     const opened = await views(b.page);
     assert.equal(opened.timeline, made.timeline, 'the same timeline');

@@ -15,10 +15,16 @@ before(async () => { s = await startSession(); });
 after(async () => { await s?.close(); });
 
 test('page loads with no console errors and shows how to start', async () => {
+  const warnings = [];
+  s.page.on('console', (m) => { if (m.type() === 'warning') warnings.push(m.text()); });
   await withScreenshot(s.page, 'page-loads', async () => {
     await s.page.goto(s.url);
     await s.page.getByTestId('empty-state').waitFor();
     assert.match(await s.page.getByTestId('empty-state').textContent(), /NCCL_DEBUG=INFO/);
+    // Its wasm (the page's, the workers') starts the current way: no wasm-bindgen deprecation
+    // warning (issue 30: three at every load). The workers have started once they warmed up.
+    await s.page.locator('.page[data-worker-warm-ms]').waitFor({ state: 'attached', timeout: 30_000 });
+    assert.deepEqual(warnings.filter((w) => /deprecated/.test(w)), []);
     assert.deepEqual(s.errors, []);
   });
 });

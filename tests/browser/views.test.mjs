@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, openView, ARTIFACTS, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, openView, dropFiles, demoFiles, ARTIFACTS, ROOT } from './harness.mjs';
 
 const AXE = path.join(ROOT, 'node_modules/axe-core/axe.min.js');
 const SHOTS = path.join(ARTIFACTS, 'views');
@@ -99,7 +99,8 @@ test('keyboard alone reaches every view and every action', async () => {
     const actions = ['file-input', 'folder-input', 'load-demo', 'copy-link', 'export-menu', 'theme-toggle'];
     const reached = new Set();
     await s.page.evaluate(() => document.activeElement?.blur());
-    for (let i = 0; i < 200 && reached.size < slugs.length + actions.length; i++) {
+    const wanted = [...actions, ...slugs.map((v) => `view-${v}`)];
+    for (let i = 0; i < 200 && !wanted.every((w) => reached.has(w)); i++) {
       await s.page.keyboard.press('Tab');
       const id = await s.page.evaluate(() => {
         const el = document.activeElement;
@@ -123,11 +124,25 @@ test('keyboard alone reaches every view and every action', async () => {
 
 test('a link names the view; a link of the previous layout opens the view holding its panel', async () => {
   await withScreenshot(s.page, 'views-links', async () => {
-    for (const [p, view] of [['bandwidth', 'bandwidth'], ['window', 'timeline'], ['notes', 'notes'],
-      ['communicators', 'communicators'], ['theory', 'theory']]) {
-      await s.page.goto(`${s.url}#p=${p}`);
-      await s.page.getByTestId('load-demo').click();
-      await s.page.locator(`[data-testid=view][data-view="${view}"]`).waitFor({ timeout: 120_000 });
+    await s.page.setViewportSize(SIZES[0]);
+    await s.page.goto(s.url);
+    await dropFiles(s.page, demoFiles());
+    await s.page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
+      null, { timeout: 120_000 });
+    await openView(s.page, 'bandwidth');
+    await s.page.getByTestId('copy-link').click();
+    await s.page.getByTestId('share-link').waitFor({ timeout: 60_000 });
+    const link = new URL(await s.page.getByTestId('share-link').inputValue());
+    assert.match(link.hash, /[#&]p=bandwidth(&|$)/, link.hash);
+    // The previous layout's panel ids (its panel bar: `p=<panel>`), and this layout's slugs.
+    for (const [p, view] of [['window', 'timeline'], ['timeline', 'timeline'], ['notes', 'notes'],
+      ['communicators', 'communicators'], ['theory', 'theory'], ['bandwidth', 'bandwidth']]) {
+      await s.page.goto('about:blank'); // (a new fragment alone would not reload the page)
+      await s.page.goto(s.url + link.hash.replace(/([#&])p=bandwidth(?=&|$)/, `$1p=${p}`));
+      await s.page.getByTestId('link-waiting').waitFor();
+      await dropFiles(s.page, demoFiles());
+      await s.page.getByTestId('link-restored').waitFor({ timeout: 120_000 });
+      await s.page.locator(`[data-testid=view][data-view="${view}"]`).waitFor({ timeout: 30_000 });
       assert.equal(await s.page.getByTestId(`view-${view}`).getAttribute('aria-current'), 'page', p);
     }
     assert.deepEqual(s.errors, []);

@@ -58,9 +58,10 @@ pub enum ToPage {
         /// benchmarks (empty where the heap is not counted).
         #[serde(default)]
         heap: Vec<HeapStage>,
-        /// The run's overview; absent from recordings made before it existed.
+        /// The run's overview; absent from recordings made before it existed. (Boxed: the
+        /// message's other variants are much smaller.)
         #[serde(default)]
-        overview: crate::protocol::overview::OverviewView,
+        overview: Box<crate::protocol::overview::OverviewView>,
     },
     /// What went wrong, why steps are slow, where traffic flows, who is who: sent after each
     /// [`ToPage::Result`] (its timeline shows first), for the same analysis.

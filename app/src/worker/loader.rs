@@ -521,7 +521,7 @@ async fn load_and_analyse(req: &LoadRequest) {
                 .collect(),
             comms: views.comms,
             panels: views.panels,
-            overview: views.overview,
+            overview: Box::new(views.overview),
             analysis_ms: js_sys::Date::now() - started,
             worker_memory_bytes: wasm_memory_bytes(),
             inferred: inferred_fields(&analysis, &s),

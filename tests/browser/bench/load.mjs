@@ -14,13 +14,14 @@
 //               (it parses and analyses the built-in demo while the page waits for files:
 //               a user takes longer than that to pick files);
 //       T: give up after T seconds (default: an hour), reporting `timed_out`;
-//       --json: the result on one line (`ncclscope-bench` reads it), else indented.
+//       --json: the result on one line (`ncclscope-bench` reads it), else indented;
+//       --dist=DIR: load the page built in DIR instead of dist/ (to compare two builds).
 //
 // Build the page first: `trunk build --release --cargo-profile wasm-release`.
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { allRows, startSession } from '../harness.mjs';
+import { allRows, openView, startSession } from '../harness.mjs';
 import { inputs, observeLongTasks, panAndZoom, takeLongTasks } from './frames.mjs';
 
 /** RSS (bytes) of the browser process whose command line names `profile`, and of its descendants. */
@@ -56,7 +57,7 @@ if (files.length === 0) {
 // With exports there is a timeline: done is when it is drawn, not only when the analysis is back.
 const withTimeline = files.some((f) => f.endsWith('.sqlite'));
 const bytes = files.reduce((a, f) => a + fs.statSync(f).size, 0);
-const s = await startSession();
+const s = await startSession(option('dist') ? { dist: path.resolve(option('dist')) } : {});
 try {
   await s.page.goto(query ? `${s.url}?${query}` : s.url);
   await s.page.getByTestId('load-demo').waitFor();
@@ -102,6 +103,8 @@ try {
   if (!timedOut) await s.page.waitForTimeout(1000);
   const longTasks = await takeLongTasks(s.page);
   clearInterval(sampler);
+  // (Read before the file list: the page shows one view at a time, and the list is in Inputs.)
+  const summary = (await s.page.getByTestId('timeline-summary').textContent().catch(() => '')) ?? '';
   // Every file's row (the list keeps only the rows its scroll box shows in the document).
   const rows = await allRows(s.page, 'file-list', (els) => els.map((e) => ({
     file: e.dataset.file,
@@ -115,7 +118,7 @@ try {
   const loadMs = rows.reduce((a, r) => a + (r.ms || 0), 0);
   const failed = rows.filter((r) => !r.status.startsWith('loaded'));
   for (const r of failed) console.error(`not loaded: ${r.file}: ${r.status}`);
-  const summary = (await s.page.getByTestId('timeline-summary').textContent().catch(() => '')) ?? '';
+  if (flag('render') && !timedOut && withTimeline) await openView(s.page, 'timeline');
   const render = flag('render') && !timedOut && withTimeline ? await panAndZoom(s.page) : {};
   const mb = (b) => (b / 1e6).toFixed(0);
   const result = {

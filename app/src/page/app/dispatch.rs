@@ -77,7 +77,7 @@ fn dispatch(s: AppState, msg: ToPage, new_timeline: Option<Timeline>) {
                 ranks,
                 comms,
                 panels,
-                overview,
+                overview: *overview,
                 analysis_ms,
                 rerun,
             };

@@ -23,12 +23,14 @@ use crate::page::timeline::draw::{
 };
 use crate::page::timeline::tooltip::{Hover, Tooltip};
 
-/// Which nodes are collapsed and whether the NVTX rows are folded: owned by the page, so that
-/// they outlive a view change.
+/// Which nodes are collapsed, whether the NVTX rows are folded, and the run the window was
+/// last fitted to: owned by the page, so that they outlive a view change (a canvas mounted
+/// again keeps the window a link or the user set while another view was shown).
 #[derive(Clone, Copy)]
 pub struct RowsState {
     pub collapsed: RwSignal<BTreeSet<String>>,
     pub markers_folded: RwSignal<bool>,
+    pub fitted_run: StoredValue<Option<(i64, i64)>>,
 }
 
 impl RowsState {
@@ -36,6 +38,7 @@ impl RowsState {
         RowsState {
             collapsed: RwSignal::new(BTreeSet::new()),
             markers_folded: RwSignal::new(false),
+            fitted_run: StoredValue::new(None),
         }
     }
 }
@@ -57,6 +60,10 @@ struct BoxSize {
 /// the selection. `fill`: fill the box the view gives it (else as tall as its rows, at most
 /// 60 % of the window); `rows`: the nodes collapsed and the NVTX rows folded; `width`: where it
 /// reports its width (the minimap follows it).
+///
+/// (About 165 lines, most of them the view's markup and its attributes: the drawing and
+/// hit-testing are in `draw`, the mouse in `Events`, the keys in `Keys`; what is left wires
+/// their signals to one canvas and its box, and halves would pass a dozen signals between them.)
 #[component]
 pub fn TimelineCanvas(
     timeline: Signal<Timeline>,
@@ -122,7 +129,7 @@ pub fn TimelineCanvas(
         mouse_at: StoredValue::new(None),
         run: Signal::derive(move || timeline.with(|t| (t.start_ns as f64, t.end_ns as f64))),
     };
-    new_timeline_resets_view(timeline, view, selection, hover);
+    new_timeline_resets_view(timeline, view, selection, hover, rows.fitted_run);
 
     Effect::new(move |_| {
         let v = view.get();
@@ -277,10 +284,20 @@ fn new_timeline_resets_view(
     view: RwSignal<Option<View>>,
     selection: RwSignal<Option<(f64, f64)>>,
     hover: Hover,
+    fitted_run: StoredValue<Option<(i64, i64)>>,
 ) {
     // (`with`, never `get`: a clone of millions of spans per frame would cost more than drawing.)
-    Effect::new(move |previous: Option<(i64, i64)>| {
+    Effect::new(move |_| {
         let (start_ns, end_ns) = timeline.with(|t| (t.start_ns, t.end_ns));
+        // The run the window was fitted to, by this canvas or one of another view before it.
+        let previous = fitted_run.get_value();
+        fitted_run.set_value(Some((start_ns, end_ns)));
+        // (The spans' indices may have changed: what the tooltip showed is another kernel's.)
+        hover.hide();
+        if previous == Some((start_ns, end_ns)) && view.with_untracked(Option::is_some) {
+            // Mounted again on the same run (a view change): the window is the page's.
+            return;
+        }
         let whole = |(a, z): (i64, i64)| View {
             start_ns: a as f64,
             end_ns: z as f64,
@@ -293,9 +310,6 @@ fn new_timeline_resets_view(
             view.set((end_ns > start_ns).then_some(whole((start_ns, end_ns))));
             selection.set(None);
         }
-        // The spans' indices changed: what the tooltip showed is another kernel's.
-        hover.hide();
-        (start_ns, end_ns)
     });
 }
 

@@ -17,7 +17,7 @@ pub struct ViewStatus {
     pub error: Option<String>,
 }
 
-const PLACEHOLDER: &str = "op:allreduce par:tp size:>=1MiB -rank:0-3";
+const PLACEHOLDER: &str = "op:allreduce,broadcast par:tp size:>=1MiB bw:<100 -rank:0-3";
 
 /// The filter box, the clock switch and the legend. `applied` is what the timeline shows;
 /// `on_apply` asks the worker for another view; `compact` folds the legend and the filter's
