@@ -86,8 +86,12 @@ test('a generated hang is named in the Diagnosis view', async () => {
       assert.equal((await first.locator('td').nth(2).textContent()).trim(), '3');
       // The overview leads with it, a click away from the Diagnosis view.
       await openView(s.page, 'overview');
+      // (Marked when analyze calls the first finding critical or a warning.)
+      const severe = ['critical', 'warning'].includes(nativeSummary(files).diagnosis[0].severity);
       const card = s.page.getByTestId('overview-diagnosis');
-      assert.match(await card.getAttribute('class'), /warn/);
+      assert.equal(/\bwarn\b/.test(await card.getAttribute('class')), severe);
+      assert.equal((await card.locator('button').textContent()).startsWith(
+        nativeSummary(files).diagnosis[0].message), true);
       await card.locator('button').click();
       await s.page.locator('[data-testid=view][data-view="diagnosis"]').waitFor();
     });
