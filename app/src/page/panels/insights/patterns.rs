@@ -100,7 +100,7 @@ fn heatmap(
         })
         .collect();
     view! {
-        <figure class="heatmap">
+        <figure class="heatmap" tabindex="0">
             <svg data-testid=testid role="img" aria-label=caption.clone()
                 viewBox=format!("0 0 {size} {size}") width="480" height="480">
                 <rect width=size height=size class="heatmap-bg"></rect>

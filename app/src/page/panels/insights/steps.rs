@@ -223,7 +223,7 @@ fn frontier_chart(r: &StepsReport) -> impl IntoView {
         .collect();
     let axis_y = height - 8.0;
     view! {
-        <figure class="chart" data-testid="steps-frontier-chart">
+        <figure class="chart" data-testid="steps-frontier-chart" tabindex="0">
             <figcaption>"Each step's time as the frontier advanced, by stage (the slowest rank at each stage's end); step number on the left"</figcaption>
             <div class="legend">{legend}</div>
             <svg role="img" aria-label="The frontier's advances per step, stacked by stage"
@@ -284,7 +284,7 @@ fn slack_map(r: &StepsReport) -> Option<impl IntoView> {
     let w = label_w + cell_w * stages as f64 + 4.0;
     let h = 20.0 + cell_h * slack.len() as f64;
     Some(view! {
-        <figure class="chart" data-testid="steps-slack">
+        <figure class="chart" data-testid="steps-slack" tabindex="0">
             <figcaption>{format!("Slack: rank (row) × stage, how far behind the frontier at the stage's end (darker is more, up to {})", ms(most))}</figcaption>
             <svg role="img" aria-label="Each rank's mean slack per stage" viewBox=format!("0 0 {w:.0} {h:.0}") width=format!("{w:.0}")>
                 {heads}
