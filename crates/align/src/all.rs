@@ -6,6 +6,7 @@ use crate::kept::{FirstLines, KeptHints};
 use crate::nvtx_join::{check, join_nvtx};
 use crate::per_process::{rehinted, AlignConfig, ProcessAlignment};
 use crate::runner::{now, Job, Runner, Threads};
+use model::log::LogOp;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Aligns each process; the result keeps the input order. With `cfg.consensus`, processes
@@ -77,6 +78,10 @@ pub fn align_all_reusing(
 
 /// [`align_all_reusing`] with the per-process alignments run by `runner` (the page's workers):
 /// the same result whatever runs them.
+///
+/// The phases, each its own function: the first pass of the changed processes, the consensus
+/// of the clock domains where something changed, the second pass where inputs or hints
+/// changed (with the NVTX check), and the result with what a later call can reuse.
 pub async fn align_all_reusing_with(
     inputs: &[ProcessInput<'_>],
     cfg: &AlignConfig,
@@ -84,7 +89,38 @@ pub async fn align_all_reusing_with(
     runner: &dyn Runner,
 ) -> Vec<Aligned> {
     previous.resize_with(inputs.len(), || None);
-    // First pass, where the inputs changed.
+    let mut first = first_pass(inputs, cfg, &previous, runner).await;
+    let size = domain_sizes(inputs);
+    let redo = in_dirty_domains(inputs, &previous, &size);
+    let mut fresh_lines: Vec<Option<Vec<Option<usize>>>> =
+        first.iter().map(|a| a.as_ref().map(first_lines)).collect();
+    let mut new_hints = consensus_hints(inputs, cfg, &redo, &fresh_lines, &previous);
+    let mut fresh = second_pass(inputs, cfg, &previous, &mut first, &new_hints, runner).await;
+    for (p, a) in inputs.iter().zip(&mut fresh) {
+        if let Some(a) = a {
+            nvtx_check(p, a);
+        }
+    }
+    let mut out = Vec::with_capacity(inputs.len());
+    for (i, (prev, fresh)) in previous.into_iter().zip(fresh).enumerate() {
+        let domain = size[&inputs[i].clock];
+        let (lines, hints) = (fresh_lines[i].take(), new_hints[i].take());
+        // `None`: not reached, a process without a previous alignment is always computed.
+        if let Some(a) = aligned(fresh, prev, lines, hints, domain, inputs[i].log_ops) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// The first (hint-free) pass of every process without a previous alignment (its inputs
+/// changed, or it is new); `None` for the others.
+async fn first_pass(
+    inputs: &[ProcessInput<'_>],
+    cfg: &AlignConfig,
+    previous: &[Option<Aligned>],
+    runner: &dyn Runner,
+) -> Vec<Option<ProcessAlignment>> {
     let changed: Vec<usize> = (0..inputs.len())
         .filter(|&i| previous[i].is_none())
         .collect();
@@ -95,13 +131,27 @@ pub async fn align_all_reusing_with(
     for (&i, a) in changed.iter().zip(computed) {
         first[i] = Some(a);
     }
-    // The consensus, for the clock domains where something changed.
+    first
+}
+
+/// How many processes each clock domain has.
+fn domain_sizes(inputs: &[ProcessInput<'_>]) -> FxHashMap<u64, usize> {
     let mut size: FxHashMap<u64, usize> = FxHashMap::default();
     for p in inputs {
         *size.entry(p.clock).or_default() += 1;
     }
+    size
+}
+
+/// The processes whose consensus must be recomputed: every member of a domain with a changed
+/// member or a different number of members than when its hints were computed.
+fn in_dirty_domains(
+    inputs: &[ProcessInput<'_>],
+    previous: &[Option<Aligned>],
+    size: &FxHashMap<u64, usize>,
+) -> Vec<usize> {
     let mut dirty: FxHashSet<u64> = FxHashSet::default();
-    for (p, prev) in inputs.iter().zip(&previous) {
+    for (p, prev) in inputs.iter().zip(previous) {
         if prev
             .as_ref()
             .is_none_or(|prev| prev.reuse.domain != size[&p.clock])
@@ -109,45 +159,65 @@ pub async fn align_all_reusing_with(
             dirty.insert(p.clock);
         }
     }
-    let redo: Vec<usize> = (0..inputs.len())
+    (0..inputs.len())
         .filter(|&i| dirty.contains(&inputs[i].clock))
-        .collect();
-    let mut fresh_lines: Vec<Option<Vec<Option<usize>>>> =
-        first.iter().map(|a| a.as_ref().map(first_lines)).collect();
+        .collect()
+}
+
+/// The consensus hints of the processes in `redo` (empty when none of a process's kernels is
+/// hinted); `None` for the others, whose hints are as before. The first lines are the fresh
+/// ones where the first pass ran, else the kept ones of the previous alignment.
+fn consensus_hints(
+    inputs: &[ProcessInput<'_>],
+    cfg: &AlignConfig,
+    redo: &[usize],
+    fresh_lines: &[Option<Vec<Option<usize>>>],
+    previous: &[Option<Aligned>],
+) -> Vec<Option<Hints>> {
     let mut new_hints: Vec<Option<Hints>> = inputs.iter().map(|_| None).collect();
-    {
-        let sub: Vec<ProcessInput<'_>> = redo.iter().map(|&i| inputs[i]).collect();
-        // The kept first lines of unchanged processes, as the consensus reads them.
-        let kept_lines: Vec<Option<Vec<Option<usize>>>> = redo
-            .iter()
-            .map(|&i| match (&fresh_lines[i], &previous[i]) {
-                (None, Some(prev)) => Some(prev.reuse.first.to_lines()),
-                _ => None,
-            })
-            .collect();
-        let lines: Vec<&[Option<usize>]> = redo
-            .iter()
-            .zip(&kept_lines)
-            .map(|(&i, kept)| match (&fresh_lines[i], kept) {
-                (Some(l), _) => l.as_slice(),
-                (None, Some(l)) => l.as_slice(),
-                (None, None) => &[],
-            })
-            .collect();
-        let hints = if cfg.consensus && inputs.len() >= 2 {
-            call_hints_from_lines(&sub, &lines)
+    let sub: Vec<ProcessInput<'_>> = redo.iter().map(|&i| inputs[i]).collect();
+    // The kept first lines of unchanged processes, as the consensus reads them.
+    let kept_lines: Vec<Option<Vec<Option<usize>>>> = redo
+        .iter()
+        .map(|&i| match (&fresh_lines[i], &previous[i]) {
+            (None, Some(prev)) => Some(prev.reuse.first.to_lines()),
+            _ => None,
+        })
+        .collect();
+    let lines: Vec<&[Option<usize>]> = redo
+        .iter()
+        .zip(&kept_lines)
+        .map(|(&i, kept)| match (&fresh_lines[i], kept) {
+            (Some(l), _) => l.as_slice(),
+            (None, Some(l)) => l.as_slice(),
+            (None, None) => &[],
+        })
+        .collect();
+    let hints = if cfg.consensus && inputs.len() >= 2 {
+        call_hints_from_lines(&sub, &lines)
+    } else {
+        vec![Vec::new(); sub.len()]
+    };
+    for (&i, h) in redo.iter().zip(hints) {
+        new_hints[i] = Some(if h.iter().any(Option::is_some) {
+            h
         } else {
-            vec![Vec::new(); sub.len()]
-        };
-        for (&i, h) in redo.iter().zip(hints) {
-            new_hints[i] = Some(if h.iter().any(Option::is_some) {
-                h
-            } else {
-                Vec::new()
-            });
-        }
+            Vec::new()
+        });
     }
-    // Second pass (or the first pass as the result), where inputs or hints changed.
+    new_hints
+}
+
+/// The second pass (or the first pass as the result) where inputs or hints changed: `None`
+/// where the previous alignment stands. Takes the first-pass alignments it uses from `first`.
+async fn second_pass(
+    inputs: &[ProcessInput<'_>],
+    cfg: &AlignConfig,
+    previous: &[Option<Aligned>],
+    first: &mut [Option<ProcessAlignment>],
+    new_hints: &[Option<Hints>],
+    runner: &dyn Runner,
+) -> Vec<Option<ProcessAlignment>> {
     let mut fresh: Vec<Option<ProcessAlignment>> = inputs.iter().map(|_| None).collect();
     let mut jobs = Vec::new();
     for i in 0..inputs.len() {
@@ -180,56 +250,56 @@ pub async fn align_all_reusing_with(
     for (&i, a) in jobs.iter().zip(redone) {
         fresh[i] = Some(a);
     }
-    for (p, a) in inputs.iter().zip(&mut fresh) {
-        if let Some(a) = a {
-            nvtx_check(p, a);
-        }
-    }
-    let mut out = Vec::with_capacity(inputs.len());
-    for (i, (prev, fresh)) in previous.into_iter().zip(fresh).enumerate() {
-        let domain = size[&inputs[i].clock];
-        let log_ops = inputs[i].log_ops;
-        let (lines, hints) = (fresh_lines[i].take(), new_hints[i].take());
-        out.push(match (fresh, prev) {
-            (Some(alignment), prev) => {
-                let redone = if prev.is_some() {
-                    Redone::Hints
-                } else {
-                    Redone::Inputs
-                };
-                let first = match (lines, prev) {
-                    (Some(lines), _) => FirstLines::from_lines(&lines),
-                    (None, Some(p)) => p.reuse.first,
-                    (None, None) => FirstLines::default(),
-                };
-                let hints = KeptHints::encode(hints.as_deref().unwrap_or(&[]), &first, log_ops);
-                Aligned {
-                    alignment,
-                    redone,
-                    reuse: Reuse {
-                        first,
-                        hints,
-                        domain,
-                    },
-                }
-            }
-            (None, Some(prev)) => Aligned {
-                alignment: prev.alignment,
-                redone: Redone::Kept,
-                reuse: match hints {
-                    Some(hints) => Reuse {
-                        hints: KeptHints::encode(&hints, &prev.reuse.first, log_ops),
-                        first: prev.reuse.first,
-                        domain,
-                    },
-                    None => prev.reuse,
+    fresh
+}
+
+/// One process's result: its fresh alignment (with the first lines and hints it ran with) or
+/// its previous one (with the recomputed hints, if any); `None` when it has neither.
+fn aligned(
+    fresh: Option<ProcessAlignment>,
+    prev: Option<Aligned>,
+    lines: Option<Vec<Option<usize>>>,
+    hints: Option<Hints>,
+    domain: usize,
+    log_ops: &[LogOp],
+) -> Option<Aligned> {
+    Some(match (fresh, prev) {
+        (Some(alignment), prev) => {
+            let redone = if prev.is_some() {
+                Redone::Hints
+            } else {
+                Redone::Inputs
+            };
+            let first = match (lines, prev) {
+                (Some(lines), _) => FirstLines::from_lines(&lines),
+                (None, Some(p)) => p.reuse.first,
+                (None, None) => FirstLines::default(),
+            };
+            let hints = KeptHints::encode(hints.as_deref().unwrap_or(&[]), &first, log_ops);
+            Aligned {
+                alignment,
+                redone,
+                reuse: Reuse {
+                    first,
+                    hints,
+                    domain,
                 },
+            }
+        }
+        (None, Some(prev)) => Aligned {
+            alignment: prev.alignment,
+            redone: Redone::Kept,
+            reuse: match hints {
+                Some(hints) => Reuse {
+                    hints: KeptHints::encode(&hints, &prev.reuse.first, log_ops),
+                    first: prev.reuse.first,
+                    domain,
+                },
+                None => prev.reuse,
             },
-            // Not reached: a process without a previous alignment is always computed.
-            (None, None) => continue,
-        });
-    }
-    out
+        },
+        (None, None) => return None,
+    })
 }
 
 fn job<'a>(p: &ProcessInput<'a>, hints: &'a [Option<(u64, u64)>]) -> Job<'a> {

@@ -198,6 +198,11 @@ fn unpack(sh: &Shape, word: u32, state: usize) -> u8 {
 
 /// Runs the DP over rows `0..=n` and traces back; returns the alignment and the row bounds used.
 /// Memory: one 32-bit word per cell plus two rows of scores.
+///
+/// Kept whole (160 lines) on purpose: this is the pre-speed-up DP kept verbatim as the
+/// reference `nw::run_band` must agree with, and splitting it would make it a second rewrite
+/// rather than the code that was checked; `nw.rs` holds the split version (`row_bounds`,
+/// `band_cells`, `traceback`).
 fn run_band<S: Score + ?Sized>(
     sc: &S,
     n: usize,

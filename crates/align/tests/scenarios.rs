@@ -49,6 +49,27 @@ fn dtype_suffix(d: DataType) -> &'static str {
     }
 }
 
+/// What was drawn for one operation of [`make_rank`]: its call, its message and its kernel's
+/// times (the drawing order is the generator's, so it stays in `make_rank`).
+struct Drawn {
+    /// Stream (and communicator) index: 0 or 1.
+    s: usize,
+    /// The kernel's op: SendRecv for any point-to-point op.
+    op: OpType,
+    dt: DataType,
+    red: RedOp,
+    nch: u32,
+    peer: u32,
+    count: u64,
+    algo: Algo,
+    proto: Proto,
+    /// Log time of the first line.
+    t: i64,
+    launch: i64,
+    start: i64,
+    dur: i64,
+}
+
 fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
     let (drop_log, drop_k) = match g.drops {
         Drops::None => (0.0, 0.0),
@@ -61,7 +82,6 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
         pid: 1000 + rank,
     };
     let epoch = 1_760_000_000_000_000_000i64;
-    let gpu_offset = -1_759_999_000_000_000_000i64; // nsys clock: session-relative
     let mut t = epoch;
     let mut gpu_free = 0i64;
     let mut op_counts = [0u64; 2];
@@ -122,86 +142,41 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
         } else {
             Algo::Ring
         };
-        let red_name = match red {
-            RedOp::Max => "Max",
-            RedOp::Avg => "Avg",
-            _ => "Sum",
-        };
-        let kname = if op == OpType::SendRecv {
-            "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)".to_string()
-        } else {
-            format!(
-                "ncclDevKernel_{}_{}_{}_{}_{}(ncclDevKernelArgsStorage<4096ul>)",
-                op.name(),
-                red_name,
-                dtype_suffix(dt),
-                algo.name(),
-                proto.name()
-            )
+        let d = Drawn {
+            s,
+            op,
+            dt,
+            red,
+            nch,
+            peer,
+            count,
+            algo,
+            proto,
+            t,
+            launch,
+            start,
+            dur,
         };
         let keep_k = !rng.chance(drop_k);
         let kernel_index = kernels.len();
         if keep_k {
-            let _ = gpu_offset;
-            kernels.push(Kernel {
-                pid: 1000 + rank,
-                start_ns: start,
-                end_ns: start + dur,
-                device: rank,
-                stream: 7 + s as u32 * 6,
-                correlation_id: kernel_index as u32,
-                name: kname.into(),
-                grid: [if op == OpType::SendRecv { 2 } else { nch }, 1, 1],
-                block: [640, 1, 1],
-                static_shared_bytes: 0,
-                dynamic_shared_bytes: 0,
-                registers_per_thread: 96,
-                local_memory_total: 0,
-                launch_ns: g.timestamps.then_some(launch),
-                launch_tid: None,
-            });
-            let reduces = matches!(op, OpType::AllReduce | OpType::ReduceScatter);
-            names.push(Some(KernelName {
-                op: Some(op),
-                red_op: reduces.then_some(red),
-                datatype: (op != OpType::SendRecv).then_some(dt),
-                algo: (op != OpType::SendRecv).then_some(algo),
-                proto: (op != OpType::SendRecv).then_some(proto),
-            }));
+            kernels.push(kernel(&d, rank, kernel_index, g.timestamps));
+            names.push(Some(decoded_name(&d)));
         }
         // NCCL counts opCount per launch: the lines of one Send/Recv group share it.
         op_counts[s] += 1;
         for (li, &lop) in lines.iter().enumerate() {
             let keep_l = !rng.chance(drop_log);
-            let line = LogOp {
-                process: process.clone(),
-                tid: 1,
-                cuda_dev: rank,
-                op: lop,
-                op_count: op_counts[s],
-                sendbuff: 0x7f00_0000,
-                recvbuff: 0x7f10_0000,
-                count,
-                datatype: Some(dt),
-                datatype_code: dt.code(),
-                red_op: red,
-                root: if lop.is_p2p() { i64::from(peer) } else { 0 },
-                comm: 0x4000 + s as u64,
-                nranks: 4,
-                stream: 0x32dc_6760 + s as u64 * 0x100,
-                timestamp_ns: g.timestamps.then_some(t + li as i64 * 2_000),
-                algo: (!lop.is_p2p()).then_some(algo),
-                proto: (!lop.is_p2p()).then_some(proto),
-                nchannels: (!lop.is_p2p()).then_some(nch),
-                rccl_task: None,
-                rccl_global_rank: None,
-                rccl_acc: None,
-                sym_kernel: None,
-                source: SourceLine {
-                    file: 0,
-                    line: log.len() as u64 + 1,
-                },
-            };
+            let line = log_line(
+                &d,
+                &process,
+                rank,
+                lop,
+                li,
+                op_counts[s],
+                g.timestamps,
+                log.len(),
+            );
             if keep_l {
                 if keep_k {
                     truth.push((log.len(), kernel_index));
@@ -218,6 +193,105 @@ fn make_rank(rng: &mut Rng, rank: u32, n_ops: usize, g: Gen) -> Rank {
         kernels,
         names,
         truth,
+    }
+}
+
+/// The kernel's name as NCCL 2.19+ prints it (op, reduction, datatype, algorithm, protocol).
+fn kernel_name_text(d: &Drawn) -> String {
+    let red_name = match d.red {
+        RedOp::Max => "Max",
+        RedOp::Avg => "Avg",
+        _ => "Sum",
+    };
+    if d.op == OpType::SendRecv {
+        "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)".to_string()
+    } else {
+        format!(
+            "ncclDevKernel_{}_{}_{}_{}_{}(ncclDevKernelArgsStorage<4096ul>)",
+            d.op.name(),
+            red_name,
+            dtype_suffix(d.dt),
+            d.algo.name(),
+            d.proto.name()
+        )
+    }
+}
+
+/// The export's kernel row of operation `d`, the `index`-th kept kernel of `rank`.
+fn kernel(d: &Drawn, rank: u32, index: usize, timestamps: bool) -> Kernel {
+    Kernel {
+        pid: 1000 + rank,
+        start_ns: d.start,
+        end_ns: d.start + d.dur,
+        device: rank,
+        stream: 7 + d.s as u32 * 6,
+        correlation_id: index as u32,
+        name: kernel_name_text(d).into(),
+        grid: [if d.op == OpType::SendRecv { 2 } else { d.nch }, 1, 1],
+        block: [640, 1, 1],
+        static_shared_bytes: 0,
+        dynamic_shared_bytes: 0,
+        registers_per_thread: 96,
+        local_memory_total: 0,
+        launch_ns: timestamps.then_some(d.launch),
+        launch_tid: None,
+    }
+}
+
+/// What the kernel name decodes to.
+fn decoded_name(d: &Drawn) -> KernelName {
+    let reduces = matches!(d.op, OpType::AllReduce | OpType::ReduceScatter);
+    let coll = d.op != OpType::SendRecv;
+    KernelName {
+        op: Some(d.op),
+        red_op: reduces.then_some(d.red),
+        datatype: coll.then_some(d.dt),
+        algo: coll.then_some(d.algo),
+        proto: coll.then_some(d.proto),
+    }
+}
+
+/// Log line `li` of operation `d` (a Send/Recv group has two), the line `lines_before + 1` of
+/// the log.
+#[allow(clippy::too_many_arguments)]
+fn log_line(
+    d: &Drawn,
+    process: &ProcessKey,
+    rank: u32,
+    lop: OpType,
+    li: usize,
+    op_count: u64,
+    timestamps: bool,
+    lines_before: usize,
+) -> LogOp {
+    LogOp {
+        process: process.clone(),
+        tid: 1,
+        cuda_dev: rank,
+        op: lop,
+        op_count,
+        sendbuff: 0x7f00_0000,
+        recvbuff: 0x7f10_0000,
+        count: d.count,
+        datatype: Some(d.dt),
+        datatype_code: d.dt.code(),
+        red_op: d.red,
+        root: if lop.is_p2p() { i64::from(d.peer) } else { 0 },
+        comm: 0x4000 + d.s as u64,
+        nranks: 4,
+        stream: 0x32dc_6760 + d.s as u64 * 0x100,
+        timestamp_ns: timestamps.then_some(d.t + li as i64 * 2_000),
+        algo: (!lop.is_p2p()).then_some(d.algo),
+        proto: (!lop.is_p2p()).then_some(d.proto),
+        nchannels: (!lop.is_p2p()).then_some(d.nch),
+        rccl_task: None,
+        rccl_global_rank: None,
+        rccl_acc: None,
+        sym_kernel: None,
+        source: SourceLine {
+            file: 0,
+            line: lines_before as u64 + 1,
+        },
     }
 }
 

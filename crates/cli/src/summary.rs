@@ -3,11 +3,13 @@
 use analyses::{compare_volumes, RankVolume};
 use load::{FileReport, Session};
 use model::OpType;
-use pipeline::Analysis;
+use pipeline::{Alignments, Analysis};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use theory::TheoryConfig;
 
+/// The whole summary: one entry function per top-level field (ranks, communicators, layout,
+/// alignment, clocks, theory, warnings), put together here in the contract's order.
 pub fn build(
     session: &Session,
     reports: &[FileReport],
@@ -15,46 +17,84 @@ pub fn build(
     volumes: &[RankVolume],
     theory: Option<&TheoryConfig>,
 ) -> Value {
-    let alignments = &analysis.alignments;
     let inputs: Vec<Value> = reports.iter().map(input_entry).collect();
-
-    let processes = &analysis.processes;
-    let ranks: Vec<Value> = processes
+    let ranks: Vec<Value> = analysis
+        .processes
         .iter()
-        .map(|p| {
-            let mut by_type = Map::new();
-            let mut bytes_by_type = Map::new();
-            for op in OpType::CONTRACT {
-                by_type.insert(op.name().into(), json!(0));
-            }
-            for (op, (n, b)) in &p.ops {
-                by_type.insert(op.name().into(), json!(n));
-                bytes_by_type.insert(op.name().into(), json!(b));
-            }
-            json!({
-                "global_rank": p.global_rank,
-                "host": p.process.host.as_str(),
-                "pid": p.process.pid,
-                "local_rank": p.local_rank,
-                "nccl_version": p.nccl_version,
-                "ops_by_type": by_type,
-                "bytes_by_type": bytes_by_type,
-                "kernels": p.kernels,
-                "kernels_by_type": p.kernel_tally.by_type,
-                "kernel_busy_ns": p.kernel_tally.busy_ns,
-                "nvtx_bytes_by_type": p.kernel_tally.nvtx_bytes_by_type,
-                "matched_ops": p.matched_kernels,
-                "volume_by_parallelism": volume_of(volumes, p.global_rank),
-                "identity": identity_entry(session, p),
-                "time": rank_time_entry(session, analysis, p),
-            })
-        })
+        .map(|p| rank_entry(session, analysis, volumes, p))
         .collect();
+    let communicators = communicator_entries(session, analysis);
+    let layout = layout_entry(session, analysis);
+    let alignment = alignment_entry(session, &analysis.alignments);
+    let clocks = clocks_entry(analysis);
+    let theory = match theory {
+        Some(cfg) => theory_entries(cfg, analysis, volumes),
+        None => observed_only_entries(volumes),
+    };
+    let warnings = warning_entries(session, reports, &analysis.alignments);
+    let diagnosis = analyses::diagnosis::of_session(session, analysis);
+    json!({
+        "inputs": inputs,
+        "ranks": ranks,
+        "communicators": communicators,
+        "layout": layout,
+        "alignment": alignment,
+        "iterations": analysis.iterations,
+        "profiler_steps": analysis.profiler_steps.iter().map(|s| json!({
+            "rank": s.rank, "step": s.step, "start_ns": s.start_ns, "end_ns": s.end_ns,
+        })).collect::<Vec<_>>(),
+        "clocks": clocks,
+        "theory": theory,
+        "warnings": warnings,
+        "diagnosis": diagnosis.findings,
+        "diagnosis_stopped": diagnosis.stopped,
+        "diagnosis_first_error": diagnosis.first_error,
+    })
+}
 
+/// One process's entry of `ranks`: its operations and kernels by type, volumes, identity and
+/// time base.
+fn rank_entry(
+    session: &Session,
+    analysis: &Analysis,
+    volumes: &[RankVolume],
+    p: &pipeline::ProcessSummary,
+) -> Value {
+    let mut by_type = Map::new();
+    let mut bytes_by_type = Map::new();
+    for op in OpType::CONTRACT {
+        by_type.insert(op.name().into(), json!(0));
+    }
+    for (op, (n, b)) in &p.ops {
+        by_type.insert(op.name().into(), json!(n));
+        bytes_by_type.insert(op.name().into(), json!(b));
+    }
+    json!({
+        "global_rank": p.global_rank,
+        "host": p.process.host.as_str(),
+        "pid": p.process.pid,
+        "local_rank": p.local_rank,
+        "nccl_version": p.nccl_version,
+        "ops_by_type": by_type,
+        "bytes_by_type": bytes_by_type,
+        "kernels": p.kernels,
+        "kernels_by_type": p.kernel_tally.by_type,
+        "kernel_busy_ns": p.kernel_tally.busy_ns,
+        "nvtx_bytes_by_type": p.kernel_tally.nvtx_bytes_by_type,
+        "matched_ops": p.matched_kernels,
+        "volume_by_parallelism": volume_of(volumes, p.global_rank),
+        "identity": identity_entry(session, p),
+        "time": rank_time_entry(session, analysis, p),
+    })
+}
+
+/// The `communicators` entries: each logical communicator with its parallelism label, process
+/// group, arrival skew and bandwidth.
+fn communicator_entries(session: &Session, analysis: &Analysis) -> Vec<Value> {
     let labels = &analysis.layout.comms;
     let skews = analyses::arrival_skew(session, analysis);
     let stats = analyses::comm_stats(session, analysis);
-    let communicators: Vec<Value> = analysis
+    analysis
         .communicators
         .comms
         .iter()
@@ -86,16 +126,24 @@ pub fn build(
                 })),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// The `layout` entry: the parallel sizes inferred, with evidence, and the logs' element size.
+fn layout_entry(session: &Session, analysis: &Analysis) -> Value {
     let layout = &analysis.layout;
-    let layout = json!({
+    json!({
         "sizes": layout.sizes.map(|s| json!({"tp": s.tp, "cp": s.cp, "ep": s.ep, "dp": s.dp, "pp": s.pp})),
         "evidence": layout.evidence,
         "confidence": layout.confidence,
         // The datatype size carrying most logged bytes: the model's β as the logs show it.
         "bytes_per_element": analyses::dominant_element_bytes(session),
-    });
+    })
+}
 
+/// The `alignment` entry: operations and kernels in the session, how many were matched, and
+/// the processes seen on one side only.
+fn alignment_entry(session: &Session, alignments: &Alignments) -> Value {
     let log_ops: u64 = session
         .logs()
         .iter()
@@ -123,7 +171,7 @@ pub fn build(
             .iter()
             .map(|m| m.log_ops.len() as u64)
             .sum::<u64>();
-    let alignment = json!({
+    json!({
         "log_ops": log_ops,
         "kernels": kernels,
         "matched": matched,
@@ -131,14 +179,16 @@ pub fn build(
         "unmatched_kernels": kernels - matched,
         "processes_log_only": alignments.log_only.iter().map(|p| format!("{}:{}", p.host, p.pid)).collect::<Vec<_>>(),
         "processes_kernels_only": alignments.kernels_only.iter().map(|p| format!("{}:{}", p.host, p.pid)).collect::<Vec<_>>(),
-    });
+    })
+}
 
-    let clocks = clocks_entry(analysis);
-    let theory = match theory {
-        Some(cfg) => theory_entries(cfg, analysis, volumes),
-        None => observed_only_entries(volumes),
-    };
-
+/// The `warnings`: one-sided processes (when both sides were given), identity notes, and every
+/// file's error and diagnostics.
+fn warning_entries(
+    session: &Session,
+    reports: &[FileReport],
+    alignments: &Alignments,
+) -> Vec<Value> {
     let mut warnings: Vec<Value> = Vec::new();
     if !alignments.processes.is_empty()
         || (!session.logs().is_empty() && !session.exports().is_empty())
@@ -161,24 +211,7 @@ pub fn build(
             warnings.push(json!({"path": d.path, "line": d.line, "message": d.message}));
         }
     }
-    let diagnosis = analyses::diagnosis::of_session(session, analysis);
-    json!({
-        "inputs": inputs,
-        "ranks": ranks,
-        "communicators": communicators,
-        "layout": layout,
-        "alignment": alignment,
-        "iterations": analysis.iterations,
-        "profiler_steps": analysis.profiler_steps.iter().map(|s| json!({
-            "rank": s.rank, "step": s.step, "start_ns": s.start_ns, "end_ns": s.end_ns,
-        })).collect::<Vec<_>>(),
-        "clocks": clocks,
-        "theory": theory,
-        "warnings": warnings,
-        "diagnosis": diagnosis.findings,
-        "diagnosis_stopped": diagnosis.stopped,
-        "diagnosis_first_error": diagnosis.first_error,
-    })
+    warnings
 }
 
 /// The contract's `theory` entries for the config's model and layout: the theory crate's entry

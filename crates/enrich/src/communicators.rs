@@ -113,6 +113,58 @@ pub fn group(
     inits: &[CommInit],
     ops: impl IntoIterator<Item = impl Borrow<LogOp>>,
 ) -> Communicators {
+    let (pairs, cuda_dev) = collect_pairs(inits, ops);
+    let world_size = pairs.values().map(|p| p.nranks).max().unwrap_or(0);
+    let (ranks, ranks_from_init) = global_ranks(&pairs, &cuda_dev, world_size);
+    let groups = member_groups(&pairs, &ranks);
+    let mut comms: Vec<LogicalComm> = Vec::new();
+    let mut seq_n = 0;
+    for (ms, by, id) in groups {
+        let id = match id {
+            Some(i) => format!("0x{i:x}"),
+            None => {
+                seq_n += 1;
+                format!("seq-{seq_n}")
+            }
+        };
+        comms.push(logical_comm(ms, by, id, &pairs, &ranks));
+    }
+    // Stable order: largest first, then by rank set (the world communicator comes first).
+    comms.sort_by(|a, b| {
+        (std::cmp::Reverse(a.size), &a.global_ranks, &a.id).cmp(&(
+            std::cmp::Reverse(b.size),
+            &b.global_ranks,
+            &b.id,
+        ))
+    });
+    let mut index = FxHashMap::default();
+    for (ci, c) in comms.iter().enumerate() {
+        for m in &c.members {
+            index.insert((m.0.clone(), m.1), ci);
+        }
+    }
+    // Split parents: the parent pointer is in the same process.
+    for c in comms.iter_mut() {
+        c.split_parent = c.members.iter().find_map(|m| {
+            let pp = pairs.get(&(m.0.clone(), m.1))?.split_parent?;
+            index.get(&(m.0.clone(), pp)).copied()
+        });
+    }
+    Communicators {
+        comms,
+        ranks,
+        world_size,
+        ranks_from_init,
+        index,
+    }
+}
+
+/// Every (process, pointer) pair of the init lines and operations with what groups it, and
+/// each process's CUDA device (the first one seen).
+fn collect_pairs(
+    inits: &[CommInit],
+    ops: impl IntoIterator<Item = impl Borrow<LogOp>>,
+) -> (BTreeMap<(ProcessKey, u64), Pair>, BTreeMap<ProcessKey, u32>) {
     let mut pairs: BTreeMap<(ProcessKey, u64), Pair> = BTreeMap::new();
     let mut cuda_dev: BTreeMap<ProcessKey, u32> = BTreeMap::new();
     for i in inits {
@@ -150,14 +202,22 @@ pub fn group(
         p.seq.push((o.op, o.count, o.datatype_code));
         p.stamps.push(o.timestamp_ns);
     }
-    let world_size = pairs.values().map(|p| p.nranks).max().unwrap_or(0);
-    let (ranks, ranks_from_init) = global_ranks(&pairs, &cuda_dev, world_size);
+    (pairs, cuda_dev)
+}
 
-    // Group: commId first, else (nranks, sequence).
+/// The members of one logical communicator, how they were tied, and the commId if any.
+type Group = (Vec<(ProcessKey, u64)>, GroupedBy, Option<u64>);
+
+/// The pairs grouped into communicators: by commId first, else by (nranks, sequence), a
+/// sequence shared by more processes than nranks allows [`split`] apart.
+fn member_groups(
+    pairs: &BTreeMap<(ProcessKey, u64), Pair>,
+    ranks: &BTreeMap<ProcessKey, u32>,
+) -> Vec<Group> {
     let mut by_id: BTreeMap<u64, Vec<(ProcessKey, u64)>> = BTreeMap::new();
     type SeqKey = (u32, Vec<(OpType, u64, u32)>, BTreeSet<(u64, u32)>);
     let mut by_seq: BTreeMap<SeqKey, Vec<(ProcessKey, u64)>> = BTreeMap::new();
-    for (k, p) in &pairs {
+    for (k, p) in pairs {
         match p.comm_id {
             Some(id) => by_id.entry(id).or_default().push(k.clone()),
             None => {
@@ -174,7 +234,6 @@ pub fn group(
         }
     }
     let rank_of = |k: &(ProcessKey, u64)| ranks.get(&k.0).copied().unwrap_or(u32::MAX);
-    type Group = (Vec<(ProcessKey, u64)>, GroupedBy, Option<u64>);
     let mut groups: Vec<Group> = Vec::new();
     for (id, ms) in by_id {
         groups.push((ms, GroupedBy::CommId(id), Some(id)));
@@ -182,90 +241,64 @@ pub fn group(
     for ((nranks, _, _), mut ms) in by_seq {
         ms.sort_by_key(|k| (rank_of(k), k.clone()));
         let n = nranks.max(1) as usize;
-        let (parts, ambiguous) = split(ms, n, &pairs);
+        let (parts, ambiguous) = split(ms, n, pairs);
         for part in parts {
             groups.push((part, GroupedBy::Sequence { ambiguous }, None));
         }
     }
+    groups
+}
 
-    let mut comms: Vec<LogicalComm> = Vec::new();
-    let mut seq_n = 0;
-    for (ms, by, id) in groups {
-        let size = ms
-            .iter()
-            .filter_map(|k| pairs.get(k))
-            .map(|p| p.nranks)
-            .max()
-            .unwrap_or(0);
-        let from_init = ms
-            .iter()
-            .all(|k| pairs.get(k).is_some_and(|p| p.rank.is_some()));
-        let mut by_global: Vec<(u32, (ProcessKey, u64))> =
-            ms.iter().map(|k| (rank_of(k), k.clone())).collect();
-        by_global.sort();
-        let mut members: Vec<(ProcessKey, u64, u32)> = by_global
-            .iter()
-            .enumerate()
-            .map(|(pos, (_, k))| {
-                let r = if from_init {
-                    pairs.get(k).and_then(|p| p.rank).unwrap_or(pos as u32)
-                } else {
-                    pos as u32
-                };
-                (k.0.clone(), k.1, r)
-            })
-            .collect();
-        members.sort_by(|a, b| (a.2, &a.0).cmp(&(b.2, &b.0)));
-        let mut global_ranks: Vec<u32> = by_global
-            .iter()
-            .map(|(g, _)| *g)
-            .filter(|&g| g != u32::MAX)
-            .collect();
-        global_ranks.sort_unstable();
-        let id = match id {
-            Some(i) => format!("0x{i:x}"),
-            None => {
-                seq_n += 1;
-                format!("seq-{seq_n}")
-            }
-        };
-        comms.push(LogicalComm {
-            id,
-            size,
-            members,
-            global_ranks,
-            split_parent: None,
-            grouped_by: by,
-            ranks_from_init: from_init,
-        });
-    }
-    // Stable order: largest first, then by rank set (the world communicator comes first).
-    comms.sort_by(|a, b| {
-        (std::cmp::Reverse(a.size), &a.global_ranks, &a.id).cmp(&(
-            std::cmp::Reverse(b.size),
-            &b.global_ranks,
-            &b.id,
-        ))
-    });
-    let mut index = FxHashMap::default();
-    for (ci, c) in comms.iter().enumerate() {
-        for m in &c.members {
-            index.insert((m.0.clone(), m.1), ci);
-        }
-    }
-    // Split parents: the parent pointer is in the same process.
-    for c in comms.iter_mut() {
-        c.split_parent = c.members.iter().find_map(|m| {
-            let pp = pairs.get(&(m.0.clone(), m.1))?.split_parent?;
-            index.get(&(m.0.clone(), pp)).copied()
-        });
-    }
-    Communicators {
-        comms,
-        ranks,
-        world_size,
-        ranks_from_init,
-        index,
+/// One group's communicator (named `id`, its split parent still unknown): its size, its
+/// members with their ranks in it (from init lines, else by global rank order) and their
+/// global ranks.
+fn logical_comm(
+    ms: Vec<(ProcessKey, u64)>,
+    by: GroupedBy,
+    id: String,
+    pairs: &BTreeMap<(ProcessKey, u64), Pair>,
+    ranks: &BTreeMap<ProcessKey, u32>,
+) -> LogicalComm {
+    let rank_of = |k: &(ProcessKey, u64)| ranks.get(&k.0).copied().unwrap_or(u32::MAX);
+    let size = ms
+        .iter()
+        .filter_map(|k| pairs.get(k))
+        .map(|p| p.nranks)
+        .max()
+        .unwrap_or(0);
+    let from_init = ms
+        .iter()
+        .all(|k| pairs.get(k).is_some_and(|p| p.rank.is_some()));
+    let mut by_global: Vec<(u32, (ProcessKey, u64))> =
+        ms.iter().map(|k| (rank_of(k), k.clone())).collect();
+    by_global.sort();
+    let mut members: Vec<(ProcessKey, u64, u32)> = by_global
+        .iter()
+        .enumerate()
+        .map(|(pos, (_, k))| {
+            let r = if from_init {
+                pairs.get(k).and_then(|p| p.rank).unwrap_or(pos as u32)
+            } else {
+                pos as u32
+            };
+            (k.0.clone(), k.1, r)
+        })
+        .collect();
+    members.sort_by(|a, b| (a.2, &a.0).cmp(&(b.2, &b.0)));
+    let mut global_ranks: Vec<u32> = by_global
+        .iter()
+        .map(|(g, _)| *g)
+        .filter(|&g| g != u32::MAX)
+        .collect();
+    global_ranks.sort_unstable();
+    LogicalComm {
+        id,
+        size,
+        members,
+        global_ranks,
+        split_parent: None,
+        grouped_by: by,
+        ranks_from_init: from_init,
     }
 }
 

@@ -292,6 +292,11 @@ pub fn align_session(session: &Session, cfg: &AlignConfig) -> Alignments {
 /// added) every process whose inputs did not change; see [`align::align_all_reusing`] for what
 /// the consensus makes re-run. Also says, per process aligned, what was recomputed. `runner`
 /// runs the per-process alignments (threads natively, the page's workers).
+///
+/// The phases, each its own function: where each process's records are ([`Sources`]), which
+/// processes have both sides ([`pair_sides`]), what of `previous` is kept, the rows of the
+/// others ([`record_rows`], [`prepare`]), the alignment one clock domain at a time
+/// ([`align_by_domain`]), and the result ([`into_alignments`]).
 pub(crate) async fn align_session_reusing(
     session: &Session,
     cfg: &AlignConfig,
@@ -299,31 +304,90 @@ pub(crate) async fn align_session_reusing(
     runner: &dyn Runner,
 ) -> (Alignments, Vec<Redone>) {
     let files = SessionFiles::of(session);
-    // Where each process's records are, counted without copying one.
-    let mut op_from: BTreeMap<&ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
-    for (i, log) in session.logs().iter().enumerate() {
-        let ops = &log.parsed.ops;
-        for process in (0..ops.len()).filter_map(|j| ops.process_of(j)) {
-            count_from(op_from.entry(process).or_default(), i as u32);
-        }
-    }
-    let mut kernel_from: BTreeMap<ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
-    // Each export process under the key of the log process it was paired with (or its own host
-    // and pid): `identity` settles which log process an export's pid is.
-    let mut export_pid: HashMap<(u32, ProcessKey), u32> = HashMap::new();
-    for (x, e) in session.exports().iter().enumerate() {
-        let mut per_pid: BTreeMap<u32, u32> = BTreeMap::new();
-        let ks = &e.export.kernels;
-        for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
-            *per_pid.entry(pid).or_default() += 1;
-        }
-        for (pid, n) in per_pid {
-            let key = session.export_key(x, pid);
-            export_pid.insert((x as u32, key.clone()), pid);
-            kernel_from.entry(key).or_default().push((x as u32, n));
-        }
-    }
+    let Sources {
+        op_from,
+        kernel_from,
+        export_pid,
+    } = Sources::of(session);
     let mut out = Alignments::default();
+    let both = pair_sides(op_from, kernel_from, &mut out);
+    // The previous alignments of processes whose inputs are unchanged.
+    let mut kept: BTreeMap<ProcessKey, (ProcessMatch, KeptProcess)> = BTreeMap::new();
+    if let Some(prev) = previous.filter(|p| p.kept.files.grew_into(&files)) {
+        for (pm, k) in prev.processes.into_iter().zip(prev.kept.per_process) {
+            kept.insert(pm.process.clone(), (pm, k));
+        }
+    }
+    // A process of one profiler trace (its records, or its kernels joined by `Seq`): its
+    // alignment is the trace's, made again each time (cheap), never kept.
+    let traced: Vec<Option<crate::kineto::Traced<'_>>> =
+        both.iter().map(|(key, _)| trace_of(session, key)).collect();
+    let reused: Vec<Option<(ProcessMatch, KeptProcess)>> = both
+        .iter()
+        .zip(&traced)
+        .map(|((key, print), traced)| {
+            let kept = kept.remove(key).filter(|(_, k)| &k.print == print);
+            kept.filter(|_| traced.is_none())
+        })
+        .collect();
+    let rows = record_rows(session, &both, &reused, &export_pid);
+    let mut prepared = prepare(session, both, rows, reused, &traced);
+    let aligned = align_by_domain(session, &mut prepared, cfg, runner).await;
+    let redone = into_alignments(prepared, aligned, &mut out);
+    out.kept.files = files;
+    (out, redone)
+}
+
+/// Where each process's records are, counted without copying one.
+struct Sources<'s> {
+    /// Per log process, (log index, operations) in session order.
+    op_from: BTreeMap<&'s ProcessKey, Vec<(u32, u32)>>,
+    /// Per export process, (export index, kernels) in session order: each export process under
+    /// the key of the log process it was paired with (or its own host and pid); `identity`
+    /// settles which log process an export's pid is.
+    kernel_from: BTreeMap<ProcessKey, Vec<(u32, u32)>>,
+    /// The pid in export `x` of the process with key `k`, under `(x, k)`.
+    export_pid: HashMap<(u32, ProcessKey), u32>,
+}
+
+impl<'s> Sources<'s> {
+    fn of(session: &'s Session) -> Self {
+        let mut op_from: BTreeMap<&ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
+        for (i, log) in session.logs().iter().enumerate() {
+            let ops = &log.parsed.ops;
+            for process in (0..ops.len()).filter_map(|j| ops.process_of(j)) {
+                count_from(op_from.entry(process).or_default(), i as u32);
+            }
+        }
+        let mut kernel_from: BTreeMap<ProcessKey, Vec<(u32, u32)>> = BTreeMap::new();
+        let mut export_pid: HashMap<(u32, ProcessKey), u32> = HashMap::new();
+        for (x, e) in session.exports().iter().enumerate() {
+            let mut per_pid: BTreeMap<u32, u32> = BTreeMap::new();
+            let ks = &e.export.kernels;
+            for pid in (0..ks.len()).filter_map(|j| ks.pid(j)) {
+                *per_pid.entry(pid).or_default() += 1;
+            }
+            for (pid, n) in per_pid {
+                let key = session.export_key(x, pid);
+                export_pid.insert((x as u32, key.clone()), pid);
+                kernel_from.entry(key).or_default().push((x as u32, n));
+            }
+        }
+        Sources {
+            op_from,
+            kernel_from,
+            export_pid,
+        }
+    }
+}
+
+/// The processes with records on both sides, with their prints, in key order; the others go
+/// to `out`'s one-sided lists.
+fn pair_sides(
+    mut op_from: BTreeMap<&ProcessKey, Vec<(u32, u32)>>,
+    mut kernel_from: BTreeMap<ProcessKey, Vec<(u32, u32)>>,
+    out: &mut Alignments,
+) -> Vec<(ProcessKey, InputPrint)> {
     let mut both: Vec<(ProcessKey, InputPrint)> = Vec::new();
     let keys: BTreeSet<ProcessKey> = op_from
         .keys()
@@ -338,27 +402,18 @@ pub(crate) async fn align_session_reusing(
             (None, None) => {}
         }
     }
-    // The previous alignments of processes whose inputs are unchanged.
-    let mut kept: BTreeMap<ProcessKey, (ProcessMatch, KeptProcess)> = BTreeMap::new();
-    if let Some(prev) = previous.filter(|p| p.kept.files.grew_into(&files)) {
-        for (pm, k) in prev.processes.into_iter().zip(prev.kept.per_process) {
-            kept.insert(pm.process.clone(), (pm, k));
-        }
-    }
-    // A process of one profiler trace (its records, or its kernels joined by `Seq`): its
-    // alignment is the trace's, made again each time (cheap), never kept.
-    let traced: Vec<Option<crate::kineto::Traced<'_>>> =
-        both.iter().map(|(key, _)| trace_of(session, key)).collect();
-    let mut reused: Vec<Option<(ProcessMatch, KeptProcess)>> = both
-        .iter()
-        .zip(&traced)
-        .map(|((key, print), traced)| {
-            let kept = kept.remove(key).filter(|(_, k)| &k.print == print);
-            kept.filter(|_| traced.is_none())
-        })
-        .collect();
-    // Where the records of the other processes are, in one pass over the session (row numbers:
-    // the analysis keeps these, not copies).
+    both
+}
+
+/// Where the records of the processes not reused are, in one pass over the session (row
+/// numbers: the analysis keeps these, not copies): per process of `both`, its (log, row)
+/// operations and its kernels (empty for a reused one).
+fn record_rows(
+    session: &Session,
+    both: &[(ProcessKey, InputPrint)],
+    reused: &[Option<(ProcessMatch, KeptProcess)>],
+    export_pid: &HashMap<(u32, ProcessKey), u32>,
+) -> Rows {
     let mut op_at: Vec<Vec<(u32, u32)>> = both.iter().map(|_| Vec::new()).collect();
     let mut kernel_at: Vec<Vec<KernelAt>> = both.iter().map(|_| Vec::new()).collect();
     let mut want_ops: BTreeMap<&ProcessKey, usize> = BTreeMap::new();
@@ -395,13 +450,30 @@ pub(crate) async fn align_session_reusing(
             }
         }
     }
-    let (logs, exports) = (session.logs(), session.exports());
-    let mut prepared: Vec<Prepared> = both
-        .into_iter()
+    Rows { op_at, kernel_at }
+}
+
+/// Per process of `both` (empty for a reused one): its operations as (log, row) and its
+/// kernels.
+struct Rows {
+    op_at: Vec<Vec<(u32, u32)>>,
+    kernel_at: Vec<Vec<KernelAt>>,
+}
+
+/// Every process of `both` ready to align: a reused one with its previous alignment, the others
+/// with their rows (from [`record_rows`]) and, for a profiler trace's, the trace's alignment.
+fn prepare(
+    session: &Session,
+    both: Vec<(ProcessKey, InputPrint)>,
+    Rows { op_at, kernel_at }: Rows,
+    reused: Vec<Option<(ProcessMatch, KeptProcess)>>,
+    traced: &[Option<crate::kineto::Traced<'_>>],
+) -> Vec<Prepared> {
+    both.into_iter()
         .zip(op_at.into_iter().zip(kernel_at))
-        .zip(reused.iter_mut().zip(&traced))
+        .zip(reused.into_iter().zip(traced))
         .map(
-            |(((process, print), (op_at, mut kernel_at)), (reused, traced))| match reused.take() {
+            |(((process, print), (op_at, kernel_at)), (reused, traced))| match reused {
                 Some((pm, k)) => Prepared {
                     process,
                     print,
@@ -414,37 +486,59 @@ pub(crate) async fn align_session_reusing(
                     }),
                     known: None,
                 },
-                None => {
-                    // Start order; stable: kernels that start together keep their order in the
-                    // session.
-                    kernel_at.sort_by_key(|k| (k.start_ns, k.correlation_id));
-                    let log_ops =
-                        ProcessOps::from_rows(op_at.iter().map(|&(l, j)| (&logs[l as usize], j)));
-                    let known = traced.as_ref().and_then(|t| {
-                        let rows: Vec<u32> = kernel_at.iter().map(|k| k.row).collect();
-                        t.alignment(&print, &rows, &log_ops)
-                    });
-                    Prepared {
-                        known,
-                        process,
-                        print,
-                        log_ops,
-                        kernels: ProcessKernels::from_rows(
-                            kernel_at
-                                .iter()
-                                .map(|k| (&exports[k.export as usize], k.row)),
-                        ),
-                        previous: None,
-                    }
-                }
+                None => prepare_fresh(session, process, print, &op_at, kernel_at, traced),
             },
         )
-        .collect();
-    // Kernel times of one export share its capture's clock: the consensus compares those only,
-    // and a process's clock is the first export holding its kernels (an adopted hostless
-    // process keeps its export's clock). So the processes are aligned one clock domain at a
-    // time, which is what aligning them all at once gives, and only one domain's records are
-    // ever whole at once (they are the load's peak: a whole record is 2-3 times its row).
+        .collect()
+}
+
+/// A process not reused: its operations and kernels (in start order) as session rows, and the
+/// trace's alignment when it is a profiler trace's.
+fn prepare_fresh(
+    session: &Session,
+    process: ProcessKey,
+    print: InputPrint,
+    op_at: &[(u32, u32)],
+    mut kernel_at: Vec<KernelAt>,
+    traced: &Option<crate::kineto::Traced<'_>>,
+) -> Prepared {
+    let (logs, exports) = (session.logs(), session.exports());
+    // Start order; stable: kernels that start together keep their order in the session.
+    kernel_at.sort_by_key(|k| (k.start_ns, k.correlation_id));
+    let log_ops = ProcessOps::from_rows(op_at.iter().map(|&(l, j)| (&logs[l as usize], j)));
+    let known = traced.as_ref().and_then(|t| {
+        let rows: Vec<u32> = kernel_at.iter().map(|k| k.row).collect();
+        t.alignment(&print, &rows, &log_ops)
+    });
+    Prepared {
+        known,
+        process,
+        print,
+        log_ops,
+        kernels: ProcessKernels::from_rows(
+            kernel_at
+                .iter()
+                .map(|k| (&exports[k.export as usize], k.row)),
+        ),
+        previous: None,
+    }
+}
+
+/// Every prepared process's alignment (indexed like `prepared`): the known ones as they are,
+/// the others aligned one clock domain at a time (taking their previous alignments).
+///
+/// Kernel times of one export share its capture's clock: the consensus compares those only,
+/// and a process's clock is the first export holding its kernels (an adopted hostless
+/// process keeps its export's clock). So the processes are aligned one clock domain at a
+/// time, which is what aligning them all at once gives, and only one domain's records are
+/// ever whole at once (they are the load's peak: a whole record is 2-3 times its row).
+async fn align_by_domain(
+    session: &Session,
+    prepared: &mut [Prepared],
+    cfg: &AlignConfig,
+    runner: &dyn Runner,
+) -> Vec<Option<Aligned>> {
+    let exports = session.exports();
     let clocks = ClockDomains::of(session);
     let mut domains: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     let mut aligned: Vec<Option<Aligned>> = prepared.iter().map(|_| None).collect();
@@ -502,6 +596,16 @@ pub(crate) async fn align_session_reusing(
             aligned[i] = Some(a);
         }
     }
+    aligned
+}
+
+/// Moves each prepared process and its alignment into `out` (with what a later call keeps);
+/// returns what was recomputed per process.
+fn into_alignments(
+    prepared: Vec<Prepared>,
+    aligned: Vec<Option<Aligned>>,
+    out: &mut Alignments,
+) -> Vec<Redone> {
     let mut redone = Vec::with_capacity(prepared.len());
     for (p, a) in prepared.into_iter().zip(aligned) {
         let a = a.expect("every process is in one domain");
@@ -519,8 +623,7 @@ pub(crate) async fn align_session_reusing(
             reuse: a.reuse,
         });
     }
-    out.kept.files = files;
-    (out, redone)
+    redone
 }
 
 /// The profiler trace whose records `process` holds, with their places in the session: its

@@ -109,200 +109,259 @@ impl TheoryEntry {
 /// Every non-zero theoretical volume of `cfg`, per rank, in the order DP, TP, CP, PP, EP, all.
 /// Parallelisms of size 1 move nothing and get no entry.
 pub fn estimate(cfg: &TheoryConfig) -> Vec<TheoryEntry> {
+    let f = Factors::of(cfg);
+    let mut out = Vec::new();
+    out.extend(dp_entry(cfg, &f));
+    out.extend(tp_entry(cfg, &f));
+    out.extend(cp_entry(cfg, &f));
+    out.extend(pp_entries(cfg, &f));
+    out.extend(ep_entry(cfg, &f));
+    let sums = sum_entries(&out, cfg.parallel.pp, f.iters);
+    out.extend(sums);
+    out
+}
+
+/// What the formulas of every parallelism share.
+struct Factors {
+    iters: u64,
+    /// Bytes per element `β`.
+    beta: f64,
+    /// Microbatches per iteration `m`.
+    micro: f64,
+    /// `L_stage = l / n_PP` (an average when uneven).
+    layers_per_stage: f64,
+    /// One microbatch's activation over the whole sequence.
+    full: Activation,
+    /// The same over a context-parallel rank's share of the sequence (`s / n_CP`).
+    local: Activation,
+}
+
+impl Factors {
+    fn of(cfg: &TheoryConfig) -> Factors {
+        let m = &cfg.model;
+        let p = &cfg.parallel;
+        let full = Activation {
+            micro_batch: m.micro_batch as f64,
+            seq_len: m.seq_len as f64,
+            hidden: m.hidden as f64,
+            bytes_per_element: m.bytes_per_element as f64,
+        };
+        Factors {
+            iters: m.iterations,
+            beta: m.bytes_per_element as f64,
+            micro: cfg.microbatches() as f64,
+            layers_per_stage: m.layers as f64 / p.pp.max(1) as f64,
+            full,
+            local: Activation {
+                seq_len: full.seq_len / p.cp.max(1) as f64,
+                ..full
+            },
+        }
+    }
+}
+
+/// DP (thesis eq. 2.6; ZeRO-1 as RS + AG).
+fn dp_entry(cfg: &TheoryConfig, f: &Factors) -> Option<TheoryEntry> {
     let m = &cfg.model;
     let p = &cfg.parallel;
-    let iters = m.iterations;
-    let beta = m.bytes_per_element as f64;
-    let micro = cfg.microbatches() as f64;
-    let layers_per_stage = m.layers as f64 / p.pp.max(1) as f64;
-    let full = Activation {
-        micro_batch: m.micro_batch as f64,
-        seq_len: m.seq_len as f64,
-        hidden: m.hidden as f64,
-        bytes_per_element: beta,
-    };
-    let local = Activation {
-        seq_len: full.seq_len / p.cp.max(1) as f64,
-        ..full
-    };
-    let mut out = Vec::new();
-
-    // DP (thesis eq. 2.6; ZeRO-1 as RS + AG).
     let n_dp = p.dp * p.cp;
-    if n_dp > 1 {
-        let params = volume::parameters(m.layers, m.hidden, m.vocab, m.seq_len) as f64;
-        let dense = volume::dp_bytes_per_iteration(params, n_dp, p.tp, p.pp, beta);
-        let (bytes, formula) = match &cfg.moe {
-            None => (dense, "2·(n_DP−1)/n_DP · P/(n_TP·n_PP) · β per iteration (thesis eq. 2.6)"),
-            Some(moe) => (
-                volume::moe_non_expert_bytes_per_iteration(dense, m.layers, moe.moe_layers),
-                "2·(n_DP−1)/n_DP · P/(n_TP·n_PP) · β · (l − l_MoE)/l per iteration (thesis §5.3.5, non-expert part)",
-            ),
-        };
-        let ops = if p.distributed_optimizer {
-            vec![
-                (OpType::ReduceScatter, bytes / 2.0),
-                (OpType::AllGather, bytes / 2.0),
-            ]
-        } else {
-            vec![(OpType::AllReduce, bytes)]
-        };
-        out.push(TheoryEntry::new(
-            Parallelism::Dp,
-            RankRole::All,
-            n_dp,
-            iters,
-            ops,
-            formula,
-        ));
+    if n_dp <= 1 {
+        return None;
     }
+    let params = volume::parameters(m.layers, m.hidden, m.vocab, m.seq_len) as f64;
+    let dense = volume::dp_bytes_per_iteration(params, n_dp, p.tp, p.pp, f.beta);
+    let (bytes, formula) = match &cfg.moe {
+        None => (dense, "2·(n_DP−1)/n_DP · P/(n_TP·n_PP) · β per iteration (thesis eq. 2.6)"),
+        Some(moe) => (
+            volume::moe_non_expert_bytes_per_iteration(dense, m.layers, moe.moe_layers),
+            "2·(n_DP−1)/n_DP · P/(n_TP·n_PP) · β · (l − l_MoE)/l per iteration (thesis §5.3.5, non-expert part)",
+        ),
+    };
+    let ops = if p.distributed_optimizer {
+        vec![
+            (OpType::ReduceScatter, bytes / 2.0),
+            (OpType::AllGather, bytes / 2.0),
+        ]
+    } else {
+        vec![(OpType::AllReduce, bytes)]
+    };
+    Some(TheoryEntry::new(
+        Parallelism::Dp,
+        RankRole::All,
+        n_dp,
+        f.iters,
+        ops,
+        formula,
+    ))
+}
 
-    // TP (thesis eq. 2.7; with SP as AG + RS, LBNL Table I).
-    if p.tp > 1 {
-        let per_iter = volume::tp_bytes_per_microbatch(layers_per_stage, &local, p.tp) * micro;
-        let (ops, formula) = if p.sequence_parallel {
-            (
-                vec![
-                    (OpType::AllGather, per_iter / 2.0),
-                    (OpType::ReduceScatter, per_iter / 2.0),
-                ],
-                "m · L_stage · (4 AG + 4 RS of b·s·h) · (n_TP−1)/n_TP · β per iteration (LBNL Table I, sequence parallel)",
-            )
-        } else {
-            (
-                vec![(OpType::AllReduce, per_iter)],
-                "m · L_stage · 8·b·s·h · (n_TP−1)/n_TP · β per iteration (thesis eq. 2.7)",
-            )
-        };
-        out.push(TheoryEntry::new(
-            Parallelism::Tp,
-            RankRole::All,
-            p.tp,
-            iters,
-            ops,
-            formula,
-        ));
+/// TP (thesis eq. 2.7; with SP as AG + RS, LBNL Table I).
+fn tp_entry(cfg: &TheoryConfig, f: &Factors) -> Option<TheoryEntry> {
+    let p = &cfg.parallel;
+    if p.tp <= 1 {
+        return None;
     }
-
-    // CP (thesis §2.4.4, LBNL Table II).
-    if p.cp > 1 {
-        let v = volume::cp_bytes_per_microbatch(layers_per_stage, &full, p.tp, p.cp);
-        out.push(TheoryEntry::new(
-            Parallelism::Cp,
-            RankRole::All,
-            p.cp,
-            iters,
+    let per_iter = volume::tp_bytes_per_microbatch(f.layers_per_stage, &f.local, p.tp) * f.micro;
+    let (ops, formula) = if p.sequence_parallel {
+        (
             vec![
-                (OpType::AllGather, v.all_gather * micro),
-                (OpType::ReduceScatter, v.reduce_scatter * micro),
+                (OpType::AllGather, per_iter / 2.0),
+                (OpType::ReduceScatter, per_iter / 2.0),
             ],
-            "m · L_stage · 2·(AG + RS of b·s·h/n_TP) · (n_CP−1)/n_CP · β per iteration (thesis §2.4.4, LBNL Table II)",
-        ));
-    }
+            "m · L_stage · (4 AG + 4 RS of b·s·h) · (n_TP−1)/n_TP · β per iteration (LBNL Table I, sequence parallel)",
+        )
+    } else {
+        (
+            vec![(OpType::AllReduce, per_iter)],
+            "m · L_stage · 8·b·s·h · (n_TP−1)/n_TP · β per iteration (thesis eq. 2.7)",
+        )
+    };
+    Some(TheoryEntry::new(
+        Parallelism::Tp,
+        RankRole::All,
+        p.tp,
+        f.iters,
+        ops,
+        formula,
+    ))
+}
 
-    // PP (thesis eqs. 2.8 / 2.9; edge vs middle stages, §5.3.5).
-    if p.pp > 1 {
-        let per_boundary =
-            volume::pp_bytes_per_boundary_per_iteration(&local, p.tp, cfg.microbatches());
-        let mut roles = vec![RankRole::Edge];
-        if p.pp > 2 {
-            roles.push(RankRole::Middle);
-        }
-        for role in roles {
+/// CP (thesis §2.4.4, LBNL Table II).
+fn cp_entry(cfg: &TheoryConfig, f: &Factors) -> Option<TheoryEntry> {
+    let p = &cfg.parallel;
+    if p.cp <= 1 {
+        return None;
+    }
+    let v = volume::cp_bytes_per_microbatch(f.layers_per_stage, &f.full, p.tp, p.cp);
+    Some(TheoryEntry::new(
+        Parallelism::Cp,
+        RankRole::All,
+        p.cp,
+        f.iters,
+        vec![
+            (OpType::AllGather, v.all_gather * f.micro),
+            (OpType::ReduceScatter, v.reduce_scatter * f.micro),
+        ],
+        "m · L_stage · 2·(AG + RS of b·s·h/n_TP) · (n_CP−1)/n_CP · β per iteration (thesis §2.4.4, LBNL Table II)",
+    ))
+}
+
+/// PP (thesis eqs. 2.8 / 2.9; edge vs middle stages, §5.3.5).
+fn pp_entries(cfg: &TheoryConfig, f: &Factors) -> Vec<TheoryEntry> {
+    let p = &cfg.parallel;
+    if p.pp <= 1 {
+        return Vec::new();
+    }
+    let per_boundary =
+        volume::pp_bytes_per_boundary_per_iteration(&f.local, p.tp, cfg.microbatches());
+    let mut roles = vec![RankRole::Edge];
+    if p.pp > 2 {
+        roles.push(RankRole::Middle);
+    }
+    roles
+        .into_iter()
+        .map(|role| {
             let boundaries = volume::pp_boundaries(role == RankRole::Edge, p.pp, p.virtual_stages);
             let bytes = per_boundary * boundaries as f64;
-            out.push(TheoryEntry::new(
+            TheoryEntry::new(
                 Parallelism::Pp,
                 role,
                 p.pp,
-                iters,
+                f.iters,
                 vec![(OpType::Send, bytes / 2.0), (OpType::Recv, bytes / 2.0)],
                 "boundaries · 2 · m · b·s·h/n_TP · β per iteration (thesis eqs. 2.8, 2.9; edge 2v−1, middle 2v boundaries)",
-            ));
+            )
+        })
+        .collect()
+}
+
+/// EP (thesis eq. 2.11 / 5.6 for AlltoAll; [derived] for AllGather).
+fn ep_entry(cfg: &TheoryConfig, f: &Factors) -> Option<TheoryEntry> {
+    let m = &cfg.model;
+    let p = &cfg.parallel;
+    let moe = cfg.moe.as_ref().filter(|_| p.ep > 1)?;
+    let token_holders = (p.dp * p.cp).max(1) as f64;
+    let layers_here = moe.moe_layers as f64 / p.pp.max(1) as f64;
+    let tokens = (m.global_batch * m.seq_len) as f64;
+    let (ops, formula) = match moe.dispatcher {
+        Dispatcher::AllToAll => {
+            let cluster = volume::ep_cluster_bytes_per_layer(
+                tokens,
+                moe.top_k,
+                m.hidden,
+                p.ep,
+                moe.capacity_factor,
+                f.beta,
+            );
+            (
+                vec![(OpType::AllToAll, cluster * layers_here / token_holders)],
+                "4·B·S·k·h·(1 − 1/n_EP)·β · cf · (l_MoE/n_PP) / (n_DP·n_CP) per iteration (thesis eq. 5.6)",
+            )
         }
-    }
+        Dispatcher::AllGather => {
+            let v = volume::ep_allgather_bytes_per_rank_per_layer(
+                tokens / token_holders,
+                m.hidden,
+                p.ep,
+                f.beta,
+            );
+            (
+                vec![
+                    (OpType::AllGather, v.all_gather * layers_here),
+                    (OpType::ReduceScatter, v.reduce_scatter * layers_here),
+                ],
+                "(l_MoE/n_PP) · 2·(AG + RS) · (n_EP−1)·T·h·β, T = B·S/(n_DP·n_CP) per iteration ([derived])",
+            )
+        }
+    };
+    Some(TheoryEntry::new(
+        Parallelism::Ep,
+        RankRole::All,
+        p.ep,
+        f.iters,
+        ops,
+        formula,
+    ))
+}
 
-    // EP (thesis eq. 2.11 / 5.6 for AlltoAll; [derived] for AllGather).
-    if let Some(moe) = cfg.moe.as_ref().filter(|_| p.ep > 1) {
-        let token_holders = (p.dp * p.cp).max(1) as f64;
-        let layers_here = moe.moe_layers as f64 / p.pp.max(1) as f64;
-        let tokens = (m.global_batch * m.seq_len) as f64;
-        let (ops, formula) = match moe.dispatcher {
-            Dispatcher::AllToAll => {
-                let cluster = volume::ep_cluster_bytes_per_layer(
-                    tokens,
-                    moe.top_k,
-                    m.hidden,
-                    p.ep,
-                    moe.capacity_factor,
-                    beta,
-                );
-                (
-                    vec![(OpType::AllToAll, cluster * layers_here / token_holders)],
-                    "4·B·S·k·h·(1 − 1/n_EP)·β · cf · (l_MoE/n_PP) / (n_DP·n_CP) per iteration (thesis eq. 5.6)",
-                )
-            }
-            Dispatcher::AllGather => {
-                let v = volume::ep_allgather_bytes_per_rank_per_layer(
-                    tokens / token_holders,
-                    m.hidden,
-                    p.ep,
-                    beta,
-                );
-                (
-                    vec![
-                        (OpType::AllGather, v.all_gather * layers_here),
-                        (OpType::ReduceScatter, v.reduce_scatter * layers_here),
-                    ],
-                    "(l_MoE/n_PP) · 2·(AG + RS) · (n_EP−1)·T·h·β, T = B·S/(n_DP·n_CP) per iteration ([derived])",
-                )
-            }
-        };
-        out.push(TheoryEntry::new(
-            Parallelism::Ep,
-            RankRole::All,
-            p.ep,
-            iters,
-            ops,
-            formula,
-        ));
-    }
-
-    let mut kinds: Vec<Parallelism> = out.iter().map(|e| e.parallelism).collect();
+/// The `All` entries: per rank role of a pipeline `pp` deep, the sum of the entries that hold
+/// for it; none when `entries` has fewer than two parallelisms.
+fn sum_entries(entries: &[TheoryEntry], pp: u64, iters: u64) -> Vec<TheoryEntry> {
+    let mut kinds: Vec<Parallelism> = entries.iter().map(|e| e.parallelism).collect();
     kinds.dedup();
-    if kinds.len() > 1 {
-        let roles: &[RankRole] = match p.pp {
-            0 | 1 => &[RankRole::All],
-            2 => &[RankRole::Edge],
-            _ => &[RankRole::Edge, RankRole::Middle],
-        };
-        let mut sums = Vec::new();
-        for &role in roles {
-            let parts: Vec<&TheoryEntry> = out
-                .iter()
-                .filter(|e| e.rank_role == RankRole::All || e.rank_role == role)
-                .collect();
-            let mut by_op: Vec<(OpType, f64)> = Vec::new();
-            for &(op, b) in parts.iter().flat_map(|e| e.by_op.iter()) {
-                match by_op.iter_mut().find(|(o, _)| *o == op) {
-                    Some((_, acc)) => *acc += b,
-                    None => by_op.push((op, b)),
-                }
-            }
-            sums.push(TheoryEntry {
-                parallelism: Parallelism::All,
-                rank_role: role,
-                group_size: 0,
-                iterations: iters,
-                bytes_per_iteration: parts.iter().map(|e| e.bytes_per_iteration).sum(),
-                theoretical_bytes: parts.iter().map(|e| e.theoretical_bytes).sum(),
-                by_op,
-                formula: "sum of the entries above for this rank role",
-            });
-        }
-        out.extend(sums);
+    if kinds.len() <= 1 {
+        return Vec::new();
     }
-    out
+    let roles: &[RankRole] = match pp {
+        0 | 1 => &[RankRole::All],
+        2 => &[RankRole::Edge],
+        _ => &[RankRole::Edge, RankRole::Middle],
+    };
+    let mut sums = Vec::new();
+    for &role in roles {
+        let parts: Vec<&TheoryEntry> = entries
+            .iter()
+            .filter(|e| e.rank_role == RankRole::All || e.rank_role == role)
+            .collect();
+        let mut by_op: Vec<(OpType, f64)> = Vec::new();
+        for &(op, b) in parts.iter().flat_map(|e| e.by_op.iter()) {
+            match by_op.iter_mut().find(|(o, _)| *o == op) {
+                Some((_, acc)) => *acc += b,
+                None => by_op.push((op, b)),
+            }
+        }
+        sums.push(TheoryEntry {
+            parallelism: Parallelism::All,
+            rank_role: role,
+            group_size: 0,
+            iterations: iters,
+            bytes_per_iteration: parts.iter().map(|e| e.bytes_per_iteration).sum(),
+            theoretical_bytes: parts.iter().map(|e| e.theoretical_bytes).sum(),
+            by_op,
+            formula: "sum of the entries above for this rank role",
+        });
+    }
+    sums
 }
 
 #[cfg(test)]

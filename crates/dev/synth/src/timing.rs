@@ -104,193 +104,283 @@ struct CollState {
 }
 
 /// Simulates every rank's calls; returns per rank, per call, the true times.
+///
+/// Each rank advances while its next call's partners have reached theirs (and, for a
+/// collective, every member arrived); when no rank can, the earliest one advances alone.
 pub fn simulate(calls: &[Vec<Call>], comms: &Comms, hw: &Hardware, seed: u64) -> Vec<Vec<Timed>> {
-    let n = calls.len();
-    // Partners: the matching call on every other member (collectives by per-communicator
-    // sequence, Send/Recv by the k-th message between the two ranks).
-    let mut coll_seq: HashMap<(usize, u32), usize> = HashMap::new();
-    let mut sends: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
-    let mut recvs: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
-    // Per rank, all calls' keys in one flat vector with offsets: one small Vec per call cost
-    // ~400 MB at 64 ranks × 10⁵ calls.
-    let mut keys: Vec<(Vec<u32>, Vec<PartnerKey>)> = Vec::with_capacity(n);
+    let partners = Partners::index(calls);
+    let mut sim = Sim::new(calls, comms, hw, &partners, seed);
     for (r, list) in calls.iter().enumerate() {
-        let r = r as u32;
-        let mut starts = Vec::with_capacity(list.len() + 1);
-        let mut k: Vec<PartnerKey> = Vec::with_capacity(list.len());
-        for (i, c) in list.iter().enumerate() {
-            starts.push(k.len() as u32);
-            if c.orphan {
-            } else if c.is_p2p() {
-                for o in &c.ops {
-                    let q = o.peer.unwrap_or(r);
-                    if q == r {
-                        continue;
-                    }
-                    if o.op == OpType::Send {
-                        let v = sends.entry((r, q)).or_default();
-                        k.push((0, q, r, v.len()));
-                        v.push(i);
-                    } else {
-                        let v = recvs.entry((q, r)).or_default();
-                        k.push((1, q, r, v.len()));
-                        v.push(i);
-                    }
-                }
-            } else {
-                let v = coll_seq.entry((c.comm(), r)).or_default();
-                k.push((2, c.comm() as u32, 0, *v));
-                *v += 1;
-            }
+        if !list.is_empty() {
+            sim.arrive(r, 0);
         }
-        starts.push(k.len() as u32);
-        k.shrink_to_fit();
-        keys.push((starts, k));
     }
-    let partners = |r: u32, i: usize| -> Vec<(u32, usize)> {
+    while sim.remaining() {
+        if !sim.sweep() {
+            sim.advance_earliest();
+        }
+    }
+    sim.out
+}
+
+/// Partners: the matching call on every other member (collectives by per-communicator
+/// sequence, Send/Recv by the k-th message between the two ranks).
+struct Partners {
+    /// Per rank, all calls' keys in one flat vector with offsets: one small Vec per call cost
+    /// ~400 MB at 64 ranks × 10⁵ calls.
+    keys: Vec<(Vec<u32>, Vec<PartnerKey>)>,
+    /// Per (sender, receiver), the sender's calls holding each message, in order.
+    sends: HashMap<(u32, u32), Vec<usize>>,
+    /// Per (sender, receiver), the receiver's calls holding each message, in order.
+    recvs: HashMap<(u32, u32), Vec<usize>>,
+}
+
+impl Partners {
+    fn index(calls: &[Vec<Call>]) -> Partners {
+        let mut coll_seq: HashMap<(usize, u32), usize> = HashMap::new();
+        let mut sends: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+        let mut recvs: HashMap<(u32, u32), Vec<usize>> = HashMap::new();
+        let mut keys: Vec<(Vec<u32>, Vec<PartnerKey>)> = Vec::with_capacity(calls.len());
+        for (r, list) in calls.iter().enumerate() {
+            let r = r as u32;
+            let mut starts = Vec::with_capacity(list.len() + 1);
+            let mut k: Vec<PartnerKey> = Vec::with_capacity(list.len());
+            for (i, c) in list.iter().enumerate() {
+                starts.push(k.len() as u32);
+                if c.orphan {
+                } else if c.is_p2p() {
+                    for o in &c.ops {
+                        let q = o.peer.unwrap_or(r);
+                        if q == r {
+                            continue;
+                        }
+                        if o.op == OpType::Send {
+                            let v = sends.entry((r, q)).or_default();
+                            k.push((0, q, r, v.len()));
+                            v.push(i);
+                        } else {
+                            let v = recvs.entry((q, r)).or_default();
+                            k.push((1, q, r, v.len()));
+                            v.push(i);
+                        }
+                    }
+                } else {
+                    let v = coll_seq.entry((c.comm(), r)).or_default();
+                    k.push((2, c.comm() as u32, 0, *v));
+                    *v += 1;
+                }
+            }
+            starts.push(k.len() as u32);
+            k.shrink_to_fit();
+            keys.push((starts, k));
+        }
+        Partners { keys, sends, recvs }
+    }
+
+    /// The point-to-point partners of call `i` of rank `r`: (rank, call index).
+    #[inline]
+    fn of(&self, r: u32, i: usize) -> Vec<(u32, usize)> {
         let mut out = Vec::new();
-        let (starts, flat) = &keys[r as usize];
+        let (starts, flat) = &self.keys[r as usize];
         for &(kind, a, b, seq) in &flat[starts[i] as usize..starts[i + 1] as usize] {
             match kind {
                 0 => {
                     // my k-th send r->a matches a's k-th recv from r
-                    if let Some(j) = recvs.get(&(r, a)).and_then(|v| v.get(seq)) {
+                    if let Some(j) = self.recvs.get(&(r, a)).and_then(|v| v.get(seq)) {
                         out.push((a, *j));
                     }
                 }
                 1 => {
-                    if let Some(j) = sends.get(&(a, b)).and_then(|v| v.get(seq)) {
+                    if let Some(j) = self.sends.get(&(a, b)).and_then(|v| v.get(seq)) {
                         out.push((a, *j));
                     }
                 }
-                // Collectives synchronise through `coll` (below), not partner lists.
+                // Collectives synchronise through `Sim::coll`, not partner lists.
                 _ => {}
             }
         }
         out
-    };
-    // The collective a call is, if it is one: (comm, sequence).
-    let coll_key = |r: usize, i: usize| -> Option<(u32, usize)> {
-        let (starts, flat) = &keys[r];
+    }
+
+    /// The collective call `i` of rank `r` is, if it is one: (comm, sequence).
+    #[inline]
+    fn collective(&self, r: usize, i: usize) -> Option<(u32, usize)> {
+        let (starts, flat) = &self.keys[r];
         flat[starts[i] as usize..starts[i + 1] as usize]
             .iter()
             .find(|k| k.0 == 2)
             .map(|k| (k.1, k.3))
-    };
-    let sizes: Vec<u32> = comms.list.iter().map(|c| c.size()).collect();
-    let intra: Vec<bool> = comms
-        .list
-        .iter()
-        .map(|c| {
-            let node = c.global_ranks.first().map_or(0, |g| g / hw.gpus_per_node);
-            c.global_ranks.iter().all(|g| g / hw.gpus_per_node == node)
-        })
-        .collect();
-    let mut coll: HashMap<(u32, usize), CollState> = HashMap::new();
-    let mut rngs: Vec<Rng> = (0..n)
-        .map(|r| Rng::derive(seed, 0x7100 + r as u64))
-        .collect();
-    let mut out: Vec<Vec<Timed>> = calls
-        .iter()
-        .map(|l| vec![Timed::default(); l.len()])
-        .collect();
-    let mut cursor = vec![0usize; n];
-    let mut free = vec![0i64; n];
-    let arrive = |r: usize,
-                  i: usize,
-                  free: &[i64],
-                  out: &mut [Vec<Timed>],
-                  rngs: &mut [Rng],
-                  coll: &mut HashMap<(u32, usize), CollState>| {
-        let c = &calls[r][i];
-        let jitter = (c.compute_ns as f64 * rngs[r].uniform(-0.02, 0.02)) as i64;
-        let a = free[r] + c.compute_ns as i64 + jitter + 2_000;
-        let launch = rngs[r].range(4_000, 25_000) as i64;
-        out[r][i].gap_start_ns = free[r];
-        out[r][i].arrive_ns = a;
-        out[r][i].start_ns = a + launch;
-        if let Some(key) = coll_key(r, i) {
-            let st = coll.entry(key).or_default();
+    }
+}
+
+/// The simulation's state: per rank the next call (`cursor`), when its GPU is free and its
+/// random stream; the collectives in flight; the times found so far.
+struct Sim<'a> {
+    calls: &'a [Vec<Call>],
+    comms: &'a Comms,
+    hw: &'a Hardware,
+    partners: &'a Partners,
+    /// Members per communicator.
+    sizes: Vec<u32>,
+    /// Per communicator: all members on one node.
+    intra: Vec<bool>,
+    coll: HashMap<(u32, usize), CollState>,
+    rngs: Vec<Rng>,
+    out: Vec<Vec<Timed>>,
+    cursor: Vec<usize>,
+    free: Vec<i64>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        calls: &'a [Vec<Call>],
+        comms: &'a Comms,
+        hw: &'a Hardware,
+        partners: &'a Partners,
+        seed: u64,
+    ) -> Sim<'a> {
+        let n = calls.len();
+        let sizes: Vec<u32> = comms.list.iter().map(|c| c.size()).collect();
+        let intra: Vec<bool> = comms
+            .list
+            .iter()
+            .map(|c| {
+                let node = c.global_ranks.first().map_or(0, |g| g / hw.gpus_per_node);
+                c.global_ranks.iter().all(|g| g / hw.gpus_per_node == node)
+            })
+            .collect();
+        Sim {
+            calls,
+            comms,
+            hw,
+            partners,
+            sizes,
+            intra,
+            coll: HashMap::new(),
+            rngs: (0..n)
+                .map(|r| Rng::derive(seed, 0x7100 + r as u64))
+                .collect(),
+            out: calls
+                .iter()
+                .map(|l| vec![Timed::default(); l.len()])
+                .collect(),
+            cursor: vec![0usize; n],
+            free: vec![0i64; n],
+        }
+    }
+
+    /// Whether some rank has calls left.
+    fn remaining(&self) -> bool {
+        (0..self.calls.len()).any(|r| self.cursor[r] < self.calls[r].len())
+    }
+
+    /// Call i of rank r is enqueued: its arrival and launch after the compute gap; a
+    /// collective counts the member in.
+    #[inline]
+    fn arrive(&mut self, r: usize, i: usize) {
+        let c = &self.calls[r][i];
+        let free = self.free[r];
+        let jitter = (c.compute_ns as f64 * self.rngs[r].uniform(-0.02, 0.02)) as i64;
+        let a = free + c.compute_ns as i64 + jitter + 2_000;
+        let launch = self.rngs[r].range(4_000, 25_000) as i64;
+        let t = &mut self.out[r][i];
+        t.gap_start_ns = free;
+        t.arrive_ns = a;
+        t.start_ns = a + launch;
+        if let Some(key) = self.partners.collective(r, i) {
+            let st = self.coll.entry(key).or_default();
             st.arrived += 1;
             st.max_start = st.max_start.max(a + launch);
         }
-    };
-    // Resolves call i of rank r: its end from the partners' (p2p) or the collective's latest
-    // start; forgets a collective once every member resolved it.
-    let finish = |r: usize,
-                  i: usize,
-                  ps: &[(u32, usize)],
-                  out: &mut [Vec<Timed>],
-                  rngs: &mut [Rng],
-                  free: &mut [i64],
-                  coll: &mut HashMap<(u32, usize), CollState>| {
-        let key = coll_key(r, i);
-        let state = key.and_then(|k| coll.get(&k));
+    }
+
+    /// Resolves call i of rank r: its end from the partners' (p2p) or the collective's latest
+    /// start; forgets a collective once every member resolved it.
+    #[inline]
+    fn finish(&mut self, r: usize, i: usize, ps: &[(u32, usize)]) {
+        let key = self.partners.collective(r, i);
+        let state = key.and_then(|k| self.coll.get(&k));
         let sync = state.map(|st| st.max_start);
         let end = state.and_then(|st| st.end_ns);
-        let ic = intra[calls[r][i].comm()];
-        resolve(r, i, ps, sync, end, calls, comms, hw, ic, out, rngs, free);
+        let ic = self.intra[self.calls[r][i].comm()];
+        resolve(
+            r,
+            i,
+            ps,
+            sync,
+            end,
+            self.calls,
+            self.comms,
+            self.hw,
+            ic,
+            &mut self.out,
+            &mut self.rngs,
+            &mut self.free,
+        );
         if let Some(k) = key {
-            if let Some(st) = coll.get_mut(&k) {
-                st.end_ns.get_or_insert(out[r][i].end_ns);
+            if let Some(st) = self.coll.get_mut(&k) {
+                st.end_ns.get_or_insert(self.out[r][i].end_ns);
                 st.resolved += 1;
-                if st.resolved >= sizes[k.0 as usize] {
-                    coll.remove(&k);
+                if st.resolved >= self.sizes[k.0 as usize] {
+                    self.coll.remove(&k);
                 }
             }
         }
-    };
-    #[allow(clippy::needless_range_loop)]
-    for r in 0..n {
-        if !calls[r].is_empty() {
-            arrive(r, 0, &free, &mut out, &mut rngs, &mut coll);
+    }
+
+    /// Finishes call i of rank r and lets its next call arrive.
+    #[inline]
+    fn step(&mut self, r: usize, i: usize, ps: &[(u32, usize)]) {
+        self.finish(r, i, ps);
+        self.cursor[r] += 1;
+        if self.cursor[r] < self.calls[r].len() {
+            self.arrive(r, self.cursor[r]);
         }
     }
-    let remaining = |cursor: &[usize]| (0..n).any(|r| cursor[r] < calls[r].len());
-    while remaining(&cursor) {
+
+    /// One pass over the ranks, each advancing while its next call can complete; whether any
+    /// did.
+    fn sweep(&mut self) -> bool {
         let mut progress = false;
-        for r in 0..n {
-            while cursor[r] < calls[r].len() {
-                let i = cursor[r];
-                let ps = partners(r as u32, i);
-                if ps.iter().any(|&(q, j)| cursor[q as usize] < j) {
+        for r in 0..self.calls.len() {
+            while self.cursor[r] < self.calls[r].len() {
+                let i = self.cursor[r];
+                let ps = self.partners.of(r as u32, i);
+                if ps.iter().any(|&(q, j)| self.cursor[q as usize] < j) {
                     break;
                 }
-                if let Some(k) = coll_key(r, i) {
-                    let all = coll
+                if let Some(k) = self.partners.collective(r, i) {
+                    let all = self
+                        .coll
                         .get(&k)
-                        .is_some_and(|st| st.arrived >= sizes[k.0 as usize]);
+                        .is_some_and(|st| st.arrived >= self.sizes[k.0 as usize]);
                     if !all {
                         break;
                     }
                 }
-                finish(r, i, &ps, &mut out, &mut rngs, &mut free, &mut coll);
-                cursor[r] += 1;
-                if cursor[r] < calls[r].len() {
-                    arrive(r, cursor[r], &free, &mut out, &mut rngs, &mut coll);
-                }
+                self.step(r, i, &ps);
                 progress = true;
             }
         }
-        if !progress {
-            // A schedule whose pairs do not line up: advance the earliest rank alone.
-            let r = (0..n)
-                .filter(|&r| cursor[r] < calls[r].len())
-                .min_by_key(|&r| out[r][cursor[r]].arrive_ns)
-                .expect("something remains");
-            let i = cursor[r];
-            let ps: Vec<(u32, usize)> = partners(r as u32, i)
-                .into_iter()
-                .filter(|&(q, j)| cursor[q as usize] >= j)
-                .collect();
-            finish(r, i, &ps, &mut out, &mut rngs, &mut free, &mut coll);
-            cursor[r] += 1;
-            if cursor[r] < calls[r].len() {
-                arrive(r, cursor[r], &free, &mut out, &mut rngs, &mut coll);
-            }
-        }
+        progress
     }
-    out
+
+    /// A schedule whose pairs do not line up: advance the earliest rank alone, with the
+    /// partners that have reached their call.
+    fn advance_earliest(&mut self) {
+        let r = (0..self.calls.len())
+            .filter(|&r| self.cursor[r] < self.calls[r].len())
+            .min_by_key(|&r| self.out[r][self.cursor[r]].arrive_ns)
+            .expect("something remains");
+        let i = self.cursor[r];
+        let ps: Vec<(u32, usize)> = self
+            .partners
+            .of(r as u32, i)
+            .into_iter()
+            .filter(|&(q, j)| self.cursor[q as usize] >= j)
+            .collect();
+        self.step(r, i, &ps);
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -351,6 +351,10 @@ mod tests {
     }
 
     /// Samples of section 2 (DERIVED from NCCL's generators).
+    ///
+    /// One table of name → expected decoding, kept whole (186 lines, most of them rustfmt's
+    /// layout of `k(..)`): a reader checks each row against NCCL's generators, and split tables
+    /// would only hide which names are covered.
     #[test]
     fn derived_names() {
         let cases: Vec<(&str, Option<KernelName>)> = vec![

@@ -35,125 +35,9 @@ fn every_fixture_matches_independent_sql() {
         let conn = raw(&path);
         let x = read(&path);
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-
-        // NCCL kernels.
-        let nccl = scalar_i64(
-            &conn,
-            &format!(
-                "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k, StringIds s \
-                 WHERE s.id = k.demangledName AND {NCCL_NAME}"
-            ),
-        );
-        assert_eq!(x.kernels.len() as i64, nccl, "{name}: NCCL kernels");
-        let db = NativeDb::open(&path).unwrap();
-        assert_eq!(
-            count_nccl_kernels(&db).unwrap() as i64,
-            nccl,
-            "{name}: count helper"
-        );
-
-        // Non-NCCL kernels per (pid, device) with their summed durations.
-        let mut want: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
-        let mut st = conn
-            .prepare(&format!(
-                "SELECT k.globalPid / 16777216 % 16777216, k.deviceId, count(*), total(k.\"end\" - k.start) \
-                 FROM CUPTI_ACTIVITY_KIND_KERNEL k, StringIds s \
-                 WHERE s.id = k.demangledName AND NOT {NCCL_NAME} GROUP BY 1, 2"
-            ))
-            .unwrap();
-        let rows = st
-            .query_map([], |r| {
-                Ok((
-                    (r.get(0)?, r.get(1)?),
-                    (r.get(2)?, r.get::<_, f64>(3)? as i64),
-                ))
-            })
-            .unwrap();
-        for row in rows {
-            let (k, v) = row.unwrap();
-            want.insert(k, v);
-        }
-        let got: BTreeMap<(i64, i64), (i64, i64)> = x
-            .other_kernels
-            .iter()
-            .map(|o| {
-                (
-                    (o.pid as i64, o.device as i64),
-                    (o.count as i64, o.total_ns),
-                )
-            })
-            .collect();
-        assert_eq!(got, want, "{name}: non-NCCL kernels");
-
-        // NVTX ranges (push/pop and start/end types).
-        let nvtx = scalar_i64(
-            &conn,
-            "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60, 70, 71)",
-        );
-        assert_eq!(x.nvtx.len() as i64, nvtx, "{name}: NVTX ranges");
-        // NCCL's own ranges: registered strings named nccl* in a nonzero domain.
-        let nccl_nvtx = scalar_i64(
-            &conn,
-            "SELECT count(*) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId \
-             WHERE e.domainId <> 0 AND substr(s.value, 1, 4) = 'nccl'",
-        );
-        assert_eq!(
-            x.nccl_calls.len() as i64,
-            nccl_nvtx,
-            "{name}: NCCL NVTX ranges"
-        );
-
-        // Processes with kernels or NVTX.
-        let procs = scalar_i64(
-            &conn,
-            "SELECT count(DISTINCT pid) FROM PROCESSES WHERE pid IN \
-             (SELECT globalPid / 16777216 % 16777216 FROM CUPTI_ACTIVITY_KIND_KERNEL \
-              UNION SELECT globalTid / 16777216 % 16777216 FROM NVTX_EVENTS)",
-        );
-        assert_eq!(x.processes.len() as i64, procs, "{name}: processes");
-
-        // GPUs, hosts, session start, version.
-        let gpus = if has_table(&conn, "TARGET_INFO_GPU") {
-            scalar_i64(&conn, "SELECT count(DISTINCT id) FROM TARGET_INFO_GPU")
-        } else {
-            0
-        };
-        assert_eq!(x.gpus.len() as i64, gpus, "{name}: GPUs");
-        assert!(
-            x.gpus
-                .iter()
-                .all(|g| g.bus_id.as_deref().is_some_and(|b| b.len() == 12)),
-            "{name}: bus ids"
-        );
-        let host: String = conn
-            .query_row(
-                "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(x.hosts, vec![host], "{name}: host");
-        let utc = scalar_i64(
-            &conn,
-            "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME",
-        );
-        assert_eq!(
-            x.session_start.map(|s| s.utc_epoch_ns),
-            Some(utc),
-            "{name}: session start"
-        );
-        let version: String = conn
-            .query_row(
-                "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(
-            x.schema_version.as_deref(),
-            Some(version.as_str()),
-            "{name}: schema version"
-        );
+        let nccl = check_kernels(&conn, &path, &x, &name);
+        check_nvtx_and_processes(&conn, &x, &name);
+        let version = check_target(&conn, &x, &name);
 
         // "No NCCL kernels" is a warning, never an error.
         let warned = x
@@ -181,6 +65,135 @@ fn every_fixture_matches_independent_sql() {
             x.payload_schemas.len()
         );
     }
+}
+
+/// The NCCL kernels (read and counted) and the non-NCCL kernels per (pid, device) against the
+/// SQL; returns the NCCL kernel count.
+fn check_kernels(conn: &rusqlite::Connection, path: &Path, x: &NsysExport, name: &str) -> i64 {
+    let nccl = scalar_i64(
+        conn,
+        &format!(
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k, StringIds s \
+             WHERE s.id = k.demangledName AND {NCCL_NAME}"
+        ),
+    );
+    assert_eq!(x.kernels.len() as i64, nccl, "{name}: NCCL kernels");
+    let db = NativeDb::open(path).unwrap();
+    assert_eq!(
+        count_nccl_kernels(&db).unwrap() as i64,
+        nccl,
+        "{name}: count helper"
+    );
+
+    // Non-NCCL kernels per (pid, device) with their summed durations.
+    let mut want: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
+    let mut st = conn
+        .prepare(&format!(
+            "SELECT k.globalPid / 16777216 % 16777216, k.deviceId, count(*), total(k.\"end\" - k.start) \
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k, StringIds s \
+             WHERE s.id = k.demangledName AND NOT {NCCL_NAME} GROUP BY 1, 2"
+        ))
+        .unwrap();
+    let rows = st
+        .query_map([], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?),
+                (r.get(2)?, r.get::<_, f64>(3)? as i64),
+            ))
+        })
+        .unwrap();
+    for row in rows {
+        let (k, v) = row.unwrap();
+        want.insert(k, v);
+    }
+    let got: BTreeMap<(i64, i64), (i64, i64)> = x
+        .other_kernels
+        .iter()
+        .map(|o| {
+            (
+                (o.pid as i64, o.device as i64),
+                (o.count as i64, o.total_ns),
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "{name}: non-NCCL kernels");
+    nccl
+}
+
+/// NVTX ranges (all, and NCCL's own) and the processes with kernels or NVTX against the SQL.
+fn check_nvtx_and_processes(conn: &rusqlite::Connection, x: &NsysExport, name: &str) {
+    // NVTX ranges (push/pop and start/end types).
+    let nvtx = scalar_i64(
+        conn,
+        "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60, 70, 71)",
+    );
+    assert_eq!(x.nvtx.len() as i64, nvtx, "{name}: NVTX ranges");
+    // NCCL's own ranges: registered strings named nccl* in a nonzero domain.
+    let nccl_nvtx = scalar_i64(
+        conn,
+        "SELECT count(*) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId \
+         WHERE e.domainId <> 0 AND substr(s.value, 1, 4) = 'nccl'",
+    );
+    assert_eq!(
+        x.nccl_calls.len() as i64,
+        nccl_nvtx,
+        "{name}: NCCL NVTX ranges"
+    );
+
+    // Processes with kernels or NVTX.
+    let procs = scalar_i64(
+        conn,
+        "SELECT count(DISTINCT pid) FROM PROCESSES WHERE pid IN \
+         (SELECT globalPid / 16777216 % 16777216 FROM CUPTI_ACTIVITY_KIND_KERNEL \
+          UNION SELECT globalTid / 16777216 % 16777216 FROM NVTX_EVENTS)",
+    );
+    assert_eq!(x.processes.len() as i64, procs, "{name}: processes");
+}
+
+/// GPUs, hosts, session start and schema version against the SQL; returns the version.
+fn check_target(conn: &rusqlite::Connection, x: &NsysExport, name: &str) -> String {
+    let gpus = if has_table(conn, "TARGET_INFO_GPU") {
+        scalar_i64(conn, "SELECT count(DISTINCT id) FROM TARGET_INFO_GPU")
+    } else {
+        0
+    };
+    assert_eq!(x.gpus.len() as i64, gpus, "{name}: GPUs");
+    assert!(
+        x.gpus
+            .iter()
+            .all(|g| g.bus_id.as_deref().is_some_and(|b| b.len() == 12)),
+        "{name}: bus ids"
+    );
+    let host: String = conn
+        .query_row(
+            "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(x.hosts, vec![host], "{name}: host");
+    let utc = scalar_i64(
+        conn,
+        "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME",
+    );
+    assert_eq!(
+        x.session_start.map(|s| s.utc_epoch_ns),
+        Some(utc),
+        "{name}: session start"
+    );
+    let version: String = conn
+        .query_row(
+            "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        x.schema_version.as_deref(),
+        Some(version.as_str()),
+        "{name}: schema version"
+    );
+    version
 }
 
 #[test]

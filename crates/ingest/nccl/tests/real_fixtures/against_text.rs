@@ -535,6 +535,28 @@ impl Text {
         use by_regex::Body;
         self.nccl += 1;
         self.garbled += u64::from(head.merged);
+        let process = self.line_process(no, head);
+        let tid = head.origin.as_ref().map_or(0, |o| o.tid);
+        if let Body::Warn(msg) = body {
+            self.warn += 1;
+            let w = (process, head.dev, head.timestamp.clone(), msg.clone());
+            self.warnings.insert(no, w);
+            return;
+        }
+        if let Some(p) = &process {
+            if self.topology_line(no, p, body) {
+                return;
+            }
+        }
+        match process {
+            Some(p) => self.process_line(no, p, tid, head, body),
+            None => self.unknown_writer_line(no, body),
+        }
+    }
+
+    /// The process that wrote line `no` (noting a new one, with the banner before it), else the
+    /// only process when the reporter cut `host:pid:tid`.
+    fn line_process(&mut self, no: u64, head: &by_regex::Head) -> Option<ProcessKey> {
         let process = match self.writer(head) {
             Some(k) => {
                 if !self.processes.iter().any(|(p, _)| *p == k) {
@@ -554,38 +576,40 @@ impl Text {
         if process.is_some() {
             self.last_process.clone_from(&process);
         }
-        let tid = head.origin.as_ref().map_or(0, |o| o.tid);
-        if let Body::Warn(msg) = body {
-            self.warn += 1;
-            let w = (process, head.dev, head.timestamp.clone(), msg.clone());
-            self.warnings.insert(no, w);
-            return;
-        }
-        if let Some(p) = &process {
-            if self.topology_line(no, p, body) {
-                return;
+        process
+    }
+
+    /// A line of an unknown writer: nothing but counters can be kept from it; the lines that
+    /// would make a record are skipped.
+    fn unknown_writer_line(&mut self, no: u64, body: &by_regex::Body) {
+        use by_regex::Body;
+        match body {
+            Body::Tuning(_) => self.tuning += 1,
+            Body::Version(v) => self.version(no, None, v),
+            Body::Op(_)
+            | Body::UnknownOp
+            | Body::InitComplete(_)
+            | Body::InitStart(_)
+            | Body::CommSummary(_)
+            | Body::Destroy { .. }
+            | Body::Truncated(_) => {
+                self.skipped.insert(no);
             }
+            _ => {}
         }
-        let Some(p) = process else {
-            // Nothing but counters can be kept from a line of an unknown writer; the lines
-            // that would make a record are skipped.
-            match body {
-                Body::Tuning(_) => self.tuning += 1,
-                Body::Version(v) => self.version(no, None, v),
-                Body::Op(_)
-                | Body::UnknownOp
-                | Body::InitComplete(_)
-                | Body::InitStart(_)
-                | Body::CommSummary(_)
-                | Body::Destroy { .. }
-                | Body::Truncated(_) => {
-                    self.skipped.insert(no);
-                }
-                _ => {}
-            }
-            self.garbled += u64::from(matches!(body, Body::Truncated(_)));
-            return;
-        };
+        self.garbled += u64::from(matches!(body, Body::Truncated(_)));
+    }
+
+    /// A line (not a warning, nor topology) of process `p`'s thread `tid`: one arm per family.
+    fn process_line(
+        &mut self,
+        no: u64,
+        p: ProcessKey,
+        tid: u32,
+        head: &by_regex::Head,
+        body: &by_regex::Body,
+    ) {
+        use by_regex::Body;
         match body {
             Body::Op(op) => self.op(no, p, tid, Some(head.dev), head.timestamp.clone(), op),
             Body::UnknownOp => {

@@ -460,21 +460,39 @@ fn trees_of(parts: &str) -> Option<Vec<TreeLine>> {
 }
 
 /// The family of one body (after `NCCL INFO `, leading spaces kept, trailing ones gone).
+///
+/// The families are tried in a fixed order (the first pattern that matches wins), in four
+/// groups: calls and tuning, communicator set-up, topology, channels.
 pub fn body(b: &str) -> Body {
     let r = res();
     let t = b.trim_start();
+    call_body(r, t)
+        .or_else(|| comm_body(r, t))
+        .or_else(|| topology_body(r, b, t))
+        .or_else(|| channel_body(r, t))
+        .unwrap_or_else(|| {
+            if r.known_op_start.is_match(t) {
+                Body::Truncated("per-collective or tuning")
+            } else {
+                Body::Other
+            }
+        })
+}
+
+/// A per-collective or tuning line, whole or cut.
+fn call_body(r: &Res, t: &str) -> Option<Body> {
     if let Some(c) = r.op.captures(t) {
         if !r.op_name.is_match(&c["op"]) {
-            return Body::UnknownOp;
+            return Some(Body::UnknownOp);
         }
-        return Body::Op(op_of(&c));
+        return Some(Body::Op(op_of(&c)));
     }
     if r.op_start.is_match(t) {
-        return Body::Truncated("per-collective");
+        return Some(Body::Truncated("per-collective"));
     }
     if let Some(c) = r.tuning.captures(t) {
         let text = |n: &str| c.name(n).map(|m| m.as_str().to_string());
-        return Body::Tuning(Tuning {
+        return Some(Body::Tuning(Tuning {
             op: text("op"),
             symmetric: c.name("sym").is_some(),
             bytes: num(&c["bytes"]),
@@ -485,39 +503,44 @@ pub fn body(b: &str) -> Body {
             kernel_channels: text("ktail")
                 .and_then(|k| field(&r.kernel_channels, &k))
                 .map(|v| num(&v)),
-        });
+        }));
     }
     if r.tuning_start.is_match(t) {
-        return Body::Truncated("tuning");
+        return Some(Body::Truncated("tuning"));
     }
+    None
+}
+
+/// A communicator's set-up and teardown: init, destroy, summary, timings, version.
+fn comm_body(r: &Res, t: &str) -> Option<Body> {
     if let Some(c) = r.comm_line.captures(t) {
         let comm = comm_of(&c);
-        return if &c["ev"] == "Init COMPLETE" {
+        return Some(if &c["ev"] == "Init COMPLETE" {
             Body::InitComplete(comm)
         } else {
             Body::InitStart(comm)
-        };
+        });
     }
     if let Some(c) = r.destroy.captures(t) {
-        return Body::Destroy {
+        return Some(Body::Destroy {
             comm: hex(&c["comm"]),
             rank: c.name("rank").map(|m| num(m.as_str())),
             abort: &c["ev"] == "Abort",
-        };
+        });
     }
     if r.comm_start.is_match(t) {
-        return Body::Truncated("communicator");
+        return Some(Body::Truncated("communicator"));
     }
     if let Some(c) = r.comm_summary.captures(t) {
         let rest = &c["rest"];
         let get = |re: &Regex| field(re, rest).map(|v| num(&v));
-        return Body::CommSummary(Layout {
+        return Some(Body::CommSummary(Layout {
             comm: hex(&c["comm"]),
             n_nodes: Some(num(&c["nodes"])),
             local_ranks: get(&r.local_ranks),
             local_rank: get(&r.local_rank),
             mnnvl: get(&r.mnnvl),
-        });
+        }));
     }
     if let Some(c) = r.timings.captures(t) {
         let phases = c["phases"]
@@ -530,57 +553,67 @@ pub fn body(b: &str) -> Body {
                 (m[1].to_string(), num::<f64>(&m[2]))
             })
             .collect();
-        return Body::Timings(Timings {
+        return Some(Body::Timings(Timings {
             func: c.name("func").map(|m| m.as_str().to_string()),
             rank: num(&c["rank"]),
             nranks: num(&c["nranks"]),
             total: num(&c["total"]),
             phases,
-        });
+        }));
     }
     if r.timings_start.is_match(t) {
-        return Body::Truncated("init timings");
+        return Some(Body::Truncated("init timings"));
     }
     if let Some(c) = r.version.captures(t) {
-        return Body::Version(c["v"].to_string());
+        return Some(Body::Version(c["v"].to_string()));
     }
+    None
+}
+
+/// A line of the topology dump (`b` keeps the leading spaces: their depth is the tree's).
+fn topology_body(r: &Res, b: &str, t: &str) -> Option<Body> {
     if let Some(c) = r.topo_header.captures(t) {
-        return Body::TopoHeader {
+        return Some(Body::TopoHeader {
             bw: &c["style"] == "maxBw",
             max: num(&c["max"]),
             total: c.name("total").map(|m| num(m.as_str())),
             speed: c.name("speed").map(|m| num(m.as_str())),
-        };
+        });
     }
     if r.topo_start.is_match(t) {
-        return Body::Truncated("topology header");
+        return Some(Body::Truncated("topology header"));
     }
     if let Some(c) = r.topo_link.captures(b) {
-        return Body::TopoLink {
+        return Some(Body::TopoLink {
             indent: c["indent"].len(),
             label: c["label"].to_string(),
             bw: num(&c["bw"]),
             kind: c["kind"].to_string(),
             id: c["id"].to_string(),
             attrs: c.name("attrs").map(|m| m.as_str().to_string()),
-        };
+        });
     }
     if r.topo_link_start.is_match(b) {
-        return Body::TopoLinkDamaged;
+        return Some(Body::TopoLinkDamaged);
     }
     if let Some(c) = r.topo_root.captures(t) {
-        return Body::TopoRoot {
+        return Some(Body::TopoRoot {
             kind: c["kind"].to_string(),
             id: c["id"].to_string(),
             attrs: Some(c["attrs"].to_string()),
-        };
+        });
     }
     if r.topo_end.is_match(t) {
-        return Body::TopoEnd;
+        return Some(Body::TopoEnd);
     }
+    None
+}
+
+/// A channel line: connections, rings, trees, channel summaries.
+fn channel_body(r: &Res, t: &str) -> Option<Body> {
     if let Some(c) = r.connection.captures(t) {
         let ch = c.name("ch").or(c.name("rch")).expect("a channel");
-        return Body::Connection(Conn {
+        return Some(Body::Connection(Conn {
             channel: num(ch.as_str()),
             from: num(&c["a"]),
             from_gpu: c["ag"].to_string(),
@@ -588,62 +621,59 @@ pub fn body(b: &str) -> Body {
             to_gpu: c["bg"].to_string(),
             direction: c.name("dir").map(|m| m.as_str().to_string()),
             via: c["via"].to_string(),
-        });
+        }));
     }
     if let Some(c) = r.ring_order.captures(t) {
-        return Body::RingOrder {
+        return Some(Body::RingOrder {
             channel: num(&c["ch"]),
             nchannels: c.name("n").map(|m| num(m.as_str())),
             order: c["order"].split_whitespace().map(num).collect(),
-        };
+        });
     }
     if r.ring_order_damaged.is_match(t) {
-        return Body::Truncated("ring order");
+        return Some(Body::Truncated("ring order"));
     }
     if let Some(c) = r.ring_neighbors.captures(t) {
-        return Body::RingNeighbors {
+        return Some(Body::RingNeighbors {
             channel: num(&c["ch"]),
             prev: num(&c["p"]),
             rank: num(&c["r"]),
             next: num(&c["n"]),
-        };
+        });
     }
     if let Some(c) = r.trees.captures(t) {
         if let Some(trees) = trees_of(&c["parts"]) {
-            return Body::Tree(trees);
+            return Some(Body::Tree(trees));
         }
     }
     if r.trees_start.is_match(t) {
-        return Body::Truncated("tree");
+        return Some(Body::Truncated("tree"));
     }
     if let Some(c) = r.old_tree.captures(t) {
-        return Body::Tree(vec![TreeLine {
+        return Some(Body::Tree(vec![TreeLine {
             channel: num(&c["ch"]),
             up: num(&c["up"]),
             rank: num(&c["me"]),
             down: downs(&c["down"]),
-        }]);
+        }]));
     }
     if let Some(c) = r.summary.captures(t) {
-        return Body::ChannelSummary {
+        return Some(Body::ChannelSummary {
             comm: None,
             coll: num(&c["coll"]),
             nvls: c.name("nvls").map(|m| num(m.as_str())),
             p2p: num(&c["p2p"]),
-        };
+        });
     }
     if let Some(c) = r.rccl_summary.captures(t) {
-        return Body::ChannelSummary {
+        return Some(Body::ChannelSummary {
             comm: Some(hex(&c["comm"])),
             coll: num(&c["coll"]),
             nvls: Some(num(&c["nvls"])),
             p2p: num(&c["p2p"]),
-        };
+        });
     }
-    if r.known_op_start.is_match(t) {
-        return Body::Truncated("per-collective or tuning");
-    }
-    Body::Other
+    None
 }
 
 /// One line, without its `\n` (a `\r` before it and trailing blanks are dropped here).
