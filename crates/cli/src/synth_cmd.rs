@@ -65,6 +65,10 @@ pub struct SynthArgs {
     /// see docs/design/identity-and-time.md).
     #[arg(long, value_name = "JSON")]
     realism: Option<String>,
+    /// One known difference from the otherwise equal run (issue 35), as JSON
+    /// (`synth::variation::Variation`'s fields, e.g. `{"op_bandwidth":["AllReduce",0.5]}`).
+    #[arg(long, value_name = "JSON")]
+    variation: Option<String>,
     /// List the presets and exit.
     #[arg(long)]
     list: bool,
@@ -112,6 +116,10 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
     if let Some(json) = &args.realism {
         preset.config.realism =
             serde_json::from_str(json).map_err(|e| format!("--realism: {e}"))?;
+    }
+    if let Some(json) = &args.variation {
+        preset.config.variation =
+            serde_json::from_str(json).map_err(|e| format!("--variation: {e}"))?;
     }
     // Large runs are written rank by rank in bounded memory; small ones are built whole.
     let written = if preset.config.layout.world() >= synth::write::STREAMING_MIN_RANKS {
