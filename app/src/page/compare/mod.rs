@@ -185,15 +185,17 @@ fn crashed(s: AppState, why: String) {
 
 /// When every file failed, their errors (`name: error`, joined); else `None`.
 fn failures(rows: &[Row]) -> Option<String> {
-    let errors: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            r.report
-                .as_ref()
-                .and_then(|v| v.error.as_ref())
-                .map(|e| format!("{}: {e}", r.name))
-        })
-        .collect::<Option<Vec<_>>>()?;
+    let errors: Vec<String> =
+        rows.iter()
+            .map(|r| {
+                r.report.as_ref().and_then(|v| v.error.as_ref()).map(|e| {
+                    match e.starts_with(&r.name) {
+                        true => e.clone(),
+                        false => format!("{}: {e}", r.name),
+                    }
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
     (!errors.is_empty()).then(|| errors.join("; "))
 }
 

@@ -43,7 +43,7 @@ pub fn Compare() -> impl IntoView {
         <div class="view-page compare" data-testid="compare" data-phase=move || format!("{:?}", c.phase.get())>
             <h2>"Compare two runs"</h2>
             <p class="hint">"The loaded run against another, like with like: operations by parallelism, operation, message size and datatype; communicators by parallelism and ranks; steps by index. Both runs stay in this tab."</p>
-            <DropZone />
+            {(!s.is_bundle).then(|| view! { <DropZone /> })}
             <p class="hint" data-testid="compare-status">{status}</p>
             <OtherFiles />
             {move || c.diff.get().map(|d| body(d, s.compare.loaded_is_base))}
@@ -98,7 +98,7 @@ fn body(d: Arc<RunDiff>, loaded_is_base: RwSignal<bool>) -> impl IntoView {
             <div class="compare-heads">
                 {head("Base", &d.base)}
                 {head("New", &d.new)}
-                <button data-testid="compare-swap" disabled=failed
+                <button data-testid="compare-swap" disabled=failed || s.is_bundle
                     title="Make the other run the baseline"
                     on:click=move |_| swap(s)>"Swap base and new"</button>
                 <span class="hint">{move || if loaded_is_base.get() { "The loaded run is the base." } else { "The loaded run is the new run." }}</span>
