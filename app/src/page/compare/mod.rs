@@ -209,13 +209,22 @@ fn settle(s: AppState, other: Other) {
 /// before the other run is in.
 pub fn ask(s: AppState) {
     let c = s.compare;
-    let Some(other) = c.other.get_value() else {
+    let Some(mut other) = c.other.get_value() else {
         return;
     };
     c.phase.set(Phase::Comparing);
-    let own_label = s
+    let mut own_label = s
         .rows
         .with_untracked(|r| run_label(&r.iter().map(|x| x.name.clone()).collect::<Vec<_>>()));
+    // Two runs of files named alike (a generator's, a rerun's) are told apart.
+    let other_label = match &mut other {
+        Ok(p) => &mut p.label,
+        Err((label, _)) => label,
+    };
+    if *other_label == own_label {
+        own_label.push_str(" (loaded)");
+        other_label.push_str(" (compared)");
+    }
     let ask = CompareAsk {
         own_label,
         other,
