@@ -87,11 +87,11 @@ pub fn mirror(d: &Distribution, width: f64, half: f64) -> Option<Mirror> {
             ),
         })
         .collect();
-    let (llo, lhi) = (lo.log10(), hi.log10());
-    let ticks = (llo.ceil() as i32..=lhi.floor() as i32)
-        .map(|k| {
-            let x = (f64::from(k) - llo) / (lhi - llo) * width;
-            (x, human_duration(10f64.powi(k)))
+    let ticks = log_ticks(lo, hi)
+        .into_iter()
+        .map(|t| {
+            let x = (t.log10() - lo.log10()) / (hi.log10() - lo.log10()) * width;
+            (x, human_duration(t))
         })
         .collect();
     Some(Mirror {
@@ -100,6 +100,33 @@ pub fn mirror(d: &Distribution, width: f64, half: f64) -> Option<Mirror> {
         base_max,
         new_max,
     })
+}
+
+/// Ticks of a log axis from `lo` to `hi` (> 0): the powers of ten inside when there are two or
+/// more, else 1, 2 and 5 × 10^k (a narrow range: 30–90 µs has no power of ten), else the ends.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let inside = |steps: &[f64]| -> Vec<f64> {
+        let mut out = Vec::new();
+        for k in (lo.log10().floor() as i32)..=(hi.log10().ceil() as i32) {
+            for m in steps {
+                let t = m * 10f64.powi(k);
+                // Within a rounding error of an edge counts as inside.
+                if t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9) {
+                    out.push(t);
+                }
+            }
+        }
+        out
+    };
+    let tens = inside(&[1.0]);
+    if tens.len() >= 2 {
+        return tens;
+    }
+    let fine = inside(&[1.0, 2.0, 5.0]);
+    if fine.len() >= 2 {
+        return fine;
+    }
+    vec![lo, hi]
 }
 
 /// `×2.01` (new / base), or `—`.
@@ -190,6 +217,16 @@ mod tests {
         let xs: Vec<f64> = m.ticks.iter().map(|t| t.0).collect();
         assert_eq!(xs, vec![0.0, 100.0, 200.0, 300.0, 400.0]);
         assert_eq!(m.ticks[3].1, "1 ms");
+        // A narrow range (30–90 µs) has no power of ten: 1-2-5 ticks, else its ends.
+        let ticks = |lo: f64, hi: f64| {
+            log_ticks(lo, hi)
+                .into_iter()
+                .map(human_duration)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ticks(3e4, 9e4), vec!["30 µs", "90 µs"]);
+        assert_eq!(ticks(1.5e4, 9e4), vec!["20 µs", "50 µs"]);
+        assert_eq!(ticks(3e4, 4e4), vec!["30 µs", "40 µs"]);
         // An empty run's half stays flat; malformed bins draw nothing.
         let empty = Distribution {
             new: vec![0; 4],
