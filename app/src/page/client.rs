@@ -51,6 +51,8 @@ enum Kept {
     /// Only the last filtered view, and none older than the last analysis (it came with the old
     /// one).
     View,
+    /// Only the last comparison with another run (a bundle shows it in its Compare view).
+    Diff,
 }
 
 impl Kept {
@@ -61,6 +63,7 @@ impl Kept {
             ToPage::Theory { .. } => Kept::Theory,
             ToPage::Insights { .. } => Kept::Insights,
             ToPage::View { .. } => Kept::View,
+            ToPage::Diff { .. } => Kept::Diff,
             _ => return None,
         })
     }

@@ -2,10 +2,11 @@
 //! ([`views`]), timeline arithmetic ([`timeline_math`]) and its rows ([`track_rows`]), a
 //! kernel's fields as people read them ([`fields`]), which rows a long table or list renders
 //! ([`table_window`], [`list_window`]), the memory budget of dropped files ([`budget`]), the
-//! demo's files ([`files`]), and work spread over animation frames ([`deferred`], used by the
-//! worker too).
+//! demo's files ([`files`]), the Compare view's figures ([`compare`]), and work spread over
+//! animation frames ([`deferred`], used by the worker too).
 
 pub mod budget;
+pub mod compare;
 pub mod deferred;
 pub mod fields;
 pub mod files;

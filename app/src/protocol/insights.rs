@@ -178,6 +178,19 @@ mod tests {
             .clone()
             .expect("the demo has iteration ranges");
         assert!(!steps.per_step.is_empty());
+        // The page reads them from the worker's JSON (a message it cannot read drops the worker).
+        let json = serde_json::to_string(&steps).unwrap();
+        let back: analyses::steps::StepsReport = serde_json::from_str(&json).unwrap();
+        let names = |r: &analyses::steps::StepsReport| {
+            r.window
+                .share
+                .0
+                .iter()
+                .map(|(n, _)| n.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&back), names(&steps));
+        assert!(!names(&steps).is_empty());
     }
 
     /// A generated hang: the first finding names the rank that stopped, as the command's does.

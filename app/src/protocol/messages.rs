@@ -107,6 +107,12 @@ pub enum ToPage {
         /// Why the query could not be read (the timeline is unchanged).
         error: Option<String>,
     },
+    /// This run's comparison profile ([`LoadRequest::profile`]), or why it has none.
+    Profile {
+        profile: Box<Result<analyses::diff::RunProfile, String>>,
+    },
+    /// This run compared with the other ([`LoadRequest::compare`]).
+    Diff { diff: Box<analyses::diff::RunDiff> },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
@@ -182,6 +188,13 @@ pub struct LoadRequest {
     pub aggregate_rank: Option<u32>,
     /// ... and the fields of kernel (rank, index) ([`ToPage::AggregateKernel`]).
     pub aggregate_kernel: Option<(u32, usize)>,
+    /// Send this run's comparison profile under this name ([`ToPage::Profile`]).
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Compare this run with another: a [`crate::protocol::compare::CompareAsk`] as JSON
+    /// ([`ToPage::Diff`]).
+    #[serde(default)]
+    pub compare: Option<String>,
 }
 
 /// Options the page's URL gives the worker.

@@ -4,6 +4,7 @@
 //! ([`format`]).
 
 pub mod aggregate;
+pub mod compare;
 pub mod format;
 pub mod insights;
 pub mod messages;

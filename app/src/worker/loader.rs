@@ -121,6 +121,7 @@ async fn serve(mut req: LoadRequest) {
     if let Some(toml) = &req.theory {
         post(&theory(toml, req.hardware.as_deref()), None);
     }
+    crate::worker::compare::serve(&req);
     if let Some(kind) = &req.export {
         export(kind);
     }
@@ -205,6 +206,11 @@ async fn serve(mut req: LoadRequest) {
         let files = fingerprints().await;
         post(&ToPage::Fingerprints { files }, None);
     }
+}
+
+/// `f` of the session and its last analysis (none before the first): the comparison's hook.
+pub(crate) fn with_analysed<R>(f: impl FnOnce(&Session, &Analysis) -> R) -> Option<R> {
+    SESSION.with(|s| ANALYSIS.with(|a| a.borrow().as_ref().map(|a| f(&s.borrow(), a))))
 }
 
 /// Redraws the timeline with `view` and sends it; a query that cannot be read is reported and

@@ -70,6 +70,10 @@ pub struct SynthArgs {
     /// the other ranks block where a hung job would (docs/design/diagnosis.md).
     #[arg(long, value_name = "RANK:CALL[:mismatch]")]
     hang: Option<String>,
+    /// One known difference from the otherwise equal run (issue 35), as JSON
+    /// (`synth::variation::Variation`'s fields, e.g. `{"op_bandwidth":["AllReduce",0.5]}`).
+    #[arg(long, value_name = "JSON")]
+    variation: Option<String>,
     /// List the presets and exit.
     #[arg(long)]
     list: bool,
@@ -120,6 +124,10 @@ pub fn run(args: &SynthArgs) -> Result<ExitCode, String> {
     if let Some(json) = &args.realism {
         preset.config.realism =
             serde_json::from_str(json).map_err(|e| format!("--realism: {e}"))?;
+    }
+    if let Some(json) = &args.variation {
+        preset.config.variation =
+            serde_json::from_str(json).map_err(|e| format!("--variation: {e}"))?;
     }
     // Large runs are written rank by rank in bounded memory; small ones are built whole.
     let written = if preset.config.layout.world() >= synth::write::STREAMING_MIN_RANKS {

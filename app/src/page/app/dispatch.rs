@@ -82,6 +82,7 @@ fn dispatch(s: AppState, msg: ToPage, new_timeline: Option<Timeline>) {
                 rerun,
             };
             on_result(s, shown, new_timeline, inferred);
+            crate::page::compare::on_loaded_result(s);
         }
         ToPage::View {
             filter,
@@ -155,6 +156,7 @@ fn dispatch(s: AppState, msg: ToPage, new_timeline: Option<Timeline>) {
         ToPage::Analysing => s.analysing.set(true),
         ToPage::WarmedUp { ms } => s.warmed_up_ms.set(Some(ms)),
         ToPage::Crashed { .. } => s.analysing.set(false),
+        ToPage::Diff { diff } => crate::page::compare::on_diff(s, *diff),
         // Handled by the client (it saves the file), or never sent to the page.
         ToPage::Ready
         | ToPage::Export { .. }
@@ -162,7 +164,8 @@ fn dispatch(s: AppState, msg: ToPage, new_timeline: Option<Timeline>) {
         | ToPage::AlignFailed { .. }
         | ToPage::Parsed { .. }
         | ToPage::ParseProgress { .. }
-        | ToPage::ParseFailed { .. } => {}
+        | ToPage::ParseFailed { .. }
+        | ToPage::Profile { .. } => {}
     }
 }
 

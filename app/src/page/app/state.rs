@@ -115,6 +115,8 @@ pub struct AppState {
     pub theory: TheoryState,
     pub aggregate: AggregateState,
     pub notes: NotesState,
+    /// The loaded run compared with another (the Compare view).
+    pub compare: crate::page::compare::CompareState,
     // The timeline's view.
     /// The visible window (owned here so that a link can set it).
     pub window: RwSignal<Option<View>>,
@@ -191,6 +193,7 @@ impl AppState {
             },
             aggregate: AggregateState::new(),
             notes: NotesState::new(),
+            compare: crate::page::compare::CompareState::new(),
             window: RwSignal::new(None),
             timeline_view: RwSignal::new(TimelineView::default()),
             view_status: RwSignal::new(None),

@@ -1,6 +1,7 @@
 //! The header: the name, and the actions: open files or a folder, the demo, copy a link to the
-//! view, export (the Chrome trace, the kernels as CSV, a bundle), the theme. A bundle keeps the
-//! theme only: it has no files to read, no worker to ask and no assets to bundle again.
+//! view, export (the Chrome trace, the kernels as CSV, a bundle), compare with another run, the
+//! theme. A bundle keeps the theme only: it has no files to read, no worker to ask and no assets
+//! to bundle again.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -72,6 +73,7 @@ pub fn Header() -> impl IntoView {
                 "Copy link"
             </button>
             <ExportMenu enabled=Signal::derive(analysed) />
+            <crate::page::compare::chooser::CompareMenu />
         }
     });
     view! {

@@ -52,7 +52,7 @@ fn has_logs(s: &AppState) -> bool {
     s.ranks.with(|r| !r.is_empty())
 }
 
-pub const VIEWS: [ViewDef; 17] = [
+pub const VIEWS: [ViewDef; 18] = [
     ViewDef {
         spec: spec("overview", "Overview", 'o', &[], "What was loaded, how well it fused, the layout and the communication per parallelism, beside the timeline", "files"),
         body: || view! { <overview::Overview /> }.into_any(),
@@ -147,6 +147,12 @@ pub const VIEWS: [ViewDef; 17] = [
         spec: spec("identity", "Identity", 'k', &[], "How each rank's log was paired with its export's process, how sure that is, and its log's stamps", LOGS_AND_EXPORTS),
         body: || view! { <IdentityPanel insights=app_state().insights /> }.into_any(),
         ready: |s| s.insights.with(|i| i.as_ref().is_some_and(|i| !i.identity.is_empty())),
+        optional: false,
+    },
+    ViewDef {
+        spec: spec("compare", "Compare", 'v', &["diff"], "The loaded run against another: what changed, ranked by impact, like matched with like", "a run loaded first (then the other run's files, with \"Compare with…\")"),
+        body: || view! { <crate::page::views::compare::Compare /> }.into_any(),
+        ready: |s| s.analysis_ms.with(Option::is_some),
         optional: false,
     },
     ViewDef {

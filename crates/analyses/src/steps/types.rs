@@ -164,29 +164,6 @@ impl OrderedShares {
     }
 }
 
-impl<'de> Deserialize<'de> for OrderedShares {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Entries;
-        impl<'de> serde::de::Visitor<'de> for Entries {
-            type Value = OrderedShares;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object of stage names to numbers")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some(entry) = map.next_entry::<String, f64>()? {
-                    out.push(entry);
-                }
-                Ok(OrderedShares(out))
-            }
-        }
-        d.deserialize_map(Entries)
-    }
-}
-
 impl Serialize for OrderedShares {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.len()))?;
@@ -194,6 +171,31 @@ impl Serialize for OrderedShares {
             m.serialize_entry(k, v)?;
         }
         m.end()
+    }
+}
+
+/// Reads the object [`OrderedShares`] writes (a derived reader expected a sequence: the page's
+/// client could not read the insights, and dropped its worker, after every run with steps).
+impl<'de> Deserialize<'de> for OrderedShares {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct InOrder;
+        impl<'de> serde::de::Visitor<'de> for InOrder {
+            type Value = OrderedShares;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of stage names and numbers")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = m.next_entry::<String, f64>()? {
+                    out.push(entry);
+                }
+                Ok(OrderedShares(out))
+            }
+        }
+        d.deserialize_map(InOrder)
     }
 }
 
@@ -252,4 +254,21 @@ pub struct Window {
     /// behind the frontier the rank was at each boundary).
     pub slack_ms: Vec<Vec<f64>>,
     pub ambiguity: Vec<Ambiguity>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OrderedShares;
+
+    #[test]
+    fn shares_read_back_as_written_in_stage_order() {
+        let shares = OrderedShares(vec![("forward".into(), 0.4), ("backward".into(), 0.6)]);
+        let json = serde_json::to_string(&shares).unwrap();
+        assert_eq!(json, r#"{"forward":0.4,"backward":0.6}"#);
+        assert_eq!(
+            serde_json::from_str::<OrderedShares>(&json).unwrap(),
+            shares
+        );
+        assert!(serde_json::from_str::<OrderedShares>("[1]").is_err());
+    }
 }

@@ -1,0 +1,257 @@
+//! Two runs compared (issue 35; docs/design/diff.md, "In the page"). The run loaded first stays
+//! in the first loading worker; "Compare with…" loads the other run's files into a second
+//! worker of the same script ([`worker`]), which sends its run's profile once analysed; the page
+//! hands that profile to the first worker, which compares (`analyses::diff`) and sends the
+//! `RunDiff` the Compare view shows as it is. A run that cannot be read is compared as failed:
+//! the other run stays summarised and the failure is named.
+
+pub mod chooser;
+pub mod worker;
+
+use analyses::diff::{RunDiff, RunProfile};
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use ncclscope_app::page_logic::compare::run_label;
+use ncclscope_app::protocol::compare::CompareAsk;
+use ncclscope_app::protocol::messages::{LoadItem, LoadRequest, ToPage};
+use std::rc::Rc;
+use std::sync::Arc;
+use web_sys::Blob;
+
+use crate::page::app::intake::with_sizes;
+use crate::page::app::state::{AppState, Row};
+use crate::page::client;
+use crate::page::url::page_options;
+use crate::page::views::registry;
+use worker::Event;
+
+/// Where the comparison is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Nothing to compare with yet.
+    Idle,
+    /// The other run's files are being read and analysed.
+    Loading,
+    /// Its profile is being built.
+    Profiling,
+    /// The first worker compares.
+    Comparing,
+    Done,
+}
+
+/// The other run's profile, or (its label, why it has none).
+type Other = Result<RunProfile, (String, String)>;
+
+/// The comparison's signals (a field of [`AppState`]).
+#[derive(Clone, Copy)]
+pub struct CompareState {
+    /// The other run's files, as they load.
+    pub rows: RwSignal<Vec<Row>>,
+    pub label: RwSignal<String>,
+    pub phase: RwSignal<Phase>,
+    pub diff: RwSignal<Option<Arc<RunDiff>>>,
+    /// The run loaded first is the baseline (false: the user swapped the two).
+    pub loaded_is_base: RwSignal<bool>,
+    other: StoredValue<Option<Other>>,
+}
+
+impl CompareState {
+    pub fn new() -> CompareState {
+        CompareState {
+            rows: RwSignal::new(Vec::new()),
+            label: RwSignal::new(String::new()),
+            phase: RwSignal::new(Phase::Idle),
+            diff: RwSignal::new(None),
+            loaded_is_base: RwSignal::new(true),
+            other: StoredValue::new(None),
+        }
+    }
+}
+
+impl Default for CompareState {
+    fn default() -> Self {
+        CompareState::new()
+    }
+}
+
+/// Compares the loaded run with the run of `items` (files, or a folder's files): a new
+/// comparison replaces the one before. Opens the Compare view.
+pub fn start(s: AppState, items: Vec<(String, Blob)>) {
+    if items.is_empty() {
+        return;
+    }
+    spawn_local(async move {
+        let items = with_sizes(items).await;
+        let c = s.compare;
+        let names: Vec<String> = items.iter().map(|(n, _, _)| n.clone()).collect();
+        let label = run_label(&names);
+        c.label.set(label.clone());
+        c.diff.set(None);
+        c.other.set_value(None);
+        c.rows.set(
+            items
+                .iter()
+                .map(|(name, _, size)| Row::new(name.clone(), *size))
+                .collect(),
+        );
+        c.phase.set(Phase::Loading);
+        registry::open(&s, "compare");
+        if let Err(e) = worker::start(Rc::new(move |ev| on_event(s, ev))) {
+            return settle(
+                s,
+                Err((label, format!("could not start a loading worker: {e}"))),
+            );
+        }
+        let files = items
+            .into_iter()
+            .enumerate()
+            .map(|(id, (name, blob, _))| LoadItem { id, name, blob })
+            .collect();
+        worker::send(LoadRequest {
+            options: page_options(),
+            files,
+            ..LoadRequest::default()
+        });
+    });
+}
+
+/// What the second worker says.
+fn on_event(s: AppState, ev: Event) {
+    match ev {
+        Event::Message(msg) => on_message(s, *msg),
+        Event::Analysed => analysed(s),
+        Event::Crashed(why) => crashed(s, why),
+    }
+}
+
+/// Its files' progress and reports (the Compare view lists them), and its profile.
+fn on_message(s: AppState, msg: ToPage) {
+    let c = s.compare;
+    match msg {
+        ToPage::Progress { id, read } => c.rows.update(|r| {
+            if let Some(row) = r.get_mut(id) {
+                row.read = read;
+            }
+        }),
+        ToPage::Stage { id, stage } => c.rows.update(|r| {
+            if let Some(row) = r.get_mut(id) {
+                row.stage = Some(stage);
+            }
+        }),
+        ToPage::Report { id, view, .. } => c.rows.update(|r| {
+            if let Some(row) = r.get_mut(id) {
+                row.read = row.size;
+                row.report = Some(view);
+            }
+        }),
+        ToPage::Profile { profile } => {
+            let label = c.label.get_untracked();
+            settle(s, (*profile).map_err(|e| (label, e)));
+        }
+        _ => {}
+    }
+}
+
+/// Its analysis is done: ask for its profile, unless not one of its files could be read (the
+/// run failed, named by its files' errors).
+fn analysed(s: AppState) {
+    let c = s.compare;
+    match failures(&c.rows.get_untracked()) {
+        Some(why) => settle(s, Err((c.label.get_untracked(), why))),
+        None => {
+            c.phase.set(Phase::Profiling);
+            worker::send(LoadRequest {
+                options: page_options(),
+                profile: Some(c.label.get_untracked()),
+                ..LoadRequest::default()
+            });
+        }
+    }
+}
+
+/// The second worker died or could not start: the files it had not reported fail with it, and
+/// the comparison names its failure.
+fn crashed(s: AppState, why: String) {
+    let c = s.compare;
+    c.rows.update(|r| {
+        for row in r.iter_mut().filter(|row| row.report.is_none()) {
+            row.report = Some(ncclscope_app::protocol::views::FileView::failed(
+                why.clone(),
+            ));
+        }
+    });
+    settle(s, Err((c.label.get_untracked(), why)));
+}
+
+/// When every file failed, their errors (`name: error`, joined); else `None`.
+fn failures(rows: &[Row]) -> Option<String> {
+    let errors: Vec<String> =
+        rows.iter()
+            .map(|r| {
+                r.report.as_ref().and_then(|v| v.error.as_ref()).map(|e| {
+                    match e.starts_with(&r.name) {
+                        true => e.clone(),
+                        false => format!("{}: {e}", r.name),
+                    }
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+    (!errors.is_empty()).then(|| errors.join("; "))
+}
+
+/// The other run is loaded (or failed): keep it, and compare.
+fn settle(s: AppState, other: Other) {
+    s.compare.other.set_value(Some(other));
+    ask(s);
+}
+
+/// Asks the first worker to compare its run with the other (as the user ordered them); nothing
+/// before the other run is in.
+pub fn ask(s: AppState) {
+    let c = s.compare;
+    let Some(mut other) = c.other.get_value() else {
+        return;
+    };
+    c.phase.set(Phase::Comparing);
+    let mut own_label = s
+        .rows
+        .with_untracked(|r| run_label(&r.iter().map(|x| x.name.clone()).collect::<Vec<_>>()));
+    // Two runs of files named alike (a generator's, a rerun's) are told apart.
+    let other_label = match &mut other {
+        Ok(p) => &mut p.label,
+        Err((label, _)) => label,
+    };
+    if *other_label == own_label {
+        own_label.push_str(" (loaded)");
+        other_label.push_str(" (compared)");
+    }
+    let ask = CompareAsk {
+        own_label,
+        other,
+        own_is_base: c.loaded_is_base.get_untracked(),
+    };
+    client::load(LoadRequest {
+        options: page_options(),
+        compare: Some(ask.to_json()),
+        ..LoadRequest::default()
+    });
+}
+
+/// The other run becomes the baseline (or back).
+pub fn swap(s: AppState) {
+    s.compare.loaded_is_base.update(|b| *b = !*b);
+    ask(s);
+}
+
+/// The first worker's comparison.
+pub fn on_diff(s: AppState, diff: RunDiff) {
+    s.compare.diff.set(Some(Arc::new(diff)));
+    s.compare.phase.set(Phase::Done);
+}
+
+/// The loaded run was analysed again (files added to it): compare again, if comparing.
+pub fn on_loaded_result(s: AppState) {
+    if s.compare.phase.get_untracked() == Phase::Done {
+        ask(s);
+    }
+}
