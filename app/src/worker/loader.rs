@@ -637,27 +637,30 @@ async fn load_blob(
     }
 }
 
-/// Streams a PyTorch profiler (Kineto) trace, plain or gzip, in slices into the session (as the
-/// command does: never held whole); its kernels join the exports and, unless a log claims its
-/// process, its operations the logs.
-async fn load_trace(
-    name: &str,
+/// Feeds `blob` to `feed` slice by slice (one buffer reused), reporting the bytes read.
+async fn feed_slices(
     blob: &Blob,
-    size: u64,
+    mut feed: impl FnMut(&[u8]),
     mut progress: impl FnMut(u64),
-) -> FileReport {
-    let mut loader = load::TraceLoader::new(name);
+) -> Result<(), String> {
     let mut read = 0u64;
     let mut buf = Vec::new();
-    let sliced = crate::page_logic::files::for_each_slice(blob, |part| {
+    crate::page_logic::files::for_each_slice(blob, |part| {
         buf.resize(part.length() as usize, 0);
         part.copy_to(&mut buf);
         read += buf.len() as u64;
-        loader.feed(&buf);
+        feed(&buf);
         progress(read);
     })
-    .await;
-    match sliced {
+    .await
+}
+
+/// Streams a PyTorch profiler (Kineto) trace, plain or gzip, in slices into the session (as the
+/// command does: never held whole); its kernels join the exports and, unless a log claims its
+/// process, its operations the logs.
+async fn load_trace(name: &str, blob: &Blob, size: u64, progress: impl FnMut(u64)) -> FileReport {
+    let mut loader = load::TraceLoader::new(name);
+    match feed_slices(blob, |b| loader.feed(b), progress).await {
         Ok(()) => SESSION.with(|s| s.borrow_mut().add_trace(loader.finish(size))),
         Err(e) => FileReport::failed(name, InputKind::Kineto, size, e),
     }
@@ -669,20 +672,10 @@ async fn load_stage_file(
     name: &str,
     blob: &Blob,
     size: u64,
-    mut progress: impl FnMut(u64),
+    progress: impl FnMut(u64),
 ) -> FileReport {
     let mut reader = ingest_stages::StageReader::new(name);
-    let mut read = 0u64;
-    let mut buf = Vec::new();
-    let sliced = crate::page_logic::files::for_each_slice(blob, |part| {
-        buf.resize(part.length() as usize, 0);
-        part.copy_to(&mut buf);
-        read += buf.len() as u64;
-        reader.feed(&buf);
-        progress(read);
-    })
-    .await;
-    match sliced {
+    match feed_slices(blob, |b| reader.feed(b), progress).await {
         Ok(()) => SESSION.with(|s| s.borrow_mut().add_stage_file(name, size, reader.finish())),
         Err(e) => FileReport::failed(name, InputKind::StageFile, size, e),
     }
