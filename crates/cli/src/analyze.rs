@@ -32,25 +32,8 @@ pub struct AnalyzeArgs {
     /// enriched kernels). Per-node jobs' aggregates combine with `ncclscope aggregate merge`.
     #[arg(long)]
     aggregate: Option<PathBuf>,
-    /// Model and parallelism description (TOML, see CONTRACT.md); its `[parallel]` sizes label
-    /// the communicators.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Tensor-parallel size (overrides the config file).
-    #[arg(long)]
-    tp: Option<u32>,
-    /// Pipeline-parallel size.
-    #[arg(long)]
-    pp: Option<u32>,
-    /// Data-parallel size.
-    #[arg(long)]
-    dp: Option<u32>,
-    /// Expert-parallel size.
-    #[arg(long)]
-    ep: Option<u32>,
-    /// Context-parallel size.
-    #[arg(long)]
-    cp: Option<u32>,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
     /// Hardware of the time model (LBNL two-tier alpha-beta): `a100`, `h100`, `h200`, `b200`, or
     /// `topology` (the links the logs' topology dump printed; the default, falling back to a100).
     #[arg(long, default_value = "topology")]
@@ -91,6 +74,37 @@ pub struct AnalyzeArgs {
     /// Logs, exports, or directories (searched recursively).
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+}
+
+/// The model and parallel layout given on the command line (`analyze` and `diff` share them).
+#[derive(Args, Debug)]
+pub struct LayoutArgs {
+    /// Model and parallelism description (TOML, see CONTRACT.md); its `[parallel]` sizes label
+    /// the communicators.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Tensor-parallel size (overrides the config file).
+    #[arg(long)]
+    pub tp: Option<u32>,
+    /// Pipeline-parallel size.
+    #[arg(long)]
+    pub pp: Option<u32>,
+    /// Data-parallel size.
+    #[arg(long)]
+    pub dp: Option<u32>,
+    /// Expert-parallel size.
+    #[arg(long)]
+    pub ep: Option<u32>,
+    /// Context-parallel size.
+    #[arg(long)]
+    pub cp: Option<u32>,
+}
+
+impl LayoutArgs {
+    /// The sizes given, in (tp, pp, dp, ep, cp) order.
+    pub fn given(&self) -> [Option<u32>; 5] {
+        [self.tp, self.pp, self.dp, self.ep, self.cp]
+    }
 }
 
 pub fn run(args: &AnalyzeArgs) -> Result<ExitCode, String> {
@@ -199,8 +213,7 @@ fn step_options(
 
 /// The parallel sizes: `--tp` and friends over the config file's `[parallel]` table.
 fn user_sizes(args: &AnalyzeArgs) -> Result<UserSizes, String> {
-    let given = [args.tp, args.pp, args.dp, args.ep, args.cp];
-    sizes_given(args.config.as_deref(), given)
+    sizes_given(args.layout.config.as_deref(), args.layout.given())
 }
 
 /// The parallel sizes `given` on the command line (tp, pp, dp, ep, cp) over the `[parallel]`
@@ -271,18 +284,18 @@ fn hardware(name: &str, session: &Session) -> Result<theory::Hardware, String> {
 /// The model and layout of the config file, for theory versus observed; `--tp` and friends
 /// override its `[parallel]` sizes.
 fn theory_config(args: &AnalyzeArgs) -> Result<Option<TheoryConfig>, String> {
-    let Some(path) = &args.config else {
+    let Some(path) = &args.layout.config else {
         return Ok(None);
     };
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut cfg = TheoryConfig::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let p = &mut cfg.parallel;
     for (given, size) in [
-        (args.tp, &mut p.tp),
-        (args.pp, &mut p.pp),
-        (args.dp, &mut p.dp),
-        (args.ep, &mut p.ep),
-        (args.cp, &mut p.cp),
+        (args.layout.tp, &mut p.tp),
+        (args.layout.pp, &mut p.pp),
+        (args.layout.dp, &mut p.dp),
+        (args.layout.ep, &mut p.ep),
+        (args.layout.cp, &mut p.cp),
     ] {
         if let Some(n) = given {
             *size = n as u64;

@@ -20,25 +20,9 @@ pub struct DiffArgs {
     /// Write the comparison as JSON here (`-` for standard output): `{"diff": {...}}`.
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Model and parallelism description (TOML, see CONTRACT.md); its `[parallel]` sizes label
-    /// both runs' communicators.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Tensor-parallel size (overrides the config file), for both runs.
-    #[arg(long)]
-    tp: Option<u32>,
-    /// Pipeline-parallel size.
-    #[arg(long)]
-    pp: Option<u32>,
-    /// Data-parallel size.
-    #[arg(long)]
-    dp: Option<u32>,
-    /// Expert-parallel size.
-    #[arg(long)]
-    ep: Option<u32>,
-    /// Context-parallel size.
-    #[arg(long)]
-    cp: Option<u32>,
+    /// The model and layout, for both runs.
+    #[command(flatten)]
+    layout: analyze::LayoutArgs,
     /// How a time change is called significant: `bootstrap` (an interval of the ratio of
     /// medians from 2000 resamples with a fixed seed) or `rank-sum` (the Mann–Whitney U test).
     #[arg(long, default_value = "bootstrap")]
@@ -64,8 +48,7 @@ pub fn run(args: &DiffArgs) -> Result<ExitCode, String> {
             args.min_effect
         ));
     }
-    let given = [args.tp, args.pp, args.dp, args.ep, args.cp];
-    let sizes = analyze::sizes_given(args.config.as_deref(), given)?;
+    let sizes = analyze::sizes_given(args.layout.config.as_deref(), args.layout.given())?;
     let settings = Settings {
         test: TestSettings {
             method,
