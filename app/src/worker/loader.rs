@@ -121,7 +121,7 @@ async fn serve(mut req: LoadRequest) {
     if let Some(toml) = &req.theory {
         post(&theory(toml, req.hardware.as_deref()), None);
     }
-    crate::worker::compare::serve(&req);
+    crate::worker::compare::serve(&req, &|f| with_analysed(f).is_some());
     if let Some(kind) = &req.export {
         export(kind);
     }
@@ -209,7 +209,7 @@ async fn serve(mut req: LoadRequest) {
 }
 
 /// `f` of the session and its last analysis (none before the first): the comparison's hook.
-pub(crate) fn with_analysed<R>(f: impl FnOnce(&Session, &Analysis) -> R) -> Option<R> {
+fn with_analysed<R>(f: impl FnOnce(&Session, &Analysis) -> R) -> Option<R> {
     SESSION.with(|s| ANALYSIS.with(|a| a.borrow().as_ref().map(|a| f(&s.borrow(), a))))
 }
 

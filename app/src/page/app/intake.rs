@@ -7,7 +7,6 @@ use leptos::ev;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use ncclscope_app::page_logic::budget::{estimate, fits, FileEstimate};
-use ncclscope_app::page_logic::deferred::next_task;
 use ncclscope_app::page_logic::files::{demo_file, demo_manifest, fetch_blob};
 use ncclscope_app::protocol::messages::{LoadItem, LoadRequest};
 use web_sys::{Blob, File, FileList};
@@ -15,6 +14,7 @@ use web_sys::{Blob, File, FileList};
 use crate::page::app::state::{AppState, Row};
 use crate::page::budget_dialog::Pending;
 use crate::page::client;
+use crate::page::folders::with_sizes;
 use crate::page::sharing::share::LinkState;
 use crate::page::url::{memory_limit, page_options};
 use crate::page::views::registry;
@@ -178,22 +178,4 @@ async fn demo_blobs() -> Result<(Vec<(String, Blob)>, Vec<String>), String> {
         items.push((name, blob));
     }
     Ok((items, manifest.deliberate))
-}
-
-/// Each item with its size in bytes, read a few dozen per task: a dropped `File`'s size can cost
-/// a synchronous round trip to the browser process (288 files took 200 ms in one task).
-pub async fn with_sizes(items: Vec<(String, Blob)>) -> Vec<(String, Blob, u64)> {
-    const PER_TASK: usize = 32;
-    let mut out = Vec::with_capacity(items.len());
-    for (i, (name, blob)) in items.into_iter().enumerate() {
-        if i > 0 && i % PER_TASK == 0 {
-            next_task().await;
-        }
-        let size = blob.size() as u64;
-        out.push((name, blob, size));
-    }
-    if out.len() > PER_TASK {
-        next_task().await;
-    }
-    out
 }

@@ -1,6 +1,7 @@
 //! The page's state: every signal the views read, in one context struct ([`AppState`], provided
 //! to every component by the app), and the requests to the worker that change them.
 
+use analyses::diff::{RunDiff, RunProfile};
 use analyses::{KernelDetails, WindowSummary};
 use leptos::prelude::*;
 use ncclscope_app::page_logic::link::Selection;
@@ -9,6 +10,7 @@ use ncclscope_app::protocol::notes::NoteRow;
 use ncclscope_app::protocol::overview::OverviewView;
 use ncclscope_app::protocol::theory::TheoryView;
 use ncclscope_app::protocol::views::{CommPanel, FileView, RankView};
+use std::sync::Arc;
 use theory::form::Form;
 use timeline::{Timeline, TimelineView};
 
@@ -116,7 +118,7 @@ pub struct AppState {
     pub aggregate: AggregateState,
     pub notes: NotesState,
     /// The loaded run compared with another (the Compare view).
-    pub compare: crate::page::compare::CompareState,
+    pub compare: CompareState,
     // The timeline's view.
     /// The visible window (owned here so that a link can set it).
     pub window: RwSignal<Option<View>>,
@@ -193,7 +195,7 @@ impl AppState {
             },
             aggregate: AggregateState::new(),
             notes: NotesState::new(),
-            compare: crate::page::compare::CompareState::new(),
+            compare: CompareState::new(),
             window: RwSignal::new(None),
             timeline_view: RwSignal::new(TimelineView::default()),
             view_status: RwSignal::new(None),
@@ -350,4 +352,56 @@ impl AppState {
 /// The app's state, from any component under the app.
 pub fn app_state() -> AppState {
     expect_context::<AppState>()
+}
+
+/// Where the comparison is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Nothing to compare with yet.
+    Idle,
+    /// The other run's files are being read and analysed.
+    Loading,
+    /// Its profile is being built.
+    Profiling,
+    /// The first worker compares.
+    Comparing,
+    Done,
+}
+
+/// The other run's profile, or (its label, why it has none).
+pub(crate) type Other = Result<RunProfile, (String, String)>;
+
+/// The comparison's signals (a field of [`AppState`]; the flow is `page::compare`'s).
+#[derive(Clone, Copy)]
+pub struct CompareState {
+    /// The other run's files, as they load.
+    pub rows: RwSignal<Vec<Row>>,
+    pub label: RwSignal<String>,
+    pub phase: RwSignal<Phase>,
+    pub diff: RwSignal<Option<Arc<RunDiff>>>,
+    /// The run loaded first is the baseline (false: the user swapped the two).
+    pub loaded_is_base: RwSignal<bool>,
+    pub(crate) other: StoredValue<Option<Other>>,
+    /// Bumped when a comparison starts: the app opens the Compare view.
+    pub started: RwSignal<u64>,
+}
+
+impl CompareState {
+    pub fn new() -> CompareState {
+        CompareState {
+            rows: RwSignal::new(Vec::new()),
+            label: RwSignal::new(String::new()),
+            phase: RwSignal::new(Phase::Idle),
+            diff: RwSignal::new(None),
+            loaded_is_base: RwSignal::new(true),
+            other: StoredValue::new(None),
+            started: RwSignal::new(0),
+        }
+    }
+}
+
+impl Default for CompareState {
+    fn default() -> Self {
+        CompareState::new()
+    }
 }

@@ -6,9 +6,10 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use web_sys::Blob;
 
-use crate::page::app::intake::{load_all, load_sources, with_sizes};
+use crate::page::app::intake::{load_all, load_sources};
 use crate::page::app::state::AppState;
 use crate::page::budget_dialog::BudgetDialog;
+use crate::page::folders::with_sizes;
 use crate::page::sharing::share::LinkBanner;
 use crate::page::shell::drawer::DetailsDrawer;
 use crate::page::shell::header::Header;
@@ -19,6 +20,15 @@ use crate::page::views::registry;
 #[allow(non_snake_case)]
 pub fn Shell(s: AppState) -> impl IntoView {
     let slug = move || registry::slug(s.view.get());
+    // A comparison that starts opens the Compare view (page::compare cannot: the registry lists
+    // its view).
+    Effect::new(move |seen: Option<u64>| {
+        let started = s.compare.started.get();
+        if seen.is_some_and(|n| n != started) {
+            registry::open(&s, "compare");
+        }
+        started
+    });
     let on_budget_load = Callback::new(move |items: Vec<(String, Blob)>| {
         spawn_local(async move { load_all(s, with_sizes(items).await) })
     });

@@ -8,7 +8,7 @@
 pub mod chooser;
 pub mod worker;
 
-use analyses::diff::{RunDiff, RunProfile};
+use analyses::diff::RunDiff;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use ncclscope_app::page_logic::compare::run_label;
@@ -18,61 +18,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 use web_sys::Blob;
 
-use crate::page::app::intake::with_sizes;
-use crate::page::app::state::{AppState, Row};
+pub use crate::page::app::state::Phase;
+use crate::page::app::state::{AppState, Other, Row};
 use crate::page::client;
+use crate::page::folders::with_sizes;
 use crate::page::url::page_options;
-use crate::page::views::registry;
 use worker::Event;
-
-/// Where the comparison is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// Nothing to compare with yet.
-    Idle,
-    /// The other run's files are being read and analysed.
-    Loading,
-    /// Its profile is being built.
-    Profiling,
-    /// The first worker compares.
-    Comparing,
-    Done,
-}
-
-/// The other run's profile, or (its label, why it has none).
-type Other = Result<RunProfile, (String, String)>;
-
-/// The comparison's signals (a field of [`AppState`]).
-#[derive(Clone, Copy)]
-pub struct CompareState {
-    /// The other run's files, as they load.
-    pub rows: RwSignal<Vec<Row>>,
-    pub label: RwSignal<String>,
-    pub phase: RwSignal<Phase>,
-    pub diff: RwSignal<Option<Arc<RunDiff>>>,
-    /// The run loaded first is the baseline (false: the user swapped the two).
-    pub loaded_is_base: RwSignal<bool>,
-    other: StoredValue<Option<Other>>,
-}
-
-impl CompareState {
-    pub fn new() -> CompareState {
-        CompareState {
-            rows: RwSignal::new(Vec::new()),
-            label: RwSignal::new(String::new()),
-            phase: RwSignal::new(Phase::Idle),
-            diff: RwSignal::new(None),
-            loaded_is_base: RwSignal::new(true),
-            other: StoredValue::new(None),
-        }
-    }
-}
-
-impl Default for CompareState {
-    fn default() -> Self {
-        CompareState::new()
-    }
-}
 
 /// Compares the loaded run with the run of `items` (files, or a folder's files): a new
 /// comparison replaces the one before. Opens the Compare view.
@@ -95,7 +46,9 @@ pub fn start(s: AppState, items: Vec<(String, Blob)>) {
                 .collect(),
         );
         c.phase.set(Phase::Loading);
-        registry::open(&s, "compare");
+        // The app opens the Compare view when a comparison starts (the registry lists this
+        // module's view: opening it from here would make an import cycle).
+        c.started.update(|n| *n += 1);
         if let Err(e) = worker::start(Rc::new(move |ev| on_event(s, ev))) {
             return settle(
                 s,

@@ -184,6 +184,11 @@ pub fn NoteSummary(kinds: Vec<NoteKind>) -> impl IntoView {
 /// The panel: a file chooser, its notes per reason (a filter), the download, and the list.
 /// `on_pick` gets a note clicked (or chosen with Enter) in the list: the file's name, its row
 /// and the note, to show whole (the details drawer).
+///
+/// (About 215 lines, most of them markup: the file chooser, the reason filter, the download and
+/// the list read the same handful of signals (the file, the reason, the page of notes asked
+/// for); split, the parts would pass them all to each other. The paging and the filter's logic
+/// live in `NotesState` and `page_logic::list_window`.)
 #[component]
 pub fn NotesPanel(
     state: NotesState,

@@ -137,48 +137,8 @@ fn body(p: &PatternsView) -> impl IntoView {
             }
         })
         .collect();
-    let periods: Vec<_> = p
-        .patterns
-        .periodicity
-        .comms
-        .iter()
-        .map(|c| {
-            view! {
-                <tr>
-                    <td class="mono">{c.comm.clone()}</td>
-                    <td>{c.parallelism.clone()}</td>
-                    <td class="num">{c.size}</td>
-                    <td class="num">{c.steps}</td>
-                    <td class="num">{c.blocks_per_step}</td>
-                    <td class="num">{c.period_ns.map(|v| ms(v as f64 / 1e6)).unwrap_or_default()}</td>
-                    <td class="num">{c.on_ns_per_step.map(|v| ms(v as f64 / 1e6)).unwrap_or_default()}</td>
-                    <td class="num">{c.flagged_step_count}</td>
-                </tr>
-            }
-        })
-        .collect();
-    let model: Vec<_> = p
-        .patterns
-        .model
-        .groups
-        .iter()
-        .map(|g| {
-            let class = serde_json::to_value(g.link_class)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            view! {
-                <tr>
-                    <td>{class}</td>
-                    <td>{g.op.clone()}</td>
-                    <td class="num">{g.kernels}</td>
-                    <td class="num">{g.fit.alpha_ns.map(|a| format!("{:.1} µs", a / 1000.0)).unwrap_or_else(|| "—".into())}</td>
-                    <td class="num">{g.fit.beta_gbps.map(|b| format!("{b:.1} GB/s")).unwrap_or_else(|| "—".into())}</td>
-                    <td>{g.fit.status.clone()}</td>
-                </tr>
-            }
-        })
-        .collect();
+    let periods = period_rows(p);
+    let model = model_rows(p);
     let plots: Vec<_> = p
         .patterns
         .model
@@ -351,4 +311,54 @@ fn bw_plot(g: &analyses::patterns::model::ModelGroup) -> impl IntoView {
             <div class="legend small">"points: measured (each size's fastest); solid: fitted α-β; dashed: LBNL"</div>
         </figure>
     }
+}
+
+/// One row per communicator: its On-Off rhythm.
+fn period_rows(p: &PatternsView) -> Vec<impl IntoView> {
+    p
+        .patterns
+        .periodicity
+        .comms
+        .iter()
+        .map(|c| {
+            view! {
+                <tr>
+                    <td class="mono">{c.comm.clone()}</td>
+                    <td>{c.parallelism.clone()}</td>
+                    <td class="num">{c.size}</td>
+                    <td class="num">{c.steps}</td>
+                    <td class="num">{c.blocks_per_step}</td>
+                    <td class="num">{c.period_ns.map(|v| ms(v as f64 / 1e6)).unwrap_or_default()}</td>
+                    <td class="num">{c.on_ns_per_step.map(|v| ms(v as f64 / 1e6)).unwrap_or_default()}</td>
+                    <td class="num">{c.flagged_step_count}</td>
+                </tr>
+            }
+        })
+        .collect()
+}
+
+/// One row per link class and operation: the run's own α-β fit.
+fn model_rows(p: &PatternsView) -> Vec<impl IntoView> {
+    p
+        .patterns
+        .model
+        .groups
+        .iter()
+        .map(|g| {
+            let class = serde_json::to_value(g.link_class)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            view! {
+                <tr>
+                    <td>{class}</td>
+                    <td>{g.op.clone()}</td>
+                    <td class="num">{g.kernels}</td>
+                    <td class="num">{g.fit.alpha_ns.map(|a| format!("{:.1} µs", a / 1000.0)).unwrap_or_else(|| "—".into())}</td>
+                    <td class="num">{g.fit.beta_gbps.map(|b| format!("{b:.1} GB/s")).unwrap_or_else(|| "—".into())}</td>
+                    <td>{g.fit.status.clone()}</td>
+                </tr>
+            }
+        })
+        .collect()
 }
