@@ -89,11 +89,10 @@ fn the_eight_dlrm_ranks_load_as_one_run() {
     }
     assert_eq!(a.clocks.ranks.len(), 8);
     assert!(a.clocks.ranks.values().all(|c| c.samples >= 8));
-    let types = analyses::kernels_by_type(&session, &a);
-    for t in types.values() {
+    for p in &a.processes {
         assert_eq!(
-            t,
-            &BTreeMap::from([("AllReduce".into(), 3), ("SendRecv".into(), 5)])
+            p.kernel_tally.by_type,
+            BTreeMap::from([("AllReduce".into(), 3), ("SendRecv".into(), 5)])
         );
     }
     assert_eq!(a.profiler_steps.len(), 8, "one ProfilerStep per rank");
@@ -205,7 +204,6 @@ fn generated_traces_read_back_to_their_truth() {
         let what = format!("{preset} {style:?}");
         let a = analyse(&session, &UserSizes::default());
         assert_eq!(a.processes.len() as u32, run.world(), "{what}");
-        let types = analyses::kernels_by_type(&session, &a);
         for t in &truths {
             let p = a.processes.iter().find(|p| p.process.pid == t.pid).unwrap();
             assert_eq!(p.global_rank, t.global_rank, "{what}");
@@ -222,7 +220,11 @@ fn generated_traces_read_back_to_their_truth() {
                 .map(|(o, (n, _))| (o.name().to_string(), *n))
                 .collect();
             assert_eq!(got, ops, "{what}: rank {}", t.global_rank);
-            assert_eq!(types[&p.process], kinds, "{what}: rank {}", t.global_rank);
+            assert_eq!(
+                p.kernel_tally.by_type, kinds,
+                "{what}: rank {}",
+                t.global_rank
+            );
         }
         if style.process_groups {
             // Every group with kernels is a communicator with its ranks, name and description;

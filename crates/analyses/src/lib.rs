@@ -21,7 +21,6 @@
 //!   NVTX ranges or the collectives' period), the iteration-time breakdown from the kernels with
 //!   ConfigTuner's closed forms, per-operation baselines and outliers, the 1F1B check
 //!   (docs/design/steps.md). Portable; plain serde types.
-//! - [`kernel_types`]: every process's NCCL kernels counted by type.
 //! - [`diff`]: two runs compared, like with like, with one ranked list of what changed.
 //! - [`time_facts`]: each aligned process's log stamps (resolution, zone, use) and its export's
 //!   time base.
@@ -34,7 +33,6 @@ pub mod details;
 pub mod diagnosis;
 pub mod diff;
 pub mod kernel_bw;
-pub mod kernel_types;
 pub mod patterns;
 pub mod predicted_times;
 pub mod skew;
@@ -51,7 +49,6 @@ pub use details::{
 };
 pub use enrich::Bottleneck;
 pub use kernel_bw::{for_each_kernel_bandwidth, kernel_bandwidths, KernelBw};
-pub use kernel_types::kernels_by_type;
 pub use predicted_times::{hardware_from_topology, predicted_times, size_bucket, TimeRow};
 pub use skew::{arrival_skew, CommSkew};
 pub use theory_vs_observed::{compare_volumes, VolumeComparison};
