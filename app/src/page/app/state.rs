@@ -296,6 +296,23 @@ impl AppState {
         })
     }
 
+    /// Shows the Timeline view around `window` (trace ns, in the clock the timeline shows), with
+    /// the collective instance `sel` picked when given: what a row of any analysis (an outlier, a
+    /// finding, a departure) does when clicked. The window is widened by half its length on each
+    /// side (at least a microsecond) so that what came before and after is in view too.
+    pub fn open_on_timeline(&self, window: (i64, i64), sel: Option<Selection>) {
+        let (a, b) = (window.0.min(window.1), window.0.max(window.1));
+        let pad = ((b - a) / 2).max(1_000);
+        self.window.set(Some(View {
+            start_ns: (a - pad) as f64,
+            end_ns: (b + pad) as f64,
+        }));
+        crate::page::views::registry::open(self, "timeline");
+        if let Some(sel) = sel {
+            self.select_by(sel);
+        }
+    }
+
     /// Picks the kernel at (track, span) of the timeline: the drawer shows it.
     pub fn pick(&self, p: (usize, usize)) {
         self.selected.set(Some(p));
