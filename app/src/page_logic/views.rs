@@ -26,6 +26,10 @@ pub struct ViewSpec {
 /// one of them would take it from a user who thinks the timeline has the focus.
 pub const TIMELINE_KEYS: [char; 5] = ['w', 'a', 's', 'd', 'f'];
 
+/// The Timeline's index in the page's catalogue (`page::views::registry::VIEWS`, whose check
+/// says so when it moves): state that opens the timeline needs no import of the catalogue.
+pub const TIMELINE_VIEW: usize = 1;
+
 /// The view a link's `p=` names: a view's slug, or a panel id of the page before views.
 pub fn of_link(views: &[ViewSpec], p: &str) -> Option<usize> {
     views

@@ -307,7 +307,8 @@ impl AppState {
             start_ns: (a - pad) as f64,
             end_ns: (b + pad) as f64,
         }));
-        crate::page::views::registry::open(self, "timeline");
+        self.view
+            .set(ncclscope_app::page_logic::views::TIMELINE_VIEW);
         if let Some(sel) = sel {
             self.select_by(sel);
         }

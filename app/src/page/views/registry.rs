@@ -170,6 +170,11 @@ pub fn check() {
     if let Err(e) = check_specs(&specs) {
         web_sys::console::error_1(&format!("ncclscope: the views: {e}").into());
     }
+    if slug(ncclscope_app::page_logic::views::TIMELINE_VIEW) != "timeline" {
+        web_sys::console::error_1(
+            &"ncclscope: the views: TIMELINE_VIEW is not the timeline".into(),
+        );
+    }
 }
 
 pub fn slug(i: usize) -> &'static str {
