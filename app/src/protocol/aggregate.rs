@@ -29,6 +29,12 @@ pub struct AggregateView {
     pub notes: Vec<String>,
     /// Worker time to read and decode the overview (and merge, for several files).
     pub load_ms: f64,
+    /// The rank-to-rank matrix the file carries (entries, hosts in node order, node matrix),
+    /// or why there is none ([`AggregateView::with_matrix`]).
+    #[serde(default)]
+    pub matrix: Option<analyses::patterns::CommMatrix>,
+    #[serde(default)]
+    pub matrix_absent: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -178,7 +184,31 @@ impl AggregateView {
             },
             notes: o.notes.clone(),
             load_ms,
+            matrix: None,
+            matrix_absent: Some("the matrix was not read".into()),
         }
+    }
+
+    /// The view with the file's matrix: `read` is what reading its block gave (`Ok(None)`: a
+    /// file of format 1, written without one).
+    pub fn with_matrix(
+        mut self,
+        o: &Overview,
+        read: Result<Option<aggregate_file::Matrix>, String>,
+    ) -> AggregateView {
+        match read {
+            Ok(Some(m)) => {
+                self.matrix = Some(m.comm_matrix(o));
+                self.matrix_absent = None;
+            }
+            Ok(None) => {
+                self.matrix_absent = Some(
+                    "This aggregate carries no rank-to-rank matrix (written by an older ncclscope, or merged with such a file).".into(),
+                )
+            }
+            Err(e) => self.matrix_absent = Some(format!("The matrix could not be read: {e}")),
+        }
+        self
     }
 }
 

@@ -46,6 +46,11 @@ pub struct TheoryView {
     pub tensor_bytes: u64,
     pub hardware: String,
     pub times: Vec<TimeRowView>,
+    /// The rank-to-rank matrix the layout implies, with this config's bytes per pair (the
+    /// Patterns view's "predicted" and "difference"); `ncclscope analyze --config`'s
+    /// `patterns.predicted` for the same TOML.
+    #[serde(default)]
+    pub predicted: Option<analyses::patterns::PredictedMatrix>,
 }
 
 /// Builds the panel's view (in the worker, where the analysis is).
@@ -119,5 +124,18 @@ pub fn theory_view(
         tensor_bytes: m.micro_batch * m.seq_len * m.hidden * m.bytes_per_element,
         hardware: hw.name.to_string(),
         times,
+        predicted: Some(predicted_matrix(cfg, session, analysis)),
     }
+}
+
+/// The matrix `cfg`'s layout implies with its bytes, compared with the observed one (as
+/// `analyses::patterns::patterns` does with `theory: Some(cfg)`).
+fn predicted_matrix(
+    cfg: &TheoryConfig,
+    session: &Session,
+    analysis: &Analysis,
+) -> analyses::patterns::PredictedMatrix {
+    let prepared = analyses::patterns::Prepared::of(session, analysis);
+    let observed = analyses::patterns::comm_matrix(&prepared);
+    analyses::patterns::predicted_matrix(&analysis.layout, Some(cfg), &observed)
 }

@@ -42,6 +42,7 @@ pub fn App() -> impl IntoView {
                     })
                     .collect(),
             );
+            s.patterns.set(b.patterns());
             crate::page::client::replay(b.messages());
         }
         None => crate::page::client::prestart(),

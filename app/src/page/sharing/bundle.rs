@@ -2,12 +2,13 @@
 //! ticket. It holds the page's own script and wasm (fetched from this page's origin, inlined,
 //! the wasm as base64), its style, and the worker messages that built the views (the file
 //! reports, the analysis with its timeline, the theory comparison), which the bundle replays
-//! instead of starting a worker. It needs no file and no network: its policy forbids
+//! instead of starting a worker, and the Patterns view's state. It needs no file and no network: its policy forbids
 //! connections altogether.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use ncclscope_app::page_logic::files::{fetch_blob, js_msg};
+use ncclscope_app::page_logic::patterns_state::{self, PatternsState};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -22,9 +23,20 @@ pub struct Bundle {
     pub files: Vec<(String, u64)>,
     /// Recorded worker messages: JSON and the binary timeline (base64), in arrival order.
     pub messages: Vec<(String, Option<String>)>,
+    /// The Patterns view's state as a link's `pt=` value (absent in older bundles).
+    #[serde(default)]
+    pub patterns: Option<String>,
 }
 
 impl Bundle {
+    /// The Patterns view's state it carries (the default when none, or unreadable).
+    pub fn patterns(&self) -> PatternsState {
+        self.patterns
+            .as_deref()
+            .and_then(|v| patterns_state::decode(v).ok())
+            .unwrap_or_default()
+    }
+
     /// The messages with their timelines decoded.
     pub fn messages(&self) -> Vec<(String, Option<Vec<u8>>)> {
         self.messages
@@ -82,6 +94,7 @@ fn inert(text: &str) -> String {
 pub async fn build(
     files: Vec<(String, u64)>,
     messages: Vec<(String, Option<Vec<u8>>)>,
+    patterns: &PatternsState,
 ) -> Result<String, String> {
     let glue = text_of(&asset_url("link[rel=modulepreload]")?).await?;
     let wasm = bytes_of(&asset_url("link[rel=preload][type='application/wasm']")?).await?;
@@ -92,6 +105,7 @@ pub async fn build(
             .into_iter()
             .map(|(json, t)| (json, t.map(|b| STANDARD.encode(b))))
             .collect(),
+        patterns: (!patterns.is_default()).then(|| patterns_state::encode(patterns)),
     };
     let data = serde_json::to_string(&data).map_err(|e| e.to_string())?;
     Ok(format!(

@@ -143,8 +143,9 @@ fn export_bundle() {
     let files: Vec<(String, u64)> = s
         .rows
         .with_untracked(|r| r.iter().map(|r| (r.name.clone(), r.size)).collect());
+    let patterns = s.patterns.get_untracked();
     spawn_local(async move {
-        match crate::page::sharing::bundle::build(files, client::recording()).await {
+        match crate::page::sharing::bundle::build(files, client::recording(), &patterns).await {
             Ok(html) => {
                 s.bundle_error.set(None);
                 let bytes = js_sys::Uint8Array::from(html.as_bytes());
