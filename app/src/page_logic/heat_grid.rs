@@ -36,6 +36,9 @@ impl GridCell {
     }
 }
 
+/// A node's block along the axes: (first position, positions, host).
+pub type NodeBlock = (usize, usize, String);
+
 /// The heat map's content.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Grid {
@@ -45,8 +48,8 @@ pub struct Grid {
     pub labels: Vec<String>,
     /// The source (rank or host index) at each position.
     pub ids: Vec<u32>,
-    /// Node blocks along the axis: (first position, positions, host).
-    pub blocks: Vec<(usize, usize, String)>,
+    /// Node blocks along the axis.
+    pub blocks: Vec<NodeBlock>,
     /// Sorted by (row, col).
     pub cells: Vec<GridCell>,
     /// `rank` or `node`.
@@ -125,7 +128,7 @@ pub fn grid(m: &CommMatrix, predicted: &[PredictedEntry], state: &PatternsState)
         .enumerate()
         .flat_map(|(h, hr)| hr.ranks.iter().map(move |&r| (r, h as u32)))
         .collect();
-    let (ids, labels, blocks): (Vec<u32>, Vec<String>, Vec<(usize, usize, String)>) = if node {
+    let (ids, labels, blocks): (Vec<u32>, Vec<String>, Vec<NodeBlock>) = if node {
         let ids: Vec<u32> = (0..m.hosts.len() as u32).collect();
         let labels = m.hosts.iter().map(|h| h.host.clone()).collect();
         (ids, labels, Vec::new())
@@ -178,7 +181,7 @@ pub fn grid(m: &CommMatrix, predicted: &[PredictedEntry], state: &PatternsState)
         // Without the theory's bytes an entry names no operation: an operation filter keeps
         // it (the pair is still implied).
         let op_ok = e.op.is_none() || keep(&e.parallelism, e.op.as_deref());
-        if !op_ok || !state.parallelism.as_deref().is_none_or(|p| p == e.parallelism) {
+        if !op_ok || state.parallelism.as_deref().is_some_and(|p| p != e.parallelism) {
             continue;
         }
         let (src, dst) = if node {

@@ -27,7 +27,7 @@ fn patterns_view() -> AnyView {
                 .map(std::sync::Arc::new)
         })
     });
-    let on_outlier = Callback::new(move |o: analyses::patterns::model::Outlier| {
+    let on_outlier = Callback::new(move |o: ::analyses::patterns::model::Outlier| {
         let own_clock = s.timeline_view.with_untracked(|v| v.original_clock);
         let window = if own_clock {
             (o.start_ns, o.end_ns)
