@@ -181,7 +181,12 @@ pub fn grid(m: &CommMatrix, predicted: &[PredictedEntry], state: &PatternsState)
         // Without the theory's bytes an entry names no operation: an operation filter keeps
         // it (the pair is still implied).
         let op_ok = e.op.is_none() || keep(&e.parallelism, e.op.as_deref());
-        if !op_ok || state.parallelism.as_deref().is_some_and(|p| p != e.parallelism) {
+        if !op_ok
+            || state
+                .parallelism
+                .as_deref()
+                .is_some_and(|p| p != e.parallelism)
+        {
             continue;
         }
         let (src, dst) = if node {
@@ -238,7 +243,11 @@ pub fn log_level(v: f64, max: f64) -> f64 {
 /// The sequential scale's colour for level `t` (0..=1): light to dark blue (ColorBrewer Blues,
 /// readable in every common colour-vision deficiency).
 pub fn sequential_rgb(t: f64) -> [u8; 3] {
-    mix([222, 235, 247], [8, 48, 107], 0.15 + 0.85 * t.clamp(0.0, 1.0))
+    mix(
+        [222, 235, 247],
+        [8, 48, 107],
+        0.15 + 0.85 * t.clamp(0.0, 1.0),
+    )
 }
 
 /// The diverging scale's colour for `t` in -1..=1: purple for less than predicted, orange for
@@ -302,7 +311,13 @@ mod tests {
         }
     }
 
-    fn predicted(src: u32, dst: u32, par: &str, op: Option<&str>, b: Option<u64>) -> PredictedEntry {
+    fn predicted(
+        src: u32,
+        dst: u32,
+        par: &str,
+        op: Option<&str>,
+        b: Option<u64>,
+    ) -> PredictedEntry {
         PredictedEntry {
             src,
             dst,

@@ -86,7 +86,9 @@ impl PatternsState {
 
 /// The `pt=` value of `s`.
 pub fn encode(s: &PatternsState) -> String {
-    let picked = s.picked.map_or_else(String::new, |(a, b)| format!("{a}_{b}"));
+    let picked = s
+        .picked
+        .map_or_else(String::new, |(a, b)| format!("{a}_{b}"));
     format!(
         "{}*{}*{}*{}*{picked}",
         s.mode.code(),

@@ -503,6 +503,41 @@ mod tests {
         assert_eq!(v.comms.rows[0].parallelism, "TP");
     }
 
+    /// The view carries the file's matrix, labelled with the overview's communicators and in
+    /// its hosts' order; a file without one (format 1) says the matrix is absent.
+    #[test]
+    fn the_view_carries_the_matrix_or_says_it_is_absent() {
+        let (o, _) = overview();
+        let m = aggregate_file::Matrix {
+            ops: vec!["AllReduce".into()],
+            members: vec![vec![(0, 7), (1, 9)]],
+            pairs: vec![aggregate_file::matrix::Pair {
+                src: 7,
+                comm: 0,
+                dst: 1,
+                to_comm_rank: true,
+                op: 0,
+                bytes: 1000.4,
+                time_ns: 5,
+            }],
+            notes: Vec::new(),
+        };
+        let v = AggregateView::of("run.agg", 1, &o, 1.0).with_matrix(&o, Ok(Some(m)));
+        assert_eq!(v.matrix_absent, None);
+        let cm = v.matrix.expect("a matrix");
+        assert_eq!(cm.entries.len(), 1);
+        let e = &cm.entries[0];
+        assert_eq!((e.src, e.dst, e.bytes), (7, 9, 1000));
+        assert_eq!((e.parallelism.as_str(), e.op.as_str()), ("TP", "AllReduce"));
+        assert_eq!(cm.hosts[0].host, "node01");
+        let old = AggregateView::of("old.agg", 1, &o, 1.0).with_matrix(&o, Ok(None));
+        assert!(old.matrix.is_none());
+        assert!(old
+            .matrix_absent
+            .unwrap()
+            .contains("no rank-to-rank matrix"));
+    }
+
     #[test]
     fn a_rank_detail_is_sorted_marked_and_labelled() {
         let (o, mut d) = overview();

@@ -166,13 +166,12 @@ fn show(path: &Path, rank: Option<u32>) -> Result<ExitCode, String> {
             let m = a.matrix().map_err(|e| e.to_string())?;
             let m = m.map(|m| m.comm_matrix(&a.overview));
             if let Some(o) = v.as_object_mut() {
-                o.insert(
-                    "comm_matrix".into(),
-                    json!(m.as_ref().map(|m| &m.entries)),
-                );
+                o.insert("comm_matrix".into(), json!(m.as_ref().map(|m| &m.entries)));
                 o.insert(
                     "matrix".into(),
-                    json!(m.as_ref().map(|m| json!({"hosts": m.hosts, "nodes": m.nodes, "notes": m.notes}))),
+                    json!(m
+                        .as_ref()
+                        .map(|m| json!({"hosts": m.hosts, "nodes": m.nodes, "notes": m.notes}))),
                 );
             }
             v

@@ -16,11 +16,11 @@ use wasm_bindgen::Clamped;
 
 use crate::page::client;
 use crate::page::panels::heatmap::HeatMap;
+use crate::page::tables::table::VirtualTable;
+use crate::page::timeline::canvas::{context_2d, TimelineCanvas, View};
 use ncclscope_app::page_logic::heat_grid::grid;
 use ncclscope_app::page_logic::patterns_state::{Cells, Mode, PatternsState};
 use std::sync::Arc;
-use crate::page::tables::table::VirtualTable;
-use crate::page::timeline::canvas::{context_2d, TimelineCanvas, View};
 
 /// What the page holds of the open aggregate.
 #[derive(Clone, Copy)]

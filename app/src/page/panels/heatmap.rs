@@ -187,9 +187,8 @@ pub fn HeatMap(
     // The pick is shown as the cursor.
     Effect::new(move |_| {
         let p = picked.get();
-        let at = grid.with_untracked(|g| {
-            p.and_then(|(s, d)| Some((g.position(s)?, g.position(d)?)))
-        });
+        let at =
+            grid.with_untracked(|g| p.and_then(|(s, d)| Some((g.position(s)?, g.position(d)?))));
         cursor.set(at);
     });
     Effect::new(move |_| {

@@ -34,13 +34,13 @@ fn patterns_view() -> AnyView {
         } else {
             (o.sync_start_ns, o.sync_end_ns)
         };
-        let sel = u64::from_str_radix(&o.op_count, 16)
-            .ok()
-            .map(|op_count| ncclscope_app::page_logic::link::Selection {
+        let sel = u64::from_str_radix(&o.op_count, 16).ok().map(|op_count| {
+            ncclscope_app::page_logic::link::Selection {
                 rank: o.rank,
                 comm: o.comm.clone(),
                 op_count,
-            });
+            }
+        });
         s.open_on_timeline(window, sel);
     });
     view! { <PatternsPanel insights=s.insights state=s.patterns predicted=predicted on_outlier=on_outlier /> }

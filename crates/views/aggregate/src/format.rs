@@ -195,7 +195,10 @@ impl Header {
         if head.len() < len {
             return Err(Error::new(
                 file,
-                format!("truncated: {} bytes, the header alone has {len}", head.len()),
+                format!(
+                    "truncated: {} bytes, the header alone has {len}",
+                    head.len()
+                ),
             ));
         }
         let block = |i: usize| Block {

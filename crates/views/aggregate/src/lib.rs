@@ -25,8 +25,8 @@ pub mod section;
 
 pub use build::{build, Builder};
 pub use file::{read_anchors, read_matrix, read_overview, read_rank, Aggregate, Anchor};
-pub use matrix::Matrix;
 pub use format::{is_aggregate, Error, Header, HEADER_LEN, MAGIC, VERSION};
+pub use matrix::Matrix;
 pub use merge::{merge_files, Input, Merge};
 pub use overview::{Clock, CommRow, Overview, RankRow, Totals};
 pub use section::{Kernel, RankDetail};

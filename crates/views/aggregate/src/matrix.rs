@@ -142,11 +142,10 @@ impl Matrix {
                 continue;
             };
             let dst = if p.to_comm_rank {
-                let member = self.members.get(p.comm as usize).and_then(|m| {
-                    m.binary_search_by_key(&p.dst, |x| x.0)
-                        .ok()
-                        .map(|i| m[i].1)
-                });
+                let member = self
+                    .members
+                    .get(p.comm as usize)
+                    .and_then(|m| m.binary_search_by_key(&p.dst, |x| x.0).ok().map(|i| m[i].1));
                 match member {
                     Some(g) => g,
                     None => {
@@ -303,7 +302,10 @@ pub fn merge(
     });
     Some(Matrix {
         ops,
-        members: members.into_iter().map(|s| s.into_iter().collect()).collect(),
+        members: members
+            .into_iter()
+            .map(|s| s.into_iter().collect())
+            .collect(),
         pairs,
         notes: notes.into_iter().collect(),
     })

@@ -378,7 +378,10 @@ fn the_aggregate_matrix_is_the_analysis_comm_matrix() {
     // Node pairs too: some cross the nodes.
     assert!(mm.nodes.iter().any(|e| e.src != e.dst));
     for (a, b) in mm.nodes.iter().zip(&truth.nodes) {
-        assert_eq!((a.src, a.dst, &a.parallelism, &a.op), (b.src, b.dst, &b.parallelism, &b.op));
+        assert_eq!(
+            (a.src, a.dst, &a.parallelism, &a.op),
+            (b.src, b.dst, &b.parallelism, &b.op)
+        );
         assert!(a.bytes.abs_diff(b.bytes) <= 64, "{a:?} vs {b:?}");
     }
 
@@ -387,11 +390,18 @@ fn the_aggregate_matrix_is_the_analysis_comm_matrix() {
     let o = Aggregate::open("old.agg", &old).unwrap();
     assert_eq!(o.header.matrix, None);
     assert_eq!(o.matrix().unwrap(), None);
-    assert_eq!(o.rank(0).unwrap().kernels.len() as u64, o.overview.ranks[0].kernels);
+    assert_eq!(
+        o.rank(0).unwrap().kernels.len() as u64,
+        o.overview.ranks[0].kernels
+    );
     let mut mixed = parts.clone();
     mixed[0].1 = as_format_1(&mixed[0].1);
     let mixed = merge_files(&mixed).unwrap();
     let mixed = Aggregate::open("mixed.agg", &mixed).unwrap();
     assert_eq!(mixed.matrix().unwrap(), None);
-    assert!(mixed.overview.notes.iter().any(|n| n.contains("matrix is absent")));
+    assert!(mixed
+        .overview
+        .notes
+        .iter()
+        .any(|n| n.contains("matrix is absent")));
 }

@@ -54,7 +54,11 @@ fn of(i: &Insights) -> &PatternsView {
 /// The largest pairs of `g`, by observed bytes.
 fn top_pairs(g: &Grid) -> impl IntoView {
     let mut top: Vec<&GridCell> = g.cells.iter().filter(|c| c.observed > 0).collect();
-    top.sort_by(|a, b| b.observed.cmp(&a.observed).then((a.src, a.dst).cmp(&(b.src, b.dst))));
+    top.sort_by(|a, b| {
+        b.observed
+            .cmp(&a.observed)
+            .then((a.src, a.dst).cmp(&(b.src, b.dst)))
+    });
     let total: u64 = top.iter().map(|c| c.observed).sum();
     let rows: Vec<_> = top
         .iter()
@@ -169,7 +173,11 @@ fn controls(
 /// The heat map's caption for `g` in `mode`.
 fn caption(g: &Grid, mode: Mode) -> String {
     let unit = g.unit;
-    let order = if unit == "rank" { " Ranks in node order, node blocks outlined." } else { "" };
+    let order = if unit == "rank" {
+        " Ranks in node order, node blocks outlined."
+    } else {
+        ""
+    };
     match mode {
         Mode::Observed => format!(
             "Bytes sent, {unit} (row) to {unit} (column), {} in all; darker is more (log scale).{order}",
@@ -201,7 +209,8 @@ fn body(
         let fallback = fallback.clone();
         Memo::new(move |_| predicted.get().unwrap_or_else(|| fallback.clone()))
     };
-    let model_bytes = Signal::derive(move || pm.with(|m| m.entries.iter().any(|e| e.bytes.is_some())));
+    let model_bytes =
+        Signal::derive(move || pm.with(|m| m.entries.iter().any(|e| e.bytes.is_some())));
     let grid = {
         let i = i.clone();
         Memo::new(move |_| {
