@@ -118,18 +118,7 @@ impl Merge {
             comm_map.push(map);
         }
         let layout = relabel(&inputs, &mut comms);
-        let matrix = crate::matrix::merge(
-            &inputs.iter().map(|i| i.matrix.as_ref()).collect::<Vec<_>>(),
-            &renumber,
-            &comm_map,
-            comms.len(),
-        );
-        if matrix.is_none() {
-            notes.push(
-                "the rank-to-rank matrix is absent: an input was written without one (an older ncclscope)".into(),
-            );
-        }
-
+        let matrix = merged_matrix(&inputs, &renumber, &comm_map, comms.len(), &mut notes);
         // Clocks: every input's time against the input with the lowest rank.
         let clocks = input_clocks(&inputs, &renumber, &comm_map, &mut notes);
 
@@ -263,6 +252,25 @@ impl Merge {
     pub fn overview(&self) -> &Overview {
         &self.out
     }
+}
+
+/// The inputs' matrices merged, or `None` (and a note) when one has none.
+fn merged_matrix(
+    inputs: &[Input],
+    renumber: &[BTreeMap<u32, u32>],
+    comm_map: &[Vec<u32>],
+    comms: usize,
+    notes: &mut Vec<String>,
+) -> Option<crate::matrix::Matrix> {
+    let each: Vec<_> = inputs.iter().map(|i| i.matrix.as_ref()).collect();
+    let matrix = crate::matrix::merge(&each, renumber, comm_map, comms);
+    if matrix.is_none() {
+        notes.push(
+            "the rank-to-rank matrix is absent: an input was written without one (an older ncclscope)"
+                .into(),
+        );
+    }
+    matrix
 }
 
 /// Merges whole files held in memory (tests, and the page when several aggregates are dropped
