@@ -184,11 +184,10 @@ pub fn HeatMap(
     // The keyboard's cursor (row, col), and the position under the mouse.
     let cursor = RwSignal::new(None::<(u32, u32)>);
     let hover = RwSignal::new(None::<(u32, u32)>);
-    // The pick is shown as the cursor.
+    // The pick is shown as the cursor (where it is in the grid drawn).
     Effect::new(move |_| {
         let p = picked.get();
-        let at =
-            grid.with_untracked(|g| p.and_then(|(s, d)| Some((g.position(s)?, g.position(d)?))));
+        let at = grid.with(|g| p.and_then(|(s, d)| Some((g.position(s)?, g.position(d)?))));
         cursor.set(at);
     });
     Effect::new(move |_| {
