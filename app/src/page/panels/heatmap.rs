@@ -260,7 +260,7 @@ pub fn HeatMap(
         <figure class="heatmap">
             <canvas node_ref=canvas data-testid=test_id tabindex="0"
                 width=SIDE.to_string() height=SIDE.to_string()
-                style=format!("width: {SIDE}px; height: {SIDE}px")
+                style=format!("width: {SIDE}px")
                 data-n=move || grid.with(|g| g.n)
                 data-unit=move || grid.with(|g| g.unit)
                 data-cells=move || {
