@@ -208,7 +208,11 @@ test('a rank opens on demand, from the table or the strip, with its own kernels'
 async function hoverCell(page, testId, [row, col], n) {
   const canvas = page.getByTestId(testId);
   await canvas.scrollIntoViewIfNeeded();
-  const box = await canvas.boundingBox();
+  // The cells lie inside the border: offsets from the content box.
+  const box = await canvas.evaluate((c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.left + c.clientLeft, y: r.top + c.clientTop, width: c.clientWidth, height: c.clientHeight };
+  });
   await page.mouse.move(box.x + (col + 0.5) * box.width / n, box.y + (row + 0.5) * box.height / n);
   await page.waitForFunction((id) => document.querySelector(`[data-testid="${id}-hover"]`)?.dataset.src != null, testId);
   return page.getByTestId(`${testId}-hover`).evaluate((p) => ({ ...p.dataset }));

@@ -48,7 +48,11 @@ const order = (native) => native.patterns.matrix.hosts.flatMap((h) => h.ranks);
 /** Hovers the cell of (src, dst) ranks; returns the hover line's figures. */
 async function hoverPair(page, testId, position, n) {
   const canvas = page.getByTestId(testId);
-  const box = await canvas.boundingBox();
+  // The cells lie inside the border: offsets from the content box.
+  const box = await canvas.evaluate((c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.left + c.clientLeft, y: r.top + c.clientTop, width: c.clientWidth, height: c.clientHeight };
+  });
   const [row, col] = position;
   await page.mouse.move(box.x + (col + 0.5) * box.width / n, box.y + (row + 0.5) * box.height / n);
   const line = page.getByTestId(`${testId}-hover`);
