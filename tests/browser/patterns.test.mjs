@@ -48,6 +48,7 @@ const order = (native) => native.patterns.matrix.hosts.flatMap((h) => h.ranks);
 /** Hovers the cell of (src, dst) ranks; returns the hover line's figures. */
 async function hoverPair(page, testId, position, n) {
   const canvas = page.getByTestId(testId);
+  await canvas.scrollIntoViewIfNeeded();
   // The cells lie inside the border: offsets from the content box.
   const box = await canvas.evaluate((c) => {
     const r = c.getBoundingClientRect();
