@@ -98,6 +98,47 @@ fn per_node_aggregates_merge_into_the_truths_communicators() {
         .overview;
     assert!(alone.comms.iter().all(|c| c.parallelism != "DP"));
     assert!(o.comms.iter().any(|c| c.parallelism == "DP"));
+    // It carries the run's rank-to-rank matrix: `analyze`'s `comm_matrix` of the whole run.
+    let summary = dir.join("whole.json");
+    let mut inputs: Vec<String> = std::fs::read_dir(dir.join("run"))
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .filter(|p| p.ends_with(".log") || p.ends_with(".sqlite"))
+        .collect();
+    inputs.sort();
+    let mut args = vec!["analyze", "--json", s(&summary)];
+    args.extend(inputs.iter().map(String::as_str));
+    assert_eq!(run(&args), ExitCode::SUCCESS);
+    let whole: Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    let want = whole["comm_matrix"].as_array().unwrap();
+    let m = aggregate_file::Aggregate::open("run.agg", &bytes)
+        .unwrap()
+        .matrix()
+        .unwrap()
+        .expect("a matrix")
+        .comm_matrix(&o);
+    assert!(!want.is_empty());
+    assert_eq!(m.entries.len(), want.len());
+    for (e, w) in m.entries.iter().zip(want) {
+        assert_eq!(
+            (
+                u64::from(e.src),
+                u64::from(e.dst),
+                e.parallelism.as_str(),
+                e.op.as_str()
+            ),
+            (
+                w["src"].as_u64().unwrap(),
+                w["dst"].as_u64().unwrap(),
+                w["parallelism"].as_str().unwrap(),
+                w["op"].as_str().unwrap()
+            )
+        );
+        assert!(
+            e.bytes.abs_diff(w["bytes"].as_u64().unwrap()) <= 1,
+            "{e:?} vs {w}"
+        );
+    }
     // `show` reads it; a merge over the folder skips the merged file itself and other files.
     assert_eq!(run(&["aggregate", "show", s(&merged)]), ExitCode::SUCCESS);
     assert_eq!(

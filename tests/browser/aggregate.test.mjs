@@ -204,6 +204,65 @@ test('a rank opens on demand, from the table or the strip, with its own kernels'
   });
 });
 
+/** Hovers (row, col) of the `n`-cell heat map `testId`; returns the hover line's figures. */
+async function hoverCell(page, testId, [row, col], n) {
+  const canvas = page.getByTestId(testId);
+  await canvas.scrollIntoViewIfNeeded();
+  // The cells lie inside the border: offsets from the content box.
+  const box = await canvas.evaluate((c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.left + c.clientLeft, y: r.top + c.clientTop, width: c.clientWidth, height: c.clientHeight };
+  });
+  await page.mouse.move(box.x + (col + 0.5) * box.width / n, box.y + (row + 0.5) * box.height / n);
+  await page.waitForFunction((id) => document.querySelector(`[data-testid="${id}-hover"]`)?.dataset.src != null, testId);
+  return page.getByTestId(`${testId}-hover`).evaluate((p) => ({ ...p.dataset }));
+}
+
+test('the huge-1024 run aggregate draws its rank-to-rank matrix, a cell\'s bytes the file\'s', async () => {
+  await withScreenshot(s.page, 'aggregate-matrix', async () => {
+    await s.page.goto(s.url);
+    await s.page.getByTestId('load-demo').waitFor();
+    await dropFiles(s.page, [runAgg]);
+    await overviewShown(s.page, 1024, Date.now());
+    assert.ok(shown.comm_matrix?.length > 0, 'the merged file carries a matrix');
+    const hosts = shown.matrix.hosts;
+    assert.equal(hosts.length, 128);
+    // At 1 024 ranks a cell per node by default: the largest pair between two nodes.
+    const map = s.page.getByTestId('agg-matrix-heatmap');
+    await map.waitFor({ timeout: 60_000 });
+    assert.equal(await map.evaluate((c) => c.tagName), 'CANVAS');
+    assert.equal(Number(await map.getAttribute('data-n')), 128);
+    const nodes = new Map();
+    for (const e of shown.matrix.nodes) {
+      const k = `${e.src}>${e.dst}`;
+      nodes.set(k, (nodes.get(k) || 0) + e.bytes);
+    }
+    const [pair, bytes] = [...nodes].filter(([k]) => k.split('>')[0] !== k.split('>')[1]).sort((a, b) => b[1] - a[1])[0];
+    const [a, b] = pair.split('>').map(Number);
+    let h = await hoverCell(s.page, 'agg-matrix-heatmap', [a, b], 128);
+    assert.equal(`${h.src}>${h.dst}`, pair);
+    assert.equal(Number(h.observed), bytes);
+    // A cell per rank (node order): a pair of the file's entries (a cell is half a pixel, so
+    // one at even positions, which the mouse can land on).
+    await s.page.getByTestId('agg-matrix-cells').selectOption('r');
+    await s.page.locator('[data-testid=agg-matrix-heatmap][data-n="1024"]').waitFor();
+    const order = hosts.flatMap((x) => x.ranks);
+    const at = new Map(order.map((r, i) => [r, i]));
+    const ranks = new Map();
+    for (const e of shown.comm_matrix) {
+      const k = `${e.src}>${e.dst}`;
+      ranks.set(k, (ranks.get(k) || 0) + e.bytes);
+    }
+    const [rpair, rbytes] = [...ranks].filter(([k]) => k.split('>').every((r) => at.get(Number(r)) % 2 === 0))
+      .sort((x, y) => y[1] - x[1])[0];
+    const [rs, rd] = rpair.split('>').map(Number);
+    h = await hoverCell(s.page, 'agg-matrix-heatmap', [at.get(rs), at.get(rd)], 1024);
+    assert.equal(`${h.src}>${h.dst}`, rpair);
+    assert.equal(Number(h.observed), rbytes);
+    assert.deepEqual(s.errors, []);
+  });
+});
+
 test('per-node aggregates dropped together are merged by the page into the same overview', async () => {
   await withScreenshot(s.page, 'aggregate-merge', async () => {
     await s.page.goto(s.url);

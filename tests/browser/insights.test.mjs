@@ -47,10 +47,10 @@ test('the demo: each insight view shows what analyze says', async () => {
       assert.equal(row[5], `${Math.round(r.identity.confidence * 100)} %`);
     }
 
-    // Patterns: the heat map has a cell per pair that moved bytes, and the largest pair is the
-    // command's largest (its matrix summed over parallelisms and operations).
+    // Patterns: the heat map (a canvas) has a cell per pair that moved bytes, and the largest
+    // pair is the command's largest (its matrix summed over parallelisms and operations).
     await openView(s.page, 'patterns');
-    const cells = await s.page.locator('[data-testid=patterns-heatmap] rect title').count();
+    const cells = Number(await s.page.locator('[data-testid=patterns-heatmap][data-mode=observed]').getAttribute('data-cells'));
     const pairs = new Map();
     for (const e of native.comm_matrix) {
       const k = `${e.src}>${e.dst}`;

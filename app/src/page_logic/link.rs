@@ -10,7 +10,8 @@
 //!
 //! Format (`&`-separated, values percent-encoded, order free):
 //! `v=1&w=START_NS_END_NS&s=RANK*COMM*OPCOUNT&q=FILTER&c=o&p=PANEL&f=NAME*SIZE*SHA256&t=FIELD*VALUE&sum=SUMMARY&k=KERNEL&src=URL,URL`
-//! (`q` the timeline's filter query as typed, `c=o` the original clocks, `p` the panel open)
+//! (`q` the timeline's filter query as typed, `c=o` the original clocks, `p` the panel open,
+//! `pt=MODE*CELLS*PARALLELISM*OP*PICK` the Patterns view's state: [`super::patterns_state`])
 //! with `f` and `t` repeated; `#src=URL[,URL...]` alone is a link too. A link to a comparison
 //! (the Compare view, issue 35) names the other run's files too: `bf=NAME*SIZE*SHA256`, repeated
 //! like `f`; `f` stays the loaded run's. `SUMMARY` is a self-contained
@@ -88,6 +89,9 @@ pub struct ViewLink {
     /// `bf=`: the other run's files, when the link is to a comparison of two runs (`files`
     /// are the loaded run's). At most [`MAX_FILES`] of both together.
     pub other_files: Vec<LinkFile>,
+    /// `pt=`: the Patterns view's state (mode, filter, cells, pick), when not the default
+    /// ([`super::patterns_state`] has its format).
+    pub patterns: Option<super::patterns_state::PatternsState>,
 }
 
 /// The fragment (without `#`) for `link`.
@@ -121,6 +125,9 @@ pub fn encode(link: &ViewLink) -> String {
             pct(&sel.comm),
             sel.op_count
         ));
+    }
+    if let Some(pt) = link.patterns.as_ref().filter(|p| !p.is_default()) {
+        parts.push(format!("pt={}", super::patterns_state::encode(pt)));
     }
     if let Some(packed) = link.summary.as_ref().and_then(|w| pack_summary(w).ok()) {
         parts.push(format!("sum={packed}"));
@@ -190,6 +197,7 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
                 _ => return Err(format!("clock “{}” is not o or s", shorten(value))),
             },
             "p" => link.panel = Some(panel(value)?),
+            "pt" => link.patterns = Some(super::patterns_state::decode(value)?),
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
         }
@@ -447,6 +455,7 @@ mod tests {
             original_clock: false,
             panel: None,
             other_files: Vec::new(),
+            patterns: None,
             selection: Some(Selection {
                 rank: 7,
                 comm: "0x9f3c*&".into(),
@@ -499,6 +508,13 @@ mod tests {
             filter: Some("op:allreduce,p2p size:>=1MiB -rank:0-3 <b>&".into()),
             original_clock: true,
             panel: Some("bandwidth".into()),
+            patterns: Some(super::super::patterns_state::PatternsState {
+                mode: super::super::patterns_state::Mode::Difference,
+                cells: super::super::patterns_state::Cells::Nodes,
+                parallelism: Some("TP".into()),
+                op: Some("AllReduce".into()),
+                picked: Some((3, 12)),
+            }),
             sources: vec![
                 "https://store.example/run%201/a.log?x=1&y=2".into(),
                 "http://127.0.0.1:9/b,c.sqlite".into(),
@@ -631,6 +647,9 @@ mod tests {
             "v=1&p=%3Cscript%3E",
             "v=1&p=Ranks",
             "v=1&q=%ZZ",
+            "v=1&pt=d*n*TP*AllReduce",
+            "v=1&pt=q*a***",
+            "v=1&pt=d*a*%3Cb%3E**",
             long.as_str(),
             many.as_str(),
         ];

@@ -2,7 +2,8 @@
 //! ([`views`]), timeline arithmetic ([`timeline_math`]) and its rows ([`track_rows`]), a
 //! kernel's fields as people read them ([`fields`]), which rows a long table or list renders
 //! ([`table_window`], [`list_window`]), the memory budget of dropped files ([`budget`]), the
-//! demo's files ([`files`]), the Compare view's figures ([`compare`]), and work spread over
+//! demo's files ([`files`]), the Compare view's figures ([`compare`]), the
+//! rank-to-rank heat map's cells ([`heat_grid`]) and the Patterns view's state ([`patterns_state`]), and work spread over
 //! animation frames ([`deferred`], used by the worker too).
 
 pub mod budget;
@@ -10,8 +11,10 @@ pub mod compare;
 pub mod deferred;
 pub mod fields;
 pub mod files;
+pub mod heat_grid;
 pub mod link;
 pub mod list_window;
+pub mod patterns_state;
 pub mod table_window;
 pub mod timeline_math;
 pub mod track_rows;

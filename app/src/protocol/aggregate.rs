@@ -29,6 +29,12 @@ pub struct AggregateView {
     pub notes: Vec<String>,
     /// Worker time to read and decode the overview (and merge, for several files).
     pub load_ms: f64,
+    /// The rank-to-rank matrix the file carries (entries, hosts in node order, node matrix),
+    /// or why there is none ([`AggregateView::with_matrix`]).
+    #[serde(default)]
+    pub matrix: Option<analyses::patterns::CommMatrix>,
+    #[serde(default)]
+    pub matrix_absent: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -178,7 +184,31 @@ impl AggregateView {
             },
             notes: o.notes.clone(),
             load_ms,
+            matrix: None,
+            matrix_absent: Some("the matrix was not read".into()),
         }
+    }
+
+    /// The view with the file's matrix: `read` is what reading its block gave (`Ok(None)`: a
+    /// file of format 1, written without one).
+    pub fn with_matrix(
+        mut self,
+        o: &Overview,
+        read: Result<Option<aggregate_file::Matrix>, String>,
+    ) -> AggregateView {
+        match read {
+            Ok(Some(m)) => {
+                self.matrix = Some(m.comm_matrix(o));
+                self.matrix_absent = None;
+            }
+            Ok(None) => {
+                self.matrix_absent = Some(
+                    "This aggregate carries no rank-to-rank matrix (written by an older ncclscope, or merged with such a file).".into(),
+                )
+            }
+            Err(e) => self.matrix_absent = Some(format!("The matrix could not be read: {e}")),
+        }
+        self
     }
 }
 
@@ -471,6 +501,41 @@ mod tests {
         assert!((v.ranks[0].busy_share - 0.5).abs() < 1e-9);
         assert_eq!(v.heat.bytes(), vec![10, 20]);
         assert_eq!(v.comms.rows[0].parallelism, "TP");
+    }
+
+    /// The view carries the file's matrix, labelled with the overview's communicators and in
+    /// its hosts' order; a file without one (format 1) says the matrix is absent.
+    #[test]
+    fn the_view_carries_the_matrix_or_says_it_is_absent() {
+        let (o, _) = overview();
+        let m = aggregate_file::Matrix {
+            ops: vec!["AllReduce".into()],
+            members: vec![vec![(0, 7), (1, 9)]],
+            pairs: vec![aggregate_file::matrix::Pair {
+                src: 7,
+                comm: 0,
+                dst: 1,
+                to_comm_rank: true,
+                op: 0,
+                bytes: 1000.4,
+                time_ns: 5,
+            }],
+            notes: Vec::new(),
+        };
+        let v = AggregateView::of("run.agg", 1, &o, 1.0).with_matrix(&o, Ok(Some(m)));
+        assert_eq!(v.matrix_absent, None);
+        let cm = v.matrix.expect("a matrix");
+        assert_eq!(cm.entries.len(), 1);
+        let e = &cm.entries[0];
+        assert_eq!((e.src, e.dst, e.bytes), (7, 9, 1000));
+        assert_eq!((e.parallelism.as_str(), e.op.as_str()), ("TP", "AllReduce"));
+        assert_eq!(cm.hosts[0].host, "node01");
+        let old = AggregateView::of("old.agg", 1, &o, 1.0).with_matrix(&o, Ok(None));
+        assert!(old.matrix.is_none());
+        assert!(old
+            .matrix_absent
+            .unwrap()
+            .contains("no rank-to-rank matrix"));
     }
 
     #[test]

@@ -46,6 +46,11 @@ pub struct TheoryView {
     pub tensor_bytes: u64,
     pub hardware: String,
     pub times: Vec<TimeRowView>,
+    /// The rank-to-rank matrix the layout implies, with this config's bytes per pair (the
+    /// Patterns view's "predicted" and "difference"); `ncclscope analyze --config`'s
+    /// `patterns.predicted` for the same TOML.
+    #[serde(default)]
+    pub predicted: Option<analyses::patterns::PredictedMatrix>,
 }
 
 /// Builds the panel's view (in the worker, where the analysis is).
@@ -119,5 +124,62 @@ pub fn theory_view(
         tensor_bytes: m.micro_batch * m.seq_len * m.hidden * m.bytes_per_element,
         hardware: hw.name.to_string(),
         times,
+        predicted: Some(predicted_matrix(cfg, session, analysis)),
+    }
+}
+
+/// The matrix `cfg`'s layout implies with its bytes, compared with the observed one (as
+/// `analyses::patterns::patterns` does with `theory: Some(cfg)`).
+fn predicted_matrix(
+    cfg: &TheoryConfig,
+    session: &Session,
+    analysis: &Analysis,
+) -> analyses::patterns::PredictedMatrix {
+    let prepared = analyses::patterns::Prepared::of(session, analysis);
+    let observed = analyses::patterns::comm_matrix(&prepared);
+    analyses::patterns::predicted_matrix(&analysis.layout, Some(cfg), &observed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page's predicted matrix for a config is the command's (`analyze --config`'s
+    /// `patterns.predicted`): the layout's pairs with the model's bytes, so the Patterns view's
+    /// difference of a pair is the command's observed minus predicted.
+    #[test]
+    fn the_predicted_matrix_is_the_commands_for_the_same_config() {
+        let session = testkit::sessions::generated("demo");
+        let analysis = pipeline::analyse(&session, &pipeline::UserSizes::default());
+        let sizes = analysis
+            .layout
+            .sizes
+            .expect("the demo's layout is inferred");
+        let mut cfg = TheoryConfig::thesis_dense();
+        cfg.parallel.tp = u64::from(sizes.tp);
+        cfg.parallel.pp = u64::from(sizes.pp);
+        cfg.parallel.dp = u64::from(sizes.dp);
+        let hw = Hardware::a100();
+        let view = theory_view(&cfg, &session, &analysis, &hw);
+        let predicted = view.predicted.expect("a predicted matrix");
+        let options = analyses::patterns::Options {
+            hardware: &hw,
+            theory: Some(&cfg),
+            steps: analyses::patterns::StepSource::Nvtx,
+        };
+        let command = analyses::patterns::patterns(&session, &analysis, &options).predicted;
+        assert_eq!(predicted, command);
+        assert!(predicted
+            .entries
+            .iter()
+            .any(|e| e.bytes.is_some_and(|b| b > 0)));
+        // It travels as JSON, and an older message without it still reads.
+        let json = serde_json::to_string(&TheoryView::default()).unwrap();
+        let old = json.replace(",\"predicted\":null", "");
+        assert!(!old.contains("predicted"));
+        assert_eq!(
+            serde_json::from_str::<TheoryView>(&old).unwrap(),
+            TheoryView::default()
+        );
     }
 }

@@ -86,7 +86,12 @@ async fn open(items: &[LoadItem], post: &dyn Fn(&ToPage, Option<js_sys::ArrayBuf
     let load_ms = js_sys::Date::now() - started;
     match opened {
         Ok((name, blob, overview)) => {
-            let view = AggregateView::of(&name, blob.size() as u64, &overview, load_ms);
+            let matrix = match read_head(&name, &blob).await {
+                Ok((header, _)) => read_matrix(&name, &blob, &header, &overview).await,
+                Err(e) => Err(e),
+            };
+            let view = AggregateView::of(&name, blob.size() as u64, &overview, load_ms)
+                .with_matrix(&overview, matrix);
             for item in items {
                 let facts = view
                     .totals
@@ -165,6 +170,20 @@ async fn read_head(name: &str, blob: &Blob) -> Result<(Header, Overview), String
     Ok((header, overview))
 }
 
+/// The rank-to-rank matrix of an aggregate (`None`: a format 1 file, written without one).
+async fn read_matrix(
+    name: &str,
+    blob: &Blob,
+    header: &Header,
+    overview: &Overview,
+) -> Result<Option<aggregate_file::Matrix>, String> {
+    let Some(b) = header.matrix else {
+        return Ok(None);
+    };
+    let block = read_block(name, blob, b).await?;
+    aggregate_file::read_matrix(name, header, overview, &block).map_err(|e| e.to_string())
+}
+
 /// Merges several aggregates: sections stream through once (for the activity strip) and the
 /// merged file is a `Blob` of the new header, slices of the inputs and the new tail.
 async fn merge(items: &[LoadItem]) -> Result<(String, Blob, Overview), String> {
@@ -174,11 +193,13 @@ async fn merge(items: &[LoadItem]) -> Result<(String, Blob, Overview), String> {
         let block = read_block(&item.name, &item.blob, header.anchors).await?;
         let anchors = aggregate_file::read_anchors(&item.name, &header, &overview, &block)
             .map_err(|e| e.to_string())?;
+        let matrix = read_matrix(&item.name, &item.blob, &header, &overview).await?;
         inputs.push(Input {
             file: item.name.clone(),
             header,
             overview,
             anchors,
+            matrix,
         });
     }
     let mut m = Merge::new(inputs).map_err(|e| e.to_string())?;

@@ -79,11 +79,18 @@ fn merge(out: &Path, paths: &[PathBuf]) -> Result<ExitCode, String> {
         let block = read_block(&mut file, header.anchors).map_err(|e| format!("{name}: {e}"))?;
         let anchors = aggregate_file::read_anchors(&name, &header, &overview, &block)
             .map_err(|e| e.to_string())?;
+        let block = match header.matrix {
+            Some(b) => read_block(&mut file, b).map_err(|e| format!("{name}: {e}"))?,
+            None => Vec::new(),
+        };
+        let matrix = aggregate_file::read_matrix(&name, &header, &overview, &block)
+            .map_err(|e| e.to_string())?;
         inputs.push(Input {
             file: name,
             header,
             overview,
             anchors,
+            matrix,
         });
         opened.push(Opened { path, file });
     }
@@ -152,7 +159,23 @@ fn show(path: &Path, rank: Option<u32>) -> Result<ExitCode, String> {
             let detail = a.rank(r).map_err(|e| e.to_string())?;
             json!({"global_rank": r, "kernels": kernels_json(&detail, &a.overview)})
         }
-        None => overview_json(&a.overview),
+        None => {
+            let mut v = overview_json(&a.overview);
+            // The matrix as `analyze` names it (`comm_matrix`; hosts and the node matrix under
+            // `matrix`), or `null` for a file written without one.
+            let m = a.matrix().map_err(|e| e.to_string())?;
+            let m = m.map(|m| m.comm_matrix(&a.overview));
+            if let Some(o) = v.as_object_mut() {
+                o.insert("comm_matrix".into(), json!(m.as_ref().map(|m| &m.entries)));
+                o.insert(
+                    "matrix".into(),
+                    json!(m
+                        .as_ref()
+                        .map(|m| json!({"hosts": m.hosts, "nodes": m.nodes, "notes": m.notes}))),
+                );
+            }
+            v
+        }
     };
     let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
     println!("{text}");

@@ -321,6 +321,7 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
             s.picked_instance(),
             &s.timeline_view.get_untracked(),
             Some(crate::page::views::registry::slug(s.view.get_untracked()).to_string()),
+            &s.patterns.get_untracked(),
         );
         s.share_error.set(None);
         s.share_url.set(Some(here));
@@ -343,6 +344,9 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
             s.ask_view(restored_view);
         } else if let Some(w) = w {
             s.window.set(Some(w));
+        }
+        if let Some(pt) = &r.patterns {
+            s.patterns.set(pt.clone());
         }
         if let Some(p) = &r.panel {
             registry::open(&s, p);

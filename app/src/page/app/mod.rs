@@ -42,6 +42,7 @@ pub fn App() -> impl IntoView {
                     })
                     .collect(),
             );
+            s.patterns.set(b.patterns());
             crate::page::client::replay(b.messages());
             if let Some(other) = &b.other {
                 crate::page::compare::replay(s, other);

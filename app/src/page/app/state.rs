@@ -5,6 +5,7 @@ use analyses::diff::{RunDiff, RunProfile};
 use analyses::{KernelDetails, WindowSummary};
 use leptos::prelude::*;
 use ncclscope_app::page_logic::link::{LinkFile, Selection};
+use ncclscope_app::page_logic::patterns_state::PatternsState;
 use ncclscope_app::protocol::messages::LoadRequest;
 use ncclscope_app::protocol::notes::NoteRow;
 use ncclscope_app::protocol::overview::OverviewView;
@@ -116,6 +117,8 @@ pub struct AppState {
     /// Each result is shown over several animation frames; a newer one stops an older one's.
     pub result_stage: StoredValue<u64>,
     pub theory: TheoryState,
+    /// The Patterns view's state (mode, filter, cells, pick): links and bundles carry it.
+    pub patterns: RwSignal<PatternsState>,
     pub aggregate: AggregateState,
     pub notes: NotesState,
     /// The loaded run compared with another (the Compare view).
@@ -194,6 +197,7 @@ impl AppState {
                 view: RwSignal::new(None),
                 error: RwSignal::new(None),
             },
+            patterns: RwSignal::new(PatternsState::default()),
             aggregate: AggregateState::new(),
             notes: NotesState::new(),
             compare: CompareState::new(),

@@ -1,8 +1,9 @@
 //! An opened aggregate: the run's totals, its activity strip (one pixel row per rank, so 1024 or
 //! 8192 ranks fit one picture), every rank in a sortable table and the communicators with their
 //! parallelism; a click on a rank (in the strip or the table) asks the worker for that rank's
-//! section alone and shows its kernels on a timeline and in a table. Every text comes from the
-//! file and is set as text.
+//! section alone and shows its kernels on a timeline and in a table; the file's rank-to-rank
+//! matrix is a heat map (or a line says the file has none). Every text comes from the file and
+//! is set as text.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -14,8 +15,12 @@ use timeline::Timeline;
 use wasm_bindgen::Clamped;
 
 use crate::page::client;
+use crate::page::panels::heatmap::HeatMap;
 use crate::page::tables::table::VirtualTable;
 use crate::page::timeline::canvas::{context_2d, TimelineCanvas, View};
+use ncclscope_app::page_logic::heat_grid::grid;
+use ncclscope_app::page_logic::patterns_state::{Cells, Mode, PatternsState};
+use std::sync::Arc;
 
 /// What the page holds of the open aggregate.
 #[derive(Clone, Copy)]
@@ -138,6 +143,7 @@ pub fn AggregatePanel(state: AggregateState) -> impl IntoView {
                         </ul>
                     })}
                     <HeatStrip view=v.clone() on_rank=Callback::new(move |r| state.open_rank(r)) />
+                    <AggMatrix view=v.clone() />
                     <RankDetail state=state />
                     <AggRankTable ranks=ranks on_rank=Callback::new(move |r| state.open_rank(r)) />
                     <crate::page::tables::communicators::Communicators panel=comms />
@@ -145,6 +151,61 @@ pub fn AggregatePanel(state: AggregateState) -> impl IntoView {
             }
         })
     }
+}
+
+/// The file's rank-to-rank matrix as a heat map (on a canvas: 1 024 ranks are a few thousand
+/// filled squares), a cell per node or per rank; or why the file has none.
+#[component]
+fn AggMatrix(view: AggregateView) -> impl IntoView {
+    let Some(m) = view.matrix else {
+        let why = view.matrix_absent.unwrap_or_default();
+        return view! { <p class="hint" data-testid="agg-matrix-absent">{why}</p> }.into_any();
+    };
+    let m = Arc::new(m);
+    let state = RwSignal::new(PatternsState::default());
+    let grid = {
+        let m = m.clone();
+        Memo::new(move |_| Arc::new(grid(&m, &[], &state.get())))
+    };
+    let caption = Signal::derive(move || {
+        grid.with(|g| {
+            let unit = g.unit;
+            format!(
+                "Bytes sent, {unit} (row) to {unit} (column), {} in all, from the file's matrix; darker is more (log scale).",
+                human_bytes(g.cells.iter().map(|c| c.observed).sum())
+            )
+        })
+    });
+    let notes = m
+        .notes
+        .iter()
+        .map(|n| view! { <li>{n.message.clone()}</li> })
+        .collect_view();
+    view! {
+        <section class="agg-matrix" data-testid="agg-matrix">
+            <h3>"Where traffic flows"</h3>
+            <label class="field">"cells "
+                <select data-testid="agg-matrix-cells" on:change=move |e| {
+                    let c = match event_target_value(&e).as_str() {
+                        "r" => Cells::Ranks,
+                        "n" => Cells::Nodes,
+                        _ => Cells::Auto,
+                    };
+                    state.update(|s| { s.cells = c; s.picked = None; });
+                }>
+                    <option value="a">"automatic"</option>
+                    <option value="r">"ranks"</option>
+                    <option value="n">"nodes"</option>
+                </select>
+            </label>
+            <HeatMap grid=grid.into() mode=Signal::derive(|| Mode::Observed)
+                picked=Signal::derive(move || state.with(|s| s.picked))
+                on_pick=Callback::new(move |at| state.update(|s| s.picked = at))
+                test_id="agg-matrix-heatmap" caption=caption />
+            <ul class="notes">{notes}</ul>
+        </section>
+    }
+    .into_any()
 }
 
 /// Left of the strip: each rank's median bus bandwidth, as a band this many pixels wide.

@@ -2,14 +2,15 @@
 //! ticket. It holds the page's own script and wasm (fetched from this page's origin, inlined,
 //! the wasm as base64), its style, and the worker messages that built the views (the file
 //! reports, the analysis with its timeline, the theory comparison), which the bundle replays
-//! instead of starting a worker. It needs no file and no network: its policy forbids
-//! connections altogether. When the page compares two runs, the other run's worker's messages
-//! (its files' reports, its timeline cut to the steps viewed) go in too ([`OtherRun`]): the
-//! bundle's Compare view shows the comparison and both stacked timelines.
+//! instead of starting a worker, and the Patterns view's state. It needs no file and no
+//! network: its policy forbids connections altogether. When the page compares two runs, the
+//! other run's worker's messages (its files' reports, its timeline cut to the steps viewed) go in
+//! too ([`OtherRun`]): the bundle's Compare view shows the comparison and both stacked timelines.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use ncclscope_app::page_logic::files::{fetch_blob, js_msg};
+use ncclscope_app::page_logic::patterns_state::{self, PatternsState};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -27,6 +28,9 @@ pub struct Bundle {
     /// The run the loaded one was compared with, if any (absent from older bundles).
     #[serde(default)]
     pub other: Option<OtherRun>,
+    /// The Patterns view's state as a link's `pt=` value (absent in older bundles).
+    #[serde(default)]
+    pub patterns: Option<String>,
 }
 
 /// The other run of a comparison, as its worker told it.
@@ -82,6 +86,14 @@ fn decoded(messages: &[(String, Option<String>)]) -> Vec<(String, Option<Vec<u8>
 }
 
 impl Bundle {
+    /// The Patterns view's state it carries (the default when none, or unreadable).
+    pub fn patterns(&self) -> PatternsState {
+        self.patterns
+            .as_deref()
+            .and_then(|v| patterns_state::decode(v).ok())
+            .unwrap_or_default()
+    }
+
     /// The messages with their timelines decoded.
     pub fn messages(&self) -> Vec<(String, Option<Vec<u8>>)> {
         decoded(&self.messages)
@@ -132,6 +144,7 @@ pub async fn build(
     files: Vec<(String, u64)>,
     messages: Vec<(String, Option<Vec<u8>>)>,
     other: Option<OtherRun>,
+    patterns: &PatternsState,
 ) -> Result<String, String> {
     let glue = text_of(&asset_url("link[rel=modulepreload]")?).await?;
     let wasm = bytes_of(&asset_url("link[rel=preload][type='application/wasm']")?).await?;
@@ -140,6 +153,7 @@ pub async fn build(
         files,
         messages: encoded(messages),
         other,
+        patterns: (!patterns.is_default()).then(|| patterns_state::encode(patterns)),
     };
     let data = serde_json::to_string(&data).map_err(|e| e.to_string())?;
     Ok(format!(

@@ -7,6 +7,7 @@ use leptos::prelude::*;
 use ncclscope_app::page_logic::link::{
     decode, encode, pack_kernel, pack_summary, verify, LinkFile, Selection, SharedKernel, ViewLink,
 };
+use ncclscope_app::page_logic::patterns_state::PatternsState;
 use ncclscope_app::protocol::format::human_bytes;
 use theory::form::{Form, FIELDS};
 
@@ -124,6 +125,7 @@ pub fn link_from_page(
     selection: Option<Selection>,
     timeline: &timeline::TimelineView,
     panel: Option<String>,
+    patterns: &PatternsState,
 ) -> String {
     let link = ViewLink {
         window: window.map(|v| (v.start_ns as i64, v.end_ns as i64)),
@@ -138,6 +140,7 @@ pub fn link_from_page(
         filter: Some(timeline.filter.clone()).filter(|q| !q.is_empty()),
         original_clock: timeline.original_clock,
         panel,
+        patterns: (!patterns.is_default()).then(|| patterns.clone()),
         ..ViewLink::default()
     };
     publish(&encode(&link))

@@ -15,6 +15,38 @@ use crate::page::panels::insights::patterns::PatternsPanel;
 use crate::page::panels::insights::steps::StepsPanel;
 use crate::page::views::{analyses, inputs, overview};
 
+/// The Patterns view: its state and the theory's predicted matrix from the app; an outlier
+/// opens on the timeline in the clock the timeline shows.
+fn patterns_view() -> AnyView {
+    let s = app_state();
+    let theory = s.theory.view;
+    let predicted = Signal::derive(move || {
+        theory.with(|v| {
+            v.as_ref()
+                .and_then(|v| v.predicted.clone())
+                .map(std::sync::Arc::new)
+        })
+    });
+    let on_outlier = Callback::new(move |o: ::analyses::patterns::model::Outlier| {
+        let own_clock = s.timeline_view.with_untracked(|v| v.original_clock);
+        let window = if own_clock {
+            (o.start_ns, o.end_ns)
+        } else {
+            (o.sync_start_ns, o.sync_end_ns)
+        };
+        let sel = u64::from_str_radix(&o.op_count, 16).ok().map(|op_count| {
+            ncclscope_app::page_logic::link::Selection {
+                rank: o.rank,
+                comm: o.comm.clone(),
+                op_count,
+            }
+        });
+        s.open_on_timeline(window, sel);
+    });
+    view! { <PatternsPanel insights=s.insights state=s.patterns predicted=predicted on_outlier=on_outlier /> }
+        .into_any()
+}
+
 /// One view: its spec, its component, and whether it has something to show.
 pub struct ViewDef {
     pub spec: ViewSpec,
@@ -139,7 +171,7 @@ pub const VIEWS: [ViewDef; 18] = [
     },
     ViewDef {
         spec: spec("patterns", "Patterns", 'm', &["matrix"], "Where traffic flows: the rank-to-rank matrix, each communicator's rhythm, the run's own α-β model", LOGS),
-        body: || view! { <PatternsPanel insights=app_state().insights /> }.into_any(),
+        body: patterns_view,
         ready: has_logs,
         optional: false,
     },

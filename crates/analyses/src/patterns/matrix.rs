@@ -128,10 +128,40 @@ impl CommMatrix {
     }
 }
 
-/// Builds the matrix from the run's sums (times already attributed).
-pub fn build(facts: &RunFacts, totals: &Totals, notes: &mut Notes) -> CommMatrix {
-    // (src, dst, comm parallelism name, op) → (bytes, time).
-    let mut cells: FxHashMap<(u32, u32, &'static str, OpType), (f64, i64)> = FxHashMap::default();
+/// Where a transfer went: a global rank, or (the member's log not loaded, as in a per-node job)
+/// a communicator rank that a merge with the other nodes' files can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Peer {
+    Global(u32),
+    CommRank(u32),
+}
+
+/// Bytes (and the sender's kernel time) one global rank sent on one communicator in one
+/// operation type, as [`for_each_transfer`] gives them (a pair may come many times).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transfer {
+    pub src: u32,
+    /// Index into [`RunFacts::comms`] (the analysis's communicators).
+    pub comm: u32,
+    pub dst: Peer,
+    pub op: OpType,
+    pub bytes: f64,
+    pub time_ns: i64,
+}
+
+/// How each communicator's collectives were routed: (went round a ring, the textbook ring was
+/// assumed somewhere).
+pub type Routing = (Vec<bool>, Vec<bool>);
+
+/// Every transfer of every sum, expanded on its communicator's routes: what [`build`] sums per
+/// (src, dst, parallelism, op) and an aggregate file keeps per communicator. Transfers to self
+/// and of no bytes are left out.
+pub fn for_each_transfer(
+    facts: &RunFacts,
+    totals: &Totals,
+    notes: &mut Notes,
+    mut emit: impl FnMut(Transfer),
+) -> Routing {
     let mut textbook: Vec<bool> = vec![false; facts.comms.len()];
     let mut routed: Vec<bool> = vec![false; facts.comms.len()];
     let mut pending: Vec<(u32, f64)> = Vec::new();
@@ -142,9 +172,17 @@ pub fn build(facts: &RunFacts, totals: &Totals, notes: &mut Notes) -> CommMatrix
         let Some(me) = c.comm_rank(t.src) else {
             continue;
         };
-        let par = c.parallelism.name();
         if t.op == OpType::Recv {
-            receive_for_a_silent_sender(t, c, me, facts, &mut cells, notes);
+            if let Some((sender, bytes)) = receive_for_a_silent_sender(t, c, me, facts, notes) {
+                emit(Transfer {
+                    src: sender,
+                    comm: t.comm,
+                    dst: Peer::Global(t.src),
+                    op: OpType::Send,
+                    bytes,
+                    time_ns: 0,
+                });
+            }
             continue;
         }
         pending.clear();
@@ -161,17 +199,39 @@ pub fn build(facts: &RunFacts, totals: &Totals, notes: &mut Notes) -> CommMatrix
             textbook[t.comm as usize] |= how.textbook;
         }
         for &(dst, bytes) in &pending {
-            let Some(Some(g)) = c.global.get(dst as usize) else {
-                continue;
+            let peer = match c.global.get(dst as usize) {
+                Some(Some(g)) => Peer::Global(*g),
+                Some(None) => Peer::CommRank(dst),
+                None => continue,
             };
-            if *g == t.src || bytes <= 0.0 {
+            if peer == Peer::Global(t.src) || bytes <= 0.0 {
                 continue;
             }
-            let e = cells.entry((t.src, *g, par, t.op)).or_default();
-            e.0 += bytes;
-            e.1 += t.time_ns;
+            emit(Transfer {
+                src: t.src,
+                comm: t.comm,
+                dst: peer,
+                op: t.op,
+                bytes,
+                time_ns: t.time_ns,
+            });
         }
     }
+    (routed, textbook)
+}
+
+/// Builds the matrix from the run's sums (times already attributed).
+pub fn build(facts: &RunFacts, totals: &Totals, notes: &mut Notes) -> CommMatrix {
+    // (src, dst, comm parallelism name, op) → (bytes, time).
+    let mut cells: FxHashMap<(u32, u32, &'static str, OpType), (f64, i64)> = FxHashMap::default();
+    let (routed, textbook) = for_each_transfer(facts, totals, notes, |t| {
+        // A member no loaded log names is not a global rank: its row is another job's.
+        let Peer::Global(dst) = t.dst else { return };
+        let par = facts.comms[t.comm as usize].parallelism.name();
+        let e = cells.entry((t.src, dst, par, t.op)).or_default();
+        e.0 += t.bytes;
+        e.1 += t.time_ns;
+    });
     let mut entries: Vec<MatrixEntry> = cells
         .into_iter()
         .map(|((src, dst, par, op), (bytes, time_ns))| MatrixEntry {
@@ -184,16 +244,9 @@ pub fn build(facts: &RunFacts, totals: &Totals, notes: &mut Notes) -> CommMatrix
         })
         .filter(|e| e.bytes > 0)
         .collect();
-    entries.sort_by(|a, b| {
-        (a.src, a.dst, par_order(&a.parallelism), &a.op).cmp(&(
-            b.src,
-            b.dst,
-            par_order(&b.parallelism),
-            &b.op,
-        ))
-    });
+    sort_entries(&mut entries);
     let hosts = hosts_of(facts);
-    let nodes = node_entries(facts, &entries);
+    let nodes = node_entries(&facts.host_of, &entries);
     let comms = facts
         .comms
         .iter()
@@ -231,6 +284,18 @@ pub fn build(facts: &RunFacts, totals: &Totals, notes: &mut Notes) -> CommMatrix
     }
 }
 
+/// The matrix's order: (src, dst, parallelism in the contract's order, op).
+pub fn sort_entries(entries: &mut [MatrixEntry]) {
+    entries.sort_by(|a, b| {
+        (a.src, a.dst, par_order(&a.parallelism), &a.op).cmp(&(
+            b.src,
+            b.dst,
+            par_order(&b.parallelism),
+            &b.op,
+        ))
+    });
+}
+
 /// The contract's parallelism order (TP, CP, EP, DP, PP, unknown) for sorting names.
 fn par_order(name: &str) -> usize {
     ["TP", "CP", "EP", "DP", "PP"]
@@ -254,11 +319,15 @@ fn hosts_of(facts: &RunFacts) -> Vec<HostRanks> {
     out
 }
 
-fn node_entries(facts: &RunFacts, entries: &[MatrixEntry]) -> Vec<NodeEntry> {
+/// The node matrix of `entries`, with `host_of` each rank's host index.
+pub fn node_entries(
+    host_of: &std::collections::BTreeMap<u32, u32>,
+    entries: &[MatrixEntry],
+) -> Vec<NodeEntry> {
     let mut cells: std::collections::BTreeMap<(u32, u32, usize, &str), (u64, i64)> =
         std::collections::BTreeMap::new();
     for e in entries {
-        let (Some(&a), Some(&b)) = (facts.host_of.get(&e.src), facts.host_of.get(&e.dst)) else {
+        let (Some(&a), Some(&b)) = (host_of.get(&e.src), host_of.get(&e.dst)) else {
             continue;
         };
         let c = cells
@@ -280,34 +349,28 @@ fn node_entries(facts: &RunFacts, entries: &[MatrixEntry]) -> Vec<NodeEntry> {
         .collect()
 }
 
-/// A receive whose sender logged nothing: the only trace of that send.
+/// A receive whose sender logged nothing: the only trace of that send (its sender and bytes).
 fn receive_for_a_silent_sender(
     t: &OpTotals,
     c: &CommFacts,
     me: u32,
     facts: &RunFacts,
-    cells: &mut FxHashMap<(u32, u32, &'static str, OpType), (f64, i64)>,
     notes: &mut Notes,
-) {
-    let Some(peer) = u32::try_from(t.root).ok().filter(|&p| p != me) else {
-        return;
-    };
+) -> Option<(u32, f64)> {
+    let peer = u32::try_from(t.root).ok().filter(|&p| p != me)?;
     let Some(Some(sender)) = c.global.get(peer as usize) else {
-        return;
+        return None;
     };
     if facts.ranks_with_logs.contains(sender) || t.msg_bytes == 0 {
-        return;
+        return None;
     }
-    let e = cells
-        .entry((*sender, t.src, c.parallelism.name(), OpType::Send))
-        .or_default();
-    e.0 += t.msg_bytes as f64;
     notes.add(
         "receive-for-send",
         "a receive stands for its sender's send where the sender's log is missing",
         t.calls,
         Some(format!("rank {sender} → {}", t.src)),
     );
+    Some((*sender, t.msg_bytes as f64))
 }
 
 /// What an expansion assumed.

@@ -218,7 +218,8 @@ impl<'a> Builder<'a> {
             notes: Vec::new(),
             ranks: rows,
         };
-        assemble(&overview, &anchors(ends), &sections)
+        let matrix = crate::matrix::Matrix::of(session, analysis);
+        assemble(&overview, &anchors(ends), Some(&matrix), &sections)
     }
 }
 

@@ -2,6 +2,7 @@
 //! rank asked for) or whole (the command and tests), and writing its tail.
 
 use crate::format::{deflate, inflate, Block, Error, Header, HEADER_LEN};
+use crate::matrix::Matrix;
 use crate::overview::{Overview, RankRow};
 use crate::section::{self, RankDetail};
 use serde::{Deserialize, Serialize};
@@ -58,6 +59,25 @@ pub fn read_anchors(
     Ok(anchors)
 }
 
+/// Reads the rank-to-rank matrix from its block's bytes; `Ok(None)` when the file has none (a
+/// format 1 file).
+pub fn read_matrix(
+    file: &str,
+    header: &Header,
+    overview: &Overview,
+    block: &[u8],
+) -> Result<Option<Matrix>, Error> {
+    let Some(b) = header.matrix else {
+        return Ok(None);
+    };
+    if block.len() as u64 != b.len {
+        return Err(Error::new(file, "the matrix was not read whole: truncated"));
+    }
+    let m: Matrix = inflate(file, "the matrix", block, b.raw_len)?;
+    m.check(file, overview)?;
+    Ok(Some(m))
+}
+
 /// Reads `row`'s section from its bytes, its times in run time (the row's clock applied).
 pub fn read_rank(file: &str, row: &RankRow, bytes: &[u8]) -> Result<RankDetail, Error> {
     let what = format!("rank {}'s section", row.global_rank);
@@ -103,6 +123,12 @@ impl<'a> Aggregate<'a> {
         )
     }
 
+    /// The rank-to-rank matrix, if the file carries one.
+    pub fn matrix(&self) -> Result<Option<Matrix>, Error> {
+        let block = self.header.matrix.map_or(&[][..], |b| slice(self.bytes, b));
+        read_matrix(&self.file, &self.header, &self.overview, block)
+    }
+
     /// Global rank `rank`'s kernels, in run time.
     pub fn rank(&self, rank: u32) -> Result<RankDetail, Error> {
         let row = self
@@ -119,11 +145,18 @@ fn slice(bytes: &[u8], b: Block) -> &[u8] {
     bytes.get(b.offset as usize..end).unwrap_or(&[])
 }
 
-/// The overview and anchors blocks, written after sections that end at `sections_end`, and the
-/// header that points at them.
-pub fn tail(overview: &Overview, anchors: &[Anchor], sections_end: u64) -> (Header, Vec<u8>) {
+/// The overview, anchors and matrix blocks, written after sections that end at `sections_end`,
+/// and the header that points at them.
+pub fn tail(
+    overview: &Overview,
+    anchors: &[Anchor],
+    matrix: Option<&Matrix>,
+    sections_end: u64,
+) -> (Header, Vec<u8>) {
     let (o, o_raw) = deflate(overview);
     let (a, a_raw) = deflate(&anchors.to_vec());
+    let m = matrix.map(deflate);
+    let matrix_at = sections_end + o.len() as u64 + a.len() as u64;
     let header = Header {
         overview: Block {
             offset: sections_end,
@@ -135,17 +168,30 @@ pub fn tail(overview: &Overview, anchors: &[Anchor], sections_end: u64) -> (Head
             len: a.len() as u64,
             raw_len: a_raw,
         },
+        matrix: m.as_ref().map(|(bytes, raw_len)| Block {
+            offset: matrix_at,
+            len: bytes.len() as u64,
+            raw_len: *raw_len,
+        }),
     };
     let mut out = o;
     out.extend_from_slice(&a);
+    if let Some((bytes, _)) = &m {
+        out.extend_from_slice(bytes);
+    }
     (header, out)
 }
 
 /// A whole file: header, `sections` (each row's `section` block must already say where its bytes
 /// go, in this order from [`HEADER_LEN`]), then the tail.
-pub fn assemble(overview: &Overview, anchors: &[Anchor], sections: &[Vec<u8>]) -> Vec<u8> {
+pub fn assemble(
+    overview: &Overview,
+    anchors: &[Anchor],
+    matrix: Option<&Matrix>,
+    sections: &[Vec<u8>],
+) -> Vec<u8> {
     let sections_end = HEADER_LEN as u64 + sections.iter().map(|s| s.len() as u64).sum::<u64>();
-    let (header, tail) = tail(overview, anchors, sections_end);
+    let (header, tail) = tail(overview, anchors, matrix, sections_end);
     let mut out = Vec::with_capacity(sections_end as usize + tail.len());
     out.extend_from_slice(&header.encode());
     for s in sections {
@@ -207,7 +253,7 @@ mod tests {
     #[test]
     fn a_well_formed_file_reads() {
         let (o, s) = one_rank(10);
-        let file = assemble(&o, &[], &s);
+        let file = assemble(&o, &[], None, &s);
         let a = Aggregate::open("ok.agg", &file).unwrap();
         assert_eq!(a.rank(0).unwrap().kernels.len(), 10);
         assert!(a.rank(1).is_err());
@@ -266,7 +312,7 @@ mod tests {
         for (what, lie) in lies {
             let (mut o, s) = one_rank(10);
             lie(&mut o);
-            let file = assemble(&o, &[], &s);
+            let file = assemble(&o, &[], None, &s);
             let e = read_all(&file).expect_err(what);
             assert_eq!(e.file, "hostile.agg", "{what}: {e}");
         }
@@ -277,10 +323,10 @@ mod tests {
             op_count: 0,
             end_ns: 0,
         };
-        assert!(read_all(&assemble(&o, &[anchor], &s)).is_err());
+        assert!(read_all(&assemble(&o, &[anchor], None, &s)).is_err());
         // A block that claims a sequence of 2⁶⁰ strings in a few bytes.
         let (o, s) = one_rank(10);
-        let mut file = assemble(&o, &[], &s);
+        let mut file = assemble(&o, &[], None, &s);
         let (huge, raw) = deflate(&(u64::MAX >> 4, 0u8));
         let header = Header::decode("f", &file, file.len() as u64).unwrap();
         file.truncate(header.overview.offset as usize);
@@ -297,6 +343,7 @@ mod tests {
                 len: huge.len() as u64,
                 raw_len: raw,
             },
+            matrix: None,
         };
         file[..HEADER_LEN].copy_from_slice(&h.encode());
         assert!(read_all(&file).is_err());

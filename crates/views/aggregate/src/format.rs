@@ -6,13 +6,16 @@
 //! offset  size  field (little-endian)
 //!      0     8  magic  89 4E 43 41 47 47 0D 0A  ("\x89NCAGG\r\n": binary, and a text-mode
 //!                                                 copy that rewrites line ends is caught)
-//!      8     2  format version (1)
-//!     10     2  header length (64)
+//!      8     2  format version (2; 1 is read too)
+//!     10     2  header length (88; 64 in format 1)
 //!     12     4  flags (0; a reader refuses a file with flags it does not know)
 //!     16    24  overview block: offset, length, inflated length (three u64)
 //!     40    24  anchors block:  offset, length, inflated length
-//!     64     …  one section per rank (its place is in the overview's rank row), then the blocks
+//!     64    24  matrix block:   offset, length, inflated length (format 2; length 0: none)
+//!     88     …  one section per rank (its place is in the overview's rank row), then the blocks
 //! ```
+//!
+//! Format 1 files (no matrix block) still read: their matrix is absent (`Header::matrix`).
 //!
 //! Why a header with offsets: the page reads 64 bytes, then the overview, then one rank's section
 //! when asked (`Blob.slice`), never the whole file. Why the overview last: a merge streams the
@@ -35,9 +38,11 @@ pub const MAGIC: [u8; 8] = *b"\x89NCAGG\r\n";
 /// The format this code writes and reads. Any change to what is encoded, however small, is a new
 /// version (postcard is not self-describing: a reader of version 1 cannot skip a field it does not
 /// know); readers say which version a file has and which they read.
-pub const VERSION: u16 = 1;
-/// Bytes of the header; sections start here.
-pub const HEADER_LEN: usize = 64;
+pub const VERSION: u16 = 2;
+/// Bytes of the header this code writes; sections start here.
+pub const HEADER_LEN: usize = 88;
+/// Bytes of a format 1 header (no matrix block): the least any file's sections start at.
+pub const HEADER_LEN_V1: usize = 64;
 
 /// Largest inflated overview or anchors block (a 100 000-rank run's overview is far smaller).
 pub const MAX_BLOCK_BYTES: u64 = 1 << 30;
@@ -88,7 +93,7 @@ impl Block {
     /// that its inflated size is believable.
     pub fn check(&self, file: &str, what: &str, file_len: u64, max_raw: u64) -> Result<(), Error> {
         let end = self.offset.checked_add(self.len);
-        if self.offset < HEADER_LEN as u64 || end.is_none_or(|e| e > file_len) {
+        if self.offset < HEADER_LEN_V1 as u64 || end.is_none_or(|e| e > file_len) {
             return Err(Error::new(
                 file,
                 format!(
@@ -115,6 +120,8 @@ impl Block {
 pub struct Header {
     pub overview: Block,
     pub anchors: Block,
+    /// The rank-to-rank matrix (`None`: a format 1 file, or a writer that had none).
+    pub matrix: Option<Block>,
 }
 
 /// Whether `head` (a file's first bytes) starts like an aggregate: the page and the command
@@ -130,7 +137,7 @@ impl Header {
         out[8..10].copy_from_slice(&VERSION.to_le_bytes());
         out[10..12].copy_from_slice(&(HEADER_LEN as u16).to_le_bytes());
         let mut at = 16;
-        for b in [self.overview, self.anchors] {
+        for b in [self.overview, self.anchors, self.matrix.unwrap_or_default()] {
             for v in [b.offset, b.len, b.raw_len] {
                 out[at..at + 8].copy_from_slice(&v.to_le_bytes());
                 at += 8;
@@ -148,11 +155,11 @@ impl Header {
                 "not an ncclscope aggregate (no magic bytes)",
             ));
         }
-        if head.len() < HEADER_LEN {
+        if head.len() < HEADER_LEN_V1 {
             return Err(Error::new(
                 file,
                 format!(
-                    "truncated: {} bytes, the header alone has {HEADER_LEN}",
+                    "truncated: {} bytes, the header alone has {HEADER_LEN_V1}",
                     head.len()
                 ),
             ));
@@ -164,7 +171,7 @@ impl Header {
             u64::from_le_bytes(b)
         };
         let version = u16_at(8);
-        if version != VERSION {
+        if version != VERSION && version != 1 {
             let why = if version > VERSION {
                 "written by a newer ncclscope"
             } else {
@@ -177,8 +184,22 @@ impl Header {
                 ),
             ));
         }
-        if u16_at(10) as usize != HEADER_LEN || head[12..16] != [0; 4] {
+        let len = if version == 1 {
+            HEADER_LEN_V1
+        } else {
+            HEADER_LEN
+        };
+        if u16_at(10) as usize != len || head[12..16] != [0; 4] {
             return Err(Error::new(file, "garbled header (length or flags)"));
+        }
+        if head.len() < len {
+            return Err(Error::new(
+                file,
+                format!(
+                    "truncated: {} bytes, the header alone has {len}",
+                    head.len()
+                ),
+            ));
         }
         let block = |i: usize| Block {
             offset: u64_at(i),
@@ -188,7 +209,11 @@ impl Header {
         let header = Header {
             overview: block(16),
             anchors: block(40),
+            matrix: (version > 1).then(|| block(64)).filter(|b| b.len > 0),
         };
+        if let Some(m) = header.matrix {
+            m.check(file, "the matrix", file_len, MAX_BLOCK_BYTES)?;
+        }
         header
             .overview
             .check(file, "the overview", file_len, MAX_BLOCK_BYTES)?;
@@ -270,6 +295,7 @@ mod tests {
                 len: 10,
                 raw_len: 10,
             },
+            matrix: None,
         };
         let bytes = h.encode();
         assert!(is_aggregate(&bytes));
@@ -280,7 +306,7 @@ mod tests {
         assert!(e.to_string().starts_with("run.agg: "), "{e}");
         // Newer format, flags, wrong magic, short header.
         let mut newer = bytes;
-        newer[8] = 2;
+        newer[8] = 3;
         let e = Header::decode("f", &newer, 130).unwrap_err();
         assert!(e.message.contains("newer"), "{e}");
         let mut flagged = bytes;
@@ -288,6 +314,28 @@ mod tests {
         assert!(Header::decode("f", &flagged, 130).is_err());
         assert!(Header::decode("f", b"SQLite format 3\0", 16).is_err());
         assert!(Header::decode("f", &bytes[..40], 40).is_err());
+        assert!(Header::decode("f", &bytes[..70], 130).is_err());
+        // A matrix block is read back, and checked like the others.
+        let with = Header {
+            matrix: Some(Block {
+                offset: 130,
+                len: 5,
+                raw_len: 9,
+            }),
+            ..h
+        };
+        assert_eq!(Header::decode("f", &with.encode(), 135), Ok(with));
+        assert!(Header::decode("f", &with.encode(), 134).is_err());
+        // A format 1 header (64 bytes, no matrix) still reads: its matrix is absent.
+        let mut v1 = bytes[..HEADER_LEN_V1].to_vec();
+        v1[8] = 1;
+        v1[10] = HEADER_LEN_V1 as u8;
+        assert_eq!(
+            Header::decode("old.agg", &v1, 130),
+            Ok(Header { matrix: None, ..h })
+        );
+        v1[10] = HEADER_LEN as u8;
+        assert!(Header::decode("old.agg", &v1, 130).is_err());
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! communicators with their parallelism; the layout; an activity strip per rank) and one detail
 //! section per rank (its enriched kernels, [`RankDetail`]), with the overview pointing at each
 //! section's bytes. [`Merge`] combines the jobs' files into one run aggregate, labelling the
-//! communicators and tying the nodes' clocks as one analysis of the whole run would. The page
+//! communicators and tying the nodes' clocks as one analysis of the whole run would. Since
+//! format 2 a file also carries the run's rank-to-rank matrix ([`Matrix`]), merged with it. The page
 //! reads the header and overview first and a rank's section when asked (`Blob.slice`).
 //!
 //! The file layout is in [`format`] and `docs/AGGREGATE.md`. No I/O here: bytes in, values out,
@@ -17,13 +18,15 @@ pub mod build;
 pub mod file;
 pub mod format;
 pub mod heat;
+pub mod matrix;
 pub mod merge;
 pub mod overview;
 pub mod section;
 
 pub use build::{build, Builder};
-pub use file::{read_anchors, read_overview, read_rank, Aggregate, Anchor};
+pub use file::{read_anchors, read_matrix, read_overview, read_rank, Aggregate, Anchor};
 pub use format::{is_aggregate, Error, Header, HEADER_LEN, MAGIC, VERSION};
+pub use matrix::Matrix;
 pub use merge::{merge_files, Input, Merge};
 pub use overview::{Clock, CommRow, Overview, RankRow, Totals};
 pub use section::{Kernel, RankDetail};

@@ -33,6 +33,8 @@ pub struct Input {
     pub header: Header,
     pub overview: Overview,
     pub anchors: Vec<Anchor>,
+    /// Its rank-to-rank matrix (`None` for a format 1 file: the merge then has none).
+    pub matrix: Option<crate::matrix::Matrix>,
 }
 
 /// A merge in progress.
@@ -46,6 +48,7 @@ pub struct Merge {
     strips: Vec<u8>,
     axis: Axis,
     anchors: Vec<Anchor>,
+    matrix: Option<crate::matrix::Matrix>,
 }
 
 impl Merge {
@@ -115,7 +118,7 @@ impl Merge {
             comm_map.push(map);
         }
         let layout = relabel(&inputs, &mut comms);
-
+        let matrix = merged_matrix(&inputs, &renumber, &comm_map, comms.len(), &mut notes);
         // Clocks: every input's time against the input with the lowest rank.
         let clocks = input_clocks(&inputs, &renumber, &comm_map, &mut notes);
 
@@ -190,6 +193,7 @@ impl Merge {
             inputs: inputs.into_iter().map(|i| i.file).collect(),
             next: 0,
             axis,
+            matrix,
             anchors: anchors
                 .into_iter()
                 .map(|((comm, op_count), end_ns)| Anchor {
@@ -236,13 +240,37 @@ impl Merge {
             busy: self.strips,
         };
         let sections_end = HEADER_LEN as u64 + self.from.iter().map(|f| f.1.len).sum::<u64>();
-        Ok(file::tail(&self.out, &self.anchors, sections_end))
+        Ok(file::tail(
+            &self.out,
+            &self.anchors,
+            self.matrix.as_ref(),
+            sections_end,
+        ))
     }
 
     /// The merged overview so far (complete but for the activity strip until [`Merge::finish`]).
     pub fn overview(&self) -> &Overview {
         &self.out
     }
+}
+
+/// The inputs' matrices merged, or `None` (and a note) when one has none.
+fn merged_matrix(
+    inputs: &[Input],
+    renumber: &[BTreeMap<u32, u32>],
+    comm_map: &[Vec<u32>],
+    comms: usize,
+    notes: &mut Vec<String>,
+) -> Option<crate::matrix::Matrix> {
+    let each: Vec<_> = inputs.iter().map(|i| i.matrix.as_ref()).collect();
+    let matrix = crate::matrix::merge(&each, renumber, comm_map, comms);
+    if matrix.is_none() {
+        notes.push(
+            "the rank-to-rank matrix is absent: an input was written without one (an older ncclscope)"
+                .into(),
+        );
+    }
+    matrix
 }
 
 /// Merges whole files held in memory (tests, and the page when several aggregates are dropped
@@ -253,6 +281,7 @@ pub fn merge_files(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, Error> {
         let a = file::Aggregate::open(name, bytes)?;
         inputs.push(Input {
             anchors: a.anchors()?,
+            matrix: a.matrix()?,
             file: name.clone(),
             header: a.header,
             overview: a.overview,

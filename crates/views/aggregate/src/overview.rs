@@ -2,7 +2,7 @@
 //! where each rank's detail section lies. Plain data; [`Overview::check`] is what every reader
 //! runs before using a decoded overview.
 
-use crate::format::{Block, Error, HEADER_LEN, MAX_SECTION_BYTES};
+use crate::format::{Block, Error, HEADER_LEN_V1, MAX_SECTION_BYTES};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -407,7 +407,7 @@ impl Overview {
         }
         for r in &self.ranks {
             let b = &r.section;
-            let inside = b.offset >= HEADER_LEN as u64
+            let inside = b.offset >= HEADER_LEN_V1 as u64
                 && b.offset
                     .checked_add(b.len)
                     .is_some_and(|e| e <= sections_end);

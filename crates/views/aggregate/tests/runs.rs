@@ -213,6 +213,7 @@ impl Lcg {
 fn read_all(name: &str, bytes: &[u8]) -> Result<(), aggregate_file::Error> {
     let a = Aggregate::open(name, bytes)?;
     a.anchors()?;
+    a.matrix()?;
     for r in &a.overview.ranks {
         a.rank(r.global_rank)?;
     }
@@ -272,6 +273,7 @@ fn a_merge_checks_its_inputs_and_its_clocks() {
         let a = Aggregate::open(name, bytes).unwrap();
         aggregate_file::Input {
             anchors: a.anchors().unwrap(),
+            matrix: a.matrix().unwrap(),
             file: name.clone(),
             header: a.header,
             overview: a.overview,
@@ -308,4 +310,98 @@ fn a_merge_checks_its_inputs_and_its_clocks() {
     let merged = Aggregate::open("wild.agg", &file).unwrap();
     assert!(merged.overview.ranks.iter().all(|r| r.clock.plausible()));
     read_all("wild.agg", &file).unwrap();
+}
+
+/// `bytes` (a format 2 aggregate) as format 1 wrote it: version 1, a 64-byte header, no matrix
+/// block (the 24 bytes after it stay, unread, before the sections).
+fn as_format_1(bytes: &[u8]) -> Vec<u8> {
+    let mut v1 = bytes.to_vec();
+    v1[8..10].copy_from_slice(&1u16.to_le_bytes());
+    v1[10..12].copy_from_slice(&64u16.to_le_bytes());
+    v1
+}
+
+/// Entries equal but for rounding (each side sums its fractional bytes in its own order) and
+/// the time's clock (a job's own synchronised clock runs parts per million off the run's).
+fn assert_same_entries(
+    got: &[analyses::patterns::MatrixEntry],
+    want: &[analyses::patterns::MatrixEntry],
+    what: &str,
+) {
+    assert_eq!(got.len(), want.len(), "{what}: pairs");
+    for (a, b) in got.iter().zip(want) {
+        let key = |e: &analyses::patterns::MatrixEntry| {
+            (e.src, e.dst, e.parallelism.clone(), e.op.clone())
+        };
+        assert_eq!(key(a), key(b), "{what}");
+        assert!(a.bytes.abs_diff(b.bytes) <= 1, "{what}: {a:?} vs {b:?}");
+        assert!(
+            a.time_ns.abs_diff(b.time_ns) <= b.time_ns.unsigned_abs() / 1000 + 10,
+            "{what}: {a:?} vs {b:?}"
+        );
+    }
+}
+
+/// The aggregate's matrix is the analysis' `comm_matrix`: of the whole run's aggregate, and of
+/// the per-node aggregates merged (each job names its ring successors on other nodes by
+/// communicator rank; the merge resolves them). A format 1 file still reads, its matrix absent,
+/// and a merge with one has no matrix and says so.
+#[test]
+fn the_aggregate_matrix_is_the_analysis_comm_matrix() {
+    let run = run(4);
+    let whole_session = session(&run, None);
+    let analysis = analyse(&whole_session, &UserSizes::default());
+    let truth = analyses::patterns::comm_matrix(&analyses::patterns::Prepared::of(
+        &whole_session,
+        &analysis,
+    ));
+    assert!(truth.entries.len() > 16, "{}", truth.entries.len());
+    let whole_bytes = aggregate_of(&whole_session);
+    let whole = Aggregate::open("whole.agg", &whole_bytes).unwrap();
+    let m = whole.matrix().unwrap().expect("a matrix");
+    let m = m.comm_matrix(&whole.overview);
+    assert_same_entries(&m.entries, &truth.entries, "whole run");
+    assert_eq!(m.hosts, truth.hosts);
+    assert_eq!(m.nodes.len(), truth.nodes.len());
+
+    let parts = per_node(&run);
+    // Alone, a node names its successors on other nodes by communicator rank only.
+    let alone = Aggregate::open(&parts[0].0, &parts[0].1).unwrap();
+    let alone = alone.matrix().unwrap().unwrap();
+    assert!(alone.pairs.iter().any(|p| p.to_comm_rank));
+    let merged_bytes = merge_files(&parts).unwrap();
+    let merged = Aggregate::open("run.agg", &merged_bytes).unwrap();
+    let mm = merged.matrix().unwrap().unwrap();
+    let mm = mm.comm_matrix(&merged.overview);
+    assert_same_entries(&mm.entries, &truth.entries, "per-node files merged");
+    assert!(mm.notes.iter().all(|n| n.kind != "unresolved-peer"));
+    // Node pairs too: some cross the nodes.
+    assert!(mm.nodes.iter().any(|e| e.src != e.dst));
+    for (a, b) in mm.nodes.iter().zip(&truth.nodes) {
+        assert_eq!(
+            (a.src, a.dst, &a.parallelism, &a.op),
+            (b.src, b.dst, &b.parallelism, &b.op)
+        );
+        assert!(a.bytes.abs_diff(b.bytes) <= 64, "{a:?} vs {b:?}");
+    }
+
+    // Format 1: reads, no matrix; merged with a format 2 file, no matrix and a note.
+    let old = as_format_1(&whole_bytes);
+    let o = Aggregate::open("old.agg", &old).unwrap();
+    assert_eq!(o.header.matrix, None);
+    assert_eq!(o.matrix().unwrap(), None);
+    assert_eq!(
+        o.rank(0).unwrap().kernels.len() as u64,
+        o.overview.ranks[0].kernels
+    );
+    let mut mixed = parts.clone();
+    mixed[0].1 = as_format_1(&mixed[0].1);
+    let mixed = merge_files(&mixed).unwrap();
+    let mixed = Aggregate::open("mixed.agg", &mixed).unwrap();
+    assert_eq!(mixed.matrix().unwrap(), None);
+    assert!(mixed
+        .overview
+        .notes
+        .iter()
+        .any(|n| n.contains("matrix is absent")));
 }

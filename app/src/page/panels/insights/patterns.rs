@@ -1,142 +1,228 @@
 //! Where traffic flows: the rank-to-rank (or node-to-node) heat map of the bytes every logged
-//! operation moved, the largest pairs, each communicator's On-Off rhythm, and the run's own α-β
-//! model per link class beside LBNL's.
+//! operation moved — observed, predicted from the layout (with the Theory view's model bytes), or
+//! their difference —, the largest pairs, the operations furthest off the run's own α-β model
+//! (each opens on the timeline), each communicator's On-Off rhythm, and the model per link class
+//! beside LBNL's. The view's state (`PatternsState`) travels in links and bundles.
 
 use super::{ms, waiting, InsightsSignal};
+use crate::page::panels::heatmap::HeatMap;
+use analyses::patterns::model::Outlier;
+use analyses::patterns::PredictedMatrix;
 use leptos::prelude::*;
+use ncclscope_app::page_logic::heat_grid::{filter_choices, grid, Grid, GridCell};
+use ncclscope_app::page_logic::patterns_state::{Cells, Mode, PatternsState};
 use ncclscope_app::protocol::format::human_bytes;
-use ncclscope_app::protocol::insights::PatternsView;
-use std::collections::BTreeMap;
+use ncclscope_app::protocol::insights::{Insights, PatternsView};
+use std::sync::Arc;
 
-/// Ranks drawn one cell each at most; past it the heat map is per node.
-const RANK_CELLS: usize = 64;
 /// Pairs listed.
 const TOP_PAIRS: usize = 20;
 
+/// The predicted matrix the page has: the theory's (with the model's bytes) when the worker sent
+/// it, else the insights' (the layout's pairs alone).
+pub type PredictedSignal = Signal<Option<Arc<PredictedMatrix>>>;
+
 #[component]
-pub fn PatternsPanel(insights: InsightsSignal) -> impl IntoView {
+pub fn PatternsPanel(
+    insights: InsightsSignal,
+    /// The view's state (in links and bundles).
+    state: RwSignal<PatternsState>,
+    predicted: PredictedSignal,
+    /// Opens an outlier on the timeline.
+    on_outlier: Callback<Outlier>,
+) -> impl IntoView {
     move || {
         match insights.get() {
         None => waiting().into_any(),
-        Some(i) => match &i.patterns {
-            None => view! {
-                <section class="panel patterns" data-testid="patterns">
-                    <h2>"Where traffic flows"</h2>
-                    <p class="hint">"The logs say of no operation how many bytes it moved between which ranks."</p>
-                </section>
-            }
-            .into_any(),
-            Some(p) => body(p).into_any(),
-        },
-    }
-    }
-}
-
-/// Bytes per (source, destination), summed over parallelisms and operations, and each cell's
-/// parts ("TP AllReduce 12 MB") for its hover.
-type Cells = BTreeMap<(u32, u32), (u64, Vec<String>)>;
-
-fn cells(p: &PatternsView, by_node: bool) -> (usize, Cells) {
-    let m = &p.patterns.matrix;
-    let mut out: Cells = BTreeMap::new();
-    let mut add = |src: u32, dst: u32, par: &str, op: &str, bytes: u64| {
-        let cell = out.entry((src, dst)).or_default();
-        cell.0 += bytes;
-        cell.1.push(format!("{par} {op} {}", human_bytes(bytes)));
-    };
-    if by_node {
-        for e in &m.nodes {
-            add(e.src, e.dst, &e.parallelism, &e.op, e.bytes);
+        Some(i) if i.patterns.is_none() => view! {
+            <section class="panel patterns" data-testid="patterns">
+                <h2>"Where traffic flows"</h2>
+                <p class="hint">"The logs say of no operation how many bytes it moved between which ranks."</p>
+            </section>
         }
-        (m.hosts.len().max(1), out)
-    } else {
-        let mut n = 0;
-        for e in &m.entries {
-            add(e.src, e.dst, &e.parallelism, &e.op, e.bytes);
-            n = n.max(e.src as usize + 1).max(e.dst as usize + 1);
-        }
-        (n, out)
+        .into_any(),
+        Some(i) => body(i, state, predicted, on_outlier).into_any(),
+    }
     }
 }
 
-/// The pairs the layout implies (rank granularity), with their bytes where a model gave them.
-fn predicted_cells(p: &PatternsView) -> Cells {
-    let mut out: Cells = BTreeMap::new();
-    for e in &p.patterns.predicted.entries {
-        let cell = out.entry((e.src, e.dst)).or_default();
-        cell.0 += e.bytes.unwrap_or(1);
-        cell.1.push(match (&e.op, e.bytes) {
-            (Some(op), Some(b)) => format!("{} {op} {}", e.parallelism, human_bytes(b)),
-            _ => e.parallelism.clone(),
-        });
-    }
-    out
+/// The patterns of the insights (there are some: checked by the caller).
+fn of(i: &Insights) -> &PatternsView {
+    i.patterns.as_ref().expect("the panel checked")
 }
 
-/// A heat map of `cells` over an n × n grid (log scale), each cell titled with its parts.
-fn heatmap(
-    cells: &Cells,
-    n: usize,
-    unit: &'static str,
-    testid: &'static str,
-    caption: String,
-) -> impl IntoView {
-    let max = cells.values().map(|c| c.0).max().unwrap_or(1).max(1) as f64;
-    let size = 480.0_f64;
-    let cell = size / n.max(1) as f64;
-    let rects: Vec<_> = cells
-        .iter()
-        .map(|(&(src, dst), (bytes, parts))| {
-            // Log scale: the ring's neighbours and a stray byte both stay visible.
-            let level = (*bytes as f64).ln_1p() / max.ln_1p();
-            let label = format!("{unit} {src} → {unit} {dst}: {}", parts.join(", "));
-            view! {
-                <rect x=format!("{:.2}", dst as f64 * cell) y=format!("{:.2}", src as f64 * cell)
-                    width=format!("{:.2}", cell.max(1.0)) height=format!("{:.2}", cell.max(1.0))
-                    style=format!("fill: var(--accent); fill-opacity: {:.3}", 0.08 + 0.92 * level)>
-                    <title>{label}</title>
-                </rect>
-            }
-        })
-        .collect();
-    view! {
-        <figure class="heatmap" tabindex="0">
-            <svg data-testid=testid role="img" aria-label=caption.clone()
-                viewBox=format!("0 0 {size} {size}") width="480" height="480">
-                <rect width=size height=size class="heatmap-bg"></rect>
-                {rects}
-            </svg>
-            <figcaption>{caption}</figcaption>
-        </figure>
-    }
-}
-
-fn body(p: &PatternsView) -> impl IntoView {
-    let ranks = p
-        .patterns
-        .matrix
-        .entries
-        .iter()
-        .map(|e| e.src.max(e.dst) as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let by_node = p.ranks_left_out || ranks > RANK_CELLS;
-    let (n, cells) = cells(p, by_node);
-    let unit = if by_node { "node" } else { "rank" };
-    let mut top: Vec<((u32, u32), u64)> = cells.iter().map(|(k, v)| (*k, v.0)).collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let total: u64 = top.iter().map(|x| x.1).sum();
-    let top_rows: Vec<_> = top
+/// The largest pairs of `g`, by observed bytes.
+fn top_pairs(g: &Grid) -> impl IntoView {
+    let mut top: Vec<&GridCell> = g.cells.iter().filter(|c| c.observed > 0).collect();
+    top.sort_by(|a, b| {
+        b.observed
+            .cmp(&a.observed)
+            .then((a.src, a.dst).cmp(&(b.src, b.dst)))
+    });
+    let total: u64 = top.iter().map(|c| c.observed).sum();
+    let rows: Vec<_> = top
         .iter()
         .take(TOP_PAIRS)
-        .map(|&((s, d), b)| {
+        .map(|c| {
             view! {
-                <tr><td class="num">{s}</td><td class="num">{d}</td>
-                <td class="num">{human_bytes(b)}</td>
-                <td class="num">{format!("{:.1} %", b as f64 * 100.0 / total.max(1) as f64)}</td></tr>
+                <tr><td class="num">{c.src}</td><td class="num">{c.dst}</td>
+                <td class="num">{human_bytes(c.observed)}</td>
+                <td class="num">{format!("{:.1} %", c.observed as f64 * 100.0 / total.max(1) as f64)}</td></tr>
             }
         })
         .collect();
+    let unit = g.unit;
+    view! {
+        <table class="data-table" data-testid="patterns-pairs">
+            <thead><tr><th scope="col">{format!("from {unit}")}</th><th scope="col">{format!("to {unit}")}</th>
+            <th scope="col">"bytes"</th><th scope="col">"of all"</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+/// A `<select>` of `choices` (plus "all") bound to one of the state's filters.
+fn filter_select(
+    label: &'static str,
+    test_id: &'static str,
+    choices: Vec<String>,
+    get: fn(&PatternsState) -> Option<String>,
+    set: fn(&mut PatternsState, Option<String>),
+    state: RwSignal<PatternsState>,
+) -> impl IntoView {
+    let options = choices
+        .into_iter()
+        .map(|c| {
+            let v = c.clone();
+            let selected = move || state.with(|s| get(s).as_deref() == Some(v.as_str()));
+            view! { <option value=c.clone() selected=selected>{c.clone()}</option> }
+        })
+        .collect_view();
+    view! {
+        <label class="field">{label}" "
+            <select data-testid=test_id on:change=move |e| {
+                let v = event_target_value(&e);
+                state.update(|s| {
+                    set(s, (!v.is_empty()).then_some(v));
+                    s.picked = None;
+                });
+            }>
+                <option value="" selected=move || state.with(|s| get(s).is_none())>"all"</option>
+                {options}
+            </select>
+        </label>
+    }
+}
+
+/// The heat map's controls: what the cells hold, their granularity, and the filters.
+fn controls(
+    p: &PatternsView,
+    pm: &PredictedMatrix,
+    state: RwSignal<PatternsState>,
+    model_bytes: Signal<bool>,
+) -> impl IntoView {
+    let (pars, ops) = filter_choices(&p.patterns.matrix, &pm.entries);
+    let has_ranks = !p.patterns.matrix.entries.is_empty();
+    let modes = Mode::ALL
+        .into_iter()
+        .map(|m| {
+            let disabled = move || m == Mode::Difference && !model_bytes.get();
+            let label = match m {
+                Mode::Observed => "observed",
+                Mode::Predicted => "predicted from the layout",
+                Mode::Difference => "difference",
+            };
+            view! {
+                <button type="button" data-testid=format!("patterns-mode-{}", m.name())
+                    aria-pressed=move || (state.with(|s| s.mode) == m).to_string()
+                    disabled=disabled
+                    title=move || if disabled() { "No model bytes: the Theory view's model gives them" } else { "" }
+                    on:click=move |_| state.update(|s| s.mode = m)>{label}</button>
+            }
+        })
+        .collect_view();
+    let cells = [
+        (Cells::Auto, "a", "automatic"),
+        (Cells::Ranks, "r", "ranks"),
+        (Cells::Nodes, "n", "nodes"),
+    ]
+    .map(|(c, v, label)| {
+        let selected = move || state.with(|s| s.cells == c);
+        let disabled = c == Cells::Ranks && !has_ranks;
+        view! { <option value=v selected=selected disabled=disabled>{label}</option> }
+    });
+    view! {
+        <div class="patterns-controls" data-testid="patterns-controls">
+            <span role="group" aria-label="what the cells hold" class="segmented">{modes}</span>
+            <label class="field">"cells "
+                <select data-testid="patterns-cells" on:change=move |e| {
+                    let c = match event_target_value(&e).as_str() {
+                        "r" => Cells::Ranks,
+                        "n" => Cells::Nodes,
+                        _ => Cells::Auto,
+                    };
+                    state.update(|s| { s.cells = c; s.picked = None; });
+                }>{cells.into_iter().collect_view()}</select>
+            </label>
+            {filter_select("parallelism", "patterns-parallelism", pars, |s| s.parallelism.clone(), |s, v| s.parallelism = v, state)}
+            {filter_select("operation", "patterns-op", ops, |s| s.op.clone(), |s, v| s.op = v, state)}
+        </div>
+    }
+}
+
+/// The heat map's caption for `g` in `mode`.
+fn caption(g: &Grid, mode: Mode) -> String {
+    let unit = g.unit;
+    let order = if unit == "rank" {
+        " Ranks in node order, node blocks outlined."
+    } else {
+        ""
+    };
+    match mode {
+        Mode::Observed => format!(
+            "Bytes sent, {unit} (row) to {unit} (column), {} in all; darker is more (log scale).{order}",
+            human_bytes(g.cells.iter().map(|c| c.observed).sum())
+        ),
+        Mode::Predicted if g.predicted_bytes => format!(
+            "Bytes the layout and the Theory view's model predict, {unit} (row) to {unit} (column), {} in all.{order}",
+            human_bytes(g.cells.iter().map(|c| c.predicted).sum())
+        ),
+        Mode::Predicted => format!(
+            "The pairs the layout implies ({} pairs), {unit} (row) to {unit} (column).{order}",
+            g.cells.iter().filter(|c| c.implied).count()
+        ),
+        Mode::Difference => format!(
+            "Observed minus predicted bytes, {unit} (row) to {unit} (column): orange is more than predicted, purple less (symmetric log scale).{order}"
+        ),
+    }
+}
+
+fn body(
+    i: Arc<Insights>,
+    state: RwSignal<PatternsState>,
+    predicted: PredictedSignal,
+    on_outlier: Callback<Outlier>,
+) -> impl IntoView {
+    let p = of(&i);
+    let fallback = Arc::new(p.patterns.predicted.clone());
+    let pm = {
+        let fallback = fallback.clone();
+        Memo::new(move |_| predicted.get().unwrap_or_else(|| fallback.clone()))
+    };
+    let model_bytes =
+        Signal::derive(move || pm.with(|m| m.entries.iter().any(|e| e.bytes.is_some())));
+    let grid = {
+        let i = i.clone();
+        Memo::new(move |_| {
+            let st = state.get();
+            pm.with(|m| Arc::new(grid(&of(&i).patterns.matrix, &m.entries, &st)))
+        })
+    };
+    // Without model bytes the difference has nothing to subtract.
+    let mode = Signal::derive(move || match state.with(|s| s.mode) {
+        Mode::Difference if !model_bytes.get() => Mode::Observed,
+        m => m,
+    });
     let periods = period_rows(p);
     let model = model_rows(p);
     let plots: Vec<_> = p
@@ -156,60 +242,32 @@ fn body(p: &PatternsView) -> impl IntoView {
         .chain(&p.patterns.model.notes)
         .map(|n| view! { <li>{n.message.clone()}</li> })
         .collect();
-    let predicted = (!by_node && !p.patterns.predicted.entries.is_empty()).then(|| {
-        let pc = predicted_cells(p);
-        let caption = format!(
-            "The pairs the layout implies ({} pairs){}",
-            pc.len(),
-            if p.patterns
-                .predicted
-                .entries
-                .iter()
-                .any(|e| e.bytes.is_some())
-            {
-                ", with the model's bytes"
-            } else {
-                ""
-            }
-        );
-        heatmap(&pc, n, unit, "patterns-predicted", caption)
-    });
-    let pr = &p.patterns.predicted;
-    let by_par: Vec<_> = pr
-        .by_parallelism
-        .iter()
-        .map(|b| view! {
-            <tr><td>{b.parallelism.clone()}</td><td class="num">{human_bytes(b.observed_bytes)}</td>
-            <td class="num">{b.predicted_bytes.map(human_bytes).unwrap_or_else(|| "—".into())}</td></tr>
-        })
-        .collect();
-    let departures = view! {
-        <p class="hint" data-testid="patterns-departures">{format!(
-            "Against the layout: {} observed pairs it does not imply, {} implied pairs that moved nothing, {} ranks silent in a group.",
-            pr.unexpected.len(), pr.missing.len(), pr.silent.len()
-        )}</p>
-        <table class="data-table" data-testid="patterns-by-parallelism">
-            <thead><tr><th scope="col">"parallelism"</th><th scope="col">"observed"</th><th scope="col">"predicted"</th></tr></thead>
-            <tbody>{by_par}</tbody>
-        </table>
-    };
-    let caption = format!(
-        "Bytes sent, {unit} (row) to {unit} (column), {} in all; darker is more (log scale).",
-        human_bytes(total)
-    );
+    let against_layout = move || pm.with(|pr| departures(pr));
+    let controls = pm.with_untracked(|m| controls(p, m, state, model_bytes));
+    let outliers = outlier_rows(p, on_outlier);
     view! {
         <section class="panel patterns" data-testid="patterns">
             <h2>"Where traffic flows"</h2>
+            {controls}
             <div class="heatmaps">
-                {heatmap(&cells, n, unit, "patterns-heatmap", caption)}
-                {predicted}
+                <HeatMap grid=grid.into() mode=mode
+                    picked=Signal::derive(move || state.with(|s| s.picked))
+                    on_pick=Callback::new(move |at| state.update(|s| s.picked = at))
+                    test_id="patterns-heatmap"
+                    caption=Signal::derive(move || grid.with(|g| caption(g, mode.get()))) />
             </div>
-            {departures}
+            {against_layout}
             <h3>"The largest pairs"</h3>
-            <table class="data-table" data-testid="patterns-pairs">
-                <thead><tr><th scope="col">{format!("from {unit}")}</th><th scope="col">{format!("to {unit}")}</th>
-                <th scope="col">"bytes"</th><th scope="col">"of all"</th></tr></thead>
-                <tbody>{top_rows}</tbody>
+            {move || grid.with(|g| top_pairs(g))}
+            <h3>"Operations furthest off the fitted curve"</h3>
+            <p class="hint">"Each opens on the timeline, around the kernel, with its collective picked."</p>
+            <table class="data-table" data-testid="patterns-outliers">
+                <thead><tr>
+                    <th scope="col">"rank"</th><th scope="col">"communicator"</th><th scope="col">"operation"</th>
+                    <th scope="col">"size"</th><th scope="col">"measured"</th><th scope="col">"fitted"</th>
+                    <th scope="col">"LBNL"</th><th scope="col">"measured / fitted"</th>
+                </tr></thead>
+                <tbody>{outliers}</tbody>
             </table>
             <h3>"On-Off rhythm per communicator"</h3>
             <table class="data-table" data-testid="patterns-periodicity">
@@ -232,6 +290,62 @@ fn body(p: &PatternsView) -> impl IntoView {
             <ul class="notes">{notes}</ul>
         </section>
     }
+}
+
+/// How the observed matrix departs from the layout's, and the bytes per parallelism.
+fn departures(pr: &PredictedMatrix) -> impl IntoView {
+    let by_par: Vec<_> = pr
+        .by_parallelism
+        .iter()
+        .map(|b| view! {
+            <tr><td>{b.parallelism.clone()}</td><td class="num">{human_bytes(b.observed_bytes)}</td>
+            <td class="num">{b.predicted_bytes.map(human_bytes).unwrap_or_else(|| "—".into())}</td></tr>
+        })
+        .collect();
+    view! {
+        <p class="hint" data-testid="patterns-departures">{format!(
+            "Against the layout: {} observed pairs it does not imply, {} implied pairs that moved nothing, {} ranks silent in a group.",
+            pr.unexpected.len(), pr.missing.len(), pr.silent.len()
+        )}</p>
+        <table class="data-table" data-testid="patterns-by-parallelism">
+            <thead><tr><th scope="col">"parallelism"</th><th scope="col">"observed"</th><th scope="col">"predicted"</th></tr></thead>
+            <tbody>{by_par}</tbody>
+        </table>
+    }
+}
+
+/// Nanoseconds, readably.
+fn ns(v: f64) -> String {
+    ms(v / 1e6)
+}
+
+/// The model's outliers (furthest off the fitted curve first), each a button that opens it on
+/// the timeline.
+fn outlier_rows(p: &PatternsView, on_outlier: Callback<Outlier>) -> Vec<impl IntoView> {
+    p.patterns
+        .model
+        .outliers
+        .iter()
+        .map(|o| {
+            let open = o.clone();
+            view! {
+                <tr data-testid="patterns-outlier" data-rank=o.rank data-comm=o.comm.clone()
+                    data-op-count=o.op_count.clone() data-start=o.sync_start_ns data-end=o.sync_end_ns
+                    data-own-start=o.start_ns data-own-end=o.end_ns>
+                    <td><button type="button" class="link-button" data-testid="patterns-outlier-open"
+                        title="Open on the timeline"
+                        on:click=move |_| on_outlier.run(open.clone())>{format!("rank {}", o.rank)}</button></td>
+                    <td class="mono">{o.comm.clone()}</td>
+                    <td>{o.op.clone()}</td>
+                    <td class="num">{human_bytes(o.msg_bytes)}</td>
+                    <td class="num">{ns(o.measured_ns as f64)}</td>
+                    <td class="num">{ns(o.fitted_ns)}</td>
+                    <td class="num">{ns(o.lbnl_ns)}</td>
+                    <td class="num">{format!("{:.2}", o.ratio)}</td>
+                </tr>
+            }
+        })
+        .collect()
 }
 
 /// Bus bandwidth against message size for one link class and operation: each size bin's
