@@ -156,7 +156,9 @@ fn export_bundle() {
     });
     let patterns = s.patterns.get_untracked();
     spawn_local(async move {
-        match crate::page::sharing::bundle::build(files, client::recording(), other, &patterns).await {
+        match crate::page::sharing::bundle::build(files, client::recording(), other, &patterns)
+            .await
+        {
             Ok(html) => {
                 s.bundle_error.set(None);
                 let bytes = js_sys::Uint8Array::from(html.as_bytes());
