@@ -23,7 +23,7 @@ use crate::protocol::messages::{LoadRequest, ToPage};
 use crate::protocol::theory::theory_view;
 use crate::protocol::views::{FileView, RankView};
 use crate::worker::align_pool::{self, HelperRunner, Helpers};
-use crate::worker::export_read::{read_export_blob, ExportFailure};
+use crate::worker::export_read::{read_export_blob, ExportFailure, ReadExport};
 use crate::worker::heap::ended as stage_ended;
 use crate::worker::parse_pool::{self, Loaded, ParseBatch};
 use crate::worker::post::{post, post_bytes, scope, PROGRESS_INTERVAL_MS};
@@ -457,7 +457,7 @@ async fn load_and_analyse(req: &LoadRequest) {
                             Loaded::NotALog => not_an_input(&item.name, item.blob.size() as u64),
                             Loaded::Export(read) => {
                                 let size = item.blob.size() as u64;
-                                s.borrow_mut().add_read_export(&item.name, size, read)
+                                ReadExport::add_to(&mut s.borrow_mut(), &item.name, size, read)
                             }
                         })
                     }
@@ -714,7 +714,7 @@ async fn load_export(
     let options = read_options();
     let read = read_export_blob(name, blob, &options, progress, stage).await;
     let read = read.map_err(ExportFailure::message);
-    SESSION.with(|s| s.borrow_mut().add_read_export(name, size, read))
+    SESSION.with(|s| ReadExport::add_to(&mut s.borrow_mut(), name, size, read))
 }
 
 /// What exports are read for (the session's; helpers are told the same).
