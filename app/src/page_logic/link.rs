@@ -83,6 +83,8 @@ pub struct ViewLink {
     pub original_clock: bool,
     /// `p=`: the panel the sender had open (a panel id: lower-case letters and `-`).
     pub panel: Option<String>,
+    /// `st=`: the Steps view's state (θ, mapping edits, the step and rank picked).
+    pub steps: Option<crate::page_logic::steps_link::StepsView>,
 }
 
 /// The fragment (without `#`) for `link`.
@@ -119,6 +121,9 @@ pub fn encode(link: &ViewLink) -> String {
     }
     if let Some(packed) = link.kernel.as_ref().and_then(|k| pack_kernel(k).ok()) {
         parts.push(format!("k={packed}"));
+    }
+    if let Some(st) = link.steps.as_ref().filter(|st| !st.is_default()) {
+        parts.push(format!("st={}", crate::page_logic::steps_link::encode(st)));
     }
     if !link.sources.is_empty() {
         let urls: Vec<String> = link.sources.iter().map(|u| pct(u)).collect();
@@ -178,6 +183,7 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
                 _ => return Err(format!("clock “{}” is not o or s", shorten(value))),
             },
             "p" => link.panel = Some(panel(value)?),
+            "st" => link.steps = Some(crate::page_logic::steps_link::decode(value)?),
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
         }
@@ -315,7 +321,7 @@ fn file(value: &str) -> Result<LinkFile, String> {
 }
 
 /// Percent-encodes everything but RFC 3986's unreserved characters.
-fn pct(s: &str) -> String {
+pub(crate) fn pct(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -328,7 +334,7 @@ fn pct(s: &str) -> String {
 }
 
 /// Decodes percent-encoding (strictly: a `%` must start two hex digits; the result UTF-8).
-fn unpct(s: &str, max: usize) -> Result<String, String> {
+pub(crate) fn unpct(s: &str, max: usize) -> Result<String, String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -356,7 +362,7 @@ fn unpct(s: &str, max: usize) -> Result<String, String> {
 }
 
 /// At most 60 characters of untrusted text, for messages.
-fn shorten(s: &str) -> String {
+pub(crate) fn shorten(s: &str) -> String {
     let mut out: String = s.chars().take(60).collect();
     if out.len() < s.len() {
         out.push('…');
@@ -434,6 +440,7 @@ mod tests {
             filter: None,
             original_clock: false,
             panel: None,
+            steps: None,
             selection: Some(Selection {
                 rank: 7,
                 comm: "0x9f3c*&".into(),
@@ -588,6 +595,39 @@ mod tests {
     }
 
     #[test]
+    fn the_steps_views_state_travels_in_the_link() {
+        use crate::page_logic::steps_link::{StepsAsk, StepsView};
+        let steps = StepsView {
+            ask: StepsAsk {
+                theta: Some(0.75),
+                step_patterns: vec!["train step *".into()],
+                stage_patterns: vec![("forward".into(), "fwd&*".into())],
+            },
+            step: Some(3),
+            rank: Some(1),
+        };
+        let link = ViewLink {
+            files: vec![LinkFile {
+                name: "a.log".into(),
+                size: 1,
+                sha256: sha('d'),
+            }],
+            panel: Some("steps".into()),
+            steps: Some(steps.clone()),
+            ..ViewLink::default()
+        };
+        let text = encode(&link);
+        assert!(text.contains("&st="), "{text}");
+        assert_eq!(decode(&text, any_field).unwrap(), link);
+        // Nothing set: no key.
+        let plain = ViewLink {
+            steps: Some(StepsView::default()),
+            ..ViewLink::default()
+        };
+        assert!(!encode(&plain).contains("st="));
+    }
+
+    #[test]
     fn hostile_fragments_are_errors_not_panics() {
         let long = format!("v=1&f={}", "A".repeat(MAX_FRAGMENT_BYTES));
         let many = format!(
@@ -618,6 +658,9 @@ mod tests {
             "v=1&p=%3Cscript%3E",
             "v=1&p=Ranks",
             "v=1&q=%ZZ",
+            "v=1&st=th:2",
+            "v=1&st=zz:1",
+            "v=1&st=gp:%3Cb%3E",
             long.as_str(),
             many.as_str(),
         ];

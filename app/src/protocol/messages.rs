@@ -195,6 +195,10 @@ pub struct LoadRequest {
     /// ([`ToPage::Diff`]).
     #[serde(default)]
     pub compare: Option<String>,
+    /// Run the step analysis with these settings from now on, and send the insights again
+    /// ([`ToPage::Insights`]).
+    #[serde(default)]
+    pub steps: Option<crate::protocol::insights::StepsAsk>,
 }
 
 /// Options the page's URL gives the worker.
