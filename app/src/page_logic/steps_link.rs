@@ -47,13 +47,13 @@ pub fn encode(v: &StepsView) -> String {
         items.push(format!("r:{r}"));
     }
     for p in &v.ask.step_patterns {
-        items.push(format!("sp:{}", super::link::pct(p)));
+        items.push(format!("sp:{}", super::pct::pct(p)));
     }
     for (stage, glob) in &v.ask.stage_patterns {
         items.push(format!(
             "gp:{}:{}",
-            super::link::pct(stage),
-            super::link::pct(glob)
+            super::pct::pct(stage),
+            super::pct::pct(glob)
         ));
     }
     items.join("*")
@@ -61,7 +61,7 @@ pub fn encode(v: &StepsView) -> String {
 
 /// Reads an `st=` value.
 pub fn decode(value: &str) -> Result<StepsView, String> {
-    let short = super::link::shorten;
+    let short = super::pct::shorten;
     if value.len() > MAX_STEPS_BYTES {
         return Err(format!(
             "the steps' state is {} bytes, more than the {MAX_STEPS_BYTES} accepted",
@@ -111,7 +111,7 @@ pub fn decode(value: &str) -> Result<StepsView, String> {
 
 /// A percent-encoded pattern or stage name: not empty, bounded, no control characters.
 fn pattern(s: &str) -> Result<String, String> {
-    let p = super::link::unpct(s, MAX_PATTERN_BYTES)?;
+    let p = super::pct::unpct(s, MAX_PATTERN_BYTES)?;
     if p.trim().is_empty() || p.chars().any(char::is_control) {
         return Err("an empty name or one with control characters".into());
     }

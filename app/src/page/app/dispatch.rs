@@ -309,6 +309,7 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
             s.picked_instance(),
             &s.timeline_view.get_untracked(),
             Some(crate::page::views::registry::slug(s.view.get_untracked()).to_string()),
+            Some(s.steps_view.get_untracked()),
         );
         s.share_error.set(None);
         s.share_url.set(Some(here));
@@ -337,6 +338,9 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
         }
         if let Some(sel) = r.selection.clone() {
             s.select_by(sel);
+        }
+        if let Some(steps) = r.steps.clone() {
+            s.set_steps_view(steps);
         }
         if !r.theory.is_empty() {
             let mut form = s.theory.form.get_untracked();

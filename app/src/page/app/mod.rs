@@ -43,6 +43,13 @@ pub fn App() -> impl IntoView {
                     .collect(),
             );
             crate::page::client::replay(b.messages());
+            let steps = b
+                .steps
+                .as_deref()
+                .map(ncclscope_app::page_logic::steps_link::decode);
+            if let Some(Ok(v)) = steps {
+                s.set_steps_view(v);
+            }
         }
         None => crate::page::client::prestart(),
     }

@@ -22,6 +22,10 @@ pub struct Bundle {
     pub files: Vec<(String, u64)>,
     /// Recorded worker messages: JSON and the binary timeline (base64), in arrival order.
     pub messages: Vec<(String, Option<String>)>,
+    /// The Steps view's state, as a link's `st=` value (its insights are among the messages,
+    /// computed with it); read back by the same bounded decoder.
+    #[serde(default)]
+    pub steps: Option<String>,
 }
 
 impl Bundle {
@@ -82,6 +86,7 @@ fn inert(text: &str) -> String {
 pub async fn build(
     files: Vec<(String, u64)>,
     messages: Vec<(String, Option<Vec<u8>>)>,
+    steps: Option<String>,
 ) -> Result<String, String> {
     let glue = text_of(&asset_url("link[rel=modulepreload]")?).await?;
     let wasm = bytes_of(&asset_url("link[rel=preload][type='application/wasm']")?).await?;
@@ -92,6 +97,7 @@ pub async fn build(
             .into_iter()
             .map(|(json, t)| (json, t.map(|b| STANDARD.encode(b))))
             .collect(),
+        steps,
     };
     let data = serde_json::to_string(&data).map_err(|e| e.to_string())?;
     Ok(format!(

@@ -115,6 +115,7 @@ pub fn link_from_page(
     selection: Option<Selection>,
     timeline: &timeline::TimelineView,
     panel: Option<String>,
+    steps: Option<ncclscope_app::page_logic::steps_link::StepsView>,
 ) -> String {
     let link = ViewLink {
         window: window.map(|v| (v.start_ns as i64, v.end_ns as i64)),
@@ -128,6 +129,7 @@ pub fn link_from_page(
         filter: Some(timeline.filter.clone()).filter(|q| !q.is_empty()),
         original_clock: timeline.original_clock,
         panel,
+        steps,
         ..ViewLink::default()
     };
     publish(&encode(&link))

@@ -143,8 +143,11 @@ fn export_bundle() {
     let files: Vec<(String, u64)> = s
         .rows
         .with_untracked(|r| r.iter().map(|r| (r.name.clone(), r.size)).collect());
+    let steps = s.steps_view.with_untracked(|v| {
+        (!v.is_default()).then(|| ncclscope_app::page_logic::steps_link::encode(v))
+    });
     spawn_local(async move {
-        match crate::page::sharing::bundle::build(files, client::recording()).await {
+        match crate::page::sharing::bundle::build(files, client::recording(), steps).await {
             Ok(html) => {
                 s.bundle_error.set(None);
                 let bytes = js_sys::Uint8Array::from(html.as_bytes());
