@@ -50,6 +50,9 @@ pub fn App() -> impl IntoView {
             if let Some(Ok(v)) = steps {
                 s.set_steps_view(v);
             }
+            if let Some(other) = &b.other {
+                crate::page::compare::replay(s, other);
+            }
         }
         None => crate::page::client::prestart(),
     }
