@@ -405,3 +405,49 @@ fn real_exports_without_step_ranges_fall_back_to_the_collectives() {
     assert!(s["breakdown"]["mean"]["compute_ms"].as_f64().unwrap() > 0.0);
     assert!(!s["baselines"]["kernels"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn the_worst_outliers_carry_what_the_timeline_finds_them_by() {
+    let knob = StageKnob {
+        delays: vec![StepDelay {
+            rank: 1,
+            step: 2,
+            stage: DelayStage::Backward,
+            ms: 20.0,
+        }],
+        ..StageKnob::default()
+    };
+    let dir = run_dir("steps-outliers-located", 5, 4, knob);
+    let mut session = load::Session::default();
+    session.read_compute = true;
+    for f in ncclscope_cli::inputs::expand(&[dir]).unwrap() {
+        ncclscope_cli::inputs::load(&mut session, &f);
+    }
+    let analysis = pipeline::analyse(&session, &pipeline::UserSizes::default());
+    let report =
+        analyses::steps::analyse(&session, &analysis, &Default::default(), None).expect("steps");
+    let worst = report.baselines.expect("baselines").worst;
+    let nccl: Vec<_> = worst.iter().filter(|o| o.kind == "nccl").collect();
+    assert!(!nccl.is_empty(), "no NCCL outlier");
+    assert!(
+        worst.iter().any(|o| o.kind == "compute"),
+        "no compute outlier"
+    );
+    for o in &nccl {
+        let rank = o.rank.expect("a ranked NCCL outlier");
+        let comm = o.comm_id.as_deref().expect("its communicator");
+        let op_count = o.op_count.expect("its opCount");
+        // The timeline (synchronised clock) finds that collective's kernel at the outlier's
+        // synchronised start, and in each rank's own clock at its start.
+        let (_, _, at) = analyses::find_kernel(&analysis, rank, comm, op_count, &analysis.clocks)
+            .expect("the kernel of the outlier's collective");
+        assert_eq!(at, o.sync_start_ns, "{o:?}");
+        let own = enrich::ClockSync::default();
+        let (_, _, at) = analyses::find_kernel(&analysis, rank, comm, op_count, &own).unwrap();
+        assert_eq!(at, o.start_ns, "{o:?}");
+    }
+    for o in &worst {
+        let rank = o.rank.expect("a ranked outlier");
+        assert_eq!(o.sync_start_ns, analysis.clocks.to_sync(rank, o.start_ns));
+    }
+}

@@ -29,6 +29,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
+use super::pct::{pct, shorten, unpct};
+
 /// The fragment's format version.
 const VERSION: &str = "1";
 /// The longest fragment accepted (a link with this many files is already unwieldy).
@@ -86,6 +88,8 @@ pub struct ViewLink {
     pub original_clock: bool,
     /// `p=`: the panel the sender had open (a panel id: lower-case letters and `-`).
     pub panel: Option<String>,
+    /// `st=`: the Steps view's state (θ, mapping edits, the step and rank picked).
+    pub steps: Option<crate::page_logic::steps_link::StepsView>,
     /// `bf=`: the other run's files, when the link is to a comparison of two runs (`files`
     /// are the loaded run's). At most [`MAX_FILES`] of both together.
     pub other_files: Vec<LinkFile>,
@@ -134,6 +138,9 @@ pub fn encode(link: &ViewLink) -> String {
     }
     if let Some(packed) = link.kernel.as_ref().and_then(|k| pack_kernel(k).ok()) {
         parts.push(format!("k={packed}"));
+    }
+    if let Some(st) = link.steps.as_ref().filter(|st| !st.is_default()) {
+        parts.push(format!("st={}", crate::page_logic::steps_link::encode(st)));
     }
     if !link.sources.is_empty() {
         let urls: Vec<String> = link.sources.iter().map(|u| pct(u)).collect();
@@ -198,6 +205,7 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
             },
             "p" => link.panel = Some(panel(value)?),
             "pt" => link.patterns = Some(super::patterns_state::decode(value)?),
+            "st" => link.steps = Some(crate::page_logic::steps_link::decode(value)?),
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
         }
@@ -334,56 +342,6 @@ fn file(value: &str) -> Result<LinkFile, String> {
     })
 }
 
-/// Percent-encodes everything but RFC 3986's unreserved characters.
-fn pct(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Decodes percent-encoding (strictly: a `%` must start two hex digits; the result UTF-8).
-fn unpct(s: &str, max: usize) -> Result<String, String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad percent-encoding in “{}”", shorten(s)))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-        if out.len() > max {
-            return Err(format!(
-                "a value longer than {max} bytes in “{}”",
-                shorten(s)
-            ));
-        }
-    }
-    String::from_utf8(out).map_err(|_| format!("“{}” is not UTF-8 text", shorten(s)))
-}
-
-/// At most 60 characters of untrusted text, for messages.
-fn shorten(s: &str) -> String {
-    let mut out: String = s.chars().take(60).collect();
-    if out.len() < s.len() {
-        out.push('…');
-    }
-    out
-}
-
 /// How dropped files answer a link's list: names and sizes may differ, fingerprints may not.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Verification {
@@ -454,6 +412,7 @@ mod tests {
             filter: None,
             original_clock: false,
             panel: None,
+            steps: None,
             other_files: Vec::new(),
             patterns: None,
             selection: Some(Selection {
@@ -617,6 +576,39 @@ mod tests {
     }
 
     #[test]
+    fn the_steps_views_state_travels_in_the_link() {
+        use crate::page_logic::steps_link::{StepsAsk, StepsView};
+        let steps = StepsView {
+            ask: StepsAsk {
+                theta: Some(0.75),
+                step_patterns: vec!["train step *".into()],
+                stage_patterns: vec![("forward".into(), "fwd&*".into())],
+            },
+            step: Some(3),
+            rank: Some(1),
+        };
+        let link = ViewLink {
+            files: vec![LinkFile {
+                name: "a.log".into(),
+                size: 1,
+                sha256: sha('d'),
+            }],
+            panel: Some("steps".into()),
+            steps: Some(steps.clone()),
+            ..ViewLink::default()
+        };
+        let text = encode(&link);
+        assert!(text.contains("&st="), "{text}");
+        assert_eq!(decode(&text, any_field).unwrap(), link);
+        // Nothing set: no key.
+        let plain = ViewLink {
+            steps: Some(StepsView::default()),
+            ..ViewLink::default()
+        };
+        assert!(!encode(&plain).contains("st="));
+    }
+
+    #[test]
     fn hostile_fragments_are_errors_not_panics() {
         let long = format!("v=1&f={}", "A".repeat(MAX_FRAGMENT_BYTES));
         let many = format!(
@@ -650,6 +642,9 @@ mod tests {
             "v=1&pt=d*n*TP*AllReduce",
             "v=1&pt=q*a***",
             "v=1&pt=d*a*%3Cb%3E**",
+            "v=1&st=th:2",
+            "v=1&st=zz:1",
+            "v=1&st=gp:%3Cb%3E",
             long.as_str(),
             many.as_str(),
         ];

@@ -31,6 +31,42 @@ pub struct PatternsView {
     pub ranks_left_out: bool,
 }
 
+/// What the user set in the Steps view that the step analysis runs with (the command's
+/// `--theta`, `--step-pattern`, `--stage-pattern`): the default is the command's default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepsAsk {
+    /// θ, 0.70–0.90; `None`: the default (0.80).
+    pub theta: Option<f64>,
+    /// NVTX range names (globs) that delimit a step, replacing the default list when any.
+    pub step_patterns: Vec<String>,
+    /// (stage, glob): tried before the default mapping's, in order (first match wins).
+    pub stage_patterns: Vec<(String, String)>,
+}
+
+impl StepsAsk {
+    /// The step analysis's options, as `ncclscope analyze` makes them from its flags.
+    pub fn options(&self) -> analyses::steps::StepOptions {
+        let mut opts = analyses::steps::StepOptions::default();
+        if let Some(t) = self.theta {
+            opts.settings.theta = t;
+        }
+        opts.settings = opts.settings.clamped();
+        if !self.step_patterns.is_empty() {
+            opts.mapping.steps = self.step_patterns.clone();
+        }
+        for (k, (stage, glob)) in self.stage_patterns.iter().enumerate() {
+            opts.mapping.stages.insert(
+                k,
+                analyses::steps::StagePattern {
+                    pattern: glob.clone(),
+                    stage: stage.clone(),
+                },
+            );
+        }
+        opts
+    }
+}
+
 /// Above this many ranks the page draws the node matrix only.
 pub const MATRIX_RANKS: usize = 256;
 
@@ -61,15 +97,18 @@ impl Insights {
     /// runs them (the same options' defaults; the hardware from the topology NCCL printed, else
     /// A100's), so the page and the command's JSON agree.
     pub fn build(session: &load::Session, analysis: &pipeline::Analysis) -> Insights {
-        let hardware =
-            analyses::hardware_from_topology(session).unwrap_or_else(theory::Hardware::a100);
+        Self::build_with(session, analysis, &StepsAsk::default())
+    }
+
+    /// [`Insights::build`], the step analysis run as the Steps view asks.
+    pub fn build_with(
+        session: &load::Session,
+        analysis: &pipeline::Analysis,
+        ask: &StepsAsk,
+    ) -> Insights {
+        let hardware = hardware(session);
         let diagnosis = analyses::diagnosis::of_session(session, analysis);
-        let steps = analyses::steps::analyse(
-            session,
-            analysis,
-            &analyses::steps::StepOptions::default(),
-            Some(&hardware),
-        );
+        let steps = Self::steps(session, analysis, ask, &hardware);
         let options = analyses::patterns::Options {
             hardware: &hardware,
             theory: None,
@@ -98,6 +137,23 @@ impl Insights {
             ms: 0.0,
         }
     }
+}
+
+impl Insights {
+    /// The step analysis alone, as the Steps view asks (what a change of its settings re-runs).
+    pub fn steps(
+        session: &load::Session,
+        analysis: &pipeline::Analysis,
+        ask: &StepsAsk,
+        hardware: &theory::Hardware,
+    ) -> Option<analyses::steps::StepsReport> {
+        analyses::steps::analyse(session, analysis, &ask.options(), Some(hardware))
+    }
+}
+
+/// The hardware the insights assume: from the topology NCCL printed, else A100's.
+pub fn hardware(session: &load::Session) -> theory::Hardware {
+    analyses::hardware_from_topology(session).unwrap_or_else(theory::Hardware::a100)
 }
 
 impl IdentityRow {

@@ -200,6 +200,10 @@ pub struct LoadRequest {
     /// ([`ToPage::Diff`]).
     #[serde(default)]
     pub compare: Option<String>,
+    /// Run the step analysis with these settings from now on, and send the insights again
+    /// ([`ToPage::Insights`]).
+    #[serde(default)]
+    pub steps: Option<crate::protocol::insights::StepsAsk>,
     /// This run's timeline cut to a step, for the stacked timelines ([`ToPage::Stacked`]).
     #[serde(default)]
     pub stacked: Option<crate::protocol::stacked::StackedAsk>,

@@ -4,7 +4,7 @@
 //! helper workers it hands exports to ([`crate::worker::parse_pool`]).
 
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
-use load::{read_export, ReadOptions};
+use load::{read_compute_kernels, read_export, ComputeRead, ReadOptions};
 use model::nsys::NsysExport;
 use sqlsource_sqljs::{SqlJs, SQL_BATCH_SCRIPT};
 use std::cell::RefCell;
@@ -56,6 +56,44 @@ impl ExportFailure {
     }
 }
 
+/// A read export and its compute kernels (or why they were not read: the export stands).
+pub struct ReadExport {
+    pub export: NsysExport,
+    /// `None` when not asked for (never, from [`read_export_blob`]).
+    pub compute: Option<ComputeRead>,
+}
+
+impl ReadExport {
+    /// Adds it to `session` under `name` of `bytes`, or the failure `read` is.
+    pub fn add_to(
+        session: &mut load::Session,
+        name: &str,
+        bytes: u64,
+        read: Result<ReadExport, String>,
+    ) -> load::FileReport {
+        match read {
+            Ok(r) => session.add_read_export_with_compute(name, bytes, Ok(r.export), r.compute),
+            Err(e) => session.add_read_export(name, bytes, Err(e)),
+        }
+    }
+
+    /// As a helper posts it back (`wire::export`).
+    pub fn to_wire(self) -> wire::export::ExportRead {
+        wire::export::ExportRead::Read(Box::new(self.export), self.compute.map(|c| c.map(Box::new)))
+    }
+
+    /// What a helper's `wire::export` answer was: the export, or the file's error.
+    pub fn from_wire(read: wire::export::ExportRead) -> Result<ReadExport, String> {
+        match read {
+            wire::export::ExportRead::Read(export, compute) => Ok(ReadExport {
+                export: *export,
+                compute: compute.map(|c| c.map(|c| *c)),
+            }),
+            wire::export::ExportRead::Failed(e) => Err(e),
+        }
+    }
+}
+
 /// Reads the export `blob` under `name`; `progress(bytes_read)` as slices arrive, `stage(what)`
 /// when the slower stages start (opening, querying).
 pub async fn read_export_blob(
@@ -64,7 +102,7 @@ pub async fn read_export_blob(
     options: &ReadOptions,
     progress: impl FnMut(u64),
     stage: impl Fn(&str),
-) -> Result<NsysExport, ExportFailure> {
+) -> Result<ReadExport, ExportFailure> {
     let sql = match sqljs().await {
         Ok(sql) => sql,
         Err(e) => {
@@ -81,7 +119,10 @@ pub async fn read_export_blob(
         drop(bytes);
         stage("querying kernels, NVTX and processes");
         // The database is freed (dropped) as soon as it has been read.
-        read_export(&db, name, options)
+        let export = read_export(&db, name, options)?;
+        stage("querying compute kernels");
+        let compute = Some(read_compute_kernels(&db));
+        Ok(ReadExport { export, compute })
     };
     let read = read.await.map_err(ExportFailure::File);
     if read.is_err() {

@@ -18,12 +18,12 @@ use web_sys::{Blob, MessageEvent};
 
 use crate::page_logic::files::{for_each_slice, read_head};
 use crate::page_logic::link::LinkFile;
-use crate::protocol::insights::Insights;
+use crate::protocol::insights::{Insights, StepsAsk};
 use crate::protocol::messages::{LoadRequest, ToPage};
 use crate::protocol::theory::theory_view;
 use crate::protocol::views::{FileView, RankView};
 use crate::worker::align_pool::{self, HelperRunner, Helpers};
-use crate::worker::export_read::{read_export_blob, ExportFailure};
+use crate::worker::export_read::{read_export_blob, ExportFailure, ReadExport};
 use crate::worker::heap::ended as stage_ended;
 use crate::worker::parse_pool::{self, Loaded, ParseBatch};
 use crate::worker::post::{post, post_bytes, scope, PROGRESS_INTERVAL_MS};
@@ -41,6 +41,10 @@ static ANALYSIS: RefCell<Option<Analysis>> = const { RefCell::new(None) };
 static TIMELINE: RefCell<SentTimeline> = RefCell::new(SentTimeline::default());
 /// The filter and clock the page asked for; every later analysis's timeline keeps them.
 static VIEW: RefCell<TimelineView> = RefCell::new(TimelineView::default());
+/// How the Steps view asks the step analysis to run; every later analysis keeps it.
+static STEPS_ASK: RefCell<StepsAsk> = RefCell::new(StepsAsk::default());
+/// The insights last sent: a change of the steps' settings re-runs the step analysis alone.
+static INSIGHTS: RefCell<Option<Insights>> = const { RefCell::new(None) };
 /// Every file loaded so far (the browser's handle, not its bytes), for fingerprints.
 static INPUTS: RefCell<Vec<Input>> = const { RefCell::new(Vec::new()) };}
 
@@ -120,6 +124,9 @@ async fn serve(mut req: LoadRequest) {
     }
     if let Some(toml) = &req.theory {
         post(&theory(toml, req.hardware.as_deref()), None);
+    }
+    if let Some(ask) = &req.steps {
+        rerun_steps(ask.clone());
     }
     crate::worker::compare::serve(&req, &|f| with_analysed(f).is_some());
     if let Some(ask) = req.stacked {
@@ -460,7 +467,7 @@ async fn load_and_analyse(req: &LoadRequest) {
                             Loaded::NotALog => not_an_input(&item.name, item.blob.size() as u64),
                             Loaded::Export(read) => {
                                 let size = item.blob.size() as u64;
-                                s.borrow_mut().add_read_export(&item.name, size, read)
+                                ReadExport::add_to(&mut s.borrow_mut(), &item.name, size, read)
                             }
                         })
                     }
@@ -561,24 +568,59 @@ async fn load_and_analyse(req: &LoadRequest) {
     post_insights();
 }
 
-/// The insights of the analysis just sent (after it: the timeline shows first).
+/// The insights of the analysis just sent (after it: the timeline shows first), with the
+/// step analysis run as the Steps view asked.
 fn post_insights() {
     let started = js_sys::Date::now();
+    let ask = STEPS_ASK.with(|a| a.borrow().clone());
     let insights = SESSION.with(|s| {
         ANALYSIS.with(|a| {
             a.borrow()
                 .as_ref()
-                .map(|analysis| Insights::build(&s.borrow(), analysis))
+                .map(|analysis| Insights::build_with(&s.borrow(), analysis, &ask))
         })
     });
     if let Some(mut insights) = insights {
         insights.ms = js_sys::Date::now() - started;
-        post(
-            &ToPage::Insights {
-                insights: Box::new(insights),
-            },
-            None,
-        );
+        send_insights(insights);
+    }
+}
+
+/// Posts `insights` and keeps them (a change of the steps' settings replaces their steps).
+fn send_insights(insights: Insights) {
+    let msg = ToPage::Insights {
+        insights: Box::new(insights),
+    };
+    post(&msg, None);
+    if let ToPage::Insights { insights } = msg {
+        INSIGHTS.with(|i| *i.borrow_mut() = Some(*insights));
+    }
+}
+
+/// Keeps the Steps view's settings for every later analysis and, when there is an analysis,
+/// re-runs the step analysis alone with them and sends the insights again.
+fn rerun_steps(ask: StepsAsk) {
+    if STEPS_ASK.with(|a| *a.borrow() == ask) {
+        return;
+    }
+    STEPS_ASK.with(|a| *a.borrow_mut() = ask.clone());
+    let Some(mut insights) = INSIGHTS.with(|i| i.borrow().clone()) else {
+        return;
+    };
+    let started = js_sys::Date::now();
+    let steps = SESSION.with(|s| {
+        let s = s.borrow();
+        ANALYSIS.with(|a| {
+            let hardware = crate::protocol::insights::hardware(&s);
+            a.borrow()
+                .as_ref()
+                .map(|analysis| Insights::steps(&s, analysis, &ask, &hardware))
+        })
+    });
+    if let Some(steps) = steps {
+        insights.steps = steps;
+        insights.ms = js_sys::Date::now() - started;
+        send_insights(insights);
     }
 }
 
@@ -717,7 +759,7 @@ async fn load_export(
     let options = read_options();
     let read = read_export_blob(name, blob, &options, progress, stage).await;
     let read = read.map_err(ExportFailure::message);
-    SESSION.with(|s| s.borrow_mut().add_read_export(name, size, read))
+    SESSION.with(|s| ReadExport::add_to(&mut s.borrow_mut(), name, size, read))
 }
 
 /// What exports are read for (the session's; helpers are told the same).

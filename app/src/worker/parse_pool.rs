@@ -25,7 +25,6 @@ use futures_util::future::{join, select, Either};
 use futures_util::StreamExt;
 use js_sys::{Array, Object, Reflect};
 use load::{sniff, InputKind, LoadedLog, LogLoader, ReadOptions, SNIFF_BYTES};
-use model::nsys::NsysExport;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -36,7 +35,7 @@ use wire::export::ExportRead;
 
 use crate::page_logic::files::{for_each_slice, read_head};
 use crate::protocol::messages::{LoadItem, PageOptions, ParseFault, ToPage};
-use crate::worker::export_read::{read_export_blob, ExportFailure};
+use crate::worker::export_read::{read_export_blob, ExportFailure, ReadExport};
 use crate::worker::parse_jobs::{auto_helpers, work, Claim, ParseJobs, EXPORT_WORK_PER_BYTE};
 use crate::worker::pool::{
     hardware_concurrency, Event, Helper, JobKind, Pool, MAX_HELPERS, RESULT_KEY,
@@ -62,8 +61,9 @@ pub enum Loaded {
     /// Text without an NCCL line in its head in which no later line was one either: refused
     /// like any other unknown file. A helper answers it with no bytes.
     NotALog,
-    /// The export, or the file's error, as reading it in place would give.
-    Export(Result<NsysExport, String>),
+    /// The export and its compute kernels, or the file's error, as reading it in place would
+    /// give.
+    Export(Result<ReadExport, String>),
 }
 
 /// How many helpers parse: the page's `?parse-workers=N` (0: none), else by the cores.
@@ -248,12 +248,7 @@ impl<'a> ParseBatch<'a> {
         let decoded = if !self.exports[job] && bytes.is_empty() {
             Ok(Loaded::NotALog)
         } else if self.exports[job] {
-            wire::export::decode(&bytes).map(|read| {
-                Loaded::Export(match read {
-                    ExportRead::Read(export) => Ok(*export),
-                    ExportRead::Failed(e) => Err(e),
-                })
-            })
+            wire::export::decode(&bytes).map(|read| Loaded::Export(ReadExport::from_wire(read)))
         } else {
             wire::log::decode(&bytes).map(|parsed| {
                 Loaded::Log(LoadedLog {
@@ -606,7 +601,7 @@ async fn load_and_answer(
     };
     let answer = match export {
         Some(options) => match read_export_blob(&name, &blob, &options, progress, |_| {}).await {
-            Ok(export) => Ok(wire::export::encode(&ExportRead::Read(Box::new(export)))),
+            Ok(read) => Ok(wire::export::encode(&read.to_wire())),
             Err(ExportFailure::File(e)) => Ok(wire::export::encode(&ExportRead::Failed(e))),
             Err(ExportFailure::SqlJs(e)) => Err(format!("sql.js: {e}")),
         },

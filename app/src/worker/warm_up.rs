@@ -15,7 +15,7 @@ use web_sys::Blob;
 
 use crate::page_logic::deferred::next_task;
 use crate::page_logic::files::{demo_file, demo_manifest};
-use crate::worker::export_read::{read_export_blob, ExportFailure};
+use crate::worker::export_read::{read_export_blob, ExportFailure, ReadExport};
 use crate::worker::parse_pool::parse_blob;
 
 /// Rounds of (parse the log, read the export): in the export benchmark, a file's second and
@@ -74,7 +74,7 @@ async fn run(options: ReadOptions) {
             let read = read_export_blob(name, blob, &options, |_| (), |_| ()).await;
             if round == 0 {
                 let read = read.map_err(ExportFailure::message);
-                session.add_read_export(name, blob.size() as u64, read);
+                ReadExport::add_to(&mut session, name, blob.size() as u64, read);
             }
         }
     }

@@ -22,4 +22,4 @@ pub use process_rows::{ProcessKernels, ProcessOps};
 pub use report::FileReport;
 pub use session::{read_export, LoadedExport, LoadedLog, LogLoader, Session};
 pub use sniff::{sniff, InputKind, SNIFF_BYTES};
-pub use stage_files::LoadedStageFile;
+pub use stage_files::{read_compute_kernels, ComputeRead, LoadedStageFile};

@@ -275,6 +275,27 @@ impl Session {
         report
     }
 
+    /// [`Session::add_read_export`], and the export's compute kernels read elsewhere too
+    /// ([`crate::stage_files::read_compute_kernels`]), kept as [`Session::add_export`] keeps
+    /// them with [`Session::read_compute`] set: the page's workers read both from the one
+    /// opened database.
+    pub fn add_read_export_with_compute(
+        &mut self,
+        name: &str,
+        bytes: u64,
+        read: Result<NsysExport, String>,
+        compute: Option<crate::stage_files::ComputeRead>,
+    ) -> FileReport {
+        let kept = read.is_ok();
+        let mut report = self.add_read_export(name, bytes, read);
+        if let (true, Some(compute)) = (kept, compute) {
+            if let Some(loaded) = self.exports.last_mut().and_then(Arc::get_mut) {
+                crate::stage_files::keep_compute(compute, loaded, &mut report);
+            }
+        }
+        report
+    }
+
     /// Keeps the export `name` of `bytes` read elsewhere ([`read_export`], e.g. on another
     /// worker, with this session's [`Session::read_options`]), or the message of its failure,
     /// and reports on it exactly as [`Session::add_export`] would have: an export has no file

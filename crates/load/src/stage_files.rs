@@ -63,10 +63,25 @@ impl Session {
     }
 }
 
+/// What reading an export's compute kernels gave: the kernels, or why they were not read.
+pub type ComputeRead = Result<model::compute::ComputeKernels, String>;
+
+/// Reads `db`'s compute kernels ([`ingest_nsys::read_compute_kernels`]), for
+/// [`Session::add_read_export_with_compute`] when the export is read elsewhere (the page's
+/// workers); the error is worded for the file's report.
+pub fn read_compute_kernels(db: &dyn SqlSource) -> ComputeRead {
+    ingest_nsys::read_compute_kernels(db).map_err(|e| e.to_string())
+}
+
 /// Reads `db`'s compute kernels into `loaded` (a failure is a warning in the file's report: the
 /// rest of the export stands).
 pub(crate) fn read_compute(db: &dyn SqlSource, loaded: &mut LoadedExport, report: &mut FileReport) {
-    match ingest_nsys::read_compute_kernels(db) {
+    keep_compute(read_compute_kernels(db), loaded, report);
+}
+
+/// Keeps `read` on `loaded`, or says in its report why there are none.
+pub(crate) fn keep_compute(read: ComputeRead, loaded: &mut LoadedExport, report: &mut FileReport) {
+    match read {
         Ok(c) => loaded.compute = Some(c),
         Err(e) => report.diagnostics.push(Diagnostic::new(
             &loaded.name,

@@ -3,7 +3,8 @@
 //! back as `wire::export` bytes) and added to the session in the request's order with
 //! `Session::add_log_parsed_ahead` and `Session::add_read_export` give the session a single
 //! worker gives: every file's report (records digest included), every log's and export's
-//! records and the analysis. The requests mix
+//! records, its compute kernels (read beside it, as the page's workers read them; in place
+//! with `Session::read_compute`) and the analysis. The requests mix
 //! logs with exports, gzip-compressed logs, a garbled and truncated log, and a file that is
 //! refused before it gets an index (so later logs' indices are not their positions).
 
@@ -67,6 +68,7 @@ fn parse(name: &str, bytes: &[u8], index: u32) -> LoadedLog {
 fn session() -> Session {
     let mut s = Session::default();
     s.digests = true;
+    s.read_compute = true;
     s
 }
 
@@ -104,7 +106,8 @@ fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
             }
             Input::Export(name, db) => {
                 let export = read_export(db, name, &ReadOptions::default()).expect("reads");
-                let read = wire::export::ExportRead::Read(Box::new(export));
+                let compute = load::read_compute_kernels(db).map(Box::new);
+                let read = wire::export::ExportRead::Read(Box::new(export), Some(compute));
                 wire[i] = Some(wire::export::encode(&read));
             }
             Input::Refused => {}
@@ -124,12 +127,13 @@ fn ahead(inputs: &[Input]) -> (Session, Vec<FileReport>) {
                 reports.push(s.add_log_parsed_ahead(log));
             }
             Input::Export(name, _) => {
-                let Ok(wire::export::ExportRead::Read(export)) =
+                let Ok(wire::export::ExportRead::Read(export, compute)) =
                     wire::export::decode(&wire.expect("read ahead"))
                 else {
                     panic!("{name}: not an export");
                 };
-                reports.push(s.add_read_export(name, 0, Ok(*export)));
+                let compute = compute.map(|c| c.map(|c| *c));
+                reports.push(s.add_read_export_with_compute(name, 0, Ok(*export), compute));
             }
             Input::Refused => {}
         }
@@ -152,6 +156,9 @@ fn check(preset: &str, gzip_every: Option<usize>) {
     assert_eq!(a.exports().len(), b.exports().len(), "{preset}: exports");
     for (x, y) in a.exports().iter().zip(b.exports()) {
         assert_eq!(x.export, y.export, "{preset}: {}", x.name);
+        assert_eq!(x.compute, y.compute, "{preset}: {} compute", x.name);
+        let busy = x.compute.as_ref().map_or(0, |c| c.tracks.len());
+        assert!(busy > 0, "{preset}: {}: no compute kernels read", x.name);
     }
     let (x, y) = (
         analyse(&a, &UserSizes::default()),

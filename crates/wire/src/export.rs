@@ -4,17 +4,22 @@
 //! and 40-byte rows) and exact (floats as their bits), so an export decoded from its bytes
 //! equals the export that was encoded.
 //!
+//! The export's compute kernels travel beside it when they were read (compact already: per GPU
+//! its merged busy intervals, per name a few numbers; `model::compute`), or why they were not.
+//!
 //! An export that could not be read travels too, as the message the loading worker would have
 //! reported: a bad file is the file's error, not the helper's, so the helper stays in service.
 //! An export has no file index (unlike a log's operations): nothing is renumbered on arrival.
 
+use model::compute::ComputeKernels;
 use model::nsys::NsysExport;
 
 /// What reading one export gave.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ExportRead {
-    /// Boxed: the export is a few hundred bytes of headers, the failure a message.
-    Read(Box<NsysExport>),
+    /// Boxed: the export is a few hundred bytes of headers, the failure a message. Beside it
+    /// its compute kernels, when asked for: read, or the reason they were not.
+    Read(Box<NsysExport>, Option<Result<Box<ComputeKernels>, String>>),
     /// The file's error, worded as the file's report words it.
     Failed(String),
 }

@@ -35,11 +35,18 @@ fn generated_exports(dir: &Path) -> Vec<PathBuf> {
 
 fn assert_round_trip(path: &Path) -> usize {
     let export = read(path);
-    let wire = wire::export::encode(&ExportRead::Read(Box::new(export.clone())));
-    let Ok(ExportRead::Read(back)) = wire::export::decode(&wire) else {
+    let compute = ingest_nsys::read_compute_kernels(&NativeDb::open(path).expect("open"))
+        .map(Box::new)
+        .map_err(|e| e.to_string());
+    let wire = wire::export::encode(&ExportRead::Read(
+        Box::new(export.clone()),
+        Some(compute.clone()),
+    ));
+    let Ok(ExportRead::Read(back, back_compute)) = wire::export::decode(&wire) else {
         panic!("{}: does not decode to an export", path.display());
     };
     assert_eq!(*back, export, "{}", path.display());
+    assert_eq!(back_compute, Some(compute), "{}: compute", path.display());
     // Not only equal: every record field, printed (interning tables rebuilt, floats exact).
     assert_eq!(
         format!("{back:?}"),
@@ -78,7 +85,7 @@ fn garbage_and_cuts_are_errors() {
         .into_iter()
         .next()
         .expect("an export");
-    let wire = wire::export::encode(&ExportRead::Read(Box::new(read(&path))));
+    let wire = wire::export::encode(&ExportRead::Read(Box::new(read(&path)), None));
     let _ = std::fs::remove_dir_all(&dir);
     // About 300 cuts, wherever the encoding is long.
     for n in (0..wire.len()).step_by((wire.len() / 300).max(1)) {

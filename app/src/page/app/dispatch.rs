@@ -19,6 +19,7 @@ use crate::page::sharing::share::{apply_link, link_from_page, LinkState};
 use crate::page::timeline::canvas::View;
 use crate::page::timeline::controls::ViewStatus;
 use crate::page::views::registry;
+use ncclscope_app::page_logic::link::ViewLink;
 
 /// Results of more ranks than this are shown over several animation frames.
 const STAGED_RANKS: usize = 32;
@@ -314,14 +315,21 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
         Vec::new()
     };
     let Some(expected) = s.link.with_untracked(LinkState::expected) else {
+        let patterns = s.patterns.get_untracked();
+        let views = ViewLink {
+            files,
+            other_files: other,
+            selection: s.picked_instance(),
+            panel: Some(crate::page::views::registry::slug(s.view.get_untracked()).to_string()),
+            patterns: (!patterns.is_default()).then_some(patterns),
+            steps: Some(s.steps_view.get_untracked()),
+            ..ViewLink::default()
+        };
         let here = link_from_page(
             s.window.get_untracked(),
             &s.theory.form.get_untracked(),
-            (files, other),
-            s.picked_instance(),
             &s.timeline_view.get_untracked(),
-            Some(crate::page::views::registry::slug(s.view.get_untracked()).to_string()),
-            &s.patterns.get_untracked(),
+            views,
         );
         s.share_error.set(None);
         s.share_url.set(Some(here));
@@ -353,6 +361,9 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
         }
         if let Some(sel) = r.selection.clone() {
             s.select_by(sel);
+        }
+        if let Some(steps) = r.steps.clone() {
+            s.set_steps_view(steps);
         }
         if !r.theory.is_empty() {
             let mut form = s.theory.form.get_untracked();

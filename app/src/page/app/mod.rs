@@ -44,6 +44,13 @@ pub fn App() -> impl IntoView {
             );
             s.patterns.set(b.patterns());
             crate::page::client::replay(b.messages());
+            let steps = b
+                .steps
+                .as_deref()
+                .map(ncclscope_app::page_logic::steps_link::decode);
+            if let Some(Ok(v)) = steps {
+                s.set_steps_view(v);
+            }
             if let Some(other) = &b.other {
                 crate::page::compare::replay(s, other);
             }

@@ -6,6 +6,7 @@ use analyses::{KernelDetails, WindowSummary};
 use leptos::prelude::*;
 use ncclscope_app::page_logic::link::{LinkFile, Selection};
 use ncclscope_app::page_logic::patterns_state::PatternsState;
+use ncclscope_app::page_logic::steps_link::{StepsAsk, StepsView};
 use ncclscope_app::protocol::messages::LoadRequest;
 use ncclscope_app::protocol::notes::NoteRow;
 use ncclscope_app::protocol::overview::OverviewView;
@@ -114,6 +115,9 @@ pub struct AppState {
     /// What went wrong, why steps are slow, where traffic flows, who is who: the worker sends
     /// them after each result (`None` until then).
     pub insights: crate::page::panels::insights::InsightsSignal,
+    /// What the user set in the Steps view (θ, mapping edits, the step and rank picked): in
+    /// share links (`st=`) and bundles.
+    pub steps_view: RwSignal<StepsView>,
     /// Each result is shown over several animation frames; a newer one stops an older one's.
     pub result_stage: StoredValue<u64>,
     pub theory: TheoryState,
@@ -189,6 +193,7 @@ impl AppState {
             panels: PanelStages::new(),
             overview: RwSignal::new(None),
             insights: RwSignal::new(None),
+            steps_view: RwSignal::new(StepsView::default()),
             result_stage: StoredValue::new(0),
             theory: TheoryState {
                 form: RwSignal::new(saved_form()),
@@ -289,6 +294,21 @@ impl AppState {
             view: Some(v),
             ..LoadRequest::default()
         })
+    }
+
+    /// Sets the Steps view's state; a change of what the analysis runs with asks the worker to
+    /// run the step analysis again (a bundle has no worker: its steps stay as recorded).
+    pub fn set_steps_view(&self, v: StepsView) {
+        let ask_changed = self.steps_view.with_untracked(|old| old.ask != v.ask);
+        let ask: StepsAsk = v.ask.clone();
+        self.steps_view.set(v);
+        if ask_changed && !self.is_bundle {
+            client::load(LoadRequest {
+                options: page_options(),
+                steps: Some(ask),
+                ..LoadRequest::default()
+            })
+        }
     }
 
     /// Picks a kernel by what identifies it across loads (a link's selection).

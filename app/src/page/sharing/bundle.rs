@@ -25,6 +25,10 @@ pub struct Bundle {
     pub files: Vec<(String, u64)>,
     /// Recorded worker messages: JSON and the binary timeline (base64), in arrival order.
     pub messages: Vec<(String, Option<String>)>,
+    /// The Steps view's state, as a link's `st=` value (its insights are among the messages,
+    /// computed with it); read back by the same bounded decoder.
+    #[serde(default)]
+    pub steps: Option<String>,
     /// The run the loaded one was compared with, if any (absent from older bundles).
     #[serde(default)]
     pub other: Option<OtherRun>,
@@ -145,6 +149,7 @@ pub async fn build(
     messages: Vec<(String, Option<Vec<u8>>)>,
     other: Option<OtherRun>,
     patterns: &PatternsState,
+    steps: Option<String>,
 ) -> Result<String, String> {
     let glue = text_of(&asset_url("link[rel=modulepreload]")?).await?;
     let wasm = bytes_of(&asset_url("link[rel=preload][type='application/wasm']")?).await?;
@@ -154,6 +159,7 @@ pub async fn build(
         messages: encoded(messages),
         other,
         patterns: (!patterns.is_default()).then(|| patterns_state::encode(patterns)),
+        steps,
     };
     let data = serde_json::to_string(&data).map_err(|e| e.to_string())?;
     Ok(format!(

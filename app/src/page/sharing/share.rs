@@ -5,9 +5,8 @@ use crate::page::panels::theory::HARDWARE_FIELD;
 use analyses::WindowSummary;
 use leptos::prelude::*;
 use ncclscope_app::page_logic::link::{
-    decode, encode, pack_kernel, pack_summary, verify, LinkFile, Selection, SharedKernel, ViewLink,
+    decode, encode, pack_kernel, pack_summary, verify, LinkFile, SharedKernel, ViewLink,
 };
-use ncclscope_app::page_logic::patterns_state::PatternsState;
 use ncclscope_app::protocol::format::human_bytes;
 use theory::form::{Form, FIELDS};
 
@@ -117,15 +116,14 @@ pub fn self_contained_kernel_link(kernel: SharedKernel) -> Result<String, String
 }
 
 /// Puts a link to the current view in the address bar (replacing the entry, so Back still
-/// leaves the page), copies it to the clipboard where allowed, and returns it.
+/// leaves the page), copies it to the clipboard where allowed, and returns it. `views` holds what
+/// the views themselves contribute (files, selection, panel, each analysis view's state); the
+/// window, the theory form's fields and the timeline's filter and clock are added here.
 pub fn link_from_page(
     window: Option<View>,
     form: &Form,
-    (files, other_files): (Vec<LinkFile>, Vec<LinkFile>),
-    selection: Option<Selection>,
     timeline: &timeline::TimelineView,
-    panel: Option<String>,
-    patterns: &PatternsState,
+    views: ViewLink,
 ) -> String {
     let link = ViewLink {
         window: window.map(|v| (v.start_ns as i64, v.end_ns as i64)),
@@ -134,14 +132,9 @@ pub fn link_from_page(
             .filter(|(k, v)| !v.is_empty() && known_field(k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
-        files,
-        other_files,
-        selection,
         filter: Some(timeline.filter.clone()).filter(|q| !q.is_empty()),
         original_clock: timeline.original_clock,
-        panel,
-        patterns: (!patterns.is_default()).then(|| patterns.clone()),
-        ..ViewLink::default()
+        ..views
     };
     publish(&encode(&link))
 }

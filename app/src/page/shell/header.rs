@@ -143,6 +143,9 @@ fn export_bundle() {
     let files: Vec<(String, u64)> = s
         .rows
         .with_untracked(|r| r.iter().map(|r| (r.name.clone(), r.size)).collect());
+    let steps = s.steps_view.with_untracked(|v| {
+        (!v.is_default()).then(|| ncclscope_app::page_logic::steps_link::encode(v))
+    });
     // A comparison shown: the other run's worker's messages go in too.
     let c = s.compare;
     let other = c.diff.with_untracked(Option::is_some).then(|| {
@@ -156,8 +159,14 @@ fn export_bundle() {
     });
     let patterns = s.patterns.get_untracked();
     spawn_local(async move {
-        match crate::page::sharing::bundle::build(files, client::recording(), other, &patterns)
-            .await
+        match crate::page::sharing::bundle::build(
+            files,
+            client::recording(),
+            other,
+            &patterns,
+            steps,
+        )
+        .await
         {
             Ok(html) => {
                 s.bundle_error.set(None);

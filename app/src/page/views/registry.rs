@@ -12,7 +12,7 @@ use crate::page::app::state::{app_state, AppState};
 use crate::page::panels::insights::diagnosis::DiagnosisPanel;
 use crate::page::panels::insights::identity::IdentityPanel;
 use crate::page::panels::insights::patterns::PatternsPanel;
-use crate::page::panels::insights::steps::StepsPanel;
+use crate::page::panels::insights::steps::{StepsControls, StepsPanel};
 use crate::page::views::{analyses, inputs, overview};
 
 /// The Patterns view: its state and the theory's predicted matrix from the app; an outlier
@@ -165,7 +165,7 @@ pub const VIEWS: [ViewDef; 18] = [
     },
     ViewDef {
         spec: spec("steps", "Steps", 'u', &[], "Why a step is slow: which stage and rank hold each step's time, and operations slower than their baseline", "a stage file, exports with NVTX step ranges, or kernels of several steps"),
-        body: || view! { <StepsPanel insights=app_state().insights /> }.into_any(),
+        body: || view! { <StepsPanel insights=app_state().insights controls=steps_controls(app_state()) /> }.into_any(),
         ready: |s| s.insights.with(|i| i.as_ref().is_some_and(|i| i.steps.is_some())),
         optional: false,
     },
@@ -279,5 +279,20 @@ fn needs(s: &AppState, def: &'static ViewDef) -> impl IntoView {
                 }}
             </p>
         </section>
+    }
+}
+
+/// The Steps view's state and what its choices do: settings go through
+/// [`AppState::set_steps_view`]; an outlier opens on the timeline in the clock it shows.
+fn steps_controls(s: AppState) -> StepsControls {
+    StepsControls {
+        state: s.steps_view,
+        on_set: Callback::new(move |v| s.set_steps_view(v)),
+        on_open: Callback::new(move |o: ::analyses::steps::baselines::Outlier| {
+            let original = s.timeline_view.with_untracked(|v| v.original_clock);
+            let (window, sel) =
+                ncclscope_app::page_logic::steps_target::outlier_target(&o, original);
+            s.open_on_timeline(window, sel);
+        }),
     }
 }

@@ -59,6 +59,16 @@ pub struct Outlier {
     pub duration_ms: f64,
     pub baseline_ms: f64,
     pub excess_ms: f64,
+    /// Its start in the synchronised clock (the reference rank's: the timeline's default),
+    /// ns; the same as `start_ns` for a process without a clock estimate.
+    #[serde(default)]
+    pub sync_start_ns: i64,
+    /// An NCCL kernel's collective, when its log line is known: the communicator's id and the
+    /// opCount (what picks the instance on the timeline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_count: Option<u64>,
 }
 
 /// Baselines and the worst instances.
@@ -168,6 +178,9 @@ pub fn baselines(
                 duration_ms: ms(k.end_ns - k.start_ns),
                 baseline_ms: ms(base[k.key as usize]),
                 excess_ms: ms(excess),
+                sync_start_ns: k.start_ns,
+                comm_id: None,
+                op_count: None,
             };
             insert_worst(&mut worst, o);
             if worst.len() >= Baselines::WORST {
@@ -206,6 +219,9 @@ pub fn baselines(
                     duration_ms: ms(d),
                     baseline_ms: ms(k.min_ns),
                     excess_ms: ms(d - k.min_ns),
+                    sync_start_ns: start,
+                    comm_id: None,
+                    op_count: None,
                 },
             );
         }

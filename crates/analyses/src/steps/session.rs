@@ -320,9 +320,39 @@ fn kernel_parts(
     }
     if !k.ranks.is_empty() || !k.compute.is_empty() {
         let lookup = StepLookup::new(&found.windows);
-        report.baselines = Some(baselines(&k.ops, &k.ranks, &k.compute, &|r, t| {
-            lookup.step(r, t)
-        }));
+        let mut b = baselines(&k.ops, &k.ranks, &k.compute, &|r, t| lookup.step(r, t));
+        locate_outliers(&mut b.worst, analysis);
+        report.baselines = Some(b);
+    }
+}
+
+/// Where the timeline finds each outlier: its start in the synchronised clock, and for an NCCL
+/// kernel of an aligned process the collective its log line names (communicator id, opCount).
+fn locate_outliers(worst: &mut [super::baselines::Outlier], analysis: &Analysis) {
+    let comms = &analysis.communicators;
+    for o in worst {
+        let Some(rank) = o.rank else { continue };
+        o.sync_start_ns = analysis.clocks.to_sync(rank, o.start_ns);
+        if o.kind != "nccl" {
+            continue;
+        }
+        let Some(p) = analysis.processes.iter().find(|p| p.global_rank == rank) else {
+            continue;
+        };
+        let Some(pm) = analysis.alignments.get(&p.process) else {
+            continue;
+        };
+        let op = pm
+            .matched_spans()
+            .find(|(k, _)| k.start_ns == o.start_ns)
+            .and_then(|(_, m)| m.lines().find_map(|j| pm.log_ops.get(j)));
+        if let Some(op) = op {
+            o.comm_id = comms
+                .comm_of(&pm.process, op.comm)
+                .and_then(|c| comms.comms.get(c))
+                .map(|c| c.id.clone());
+            o.op_count = o.comm_id.as_ref().map(|_| op.op_count);
+        }
     }
 }
 

@@ -2,14 +2,28 @@
 //! holds that stage), every step's frontier, and the operations slower than their baseline.
 
 use super::{ms, pct, ranks, waiting, InsightsSignal};
+use analyses::steps::baselines::Outlier;
 use analyses::steps::StepsReport;
 use leptos::prelude::*;
+use ncclscope_app::page_logic::steps_link::{
+    parse_stage_patterns, parse_step_patterns, StepsAsk, StepsView,
+};
 
 /// Steps listed at most (the rest are in the command's JSON).
 const STEPS_SHOWN: usize = 200;
 
+/// What the Steps view does with the user's choices: `on_set` takes the view's new state
+/// (the page asks the worker again when θ or the mapping changed), `on_open` an outlier to
+/// show on the timeline.
+#[derive(Clone, Copy)]
+pub struct StepsControls {
+    pub state: RwSignal<StepsView>,
+    pub on_set: Callback<StepsView>,
+    pub on_open: Callback<Outlier>,
+}
+
 #[component]
-pub fn StepsPanel(insights: InsightsSignal) -> impl IntoView {
+pub fn StepsPanel(insights: InsightsSignal, controls: StepsControls) -> impl IntoView {
     move || match insights.get() {
         None => waiting().into_any(),
         Some(i) => match &i.steps {
@@ -21,17 +35,18 @@ pub fn StepsPanel(insights: InsightsSignal) -> impl IntoView {
                          exports with NVTX ranges per iteration (ProfilerStep#N, iteration N, \
                          train_step), or kernels of a run long enough to show its period."
                     </p>
+                    {settings(controls)}
                 </section>
             }
             .into_any(),
-            Some(r) => body(r).into_any(),
+            Some(r) => body(r, controls).into_any(),
         },
     }
 }
 
-fn body(r: &StepsReport) -> impl IntoView {
+fn headline(r: &StepsReport) -> String {
     let w = &r.window;
-    let headline = match (&w.top1, w.top1_rank) {
+    match (&w.top1, w.top1_rank) {
         (Some(stage), Some(rank)) => format!(
             "Over {} steps, {stage} holds {} of the step time; rank {rank} holds it most often ({}).",
             w.steps,
@@ -44,7 +59,11 @@ fn body(r: &StepsReport) -> impl IntoView {
             pct(w.share.get(stage).unwrap_or(0.0))
         ),
         _ => "No complete step: every step misses a stage on some rank.".to_string(),
-    };
+    }
+}
+
+fn body(r: &StepsReport, c: StepsControls) -> impl IntoView {
+    let w = &r.window;
     let ambiguous = w.ambiguous.clone().map(|a| {
         view! { <p class="hint" data-testid="steps-ambiguous">{format!("The data cannot decide: {a}.")}</p> }
     });
@@ -63,7 +82,132 @@ fn body(r: &StepsReport) -> impl IntoView {
             }
         })
         .collect();
-    let steps: Vec<_> = r
+    let notes: Vec<_> = r
+        .notes
+        .iter()
+        .map(|n| view! { <li>{n.clone()}</li> })
+        .collect();
+    let more = r.per_step.len().saturating_sub(STEPS_SHOWN);
+    view! {
+        <section class="panel steps" data-testid="steps">
+            <h2>"Why is this step slow"</h2>
+            <p class="headline" data-testid="steps-headline">{headline(r)}</p>
+            {ambiguous}
+            <p class="hint" data-testid="steps-theta-shown" data-theta=format!("{:.2}", w.theta)>{format!(
+                "Steps from {:?} (confidence {}); StageFrontier with θ = {:.2}: exposed {} over the window, \
+                 against {} if every stage waited for its slowest rank and {} on the mean rank.",
+                r.source, pct(r.confidence), w.theta, ms(w.frontier_ms), ms(w.sum_of_max_ms), ms(w.sum_of_mean_ms)
+            )}</p>
+            {settings(c)}
+            {rank_picker(r, c)}
+            {frontier_chart(r)}
+            {slack_map(r, c)}
+            {breakdown(r)}
+            <h3>"Where the step time goes"</h3>
+            <table class="data-table" data-testid="steps-shares">
+                <thead><tr><th scope="col">"stage"</th><th scope="col">"share"</th><th scope="col"></th></tr></thead>
+                <tbody>{shares}</tbody>
+            </table>
+            {step_table(r, c)}
+            {(more > 0).then(|| view! { <p class="hint">{format!("{more} more steps in the command's JSON (steps.per_step).")}</p> })}
+            {outliers(r, c)}
+            <ul class="notes">{notes}</ul>
+        </section>
+    }
+}
+
+/// θ and the NVTX mapping's edits (the command's `--theta`, `--step-pattern`,
+/// `--stage-pattern`): applied, the worker runs the step analysis again with them.
+fn settings(c: StepsControls) -> impl IntoView {
+    let now = c.state.get_untracked();
+    let theta = RwSignal::new(format!("{:.2}", now.ask.theta.unwrap_or(0.8)));
+    let steps = RwSignal::new(now.ask.step_patterns.join(", "));
+    let stages = RwSignal::new(
+        now.ask
+            .stage_patterns
+            .iter()
+            .map(|(s, g)| format!("{s}={g}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    let error = RwSignal::new(None::<String>);
+    let apply = move || {
+        let t: Result<f64, String> = theta
+            .get_untracked()
+            .trim()
+            .parse()
+            .map_err(|_| "θ is not a number".to_string())
+            .and_then(|t: f64| {
+                (0.7..=0.9)
+                    .contains(&t)
+                    .then_some(t)
+                    .ok_or_else(|| "θ must be within 0.70–0.90".to_string())
+            });
+        let read = t.and_then(|t| {
+            Ok(StepsAsk {
+                theta: ((t - 0.8).abs() > 1e-9).then_some(t),
+                step_patterns: parse_step_patterns(&steps.get_untracked())?,
+                stage_patterns: parse_stage_patterns(&stages.get_untracked())?,
+            })
+        });
+        match read {
+            Ok(ask) => {
+                error.set(None);
+                let mut v = c.state.get_untracked();
+                v.ask = ask;
+                c.on_set.run(v);
+            }
+            Err(e) => error.set(Some(e)),
+        }
+    };
+    view! {
+        <details class="steps-settings" data-testid="steps-settings" open=!now.ask.eq(&StepsAsk::default())>
+            <summary>"Settings: θ and which NVTX ranges are steps and stages"</summary>
+            <label>"θ (0.70–0.90) "
+                <input type="number" min="0.7" max="0.9" step="0.01" data-testid="steps-theta"
+                    prop:value=move || theta.get() on:input=move |e| theta.set(event_target_value(&e)) />
+            </label>
+            <label>"Step ranges (globs, comma-separated; empty: the defaults) "
+                <input type="text" data-testid="steps-step-patterns" placeholder="ProfilerStep#*, iteration*"
+                    prop:value=move || steps.get() on:input=move |e| steps.set(event_target_value(&e)) />
+            </label>
+            <label>"Stage ranges (STAGE=GLOB per line, tried before the defaults) "
+                <textarea data-testid="steps-stage-patterns" rows="3" placeholder="forward=*fwd*"
+                    prop:value=move || stages.get() on:input=move |e| stages.set(event_target_value(&e))></textarea>
+            </label>
+            <button data-testid="steps-apply" on:click=move |_| apply()>"Apply"</button>
+            {move || error.get().map(|e| view! { <span class="error" data-testid="steps-settings-error">{e}</span> })}
+        </details>
+    }
+}
+
+/// The rank picked: the slack map and the outliers single it out.
+fn rank_picker(r: &StepsReport, c: StepsControls) -> impl IntoView {
+    let options: Vec<_> = r
+        .ranks
+        .iter()
+        .map(|rank| view! { <option value=rank.to_string()>{format!("rank {rank}")}</option> })
+        .collect();
+    view! {
+        <label class="steps-rank">"Rank "
+            <select data-testid="steps-rank"
+                prop:value=move || c.state.with(|v| v.rank.map(|r| r.to_string()).unwrap_or_default())
+                on:change=move |e| {
+                    let mut v = c.state.get_untracked();
+                    v.rank = event_target_value(&e).parse().ok();
+                    c.on_set.run(v);
+                }>
+                <option value="">"every rank"</option>
+                {options}
+            </select>
+        </label>
+    }
+}
+
+/// Every step: its time, longest stage and who held it; a step's number picks it (its
+/// advances by stage are shown beneath).
+fn step_table(r: &StepsReport, c: StepsControls) -> impl IntoView {
+    let rows: Vec<_> = r
         .per_step
         .iter()
         .take(STEPS_SHOWN)
@@ -79,9 +223,17 @@ fn body(r: &StepsReport) -> impl IntoView {
                 );
             let stage = r.stage_names.get(k).cloned().unwrap_or_default();
             let leaders = s.leaders.get(k).map(|l| ranks(l)).unwrap_or_default();
+            let step = s.step;
+            let picked = move || c.state.with(|v| v.step == Some(step));
             view! {
-                <tr>
-                    <td class="num">{s.step}</td>
+                <tr class:selected=picked>
+                    <td class="num"><button class="link" data-testid="steps-step" data-step=step.to_string()
+                        aria-pressed=move || picked().to_string()
+                        on:click=move |_| {
+                            let mut v = c.state.get_untracked();
+                            v.step = if v.step == Some(step) { None } else { Some(step) };
+                            c.on_set.run(v);
+                        }>{step}</button></td>
                     <td class="num">{s.ranks}</td>
                     <td class="num">{ms(total)}</td>
                     <td>{stage}</td>
@@ -91,14 +243,58 @@ fn body(r: &StepsReport) -> impl IntoView {
             }
         })
         .collect();
-    let worst = r.baselines.as_ref().map(|b| {
-        let rows: Vec<_> = b
-            .worst
+    let names = r.stage_names.clone();
+    let per_step = r.per_step.clone();
+    let detail = move || {
+        let step = c.state.with(|v| v.step)?;
+        let s = per_step.iter().find(|s| s.step == step)?;
+        let items: Vec<_> = s
+            .advance_ms
             .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                let leaders = s.leaders.get(k).map(|l| ranks(l)).unwrap_or_default();
+                let name = names.get(k).cloned().unwrap_or_default();
+                view! { <li>{format!("{name}: +{} (rank {leaders} at its end)", ms(*a))}</li> }
+            })
+            .collect();
+        Some(view! {
+            <div data-testid="steps-step-detail" data-step=step.to_string()>
+                <h4>{format!("Step {step}: the frontier's advance by stage")}</h4>
+                <ul>{items}</ul>
+            </div>
+        })
+    };
+    view! {
+        <h3>"Every step"</h3>
+        <table class="data-table" data-testid="steps-per-step">
+            <thead><tr>
+                <th scope="col">"step"</th><th scope="col">"ranks"</th><th scope="col">"time"</th>
+                <th scope="col">"longest stage"</th><th scope="col">"held by rank"</th><th scope="col">"left out"</th>
+            </tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+        {detail}
+    }
+}
+
+/// The instances furthest above their baseline, of the rank picked if any; each opens on the
+/// timeline.
+fn outliers(r: &StepsReport, c: StepsControls) -> Option<impl IntoView> {
+    let worst = r.baselines.as_ref()?.worst.clone();
+    let rows = move || {
+        let rank = c.state.with(|v| v.rank);
+        worst
+            .iter()
+            .filter(|o| rank.is_none() || o.rank == rank)
             .map(|o| {
+                let open = o.clone();
                 view! {
                     <tr>
-                        <td>{o.what.clone()}</td>
+                        <td><button class="link" data-testid="steps-outlier-open" data-kind=o.kind.clone()
+                            data-start=o.start_ns.to_string() data-sync-start=o.sync_start_ns.to_string()
+                            title="Show it on the timeline"
+                            on:click=move |_| c.on_open.run(open.clone())>{o.what.clone()}</button></td>
                         <td class="num">{o.rank.map(|x| x.to_string()).unwrap_or_default()}</td>
                         <td class="num">{o.step.map(|x| x.to_string()).unwrap_or_default()}</td>
                         <td class="num">{ms(o.duration_ms)}</td>
@@ -107,55 +303,18 @@ fn body(r: &StepsReport) -> impl IntoView {
                     </tr>
                 }
             })
-            .collect();
-        view! {
-            <h3>"Slower than their baseline"</h3>
-            <table class="data-table" data-testid="steps-outliers">
-                <thead><tr>
-                    <th scope="col">"operation"</th><th scope="col">"rank"</th><th scope="col">"step"</th>
-                    <th scope="col">"took"</th><th scope="col">"baseline"</th><th scope="col">"excess"</th>
-                </tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
-        }
-    });
-    let notes: Vec<_> = r
-        .notes
-        .iter()
-        .map(|n| view! { <li>{n.clone()}</li> })
-        .collect();
-    let more = r.per_step.len().saturating_sub(STEPS_SHOWN);
-    view! {
-        <section class="panel steps" data-testid="steps">
-            <h2>"Why is this step slow"</h2>
-            <p class="headline" data-testid="steps-headline">{headline}</p>
-            {ambiguous}
-            <p class="hint">{format!(
-                "Steps from {:?} (confidence {}); StageFrontier with θ = {:.2}: exposed {} over the window, \
-                 against {} if every stage waited for its slowest rank and {} on the mean rank.",
-                r.source, pct(r.confidence), w.theta, ms(w.frontier_ms), ms(w.sum_of_max_ms), ms(w.sum_of_mean_ms)
-            )}</p>
-            {frontier_chart(r)}
-            {slack_map(r)}
-            {breakdown(r)}
-            <h3>"Where the step time goes"</h3>
-            <table class="data-table" data-testid="steps-shares">
-                <thead><tr><th scope="col">"stage"</th><th scope="col">"share"</th><th scope="col"></th></tr></thead>
-                <tbody>{shares}</tbody>
-            </table>
-            <h3>"Every step"</h3>
-            <table class="data-table" data-testid="steps-per-step">
-                <thead><tr>
-                    <th scope="col">"step"</th><th scope="col">"ranks"</th><th scope="col">"time"</th>
-                    <th scope="col">"longest stage"</th><th scope="col">"held by rank"</th><th scope="col">"left out"</th>
-                </tr></thead>
-                <tbody>{steps}</tbody>
-            </table>
-            {(more > 0).then(|| view! { <p class="hint">{format!("{more} more steps in the command's JSON (steps.per_step).")}</p> })}
-            {worst}
-            <ul class="notes">{notes}</ul>
-        </section>
-    }
+            .collect::<Vec<_>>()
+    };
+    Some(view! {
+        <h3>"Slower than their baseline"</h3>
+        <table class="data-table" data-testid="steps-outliers">
+            <thead><tr>
+                <th scope="col">"operation (opens it on the timeline)"</th><th scope="col">"rank"</th><th scope="col">"step"</th>
+                <th scope="col">"took"</th><th scope="col">"baseline"</th><th scope="col">"excess"</th>
+            </tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    })
 }
 
 /// Stages' colours, by index (repeating past eight).
@@ -237,7 +396,7 @@ fn frontier_chart(r: &StepsReport) -> impl IntoView {
 }
 
 /// Rank × stage: how far behind the frontier each rank was at each stage's end, on average.
-fn slack_map(r: &StepsReport) -> Option<impl IntoView> {
+fn slack_map(r: &StepsReport, c: StepsControls) -> Option<impl IntoView> {
     let slack = &r.window.slack_ms;
     if slack.is_empty() || r.ranks.len() > 256 {
         return None;
@@ -256,8 +415,11 @@ fn slack_map(r: &StepsReport) -> Option<impl IntoView> {
         .enumerate()
         .flat_map(|(i, (row, rank))| {
             let y = 16.0 + i as f64 * cell_h;
+            let rank = *rank;
+            let picked = move || c.state.with(|v| v.rank == Some(rank));
             let label = view! {
-                <text x=format!("{:.1}", label_w - 4.0) y=format!("{:.1}", y + cell_h - 2.0) text-anchor="end" class="chart-label">{*rank}</text>
+                <text x=format!("{:.1}", label_w - 4.0) y=format!("{:.1}", y + cell_h - 2.0) text-anchor="end"
+                    class="chart-label" class:picked=picked font-weight=move || if picked() { "bold" } else { "normal" }>{rank}</text>
             }
             .into_any();
             std::iter::once(label).chain(row.iter().enumerate().map(move |(k, v)| {
@@ -308,7 +470,7 @@ fn breakdown(r: &StepsReport) -> impl IntoView {
     let exposed: Vec<_> = m
         .exposed_ms
         .iter()
-        .map(|(p, v)| view! { <tr><td>{format!("exposed {p} communication")}</td><td class="num">{ms(*v)}</td><td></td><td></td></tr> })
+        .map(|(p, v)| view! { <tr data-term=format!("exposed-{p}") data-ms=v.to_string()><td>{format!("exposed {p} communication")}</td><td class="num">{ms(*v)}</td><td></td><td></td></tr> })
         .collect();
     let closed = b.closed_form.as_ref().map(|c| {
         let row = |name: &'static str, measured: Option<f64>, predicted: Option<f64>| {
@@ -344,11 +506,11 @@ fn breakdown(r: &StepsReport) -> impl IntoView {
         <table class="data-table" data-testid="steps-breakdown">
             <thead><tr><th scope="col">"mean per rank and step"</th><th scope="col">"ms"</th><th></th><th></th></tr></thead>
             <tbody>
-                <tr><td>"step"</td><td class="num">{ms(m.step_ms)}</td><td></td><td></td></tr>
-                <tr><td>"compute busy"</td><td class="num">{ms(m.compute_ms)}</td><td></td><td></td></tr>
+                <tr data-term="step" data-ms=m.step_ms.to_string()><td>"step"</td><td class="num">{ms(m.step_ms)}</td><td></td><td></td></tr>
+                <tr data-term="compute" data-ms=m.compute_ms.to_string()><td>"compute busy"</td><td class="num">{ms(m.compute_ms)}</td><td></td><td></td></tr>
                 {exposed}
-                <tr><td>"pipeline bubble"</td><td class="num">{ms(m.bubble_ms)}</td><td></td><td></td></tr>
-                <tr><td>"idle"</td><td class="num">{ms(m.idle_ms)}</td><td></td><td></td></tr>
+                <tr data-term="bubble" data-ms=m.bubble_ms.to_string()><td>"pipeline bubble"</td><td class="num">{ms(m.bubble_ms)}</td><td></td><td></td></tr>
+                <tr data-term="idle" data-ms=m.idle_ms.to_string()><td>"idle"</td><td class="num">{ms(m.idle_ms)}</td><td></td><td></td></tr>
             </tbody>
         </table>
         {closed}
