@@ -161,6 +161,7 @@ impl AggregateView {
                     skew: String::new(),
                     setup: String::new(),
                     transports: String::new(),
+                    process_group: None,
                 }
             })
             .collect();

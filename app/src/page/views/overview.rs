@@ -6,6 +6,7 @@
 
 use leptos::prelude::*;
 use ncclscope_app::protocol::format::{human_bytes, human_duration, human_rate, percent};
+use ncclscope_app::protocol::groups::GroupEvidence;
 use ncclscope_app::protocol::overview::{OverviewView, ParallelismFigures};
 use std::collections::BTreeMap;
 
@@ -308,6 +309,8 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
     if rows.is_empty() {
         return ().into_any();
     }
+    // Only traces name process groups: the column is there when one does.
+    let with_groups = rows.iter().any(|p| !p.groups.is_empty());
     let body = rows
         .into_iter()
         .map(|p| {
@@ -349,6 +352,7 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
                         {go(s, "operations", human_bytes(p.bytes_per_rank as u64), "Operations and bytes per type and rank")}
                     </td>
                     <td class="num">{efficiency}</td>
+                    {with_groups.then(|| group_notes(&p.groups))}
                 </tr>
             }
         })
@@ -363,6 +367,9 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
                         <th scope="col">"time per rank"</th>
                         <th scope="col">"bytes per rank"</th>
                         <th scope="col" title="Median bus bandwidth over the bottleneck link's bandwidth">"median bus efficiency"</th>
+                        {with_groups.then(|| view! {
+                            <th scope="col" title="What the PyTorch traces name its process groups, and whether that agrees with the inferred parallelism">"process groups"</th>
+                        })}
                     </tr></thead>
                     <tbody>{body}</tbody>
                 </table>
@@ -370,6 +377,20 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// A parallelism's process groups, as the traces describe them, each with its verdict.
+fn group_notes(groups: &[GroupEvidence]) -> impl IntoView {
+    let items = groups
+        .iter()
+        .map(|g| {
+            view! {
+                <li data-testid="overview-group" data-verdict=g.verdict.word()
+                    data-description=g.description.clone().unwrap_or_default()>{g.text.clone()}</li>
+            }
+        })
+        .collect_view();
+    view! { <td class="groups"><ul>{items}</ul></td> }
 }
 
 /// Observed over theoretical volume per parallelism, and where the model's inputs came from.
