@@ -309,8 +309,6 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
     if rows.is_empty() {
         return ().into_any();
     }
-    // Only traces name process groups: the column is there when one does.
-    let with_groups = rows.iter().any(|p| !p.groups.is_empty());
     let body = rows
         .into_iter()
         .map(|p| {
@@ -352,8 +350,8 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
                         {go(s, "operations", human_bytes(p.bytes_per_rank as u64), "Operations and bytes per type and rank")}
                     </td>
                     <td class="num">{efficiency}</td>
-                    {with_groups.then(|| group_notes(&p.groups))}
                 </tr>
+                {(!p.groups.is_empty()).then(|| group_notes(&p.groups))}
             }
         })
         .collect_view();
@@ -367,9 +365,6 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
                         <th scope="col">"time per rank"</th>
                         <th scope="col">"bytes per rank"</th>
                         <th scope="col" title="Median bus bandwidth over the bottleneck link's bandwidth">"median bus efficiency"</th>
-                        {with_groups.then(|| view! {
-                            <th scope="col" title="What the PyTorch traces name its process groups, and whether that agrees with the inferred parallelism">"process groups"</th>
-                        })}
                     </tr></thead>
                     <tbody>{body}</tbody>
                 </table>
@@ -379,7 +374,9 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
     .into_any()
 }
 
-/// A parallelism's process groups, as the traces describe them, each with its verdict.
+/// A parallelism's process groups, as the PyTorch traces describe them, each with whether it
+/// agrees with the inferred parallelism: a row of its own under the parallelism's figures (the
+/// overview's column is too narrow for another column).
 fn group_notes(groups: &[GroupEvidence]) -> impl IntoView {
     let items = groups
         .iter()
@@ -390,7 +387,13 @@ fn group_notes(groups: &[GroupEvidence]) -> impl IntoView {
             }
         })
         .collect_view();
-    view! { <td class="groups"><ul>{items}</ul></td> }
+    view! {
+        <tr class="groups-row">
+            <td colspan="4" class="groups" title="The process groups the PyTorch traces name, weighed against the inferred parallelism">
+                "process groups: "<ul>{items}</ul>
+            </td>
+        </tr>
+    }
 }
 
 /// Observed over theoretical volume per parallelism, and where the model's inputs came from.
