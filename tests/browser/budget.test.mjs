@@ -48,3 +48,54 @@ test('files over the memory limit are offered as a subset, not loaded into a cra
     assert.deepEqual(s.errors, []);
   });
 });
+
+/**
+ * Drops files of the given names and sizes made in the page without writing them anywhere: each
+ * is one 1 MiB blob of zeros repeated (a Blob built of other Blobs refers to them, it does not
+ * copy), so a 2 GB file costs the test 1 MiB. The budget is decided from names and sizes alone.
+ */
+async function dropSized(page, files) {
+  await page.getByTestId('load-demo').waitFor();
+  await page.evaluate((items) => {
+    const MiB = 1 << 20;
+    const chunk = new Blob([new Uint8Array(MiB)]);
+    const dt = new DataTransfer();
+    for (const { name, size } of items) {
+      const parts = [];
+      for (let left = size; left > 0; left -= MiB) parts.push(left >= MiB ? chunk : chunk.slice(0, left));
+      dt.items.add(new File(parts, name));
+    }
+    const target = document.querySelector('.page') || document.body;
+    target.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    target.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, files);
+}
+
+test('a 2 GB PyTorch trace is refused up front with the command; eight ranks of 150 MB load', async () => {
+  await withScreenshot(s.page, 'budget-traces', async () => {
+    const GB = 1e9;
+    const MB = 1e6;
+    await s.page.goto(s.url);
+    await dropSized(s.page, [{ name: 'rank0.pt.trace.json', size: 2 * GB }]);
+    await s.page.getByTestId('budget').waitFor();
+    assert.equal(await s.page.getByTestId('budget-command').textContent(), 'ncclscope analyze rank0.pt.trace.json --json summary.json');
+    assert.ok(await s.page.getByTestId('budget-load').isDisabled(), 'the one file is over the limit');
+    assert.equal(await s.page.getByTestId('budget-basis').count(), 0, 'an uncompressed trace: no expansion assumed');
+    assert.equal(await s.page.getByTestId('view-bar').count(), 0, 'nothing loaded');
+    // Compressed, the estimate is from the compressed size times an expansion the page states.
+    await s.page.goto(s.url);
+    await dropSized(s.page, [{ name: 'rank0.pt.trace.json.gz', size: 2 * GB / 15 }]);
+    await s.page.getByTestId('budget').waitFor();
+    assert.match(await s.page.getByTestId('budget-basis').textContent(), /compressed: estimated as about \d+× its size once expanded/);
+    assert.match(await s.page.getByTestId('budget-file').textContent(), /about [\d.]+ GB in memory/);
+    // Eight ranks of 150 MB go straight to the worker.
+    await s.page.goto(s.url);
+    const eight = Array.from({ length: 8 }, (_, r) => ({ name: `rank${r}.pt.trace.json`, size: 150 * MB }));
+    await dropSized(s.page, eight);
+    await openView(s.page, 'inputs');
+    await s.page.locator('[data-testid=file-row]').nth(7).waitFor({ timeout: 60_000 });
+    assert.equal(await s.page.getByTestId('budget').count(), 0);
+    const names = await s.page.locator('[data-testid=file-row]').evaluateAll((rs) => rs.map((r) => r.dataset.file));
+    assert.deepEqual(names, eight.map((f) => f.name));
+  });
+});

@@ -63,6 +63,7 @@ pub fn BudgetDialog(
                                 />
                                 {format!("{name}: {} on disk, about {} in memory", human_bytes(e.size), human_bytes(e.needs))}
                             </label>
+                            {e.basis().map(|b| view! { <span class="hint" data-testid="budget-basis">{format!(" ({b})")}</span> })}
                         </li>
                     }
                 })

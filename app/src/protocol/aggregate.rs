@@ -167,6 +167,7 @@ impl AggregateView {
                     skew: String::new(),
                     setup: String::new(),
                     transports: String::new(),
+                    process_group: None,
                 }
             })
             .collect();

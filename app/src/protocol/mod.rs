@@ -6,6 +6,7 @@
 pub mod aggregate;
 pub mod compare;
 pub mod format;
+pub mod groups;
 pub mod insights;
 pub mod messages;
 pub mod notes;

@@ -68,6 +68,10 @@ pub struct ParallelismFigures {
     pub limit: Option<(String, f64)>,
     /// Every operation carried one element: its bandwidth says nothing.
     pub scalars_only: bool,
+    /// The distinct process groups its communicators belong to, as PyTorch traces name them,
+    /// each weighed against the label.
+    #[serde(default)]
+    pub groups: Vec<crate::protocol::groups::GroupEvidence>,
 }
 
 /// One stretch of time with kernels.
@@ -364,6 +368,7 @@ fn parallelism_figures(
                 && comms
                     .iter()
                     .all(|c| kernels.scalars_only(*c) || !kernels.per_comm.contains_key(c)),
+            groups: crate::protocol::groups::groups_of(a, &comms),
         });
     }
     out

@@ -164,6 +164,9 @@ pub struct CommRow {
     /// The transports of its channels' connections, with how many use each.
     #[serde(default)]
     pub transports: String,
+    /// Its process group as a PyTorch trace names it, weighed against `parallelism`.
+    #[serde(default)]
+    pub process_group: Option<crate::protocol::groups::GroupEvidence>,
 }
 
 /// The communicators panel's rows and the layout line above them.
@@ -249,6 +252,7 @@ impl CommPanel {
                     transports: setups
                         .get(i)
                         .map_or(String::new(), analyses::CommSetup::transports_text),
+                    process_group: crate::protocol::groups::group_evidence(a, i),
                 }
             })
             .collect();

@@ -386,18 +386,19 @@ pub fn Scatter(
             }
         })
         .collect_view();
-    let mut groups: Vec<(String, [u8; 3])> = Vec::new();
-    for p in &points {
-        if !groups.iter().any(|(g, _)| *g == p.group) {
-            groups.push((p.group.clone(), p.rgb));
-        }
-    }
+    let groups = group_colours(&points);
+    let colour_of = |g: &str| {
+        groups
+            .iter()
+            .find(|(name, _)| name == g)
+            .map_or([0x9a; 3], |(_, c)| *c)
+    };
     let dots = points
         .into_iter()
         .filter(|p| p.x > 0.0 && p.y > 0.0)
         .map(|p| {
             let r = 2.0 + 4.0 * (p.weight as f64 / top_weight).sqrt();
-            let [cr, cg, cb] = p.rgb;
+            let [cr, cg, cb] = colour_of(&p.group);
             view! {
                 <circle cx=px(p.x) cy=py(p.y) r=r class="chart-point" data-testid="scatter-point"
                     fill=format!("rgb({cr},{cg},{cb})") stroke=format!("rgb({cr},{cg},{cb})")
@@ -438,6 +439,27 @@ pub fn Scatter(
             {legend}
         </svg>
     }
+}
+
+/// Each group (operation) of a scatter and its colour, in the points' order: the point's own
+/// colour (the timeline's), made darker until no earlier group has it, so operations that share
+/// a colour on the timeline (Send, Recv and SendRecv, one family there) are told apart here.
+pub fn group_colours(points: &[Point]) -> Vec<(String, [u8; 3])> {
+    let mut groups: Vec<(String, [u8; 3])> = Vec::new();
+    for p in points {
+        if groups.iter().any(|(g, _)| *g == p.group) {
+            continue;
+        }
+        let mut rgb = p.rgb;
+        for _ in 0..4 {
+            if !groups.iter().any(|(_, c)| *c == rgb) {
+                break;
+            }
+            rgb = rgb.map(|v| (f64::from(v) * 0.62).round() as u8);
+        }
+        groups.push((p.group.clone(), rgb));
+    }
+    groups
 }
 
 /// One box of a topology diagram.

@@ -1,20 +1,23 @@
 //! The communicators panel: each logical communicator, its ranks, the parallelism it serves
-//! with the evidence and confidence behind the label, and the enrichment of its kernels: median
+//! with the evidence and confidence behind the label (and the process group a PyTorch trace
+//! names for it, agreeing or not), and the enrichment of its kernels: median
 //! bus bandwidth and efficiency against its bottleneck link, the members' arrival skew, and how
 //! NCCL set it up (channels, trees, nodes, the transports of its connections).
 
 use leptos::prelude::*;
 use ncclscope_app::protocol::format::short_id;
+use ncclscope_app::protocol::groups::GroupEvidence;
 use ncclscope_app::protocol::panels::Cell;
 use ncclscope_app::protocol::views::{CommPanel, CommRow};
 
 use crate::page::tables::table::VirtualTable;
 
-const HEADERS: [&str; 12] = [
+const HEADERS: [&str; 13] = [
     "id",
     "size",
     "global ranks",
     "parallelism",
+    "process group",
     "confidence",
     "median bus BW",
     "bus efficiency",
@@ -50,6 +53,11 @@ fn cells(r: &CommRow) -> Vec<Cell> {
             num: first_rank,
         },
         Cell::text(r.parallelism.clone()),
+        Cell::text(
+            r.process_group
+                .as_ref()
+                .map_or(String::new(), |g| g.text.clone()),
+        ),
         Cell::num(r.confidence, format!("{:.2}", r.confidence)),
         // By the figures themselves: the texts' units follow their magnitudes.
         cell_of(r.bus_bw_gbps, &r.bus_bw),
@@ -86,6 +94,21 @@ pub fn Communicators(panel: Signal<CommPanel>) -> impl IntoView {
     }
 }
 
+/// The process group a trace names, with its verdict against the inferred parallelism.
+fn group_cell(g: Option<GroupEvidence>) -> impl IntoView {
+    match g {
+        Some(g) => view! {
+            <td data-testid="process-group" data-verdict=g.verdict.word()
+                data-description=g.description.clone().unwrap_or_default()
+                title=g.name.map(|n| format!("process group {n}"))>
+                {g.text}
+            </td>
+        }
+        .into_any(),
+        None => view! { <td data-testid="process-group"></td> }.into_any(),
+    }
+}
+
 fn comm_row(r: CommRow) -> impl IntoView {
     view! {
         <tr data-testid="comm-row" data-comm=r.id.clone()>
@@ -93,6 +116,7 @@ fn comm_row(r: CommRow) -> impl IntoView {
             <td>{r.size}</td>
             <td>{r.ranks}</td>
             <td data-testid="parallelism"><b>{r.parallelism}</b></td>
+            {group_cell(r.process_group)}
             <td>{format!("{:.2}", r.confidence)}</td>
             <td data-testid="bus-bw" class="num" title=r.no_bandwidth.clone() data-gbps=r.bus_bw_gbps>{r.bus_bw}</td>
             <td data-testid="bus-efficiency" class="num" title=r.no_bandwidth.clone() data-efficiency=r.bus_efficiency_value>{r.bus_efficiency}</td>

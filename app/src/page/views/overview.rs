@@ -6,6 +6,7 @@
 
 use leptos::prelude::*;
 use ncclscope_app::protocol::format::{human_bytes, human_duration, human_rate, percent};
+use ncclscope_app::protocol::groups::GroupEvidence;
 use ncclscope_app::protocol::overview::{OverviewView, ParallelismFigures};
 use std::collections::BTreeMap;
 
@@ -350,6 +351,7 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
                     </td>
                     <td class="num">{efficiency}</td>
                 </tr>
+                {(!p.groups.is_empty()).then(|| group_notes(&p.groups))}
             }
         })
         .collect_view();
@@ -370,6 +372,28 @@ fn Parallelisms(rows: Vec<ParallelismFigures>) -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// A parallelism's process groups, as the PyTorch traces describe them, each with whether it
+/// agrees with the inferred parallelism: a row of its own under the parallelism's figures (the
+/// overview's column is too narrow for another column).
+fn group_notes(groups: &[GroupEvidence]) -> impl IntoView {
+    let items = groups
+        .iter()
+        .map(|g| {
+            view! {
+                <li data-testid="overview-group" data-verdict=g.verdict.word()
+                    data-description=g.description.clone().unwrap_or_default()>{g.text.clone()}</li>
+            }
+        })
+        .collect_view();
+    view! {
+        <tr class="groups-row">
+            <td colspan="4" class="groups" title="The process groups the PyTorch traces name, weighed against the inferred parallelism">
+                "process groups: "<ul>{items}</ul>
+            </td>
+        </tr>
+    }
 }
 
 /// Observed over theoretical volume per parallelism, and where the model's inputs came from.
