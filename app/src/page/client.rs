@@ -53,7 +53,13 @@ enum Kept {
     View,
     /// Only the last comparison with another run (a bundle shows it in its Compare view).
     Diff,
+    /// The loaded run's timeline cut to a step (the Compare view's stacked timelines): the last
+    /// [`CUTS_RECORDED`], none older than the last analysis.
+    Stacked,
 }
+
+/// Cuts of the loaded run a bundle keeps (the steps last viewed).
+const CUTS_RECORDED: usize = 8;
 
 impl Kept {
     fn of(msg: &ToPage) -> Option<Kept> {
@@ -64,6 +70,7 @@ impl Kept {
             ToPage::Insights { .. } => Kept::Insights,
             ToPage::View { .. } => Kept::View,
             ToPage::Diff { .. } => Kept::Diff,
+            ToPage::Stacked { .. } => Kept::Stacked,
             _ => return None,
         })
     }
@@ -72,7 +79,11 @@ impl Kept {
     fn supersedes(self, older: Kept) -> bool {
         match self {
             Kept::Report => false,
-            Kept::Result => matches!(older, Kept::Result | Kept::View | Kept::Insights),
+            Kept::Result => matches!(
+                older,
+                Kept::Result | Kept::View | Kept::Insights | Kept::Stacked
+            ),
+            Kept::Stacked => false,
             kind => older == kind,
         }
     }
@@ -278,6 +289,12 @@ fn record(kind: Kept, json: &js_sys::JsString, timeline: &Option<js_sys::Uint8Ar
         let mut r = r.borrow_mut();
         r.retain(|(older, _, _)| !kind.supersedes(*older));
         r.push((kind, json.clone(), timeline.clone()));
+        let cuts = r.iter().filter(|(k, _, _)| *k == Kept::Stacked).count();
+        if cuts > CUTS_RECORDED {
+            if let Some(i) = r.iter().position(|(k, _, _)| *k == Kept::Stacked) {
+                r.remove(i);
+            }
+        }
     });
 }
 

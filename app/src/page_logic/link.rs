@@ -11,7 +11,9 @@
 //! Format (`&`-separated, values percent-encoded, order free):
 //! `v=1&w=START_NS_END_NS&s=RANK*COMM*OPCOUNT&q=FILTER&c=o&p=PANEL&f=NAME*SIZE*SHA256&t=FIELD*VALUE&sum=SUMMARY&k=KERNEL&src=URL,URL`
 //! (`q` the timeline's filter query as typed, `c=o` the original clocks, `p` the panel open)
-//! with `f` and `t` repeated; `#src=URL[,URL...]` alone is a link too. `SUMMARY` is a self-contained
+//! with `f` and `t` repeated; `#src=URL[,URL...]` alone is a link too. A link to a comparison
+//! (the Compare view, issue 35) names the other run's files too: `bf=NAME*SIZE*SHA256`, repeated
+//! like `f`; `f` stays the loaded run's. `SUMMARY` is a self-contained
 //! window aggregate, `KERNEL` a picked kernel's details; both JSON, deflated, base64url.
 
 pub use crate::protocol::messages::LinkFile;
@@ -83,6 +85,9 @@ pub struct ViewLink {
     pub original_clock: bool,
     /// `p=`: the panel the sender had open (a panel id: lower-case letters and `-`).
     pub panel: Option<String>,
+    /// `bf=`: the other run's files, when the link is to a comparison of two runs (`files`
+    /// are the loaded run's). At most [`MAX_FILES`] of both together.
+    pub other_files: Vec<LinkFile>,
 }
 
 /// The fragment (without `#`) for `link`.
@@ -93,6 +98,9 @@ pub fn encode(link: &ViewLink) -> String {
     }
     for f in &link.files {
         parts.push(format!("f={}*{}*{}", pct(&f.name), f.size, f.sha256));
+    }
+    for f in &link.other_files {
+        parts.push(format!("bf={}*{}*{}", pct(&f.name), f.size, f.sha256));
     }
     for (k, v) in &link.theory {
         parts.push(format!("t={}*{}", pct(k), pct(v)));
@@ -145,11 +153,15 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
         match key {
             "v" => version = Some(value),
             "w" => link.window = Some(window(value)?),
-            "f" => {
-                if link.files.len() == MAX_FILES {
+            "f" | "bf" => {
+                if link.files.len() + link.other_files.len() == MAX_FILES {
                     return Err(format!("more than {MAX_FILES} files"));
                 }
-                link.files.push(file(value)?);
+                let list = match key {
+                    "f" => &mut link.files,
+                    _ => &mut link.other_files,
+                };
+                list.push(file(value)?);
             }
             "t" => {
                 let (k, v) = value
@@ -434,6 +446,7 @@ mod tests {
             filter: None,
             original_clock: false,
             panel: None,
+            other_files: Vec::new(),
             selection: Some(Selection {
                 rank: 7,
                 comm: "0x9f3c*&".into(),
@@ -634,6 +647,43 @@ mod tests {
         )
         .unwrap();
         assert_eq!(l.files[0].name, "<img src=x onerror=alert(1)>");
+    }
+
+    #[test]
+    fn a_comparison_link_names_both_runs_files() {
+        let f = |name: &str, c: char| LinkFile {
+            name: name.into(),
+            size: 7,
+            sha256: sha(c),
+        };
+        let link = ViewLink {
+            files: vec![f("base/rank0.log", '1'), f("base/node0.sqlite", '2')],
+            other_files: vec![f("new/rank0 & <b>.log", '3')],
+            panel: Some("compare".into()),
+            ..ViewLink::default()
+        };
+        let text = encode(&link);
+        assert!(
+            text.contains("&bf=new%2Frank0%20%26%20%3Cb%3E.log*7*"),
+            "{text}"
+        );
+        let back = decode(&text, any_field).unwrap();
+        assert_eq!(back, link);
+        // A link without `bf=` is one run's, as before.
+        let one = decode(&format!("v=1&f=a*1*{}", sha('4')), any_field).unwrap();
+        assert!(one.other_files.is_empty());
+        // Bounded like `f=` (a name's length, the fragment's); malformed entries are errors.
+        let long_name = format!("v=1&bf={}*1*{}", "n".repeat(MAX_NAME_BYTES + 1), sha('c'));
+        let many = format!("v=1{}", format!("&bf=a*1*{}", sha('c')).repeat(1000));
+        for bad in [
+            "v=1&bf=a*1",
+            "v=1&bf=*1*0123",
+            "v=1&bf=a*x*0123",
+            long_name.as_str(),
+            many.as_str(),
+        ] {
+            assert!(decode(bad, any_field).is_err(), "{bad:.80}");
+        }
     }
 
     #[test]

@@ -113,6 +113,11 @@ pub enum ToPage {
     },
     /// This run compared with the other ([`LoadRequest::compare`]).
     Diff { diff: Box<analyses::diff::RunDiff> },
+    /// This run's timeline cut to one step for the Compare view's stacked timelines
+    /// ([`LoadRequest::stacked`]; the cut timeline travels beside, in binary).
+    Stacked {
+        info: crate::protocol::stacked::StackedInfo,
+    },
     /// The worker hit a bug and stopped; the page starts a new one (the page's client also
     /// sends this to the views when the worker dies without a word).
     Crashed { message: String },
@@ -195,6 +200,9 @@ pub struct LoadRequest {
     /// ([`ToPage::Diff`]).
     #[serde(default)]
     pub compare: Option<String>,
+    /// This run's timeline cut to a step, for the stacked timelines ([`ToPage::Stacked`]).
+    #[serde(default)]
+    pub stacked: Option<crate::protocol::stacked::StackedAsk>,
 }
 
 /// Options the page's URL gives the worker.

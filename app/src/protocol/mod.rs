@@ -11,6 +11,7 @@ pub mod messages;
 pub mod notes;
 pub mod overview;
 pub mod panels;
+pub mod stacked;
 pub mod theory;
 pub mod timeline_codec;
 pub mod views;

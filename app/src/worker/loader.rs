@@ -122,6 +122,9 @@ async fn serve(mut req: LoadRequest) {
         post(&theory(toml, req.hardware.as_deref()), None);
     }
     crate::worker::compare::serve(&req, &|f| with_analysed(f).is_some());
+    if let Some(ask) = req.stacked {
+        crate::worker::stacked::serve(ask, &|f| with_analysed(f).is_some());
+    }
     if let Some(kind) = &req.export {
         export(kind);
     }

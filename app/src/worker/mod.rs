@@ -16,4 +16,5 @@ pub mod parse_pool;
 pub mod pool;
 pub mod post;
 pub mod result;
+pub mod stacked;
 pub mod warm_up;

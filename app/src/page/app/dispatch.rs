@@ -157,6 +157,7 @@ fn dispatch(s: AppState, msg: ToPage, new_timeline: Option<Timeline>) {
         ToPage::WarmedUp { ms } => s.warmed_up_ms.set(Some(ms)),
         ToPage::Crashed { .. } => s.analysing.set(false),
         ToPage::Diff { diff } => crate::page::compare::on_diff(s, *diff),
+        ToPage::Stacked { info } => crate::page::compare::on_stacked(s, true, info, new_timeline),
         // Handled by the client (it saves the file), or never sent to the page.
         ToPage::Ready
         | ToPage::Export { .. }
@@ -299,13 +300,24 @@ fn on_view(s: AppState, applied: TimelineView, status: ViewStatus, new_timeline:
 }
 
 /// Every file's fingerprint: a link waiting for its files is checked (and its view restored),
-/// else a link to the current view is made.
+/// else a link to the current view is made. A comparison shown names the other run's files too
+/// (its worker's fingerprints, taken once it was analysed).
 fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
+    let c = s.compare;
+    let compared = c.diff.with_untracked(|d| {
+        d.as_ref()
+            .is_some_and(|d| d.new.error.is_none() && d.base.error.is_none())
+    });
+    let other = if compared {
+        c.files.get_untracked()
+    } else {
+        Vec::new()
+    };
     let Some(expected) = s.link.with_untracked(LinkState::expected) else {
         let here = link_from_page(
             s.window.get_untracked(),
             &s.theory.form.get_untracked(),
-            files,
+            (files, other),
             s.picked_instance(),
             &s.timeline_view.get_untracked(),
             Some(crate::page::views::registry::slug(s.view.get_untracked()).to_string()),
@@ -314,7 +326,7 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
         s.share_url.set(Some(here));
         return;
     };
-    let (state, restore) = apply_link(&expected, &files);
+    let (state, restore) = apply_link(&expected, &files, &other);
     if let Some(r) = restore {
         let restored_view = TimelineView {
             filter: r.filter.clone().unwrap_or_default(),

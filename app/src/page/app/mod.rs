@@ -43,6 +43,9 @@ pub fn App() -> impl IntoView {
                     .collect(),
             );
             crate::page::client::replay(b.messages());
+            if let Some(other) = &b.other {
+                crate::page::compare::replay(s, other);
+            }
         }
         None => crate::page::client::prestart(),
     }

@@ -4,10 +4,11 @@
 use analyses::diff::{RunDiff, RunProfile};
 use analyses::{KernelDetails, WindowSummary};
 use leptos::prelude::*;
-use ncclscope_app::page_logic::link::Selection;
+use ncclscope_app::page_logic::link::{LinkFile, Selection};
 use ncclscope_app::protocol::messages::LoadRequest;
 use ncclscope_app::protocol::notes::NoteRow;
 use ncclscope_app::protocol::overview::OverviewView;
+use ncclscope_app::protocol::stacked::StackedInfo;
 use ncclscope_app::protocol::theory::TheoryView;
 use ncclscope_app::protocol::views::{CommPanel, FileView, RankView};
 use std::sync::Arc;
@@ -402,6 +403,42 @@ pub struct CompareState {
     pub(crate) other: StoredValue<Option<Other>>,
     /// Bumped when a comparison starts: the app opens the Compare view.
     pub started: RwSignal<u64>,
+    /// The other run's files' fingerprints (its worker's, once it is analysed): a link to the
+    /// comparison names them (`bf=`).
+    pub files: RwSignal<Vec<LinkFile>>,
+    /// The two timelines stacked, aligned on a step's start.
+    pub stacked: StackedState,
+}
+
+/// A run's timeline cut to one step ([`ncclscope_app::protocol::stacked`]), times relative to
+/// the step's start.
+pub type Cut = Arc<(StackedInfo, Timeline)>;
+
+/// The Compare view's stacked timelines: each run's cut, from its own worker, and the window
+/// both are drawn in (shared: zoom and pan move both).
+#[derive(Clone, Copy)]
+pub struct StackedState {
+    /// The step asked for (`None`: each run's first).
+    pub step: RwSignal<Option<u64>>,
+    /// The loaded run's cut and the other run's.
+    pub own: RwSignal<Option<Cut>>,
+    pub other: RwSignal<Option<Cut>>,
+    /// The shared window, ns since the step's start (`None`: the longer step whole).
+    pub view: RwSignal<Option<View>>,
+    /// Cuts received, by (the loaded run's, step): a bundle switches steps among them.
+    pub(crate) cache: StoredValue<Vec<(bool, Option<u64>, Cut)>>,
+}
+
+impl StackedState {
+    fn new() -> StackedState {
+        StackedState {
+            step: RwSignal::new(None),
+            own: RwSignal::new(None),
+            other: RwSignal::new(None),
+            view: RwSignal::new(None),
+            cache: StoredValue::new(Vec::new()),
+        }
+    }
 }
 
 impl CompareState {
@@ -414,6 +451,8 @@ impl CompareState {
             loaded_is_base: RwSignal::new(true),
             other: StoredValue::new(None),
             started: RwSignal::new(0),
+            files: RwSignal::new(Vec::new()),
+            stacked: StackedState::new(),
         }
     }
 }

@@ -9,6 +9,7 @@ use web_sys::Blob;
 use crate::page::app::intake::{load_all, load_sources};
 use crate::page::app::state::AppState;
 use crate::page::budget_dialog::BudgetDialog;
+use crate::page::compare::chooser::CompareInputs;
 use crate::page::folders::with_sizes;
 use crate::page::sharing::share::LinkBanner;
 use crate::page::shell::drawer::DetailsDrawer;
@@ -45,7 +46,8 @@ pub fn Shell(s: AppState) -> impl IntoView {
             data-insights-ms=move || s.insights.with(|i| i.as_deref().map(insights_ms))
         >
             <Header />
-            <LinkBanner state=s.link.into() on_sources=Callback::new(move |urls| load_sources(s, urls)) />
+            <LinkBanner state=s.link.into() on_sources=Callback::new(move |urls| load_sources(s, urls))
+                other_inputs=ViewFn::from(|| view! { <CompareInputs /> }) />
             {move || s.over_budget.with(|o| o.is_some()).then(|| view! {
                 <BudgetDialog
                     pending=s.over_budget

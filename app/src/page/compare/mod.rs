@@ -6,6 +6,7 @@
 //! the other run stays summarised and the failure is named.
 
 pub mod chooser;
+pub mod stacked;
 pub mod worker;
 
 use analyses::diff::RunDiff;
@@ -14,12 +15,13 @@ use leptos::task::spawn_local;
 use ncclscope_app::page_logic::compare::run_label;
 use ncclscope_app::protocol::compare::CompareAsk;
 use ncclscope_app::protocol::messages::{LoadItem, LoadRequest, ToPage};
+use ncclscope_app::protocol::stacked::{StackedAsk, StackedInfo};
 use std::rc::Rc;
 use std::sync::Arc;
 use web_sys::Blob;
 
 pub use crate::page::app::state::Phase;
-use crate::page::app::state::{AppState, Other, Row};
+use crate::page::app::state::{AppState, Cut, Other, Row};
 use crate::page::client;
 use crate::page::folders::with_sizes;
 use crate::page::url::page_options;
@@ -39,6 +41,8 @@ pub fn start(s: AppState, items: Vec<(String, Blob)>) {
         c.label.set(label.clone());
         c.diff.set(None);
         c.other.set_value(None);
+        c.files.set(Vec::new());
+        clear_stacked(s);
         c.rows.set(
             items
                 .iter()
@@ -72,6 +76,7 @@ pub fn start(s: AppState, items: Vec<(String, Blob)>) {
 fn on_event(s: AppState, ev: Event) {
     match ev {
         Event::Message(msg) => on_message(s, *msg),
+        Event::Stacked(info, timeline) => on_stacked(s, false, *info, timeline),
         Event::Analysed => analysed(s),
         Event::Crashed(why) => crashed(s, why),
     }
@@ -101,6 +106,15 @@ fn on_message(s: AppState, msg: ToPage) {
             let label = c.label.get_untracked();
             settle(s, (*profile).map_err(|e| (label, e)));
         }
+        ToPage::Fingerprints { files } => {
+            c.files.set(files);
+            // A link naming both runs' files checks them again, the other run's now in; a link
+            // already made is made again, naming them.
+            if s.link.with_untracked(|l| l.waiting()) || s.share_url.with_untracked(Option::is_some)
+            {
+                s.ask_fingerprints();
+            }
+        }
         _ => {}
     }
 }
@@ -113,9 +127,12 @@ fn analysed(s: AppState) {
         Some(why) => settle(s, Err((c.label.get_untracked(), why))),
         None => {
             c.phase.set(Phase::Profiling);
+            // Its fingerprints too (a link to the comparison names its files), after the profile:
+            // they read its files again, which the comparison need not wait for.
             worker::send(LoadRequest {
                 options: page_options(),
                 profile: Some(c.label.get_untracked()),
+                fingerprints: true,
                 ..LoadRequest::default()
             });
         }
@@ -196,15 +213,126 @@ pub fn swap(s: AppState) {
     ask(s);
 }
 
-/// The first worker's comparison.
+/// The first worker's comparison: the stacked timelines are asked for once both runs are in.
 pub fn on_diff(s: AppState, diff: RunDiff) {
+    let both = diff.base.error.is_none() && diff.new.error.is_none();
     s.compare.diff.set(Some(Arc::new(diff)));
     s.compare.phase.set(Phase::Done);
+    let st = s.compare.stacked;
+    let missing =
+        st.own.with_untracked(Option::is_none) || st.other.with_untracked(Option::is_none);
+    if both && missing {
+        ask_stacked(s, st.step.get_untracked());
+    }
 }
 
-/// The loaded run was analysed again (files added to it): compare again, if comparing.
+/// The loaded run was analysed again (files added to it): compare again, if comparing; its
+/// stacked timeline is cut again once compared.
 pub fn on_loaded_result(s: AppState) {
     if s.compare.phase.get_untracked() == Phase::Done {
+        let st = s.compare.stacked;
+        st.own.set(None);
+        st.cache.update_value(|c| c.retain(|(own, _, _)| !own));
         ask(s);
+    }
+}
+
+fn clear_stacked(s: AppState) {
+    let st = s.compare.stacked;
+    st.own.set(None);
+    st.other.set(None);
+    st.view.set(None);
+    st.step.set(None);
+    st.cache.set_value(Vec::new());
+}
+
+/// Shows step `step` (`None`: each run's first) of both runs stacked: from the cuts received
+/// when both runs have it, else asked of each run's worker (a bundle has none: it says so).
+pub fn ask_stacked(s: AppState, step: Option<u64>) {
+    let st = s.compare.stacked;
+    st.step.set(step);
+    let cached = |own: bool| {
+        st.cache.with_value(|c| {
+            c.iter()
+                .rev()
+                .find(|(o, k, _)| *o == own && step.is_some() && *k == step)
+                .map(|(_, _, cut)| cut.clone())
+        })
+    };
+    if let (Some(own), Some(other)) = (cached(true), cached(false)) {
+        st.own.set(Some(own));
+        st.other.set(Some(other));
+        return;
+    }
+    if s.is_bundle {
+        return;
+    }
+    let req = || LoadRequest {
+        options: page_options(),
+        stacked: Some(StackedAsk { step }),
+        ..LoadRequest::default()
+    };
+    client::load(req());
+    worker::send(req());
+}
+
+/// Cuts kept per run (a bundle carries the recorded ones: the steps viewed before export).
+const CUTS_KEPT: usize = 8;
+
+/// A run's cut of a step, from its worker (`own`: the loaded run's).
+pub fn on_stacked(s: AppState, own: bool, info: StackedInfo, timeline: Option<timeline::Timeline>) {
+    let st = s.compare.stacked;
+    let step = info.step;
+    let cut: Cut = Arc::new((info, timeline.unwrap_or_default()));
+    st.cache.update_value(|c| {
+        c.retain(|(o, k, _)| !(*o == own && *k == step));
+        c.push((own, step, cut.clone()));
+        if c.iter().filter(|(o, _, _)| *o == own).count() > CUTS_KEPT {
+            if let Some(i) = c.iter().position(|(o, _, _)| *o == own) {
+                c.remove(i);
+            }
+        }
+    });
+    // A run without the asked step answers with its first: shown all the same.
+    let shown = match st.step.get_untracked() {
+        None => true,
+        Some(k) => step == Some(k) || !cut.0.steps.contains(&k),
+    };
+    if !shown {
+        return;
+    }
+    match own {
+        true => st.own.set(Some(cut)),
+        false => st.other.set(Some(cut)),
+    }
+}
+
+/// A bundle's other run: its files, its files' reports and its cuts, as its worker sent them
+/// (the comparison itself comes with the loaded run's messages).
+pub fn replay(s: AppState, other: &crate::page::sharing::bundle::OtherRun) {
+    let c = s.compare;
+    c.label.set(other.label.clone());
+    c.loaded_is_base.set(other.loaded_is_base);
+    c.rows.set(
+        other
+            .files
+            .iter()
+            .map(|(name, size)| Row {
+                read: *size,
+                ..Row::new(name.clone(), *size)
+            })
+            .collect(),
+    );
+    for (json, bytes) in other.messages() {
+        match serde_json::from_str::<ToPage>(&json) {
+            Ok(ToPage::Stacked { info }) => {
+                let timeline = bytes
+                    .as_deref()
+                    .and_then(|b| ncclscope_app::protocol::timeline_codec::decode_timeline(b).ok());
+                on_stacked(s, false, info, timeline);
+            }
+            Ok(msg) => on_message(s, msg),
+            Err(e) => web_sys::console::error_1(&format!("bundle: {e}").into()),
+        }
     }
 }

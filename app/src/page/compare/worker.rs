@@ -1,11 +1,16 @@
 //! The second run's loading worker: the same script as the first ([`crate::page::client`]), with
 //! a session of its own, started only when the user compares and replaced by the next
 //! comparison. The comparison needs of it only its files' progress and reports, the end of its
-//! analysis and its run's profile: its timeline, views and insights are not even parsed.
+//! analysis, its run's profile and fingerprints, and its timeline cut to a step (the stacked
+//! timelines): its whole timeline, views and insights are not even parsed. What a bundle shows
+//! of the other run (its files' reports, its cuts) is recorded here ([`recording`]).
 
 use ncclscope_app::protocol::messages::{LoadRequest, ToPage};
+use ncclscope_app::protocol::stacked::StackedInfo;
+use ncclscope_app::protocol::timeline_codec::decode_timeline;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use timeline::Timeline;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions};
@@ -22,6 +27,8 @@ pub enum Event {
     Message(Box<ToPage>),
     /// Its analysis is done (the result itself is not read).
     Analysed,
+    /// Its timeline cut to a step, decoded.
+    Stacked(Box<StackedInfo>, Option<Timeline>),
     /// It died or could not start.
     Crashed(String),
 }
@@ -39,11 +46,41 @@ thread_local! {
     static SECOND: RefCell<Option<Second>> = const { RefCell::new(None) };
     /// Which worker is the current one: messages of a replaced one are dropped.
     static GENERATION: Cell<u64> = const { Cell::new(0) };
+    /// The current worker's messages a bundle replays: its files' reports and its last cuts.
+    static RECORDING: RefCell<Vec<(String, Option<Vec<u8>>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Cuts a bundle keeps of the other run (the steps last viewed).
+const CUTS_RECORDED: usize = 8;
+
+/// The other run's messages a bundle replays (its files' reports, its last cuts), in arrival
+/// order.
+pub fn recording() -> Vec<(String, Option<Vec<u8>>)> {
+    RECORDING.with(|r| r.borrow().clone())
+}
+
+fn record(json: &str, bytes: Option<Vec<u8>>) {
+    RECORDING.with(|r| {
+        let mut r = r.borrow_mut();
+        r.push((json.to_string(), bytes));
+        let cuts =
+            |r: &Vec<(String, Option<Vec<u8>>)>| r.iter().filter(|(j, _)| is_stacked(j)).count();
+        if cuts(&r) > CUTS_RECORDED {
+            if let Some(i) = r.iter().position(|(j, _)| is_stacked(j)) {
+                r.remove(i);
+            }
+        }
+    });
+}
+
+fn is_stacked(json: &str) -> bool {
+    json.starts_with("{\"Stacked\":")
 }
 
 /// Starts a new second worker (ending the one before), whose events go to `handler`.
 pub fn start(handler: Handler) -> Result<(), String> {
     stop();
+    RECORDING.with(|r| r.borrow_mut().clear());
     let generation = GENERATION.with(|g| {
         g.set(g.get() + 1);
         g.get()
@@ -131,6 +168,19 @@ fn on_message(data: &JsValue) {
         Ok(m) => m,
         Err(e) => return crashed(format!("unreadable message from its loading worker: {e}")),
     };
+    if let ToPage::Stacked { info } = msg {
+        // One step's cut: decoded at once (the whole timeline never travels).
+        let bytes = js_sys::Reflect::get(data, &"timeline".into())
+            .ok()
+            .filter(|t| !t.is_undefined())
+            .map(|b| js_sys::Uint8Array::new(&b).to_vec());
+        let timeline = bytes.as_deref().and_then(|b| decode_timeline(b).ok());
+        record(&json, bytes);
+        return emit(Event::Stacked(Box::new(info), timeline));
+    }
+    if matches!(msg, ToPage::Report { .. }) {
+        record(&json, None);
+    }
     match msg {
         ToPage::Ready => {
             let failed = SECOND.with(|s| {
@@ -148,7 +198,8 @@ fn on_message(data: &JsValue) {
         msg @ (ToPage::Progress { .. }
         | ToPage::Stage { .. }
         | ToPage::Report { .. }
-        | ToPage::Profile { .. }) => emit(Event::Message(Box::new(msg))),
+        | ToPage::Profile { .. }
+        | ToPage::Fingerprints { .. }) => emit(Event::Message(Box::new(msg))),
         _ => {}
     }
 }

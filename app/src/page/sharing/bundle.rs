@@ -3,7 +3,9 @@
 //! the wasm as base64), its style, and the worker messages that built the views (the file
 //! reports, the analysis with its timeline, the theory comparison), which the bundle replays
 //! instead of starting a worker. It needs no file and no network: its policy forbids
-//! connections altogether.
+//! connections altogether. When the page compares two runs, the other run's worker's messages
+//! (its files' reports, its timeline cut to the steps viewed) go in too ([`OtherRun`]): the
+//! bundle's Compare view shows the comparison and both stacked timelines.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -22,20 +24,67 @@ pub struct Bundle {
     pub files: Vec<(String, u64)>,
     /// Recorded worker messages: JSON and the binary timeline (base64), in arrival order.
     pub messages: Vec<(String, Option<String>)>,
+    /// The run the loaded one was compared with, if any (absent from older bundles).
+    #[serde(default)]
+    pub other: Option<OtherRun>,
+}
+
+/// The other run of a comparison, as its worker told it.
+#[derive(Serialize, Deserialize)]
+pub struct OtherRun {
+    pub label: String,
+    /// Its file list: (name, size).
+    pub files: Vec<(String, u64)>,
+    /// The user's order: the loaded run is the baseline.
+    pub loaded_is_base: bool,
+    /// Its worker's recorded messages, as [`Bundle::messages`].
+    pub messages: Vec<(String, Option<String>)>,
+}
+
+impl OtherRun {
+    pub fn new(
+        label: String,
+        files: Vec<(String, u64)>,
+        loaded_is_base: bool,
+        messages: Vec<(String, Option<Vec<u8>>)>,
+    ) -> OtherRun {
+        OtherRun {
+            label,
+            files,
+            loaded_is_base,
+            messages: encoded(messages),
+        }
+    }
+
+    /// Its messages with their timelines decoded.
+    pub fn messages(&self) -> Vec<(String, Option<Vec<u8>>)> {
+        decoded(&self.messages)
+    }
+}
+
+fn encoded(messages: Vec<(String, Option<Vec<u8>>)>) -> Vec<(String, Option<String>)> {
+    messages
+        .into_iter()
+        .map(|(json, t)| (json, t.map(|b| STANDARD.encode(b))))
+        .collect()
+}
+
+fn decoded(messages: &[(String, Option<String>)]) -> Vec<(String, Option<Vec<u8>>)> {
+    messages
+        .iter()
+        .map(|(json, t)| {
+            (
+                json.clone(),
+                t.as_ref().and_then(|b| STANDARD.decode(b).ok()),
+            )
+        })
+        .collect()
 }
 
 impl Bundle {
     /// The messages with their timelines decoded.
     pub fn messages(&self) -> Vec<(String, Option<Vec<u8>>)> {
-        self.messages
-            .iter()
-            .map(|(json, t)| {
-                (
-                    json.clone(),
-                    t.as_ref().and_then(|b| STANDARD.decode(b).ok()),
-                )
-            })
-            .collect()
+        decoded(&self.messages)
     }
 }
 
@@ -82,16 +131,15 @@ fn inert(text: &str) -> String {
 pub async fn build(
     files: Vec<(String, u64)>,
     messages: Vec<(String, Option<Vec<u8>>)>,
+    other: Option<OtherRun>,
 ) -> Result<String, String> {
     let glue = text_of(&asset_url("link[rel=modulepreload]")?).await?;
     let wasm = bytes_of(&asset_url("link[rel=preload][type='application/wasm']")?).await?;
     let css = text_of(&asset_url("link[rel=stylesheet]")?).await?;
     let data = Bundle {
         files,
-        messages: messages
-            .into_iter()
-            .map(|(json, t)| (json, t.map(|b| STANDARD.encode(b))))
-            .collect(),
+        messages: encoded(messages),
+        other,
     };
     let data = serde_json::to_string(&data).map_err(|e| e.to_string())?;
     Ok(format!(

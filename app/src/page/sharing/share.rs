@@ -21,10 +21,12 @@ pub enum LinkState {
     Waiting(ViewLink),
     /// The files are verified and the view restored.
     Restored { files: usize },
-    /// The dropped files do not include all of the link's (by fingerprint).
+    /// The dropped files do not include all of the link's (by fingerprint): the loaded run's
+    /// missing, and (a link to a comparison) the other run's.
     Mismatch {
         expected: ViewLink,
         missing: Vec<LinkFile>,
+        other_missing: Vec<LinkFile>,
     },
     /// The fragment could not be read (hostile, cut short, another format).
     Unreadable(String),
@@ -62,14 +64,20 @@ fn known_field(name: &str) -> bool {
     name == HARDWARE_FIELD || FIELDS.iter().any(|f| f.name() == name)
 }
 
-/// Checks the loaded files against the link: the new state, and the view to restore when every
-/// file the link names is there.
-pub fn apply_link(expected: &ViewLink, loaded: &[LinkFile]) -> (LinkState, Option<ViewLink>) {
+/// Checks the loaded files (and, for a link to a comparison, the other run's: `other`) against
+/// the link: the new state, and the view to restore when every file the link names is there,
+/// each run's among its own run's files.
+pub fn apply_link(
+    expected: &ViewLink,
+    loaded: &[LinkFile],
+    other: &[LinkFile],
+) -> (LinkState, Option<ViewLink>) {
     let v = verify(&expected.files, loaded);
-    if v.complete() {
+    let o = verify(&expected.other_files, other);
+    if v.complete() && o.complete() {
         (
             LinkState::Restored {
-                files: expected.files.len(),
+                files: expected.files.len() + expected.other_files.len(),
             },
             Some(expected.clone()),
         )
@@ -78,6 +86,7 @@ pub fn apply_link(expected: &ViewLink, loaded: &[LinkFile]) -> (LinkState, Optio
             LinkState::Mismatch {
                 expected: expected.clone(),
                 missing: v.missing,
+                other_missing: o.missing,
             },
             None,
         )
@@ -111,7 +120,7 @@ pub fn self_contained_kernel_link(kernel: SharedKernel) -> Result<String, String
 pub fn link_from_page(
     window: Option<View>,
     form: &Form,
-    files: Vec<LinkFile>,
+    (files, other_files): (Vec<LinkFile>, Vec<LinkFile>),
     selection: Option<Selection>,
     timeline: &timeline::TimelineView,
     panel: Option<String>,
@@ -124,6 +133,7 @@ pub fn link_from_page(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         files,
+        other_files,
         selection,
         filter: Some(timeline.filter.clone()).filter(|q| !q.is_empty()),
         original_clock: timeline.original_clock,
@@ -153,6 +163,23 @@ fn publish(fragment: &str) -> String {
     // Clipboard access needs a user gesture and permission; the link is shown either way.
     let _ = w.navigator().clipboard().write_text(&url);
     url
+}
+
+/// The other run's files a link to a comparison names (still missing), and the inputs that
+/// take them.
+fn other_run(files: &[LinkFile], inputs: &ViewFn) -> Option<AnyView> {
+    (!files.is_empty()).then(|| {
+        view! {
+            <div data-testid="link-other-run">
+                <p>"The run it is compared with: give these files (any names) here, or on the Compare view's zone."</p>
+                <ul>
+                    {files.iter().map(|f| view! { <li data-testid="link-other-file">{describe(f)}</li> }).collect_view()}
+                </ul>
+                <div class="actions">{inputs.run()}</div>
+            </div>
+        }
+        .into_any()
+    })
 }
 
 fn describe(f: &LinkFile) -> String {
@@ -191,8 +218,13 @@ pub fn name_of_source(url: &str) -> String {
 
 /// What the page's link asks of the user, or what became of it. Every string from the link is
 /// shown as text. `on_sources` fetches a link's `src=` URLs, once the user has said yes.
+/// `other_inputs` are the inputs that take the other run's files, for a link to a comparison.
 #[component]
-pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -> impl IntoView {
+pub fn LinkBanner(
+    state: Signal<LinkState>,
+    on_sources: Callback<Vec<String>>,
+    other_inputs: ViewFn,
+) -> impl IntoView {
     move || {
         match state.get() {
         LinkState::None => None,
@@ -212,14 +244,20 @@ pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -
                     </div>
                 }
             });
+            let compared = !l.other_files.is_empty();
             let files = (!l.files.is_empty()).then(|| view! {
                 <p>
-                    "This link shows a view of the files below. Drop them (any names) to restore it; their SHA-256 fingerprints are checked here, nothing is uploaded."
+                    {if compared {
+                        "This link shows a comparison of two runs. Drop the loaded run's files (any names) on the page; their SHA-256 fingerprints are checked here, nothing is uploaded."
+                    } else {
+                        "This link shows a view of the files below. Drop them (any names) to restore it; their SHA-256 fingerprints are checked here, nothing is uploaded."
+                    }}
                 </p>
                 <ul>
                     {l.files.iter().map(|f| view! { <li data-testid="link-file">{describe(f)}</li> }).collect_view()}
                 </ul>
             });
+            let other = other_run(&l.other_files, &other_inputs);
             let summary = l.summary.as_ref().map(|w| {
                 view! {
                     <div data-testid="link-summary">
@@ -243,6 +281,7 @@ pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -
                         {summary}
                         {sources}
                         {files}
+                        {other}
                     </section>
                 }
                 .into_any(),
@@ -260,12 +299,15 @@ pub fn LinkBanner(state: Signal<LinkState>, on_sources: Callback<Vec<String>>) -
             }
             .into_any(),
         ),
-        LinkState::Mismatch { missing, .. } => Some(view! {
+        LinkState::Mismatch { missing, other_missing, .. } => Some(view! {
             <section class="link-banner warn" data-testid="link-mismatch">
-                <p>"The files loaded so far do not include these files of the link (compared by SHA-256):"</p>
-                <ul>
-                    {missing.iter().map(|f| view! { <li>{describe(f)}</li> }).collect_view()}
-                </ul>
+                {(!missing.is_empty()).then(|| view! {
+                    <p>"The files loaded so far do not include these files of the link (compared by SHA-256):"</p>
+                    <ul>
+                        {missing.iter().map(|f| view! { <li>{describe(f)}</li> }).collect_view()}
+                    </ul>
+                })}
+                {other_run(&other_missing, &other_inputs)}
             </section>
         }
         .into_any()),

@@ -143,8 +143,19 @@ fn export_bundle() {
     let files: Vec<(String, u64)> = s
         .rows
         .with_untracked(|r| r.iter().map(|r| (r.name.clone(), r.size)).collect());
+    // A comparison shown: the other run's worker's messages go in too.
+    let c = s.compare;
+    let other = c.diff.with_untracked(Option::is_some).then(|| {
+        crate::page::sharing::bundle::OtherRun::new(
+            c.label.get_untracked(),
+            c.rows
+                .with_untracked(|r| r.iter().map(|r| (r.name.clone(), r.size)).collect()),
+            c.loaded_is_base.get_untracked(),
+            crate::page::compare::worker::recording(),
+        )
+    });
     spawn_local(async move {
-        match crate::page::sharing::bundle::build(files, client::recording()).await {
+        match crate::page::sharing::bundle::build(files, client::recording(), other).await {
             Ok(html) => {
                 s.bundle_error.set(None);
                 let bytes = js_sys::Uint8Array::from(html.as_bytes());

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::page::app::state::app_state;
 use crate::page::compare::chooser::DropZone;
+use crate::page::compare::stacked::Stacked;
 use crate::page::compare::{swap, Phase};
 
 /// Distributions drawn: the signatures with the largest |impact|.
@@ -110,6 +111,7 @@ fn body(d: Arc<RunDiff>, loaded_is_base: RwSignal<bool>) -> impl IntoView {
                 {signatures(&d)}
                 {distributions(&d)}
                 {steps(&d)}
+                <Stacked />
                 {communicators(&d)}
                 {facts(&d)}
             })}

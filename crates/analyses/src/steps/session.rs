@@ -141,6 +141,19 @@ pub fn analyse(
     Some(report)
 }
 
+/// Each rank's step windows, in its own clock, and where they came from (`nvtx` ranges, the
+/// profiler's steps, or the `collectives`' period): what the Compare view's stacked timelines
+/// align two runs on. `None` when the inputs show no steps.
+pub fn step_windows(
+    session: &Session,
+    analysis: &Analysis,
+    mapping: &StageMapping,
+) -> Option<(&'static str, Vec<StepWindow>)> {
+    let ranks = Ranks::new(session, analysis);
+    let found = find_steps(session, &ranks, mapping)?;
+    (!found.windows.is_empty()).then_some((found.windows_from, found.windows))
+}
+
 /// The steps, wherever they came from, and what else the sources found.
 struct Found {
     matrix: StageMatrix,
