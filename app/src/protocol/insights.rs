@@ -22,6 +22,7 @@ pub struct Insights {
     pub ms: f64,
     /// Each analysis' own wall time, ms (`diagnosis`, `steps`, `patterns`, `identity`), for
     /// benchmarks: `tests/browser/bench/load.mjs --insights` reads them from the page.
+    #[serde(default)]
     pub ms_each: Vec<(String, f64)>,
 }
 
