@@ -20,6 +20,10 @@ pub struct Insights {
     pub identity_notes: Vec<String>,
     /// Wall time of building these, for benchmarks.
     pub ms: f64,
+    /// Each analysis' own wall time, ms (`diagnosis`, `steps`, `patterns`, `identity`), for
+    /// benchmarks: `tests/browser/bench/load.mjs --insights` reads them from the page.
+    #[serde(default)]
+    pub ms_each: Vec<(String, f64)>,
 }
 
 /// The patterns, with the rank-to-rank entries left out past [`MATRIX_RANKS`] ranks (the node
@@ -107,8 +111,17 @@ impl Insights {
         ask: &StepsAsk,
     ) -> Insights {
         let hardware = hardware(session);
+        let mut ms_each = Vec::new();
+        let mut clock = now_ms();
+        let mut lap = |name: &str| {
+            let now = now_ms();
+            ms_each.push((name.to_string(), now - clock));
+            clock = now;
+        };
         let diagnosis = analyses::diagnosis::of_session(session, analysis);
+        lap("diagnosis");
         let steps = Self::steps(session, analysis, ask, &hardware);
+        lap("steps");
         let options = analyses::patterns::Options {
             hardware: &hardware,
             theory: None,
@@ -120,7 +133,14 @@ impl Insights {
             patterns.matrix.entries = Vec::new();
         }
         let moved = !patterns.matrix.nodes.is_empty() || !patterns.matrix.entries.is_empty();
+        lap("patterns");
         let identity = session.identity();
+        let identity_rows = analysis
+            .processes
+            .iter()
+            .map(|p| IdentityRow::of(session, analysis, p))
+            .collect();
+        lap("identity");
         Insights {
             diagnosis,
             steps,
@@ -128,13 +148,10 @@ impl Insights {
                 patterns,
                 ranks_left_out,
             }),
-            identity: analysis
-                .processes
-                .iter()
-                .map(|p| IdentityRow::of(session, analysis, p))
-                .collect(),
+            identity: identity_rows,
             identity_notes: identity.notes.clone(),
             ms: 0.0,
+            ms_each,
         }
     }
 }
@@ -154,6 +171,20 @@ impl Insights {
 /// The hardware the insights assume: from the topology NCCL printed, else A100's.
 pub fn hardware(session: &load::Session) -> theory::Hardware {
     analyses::hardware_from_topology(session).unwrap_or_else(theory::Hardware::a100)
+}
+
+/// Milliseconds since the epoch (the worker's clock in the page), for the laps above.
+fn now_ms() -> f64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        js_sys::Date::now()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    }
 }
 
 impl IdentityRow {
@@ -197,6 +228,10 @@ mod tests {
         let session = testkit::sessions::generated("demo");
         let analysis = pipeline::analyse(&session, &pipeline::UserSizes::default());
         let insights = Insights::build(&session, &analysis);
+        // Each analysis timed, in the order they ran (the benchmarks read them from the page).
+        let timed: Vec<&str> = insights.ms_each.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(timed, ["diagnosis", "steps", "patterns", "identity"]);
+        assert!(insights.ms_each.iter().all(|(_, ms)| *ms >= 0.0));
         assert_eq!(insights.identity.len(), analysis.processes.len());
         for row in &insights.identity {
             assert!(row.confidence > 0.5, "{row:?}");

@@ -5,11 +5,15 @@
 //
 //   node tests/browser/bench/load.mjs [--align-workers=N] [--parse-workers=P] [--memory-limit-mb=M]
 //                                     [--render] [--timeout-s=T] [--json] PATH...
-//       PATH: files, or directories searched for *.log, *.log.gz and *.sqlite;
+//       PATH: files (logs, exports, Kineto traces), or directories searched for *.log, *.log.gz
+//             and *.sqlite;
 //       N: alignment workers (0: none; default: the page's choice);
 //       P: log parsing workers (0: none; default: the page's choice);
 //       M: the page's memory budget, to measure inputs its estimate would refuse;
 //       --render: then pan and zoom the timeline and add its frame times (as render.mjs);
+//       --insights: then wait for the insights the worker builds after the result and add
+//               their build time in the worker, in all and per analysis (`insights_ms`: total,
+//               diagnosis, steps, patterns, identity; ms);
 //       --cold: drop as soon as the drop zone shows, not once the page's worker has warmed up
 //               (it parses and analyses the built-in demo while the page waits for files:
 //               a user takes longer than that to pick files);
@@ -54,8 +58,9 @@ if (files.length === 0) {
   console.error('usage: node tests/browser/bench/load.mjs [options] PATH...');
   process.exit(2);
 }
-// With exports there is a timeline: done is when it is drawn, not only when the analysis is back.
-const withTimeline = files.some((f) => f.endsWith('.sqlite'));
+// With exports or traces there is a timeline: done is when it is drawn, not only when the
+// analysis is back.
+const withTimeline = files.some((f) => /\.(sqlite|json|json\.gz)$/.test(f));
 const bytes = files.reduce((a, f) => a + fs.statSync(f).size, 0);
 const s = await startSession(option('dist') ? { dist: path.resolve(option('dist')) } : {});
 try {
@@ -120,6 +125,13 @@ try {
   for (const r of failed) console.error(`not loaded: ${r.file}: ${r.status}`);
   if (flag('render') && !timedOut && withTimeline) await openView(s.page, 'timeline');
   const render = flag('render') && !timedOut && withTimeline ? await panAndZoom(s.page) : {};
+  // Read last, so that waiting for them changes none of the figures above.
+  let insightsMs = null;
+  if (flag('insights') && !timedOut) {
+    const el = s.page.locator('.page[data-insights-ms]');
+    await el.waitFor({ state: 'attached', timeout: left() }).catch(() => {});
+    insightsMs = JSON.parse((await el.getAttribute('data-insights-ms').catch(() => null)) ?? 'null');
+  }
   const mb = (b) => (b / 1e6).toFixed(0);
   const result = {
     files: files.length,
@@ -147,6 +159,7 @@ try {
     main_thread_long_tasks: longTasks.length,
     main_thread_worst_task_ms: Math.round(Math.max(0, ...longTasks)),
     ...render,
+    ...(flag('insights') ? { insights_ms: insightsMs } : {}),
     failed: failed.length,
     errors: s.errors,
   };

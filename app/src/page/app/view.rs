@@ -43,6 +43,7 @@ pub fn Shell(s: AppState) -> impl IntoView {
             data-worker-memory=move || s.worker_memory.get().map(|b| format!("{b:.0}"))
             data-worker-heap=move || s.worker_heap.get()
             data-worker-warm-ms=move || s.warmed_up_ms.get().map(|ms| format!("{ms:.0}"))
+            data-insights-ms=move || s.insights.with(|i| i.as_deref().map(insights_ms))
         >
             <Header />
             <LinkBanner state=s.link.into() on_sources=Callback::new(move |urls| load_sources(s, urls))
@@ -78,4 +79,15 @@ pub fn Shell(s: AppState) -> impl IntoView {
             </div>
         </div>
     }
+}
+
+/// The insights' build time in the worker, in all and per analysis, as JSON
+/// (`{"total": ms, "patterns": ms, ...}`), for the benchmarks (`load.mjs --insights`).
+fn insights_ms(i: &ncclscope_app::protocol::insights::Insights) -> String {
+    let mut m = serde_json::Map::new();
+    m.insert("total".into(), i.ms.into());
+    for (name, ms) in &i.ms_each {
+        m.insert(name.clone(), (*ms).into());
+    }
+    serde_json::Value::Object(m).to_string()
 }

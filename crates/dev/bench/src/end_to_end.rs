@@ -132,8 +132,16 @@ impl Measured<'_> {
     }
 }
 
-pub fn run(layouts: &[Layout], e2e: bool, render: bool, opts: &Options, report: &mut Report) {
+/// Measures and reports; returns the page's loads of the 256-rank runs with the insights' times
+/// when `insights` (the patterns family reads its in-page figure from them).
+pub fn run(
+    layouts: &[Layout],
+    (e2e, render, insights): (bool, bool, bool),
+    opts: &Options,
+    report: &mut Report,
+) -> crate::patterns::PageLoads {
     let runs = runs(layouts);
+    let mut loads = Vec::new();
     // The rendering benchmark pans and zooms the largest layout (most tracks and kernels).
     let largest = layouts.last().map(|l| l.label);
     let mut measured = Vec::new();
@@ -161,8 +169,9 @@ pub fn run(layouts: &[Layout], e2e: bool, render: bool, opts: &Options, report: 
         } else {
             (None, 0)
         };
+        let with_insights = insights && r.layout.label == "256 ranks";
         let page = if opts.browser {
-            in_chromium(&dir, renders, opts.scale)
+            in_chromium(&dir, (renders, with_insights), opts.scale)
         } else {
             Err("browser measurements are off in this run".into())
         };
@@ -178,6 +187,9 @@ pub fn run(layouts: &[Layout], e2e: bool, render: bool, opts: &Options, report: 
                 Err(e) => e.clone(),
             }
         );
+        if let (true, Ok(v)) = (with_insights, &page) {
+            loads.push((dir.clone(), v.clone()));
+        }
         measured.push(Measured {
             run: r,
             files: logs.len() + exports.len(),
@@ -194,6 +206,7 @@ pub fn run(layouts: &[Layout], e2e: bool, render: bool, opts: &Options, report: 
     if render {
         crate::render::table(&measured, opts, report);
     }
+    loads
 }
 
 /// Loads and analyses the run as `ncclscope analyze` does; (seconds, log operations).
@@ -211,8 +224,13 @@ fn native(logs: &[PathBuf], exports: &[PathBuf]) -> (f64, usize) {
     (t, ops)
 }
 
-/// The page's load of the whole run directory (and its pan and zoom when `render`).
-fn in_chromium(dir: &Path, render: bool, scale: Scale) -> Result<Value, String> {
+/// The page's load of the whole run directory (and its pan and zoom when `render`, then the
+/// insights' times when `insights`).
+fn in_chromium(
+    dir: &Path,
+    (render, insights): (bool, bool),
+    scale: Scale,
+) -> Result<Value, String> {
     // A bound, so that one stuck load cannot hold the whole suite: far above every target.
     let timeout = match scale {
         Scale::Quick => 120,
@@ -221,6 +239,9 @@ fn in_chromium(dir: &Path, render: bool, scale: Scale) -> Result<Value, String> 
     let mut args = vec!["--json".to_string(), format!("--timeout-s={timeout}")];
     if render {
         args.push("--render".into());
+    }
+    if insights {
+        args.push("--insights".into());
     }
     args.push(dir.display().to_string());
     let v = browser::run("load.mjs", &args)?;

@@ -1,5 +1,8 @@
 //! PyTorch profiler (Kineto) traces (issue 33): the streamed reader against a plain
-//! `serde_json` parse of the same file, at three sizes; and the reader's memory on a big trace.
+//! `serde_json` parse of the same file, at three sizes, and the same reader built for wasm32
+//! in a Chromium worker (`tests/browser/bench/wasm.mjs kineto`) on the same file right after;
+//! the reader's memory on a big trace; and the page's load of 8 ranks' traces
+//! (`kineto_page.rs`).
 //!
 //! Inputs: the generator's Kineto traces (`synth::kineto`, the `tp2pp2` layout's rank 0 in the
 //! modern style, 40 unrelated events per collective as real traces hold), as many iterations as
@@ -7,7 +10,7 @@
 
 use crate::growth::exponent;
 use crate::report::{Report, Verdict};
-use crate::{best_kept, Options};
+use crate::{best_kept, browser, Options};
 use std::path::PathBuf;
 
 /// Trace sizes, MB.
@@ -29,6 +32,8 @@ fn big_mb(quick: bool) -> usize {
 }
 
 const SPEED_TARGET: &str = "Kineto trace JSON read natively on one core ≥ 150 MB/s (issue 33)";
+const PAGE_TARGET: &str =
+    "Kineto trace JSON read in the page (wasm, Chromium worker) within 2.5× of native (issue 33)";
 
 /// Bytes fed to the reader at a time: the page's slices and the command's reads.
 const PIECE: usize = 16 << 20;
@@ -63,7 +68,7 @@ pub fn trace_of_size(mb: usize) -> PathBuf {
 }
 
 /// Counts bytes written.
-struct Counter(u64);
+pub(crate) struct Counter(pub u64);
 
 impl std::io::Write for Counter {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
@@ -88,7 +93,7 @@ fn ours(bytes: &[u8], rounds: usize) -> (f64, usize, u64) {
 }
 
 /// The plain way: the whole file as a `serde_json::Value`, then its NCCL kernels counted.
-fn plain(bytes: &[u8], rounds: usize) -> (f64, usize, u64) {
+pub(crate) fn plain(bytes: &[u8], rounds: usize) -> (f64, usize, u64) {
     let (t, (kernels, events)) = best_kept(rounds, || {
         let v: serde_json::Value =
             serde_json::from_slice(bytes).expect("a generated trace is JSON");
@@ -113,7 +118,11 @@ pub fn run(sizes_mb: &[usize], opts: &Options, report: &mut Report) {
          it), one thread, best of 3. Reference: a plain `serde_json::from_slice::<Value>` of the \
          whole file and its NCCL kernels counted, best of 2 (1 above 200 MB). Files: the \
          generator's Kineto traces (`synth::kineto`, `tp2pp2` rank 0, modern style, 40 unrelated \
-         events per collective), plain JSON in the page cache. Target: ours ≥ 150 MB/s.",
+         events per collective), plain JSON in the page cache. Target: ours ≥ 150 MB/s. Page: \
+         the same reader built for wasm32 with the page's profile (`crates/dev/bench/wasm`) in a \
+         Chromium Web Worker, fed the file's 16 MiB slices (each copied into wasm memory, as the \
+         page's worker does), best of 3, right after the native reader; target: within 2.5× of \
+         native.",
     );
     report.row(&[
         "size",
@@ -122,8 +131,10 @@ pub fn run(sizes_mb: &[usize], opts: &Options, report: &mut Report) {
         "ours MB/s",
         "serde_json Value MB/s",
         "ours / serde_json",
+        "page MB/s",
+        "page / native (time)",
     ]);
-    let (mut pts, mut speeds) = (Vec::new(), Vec::new());
+    let (mut pts, mut speeds, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for &mb in sizes_mb {
         let path = trace_of_size(mb);
         let bytes = std::fs::read(&path).expect("read the bench trace");
@@ -135,8 +146,17 @@ pub fn run(sizes_mb: &[usize], opts: &Options, report: &mut Report) {
             (kernels_p, events_p),
             "the two readers agree"
         );
+        drop(bytes);
         pts.push((size, t));
         speeds.push(size / 1e6 / t);
+        let page = in_page(&path, opts, (kernels, events));
+        let page_cells = match &page {
+            Ok(tw) => {
+                ratios.push(tw / t);
+                [format!("{:.0}", size / 1e6 / tw), format!("{:.2}×", tw / t)]
+            }
+            Err(e) => [format!("not measured: {e}"), String::new()],
+        };
         report.row(&[
             &format!("{:.0} MB", size / 1e6),
             &events.to_string(),
@@ -144,6 +164,8 @@ pub fn run(sizes_mb: &[usize], opts: &Options, report: &mut Report) {
             &format!("{:.0}", size / 1e6 / t),
             &format!("{:.0}", size / 1e6 / tp),
             &format!("{:.1}×", tp / t),
+            &page_cells[0],
+            &page_cells[1],
         ]);
     }
     report.growth("time vs bytes", exponent(&pts));
@@ -153,7 +175,43 @@ pub fn run(sizes_mb: &[usize], opts: &Options, report: &mut Report) {
         format!("{slowest:.0} MB/s (slowest size)"),
         Verdict::of(!speeds.is_empty(), slowest >= 150.0),
     );
+    let worst = ratios.iter().copied().fold(0.0, f64::max);
+    report.target(
+        PAGE_TARGET,
+        if ratios.is_empty() {
+            "—".into()
+        } else {
+            format!("{worst:.2}× native (slowest size)")
+        },
+        Verdict::of(!ratios.is_empty(), worst <= 2.5),
+    );
     memory(big_mb(opts.scale == crate::Scale::Quick), report);
+}
+
+/// The wasm reader's best time (s) on the trace at `path`, if it found the same NCCL kernels
+/// and events as the native reader.
+fn in_page(path: &std::path::Path, opts: &Options, native: (usize, u64)) -> Result<f64, String> {
+    if !opts.browser {
+        return Err("browser measurements are off in this run".into());
+    }
+    let v = browser::run(
+        "wasm.mjs",
+        &[
+            "kineto".into(),
+            path.display().to_string(),
+            "--rounds=3".into(),
+        ],
+    )?;
+    let found = (
+        browser::num(&v, "kernels") as usize,
+        browser::num(&v, "events") as u64,
+    );
+    if found != native {
+        return Err(format!(
+            "the page found {found:?} (kernels, events), natively {native:?}"
+        ));
+    }
+    Ok(browser::best(&v, "read_s"))
 }
 
 /// The reader's memory on one big trace, measured by `ingest-kineto`'s `kineto_read` example.

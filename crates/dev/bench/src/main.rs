@@ -22,6 +22,7 @@ mod example;
 mod growth;
 mod inputs;
 mod kineto;
+mod kineto_page;
 mod memory;
 mod parse;
 mod patterns;
@@ -29,6 +30,7 @@ mod regex_baseline;
 mod render;
 mod report;
 mod sqlite;
+mod stage_passes;
 mod steps;
 
 use report::Report;
@@ -141,6 +143,7 @@ fn main() {
         kineto_sizes
             .iter()
             .for_each(|&mb| drop(kineto::trace_of_size(mb)));
+        drop(kineto_page::traces(kineto_page::mb_per_rank(opts.scale)));
     }
     if wants("e2e") || wants("render") || wants("memory") {
         end_to_end::runs(&layouts)
@@ -149,6 +152,11 @@ fn main() {
     }
     if wants("patterns") {
         patterns::runs(&layouts).iter().for_each(|r| drop(r.dir()));
+    }
+    if wants("steps") {
+        for (ranks, steps, stages) in steps::sizes(opts.scale) {
+            drop(steps::stage_file_path(ranks, steps, stages));
+        }
     }
     let diff_sizes = diff::sizes(opts.scale);
     if wants("diff") {
@@ -169,6 +177,7 @@ fn main() {
     }
     if wants("kineto") {
         kineto::run(&kineto_sizes, &opts, &mut report);
+        kineto_page::run(&opts, &mut report);
     }
     if wants("align") {
         align::run(&opts, &mut report);
@@ -183,11 +192,13 @@ fn main() {
             .collect();
         memory::run(&runs, &mut report);
     }
+    let mut page_loads = Vec::new();
     if wants("e2e") || wants("render") {
-        end_to_end::run(&layouts, wants("e2e"), wants("render"), &opts, &mut report);
+        let which = (wants("e2e"), wants("render"), wants("patterns"));
+        page_loads = end_to_end::run(&layouts, which, &opts, &mut report);
     }
     if wants("patterns") {
-        patterns::run(&layouts, opts.scale, &mut report);
+        patterns::run(&layouts, &opts, &page_loads, &mut report);
     }
     if wants("steps") {
         steps::run(&opts, &mut report);
