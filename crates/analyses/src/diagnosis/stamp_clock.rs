@@ -47,7 +47,7 @@ pub fn stamp_clocks(analysis: &pipeline::Analysis) -> Option<ClockSync> {
             },
         );
     }
-    (!ranks.is_empty()).then(|| ClockSync {
+    (!ranks.is_empty()).then_some(ClockSync {
         reference_rank: analysis.clocks.reference_rank,
         reference_ns: analysis.clocks.reference_ns,
         ranks,
