@@ -77,6 +77,10 @@ pub enum ToPage {
     Export { file_name: String, mime: String },
     /// A page of a file's notes the page asked for ([`LoadRequest::notes`]).
     Notes { page: NotePage },
+    /// A file's lines around an evidence line ([`LoadRequest::file_lines`]).
+    FileLines {
+        lines: crate::protocol::file_lines::FileLines,
+    },
     /// Name, size and SHA-256 of every file loaded so far, for a shareable link.
     Fingerprints { files: Vec<LinkFile> },
     /// The aggregate of the time window the page asked about.
@@ -195,6 +199,9 @@ pub struct LoadRequest {
     /// ([`ToPage::Diff`]).
     #[serde(default)]
     pub compare: Option<String>,
+    /// The lines of a file around an evidence line ([`ToPage::FileLines`]).
+    #[serde(default)]
+    pub file_lines: Option<crate::protocol::file_lines::FileLinesAsk>,
 }
 
 /// Options the page's URL gives the worker.

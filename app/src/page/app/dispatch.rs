@@ -143,6 +143,7 @@ fn dispatch(s: AppState, msg: ToPage, new_timeline: Option<Timeline>) {
         }
         ToPage::Fingerprints { files } => on_fingerprints(s, files),
         ToPage::Notes { page } => s.notes.receive(page),
+        ToPage::FileLines { lines } => s.file_lines.receive(lines),
         ToPage::Insights { insights } => s.insights.set(Some(std::sync::Arc::new(*insights))),
         ToPage::Theory { view, error } => {
             s.theory.view.set(view);
@@ -309,6 +310,7 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
             s.picked_instance(),
             &s.timeline_view.get_untracked(),
             Some(crate::page::views::registry::slug(s.view.get_untracked()).to_string()),
+            s.shared_diagnosis(),
         );
         s.share_error.set(None);
         s.share_url.set(Some(here));

@@ -4,7 +4,7 @@
 use analyses::diff::{RunDiff, RunProfile};
 use analyses::{KernelDetails, WindowSummary};
 use leptos::prelude::*;
-use ncclscope_app::page_logic::link::Selection;
+use ncclscope_app::page_logic::link::{Selection, SharedDiagnosis};
 use ncclscope_app::protocol::messages::LoadRequest;
 use ncclscope_app::protocol::notes::NoteRow;
 use ncclscope_app::protocol::overview::OverviewView;
@@ -18,6 +18,7 @@ use crate::page::budget_dialog::Pending;
 use crate::page::client;
 use crate::page::panels::aggregate::AggregateState;
 use crate::page::panels::analyses::PanelStages;
+use crate::page::panels::file_lines::FileLinesState;
 use crate::page::panels::notes::NotesState;
 use crate::page::panels::theory::{saved_form, HARDWARE_FIELD};
 use crate::page::panels::window::Scope;
@@ -117,6 +118,8 @@ pub struct AppState {
     pub theory: TheoryState,
     pub aggregate: AggregateState,
     pub notes: NotesState,
+    /// A file's view at an evidence line (the Diagnosis view's).
+    pub file_lines: FileLinesState,
     /// The loaded run compared with another (the Compare view).
     pub compare: CompareState,
     // The timeline's view.
@@ -195,6 +198,7 @@ impl AppState {
             },
             aggregate: AggregateState::new(),
             notes: NotesState::new(),
+            file_lines: FileLinesState::new(),
             compare: CompareState::new(),
             window: RwSignal::new(None),
             timeline_view: RwSignal::new(TimelineView::default()),
@@ -355,6 +359,21 @@ impl AppState {
 
     /// Shows a self-contained link just made (it is in the address bar too), or why it could
     /// not be made.
+    /// Whether the file an evidence line names is loaded here (a worker holds it): its view
+    /// then reads the file, else it shows the line as the finding carries it.
+    pub fn has_file(&self, path: &str) -> bool {
+        !self.is_bundle
+            && self
+                .rows
+                .with_untracked(|r| r.iter().any(|row| row.name == path))
+    }
+
+    /// The diagnosis's findings as a link carries them (`None` without findings).
+    pub fn shared_diagnosis(&self) -> Option<SharedDiagnosis> {
+        self.insights
+            .with_untracked(|i| i.as_ref().and_then(|i| SharedDiagnosis::of(&i.diagnosis)))
+    }
+
     pub fn show_link(&self, made: Option<Result<String, String>>) {
         match made {
             Some(Ok(url)) => {
