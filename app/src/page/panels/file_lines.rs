@@ -9,7 +9,6 @@ use leptos::prelude::*;
 use ncclscope_app::page_logic::file_lines::{window, AROUND};
 use ncclscope_app::protocol::file_lines::{FileLines, FileLinesAsk};
 use ncclscope_app::protocol::messages::LoadRequest;
-use wasm_bindgen::JsCast;
 
 use crate::page::client;
 use crate::page::url::page_options;
@@ -103,14 +102,15 @@ pub fn FileLinesView(state: FileLinesState) -> impl IntoView {
             let Some(boxed) = scroller.get_untracked() else {
                 return;
             };
-            let hit = boxed
-                .query_selector(".hit")
-                .ok()
-                .flatten()
-                .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
-            if let Some(hit) = hit {
-                let top = hit.offset_top() - boxed.offset_top();
-                boxed.set_scroll_top(top - boxed.client_height() / 2 + hit.client_height() / 2);
+            if let Some(hit) = boxed.query_selector(".hit").ok().flatten() {
+                // Where the line is within the box's content, from the two boxes on screen.
+                let (line, frame) = (
+                    hit.get_bounding_client_rect(),
+                    boxed.get_bounding_client_rect(),
+                );
+                let top = line.top() - frame.top() + f64::from(boxed.scroll_top());
+                let middle = top - (frame.height() - line.height()) / 2.0;
+                boxed.set_scroll_top(middle.max(0.0) as i32);
             }
         });
     });
