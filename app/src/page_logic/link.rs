@@ -1018,9 +1018,7 @@ mod diagnosis_tests {
             packed("not json"),
             packed(r#"{"findings":[{"kind":"meltdown","severity":"critical","message":"m"}]}"#),
             packed(r#"{"findings":[{"kind":"error","severity":"dire","message":"m"}]}"#),
-            packed(&one(&format!(
-                r#","message2":"x","evidence":[{{"path":"a","line":-1}}]"#
-            ))),
+            packed(&one(r#","evidence":[{"path":"a","line":-1}]"#)),
             packed(&one(&long_evidence)),
             packed(&too_many),
             format!("v=1&dx={}", "A".repeat(MAX_DIAGNOSIS_BYTES + 1)),
