@@ -91,6 +91,7 @@ fn a_generated_hang_is_diagnosed_in_the_summary() {
         call: 12,
         kind: HangKind::Stop,
         watchdog: true,
+        errors: false,
     });
     let expected = synth::hang::expected(&cfg).expect("planted");
     let dir = scratch_dir("diagnosis_generated");
@@ -127,6 +128,100 @@ fn a_generated_hang_is_diagnosed_in_the_summary() {
         .as_array()
         .is_some_and(|s| !s.is_empty()));
     assert!(summary["diagnosis_first_error"].is_null());
+}
+
+/// The first error across ranks, as the summary marks it: (its ranks, the time base that
+/// decided, the summary's `diagnosis_first_error`).
+fn first_error(summary: &Value) -> (Value, Value, Value) {
+    let list = summary["diagnosis"].as_array().expect("a list");
+    let first: Vec<&Value> = list.iter().filter(|f| f["first"] == true).collect();
+    assert_eq!(first.len(), 1, "one first error: {}", summary["diagnosis"]);
+    let how = summary["diagnosis_first_error"].clone();
+    assert_eq!(
+        list.iter().position(|f| f["first"] == true),
+        how["finding"].as_u64().map(|i| i as usize),
+        "{how}"
+    );
+    (
+        first[0]["ranks"].clone(),
+        first[0]["time_base"].clone(),
+        how,
+    )
+}
+
+#[test]
+fn the_first_error_is_told_in_synchronised_time_where_clocks_are_known() {
+    for seed in [1, 7] {
+        let mut cfg = RunConfig::new(
+            Layout {
+                tp: 2,
+                dp: 2,
+                ..Layout::default()
+            },
+            Model {
+                layers: 2,
+                global_batch: 8,
+                micro_batch: 1,
+                iterations: 1,
+                ..Model::thesis()
+            },
+        );
+        cfg.seed = seed;
+        cfg.timestamps = true;
+        cfg.nodes = 2;
+        cfg.gpus_per_node = 2;
+        // Rank 0 stops; the others block and then each prints a network error, 5 s apart in
+        // rank order: the lowest blocked rank's comes first.
+        cfg.hang = Some(Hang {
+            rank: 0,
+            call: 12,
+            kind: HangKind::Stop,
+            watchdog: false,
+            errors: true,
+        });
+        // Node 1's clock (ranks 2 and 3) is a minute behind: by the stamps its errors come
+        // first.
+        cfg.realism.log_clock_skew_ms = -60_000;
+        let expected = synth::hang::expected(&cfg).expect("planted");
+        let truly_first = expected.first_error.expect("errors planted");
+        let by_stamps = *expected
+            .blocked
+            .iter()
+            .min_by_key(|&&r| {
+                let nth = expected.blocked.iter().position(|&b| b == r).unwrap() as i64;
+                nth * synth::hang::ERROR_GAP_NS - i64::from(r / 2) * 60_000_000_000
+            })
+            .unwrap();
+        assert_ne!(
+            truly_first, by_stamps,
+            "seed {seed}: the stamps must disagree ({:?})",
+            expected.blocked
+        );
+        let dir = scratch_dir(&format!("diagnosis_first_error_{seed}"));
+        synth::write_run(&synth::generate(&cfg), &dir).expect("written");
+        // Logs and exports: the alignment knows every rank's clock.
+        let summary = analyze(&[&dir], &format!("diagnosis_first_error_{seed}_all"));
+        check_shape(&summary["diagnosis"]);
+        let (ranks, base, how) = first_error(&summary);
+        assert_eq!(
+            ranks,
+            serde_json::json!([truly_first]),
+            "seed {seed}: {how}"
+        );
+        assert_eq!(base, "synchronised", "{how}");
+        assert_eq!(how["time_base"], "synchronised");
+        // Logs alone: each host's own stamps, which put node 1's error first.
+        let logs: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        let logs: Vec<&Path> = logs.iter().map(|p| p.as_path()).collect();
+        let summary = analyze(&logs, &format!("diagnosis_first_error_{seed}_logs"));
+        let (ranks, base, how) = first_error(&summary);
+        assert_eq!(ranks, serde_json::json!([by_stamps]), "seed {seed}: {how}");
+        assert_eq!(base, "log stamps", "{how}");
+    }
 }
 
 #[test]

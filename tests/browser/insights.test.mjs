@@ -90,9 +90,9 @@ test('a generated hang is named in the Diagnosis view', async () => {
       const severe = ['critical', 'warning'].includes(nativeSummary(files).diagnosis[0].severity);
       const card = s.page.getByTestId('overview-diagnosis');
       assert.equal(/\bwarn\b/.test(await card.getAttribute('class')), severe);
-      assert.equal((await card.locator('button').textContent()).startsWith(
+      assert.equal((await card.locator('button[data-go]').textContent()).startsWith(
         nativeSummary(files).diagnosis[0].message), true);
-      await card.locator('button').click();
+      await card.locator('button[data-go]').click();
       await s.page.locator('[data-testid=view][data-view="diagnosis"]').waitFor();
     });
   } finally {

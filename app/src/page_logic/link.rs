@@ -16,6 +16,8 @@
 //! (the Compare view, issue 35) names the other run's files too: `bf=NAME*SIZE*SHA256`, repeated
 //! like `f`; `f` stays the loaded run's. `SUMMARY` is a self-contained
 //! window aggregate, `KERNEL` a picked kernel's details; both JSON, deflated, base64url.
+//! `dx=DIAGNOSIS` carries the diagnosis's findings (packed the same way, see [`SharedDiagnosis`]),
+//! so that a bug report's link holds the finding itself.
 
 pub use crate::protocol::messages::LinkFile;
 use analyses::{KernelDetails, WindowSummary};
@@ -96,6 +98,8 @@ pub struct ViewLink {
     /// `pt=`: the Patterns view's state (mode, filter, cells, pick), when not the default
     /// ([`super::patterns_state`] has its format).
     pub patterns: Option<super::patterns_state::PatternsState>,
+    /// `dx=`: the diagnosis's findings, compressed like `sum=` (see [`SharedDiagnosis`]).
+    pub diagnosis: Option<SharedDiagnosis>,
 }
 
 /// The fragment (without `#`) for `link`.
@@ -141,6 +145,9 @@ pub fn encode(link: &ViewLink) -> String {
     }
     if let Some(st) = link.steps.as_ref().filter(|st| !st.is_default()) {
         parts.push(format!("st={}", crate::page_logic::steps_link::encode(st)));
+    }
+    if let Some(packed) = link.diagnosis.as_ref().and_then(|d| pack_diagnosis(d).ok()) {
+        parts.push(format!("dx={packed}"));
     }
     if !link.sources.is_empty() {
         let urls: Vec<String> = link.sources.iter().map(|u| pct(u)).collect();
@@ -206,6 +213,7 @@ pub fn decode(fragment: &str, known_field: impl Fn(&str) -> bool) -> Result<View
             "p" => link.panel = Some(panel(value)?),
             "pt" => link.patterns = Some(super::patterns_state::decode(value)?),
             "st" => link.steps = Some(crate::page_logic::steps_link::decode(value)?),
+            "dx" => link.diagnosis = Some(unpack_diagnosis(value)?),
             // Keys of later versions (or of other tools) are not ours to refuse.
             _ => {}
         }
@@ -342,6 +350,193 @@ fn file(value: &str) -> Result<LinkFile, String> {
     })
 }
 
+// The diagnosis a link carries (`dx=`).
+
+/// The most findings a link carries (the most severe; the rest are counted in `left_out`).
+pub const MAX_SHARED_FINDINGS: usize = 24;
+/// The most evidence lines a finding carries in a link.
+pub const MAX_SHARED_EVIDENCE: usize = 3;
+/// The longest finding sentence and evidence text a link carries, in characters.
+const MAX_SHARED_MESSAGE_CHARS: usize = 600;
+const MAX_SHARED_TEXT_CHARS: usize = 300;
+/// What `dx=` may take of a fragment, at most (the rest of a link must still fit).
+pub const MAX_DIAGNOSIS_BYTES: usize = 16 * 1024;
+
+/// The diagnosis as a link carries it: the most severe findings, each with its severity, kind,
+/// ranks, sentence and evidence lines (file, line and, when known, the line's text), and how
+/// many findings were left out to keep the link short.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SharedDiagnosis {
+    pub findings: Vec<SharedFinding>,
+    /// Findings of the diagnosis not carried (beyond [`MAX_SHARED_FINDINGS`] or the link's room).
+    #[serde(default)]
+    pub left_out: u32,
+    /// How the first error was told (the diagnosis's `first_error.how`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error_how: Option<String>,
+}
+
+/// One finding in a link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedFinding {
+    pub kind: analyses::diagnosis::Kind,
+    pub severity: analyses::diagnosis::Severity,
+    #[serde(default)]
+    pub ranks: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub communicator: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_count: Option<String>,
+    pub message: String,
+    #[serde(default)]
+    pub evidence: Vec<analyses::diagnosis::Evidence>,
+    /// The first error in time across all ranks.
+    #[serde(default)]
+    pub first: bool,
+}
+
+impl SharedDiagnosis {
+    /// The findings of `d` a link carries: the first [`MAX_SHARED_FINDINGS`], each with at most
+    /// [`MAX_SHARED_EVIDENCE`] evidence lines, sentences and texts clipped. `None` without
+    /// findings.
+    pub fn of(d: &analyses::diagnosis::Diagnosis) -> Option<SharedDiagnosis> {
+        use analyses::diagnosis::clip_text;
+        if d.findings.is_empty() {
+            return None;
+        }
+        let findings: Vec<SharedFinding> = d
+            .findings
+            .iter()
+            .take(MAX_SHARED_FINDINGS)
+            .map(|f| SharedFinding {
+                kind: f.kind,
+                severity: f.severity,
+                ranks: f.ranks.iter().copied().take(64).collect(),
+                communicator: f.communicator.as_ref().map(|c| clip_text(c, 64)),
+                op_count: f.op_count.as_ref().map(|c| clip_text(c, 32)),
+                message: clip_text(&f.message, MAX_SHARED_MESSAGE_CHARS),
+                evidence: f
+                    .evidence
+                    .iter()
+                    .take(MAX_SHARED_EVIDENCE)
+                    .map(|e| analyses::diagnosis::Evidence {
+                        path: clip_text(&e.path, MAX_NAME_BYTES / 4),
+                        line: e.line,
+                        text: e.text.as_ref().map(|t| clip_text(t, MAX_SHARED_TEXT_CHARS)),
+                    })
+                    .collect(),
+                first: f.first,
+            })
+            .collect();
+        Some(SharedDiagnosis {
+            left_out: (d.findings.len() - findings.len()) as u32,
+            findings,
+            first_error_how: d
+                .first_error
+                .as_ref()
+                .map(|e| clip_text(&e.how, MAX_SHARED_MESSAGE_CHARS)),
+        })
+    }
+
+    /// The findings as a diagnosis, to be shown as the page shows its own (with nothing of
+    /// where members stopped: a link does not carry that).
+    pub fn to_diagnosis(&self) -> analyses::diagnosis::Diagnosis {
+        use analyses::diagnosis::{Finding, FirstError};
+        let findings: Vec<Finding> = self
+            .findings
+            .iter()
+            .map(|f| Finding {
+                kind: f.kind,
+                severity: f.severity,
+                communicator: f.communicator.clone(),
+                op_count: f.op_count.clone(),
+                ranks: f.ranks.clone(),
+                processes: Vec::new(),
+                message: f.message.clone(),
+                evidence: f.evidence.clone(),
+                class: None,
+                first: f.first,
+                time_base: None,
+                grouped_by: None,
+                peer_ranks: Vec::new(),
+                time: None,
+            })
+            .collect();
+        let first_error = self.first_error_how.as_ref().map(|how| FirstError {
+            finding: findings.iter().position(|f| f.first),
+            how: how.clone(),
+            time_base: None,
+        });
+        analyses::diagnosis::Diagnosis {
+            findings,
+            stopped: Vec::new(),
+            first_error,
+        }
+    }
+
+    /// Drops the least severe findings (counting them in `left_out`) until the packed value
+    /// takes at most `room` bytes; `None` when not even one finding fits.
+    pub fn fit(mut self, room: usize) -> Option<SharedDiagnosis> {
+        let room = room.min(MAX_DIAGNOSIS_BYTES);
+        loop {
+            match pack_diagnosis(&self) {
+                Ok(p) if p.len() <= room => return Some(self),
+                _ if self.findings.len() <= 1 => return None,
+                _ => {
+                    let keep = self.findings.len() / 2;
+                    self.left_out += (self.findings.len() - keep) as u32;
+                    self.findings.truncate(keep);
+                }
+            }
+        }
+    }
+}
+
+/// The findings as a fragment value: JSON, deflated, base64url.
+pub fn pack_diagnosis(d: &SharedDiagnosis) -> Result<String, String> {
+    pack(d, "share fewer findings")
+}
+
+/// `link` with `diagnosis` added, as much of it as the fragment has room for (the least severe
+/// findings are left out first, and counted).
+pub fn with_diagnosis(link: ViewLink, diagnosis: Option<SharedDiagnosis>) -> ViewLink {
+    let room = MAX_FRAGMENT_BYTES.saturating_sub(encode(&link).len() + "&dx=".len());
+    ViewLink {
+        diagnosis: diagnosis.and_then(|d| d.fit(room)),
+        ..link
+    }
+}
+
+/// Reads a `dx=` value: bounded like `sum=`, then every count and text checked.
+fn unpack_diagnosis(value: &str) -> Result<SharedDiagnosis, String> {
+    if value.len() > MAX_DIAGNOSIS_BYTES {
+        return Err("the link's diagnosis is too long".into());
+    }
+    let d: SharedDiagnosis = unpack(value).map_err(|e| e.replace("summary", "diagnosis"))?;
+    let too_long = |s: &str, max: usize| s.chars().count() > max + 1;
+    let bad = d.findings.len() > MAX_SHARED_FINDINGS
+        || d.first_error_how
+            .as_ref()
+            .is_some_and(|h| too_long(h, MAX_SHARED_MESSAGE_CHARS))
+        || d.findings.iter().any(|f| {
+            too_long(&f.message, MAX_SHARED_MESSAGE_CHARS)
+                || f.ranks.len() > 64
+                || f.evidence.len() > MAX_SHARED_EVIDENCE
+                || f.evidence.iter().any(|e| {
+                    too_long(&e.path, MAX_NAME_BYTES)
+                        || e.text
+                            .as_ref()
+                            .is_some_and(|t| too_long(t, MAX_SHARED_TEXT_CHARS))
+                })
+        });
+    if bad {
+        return Err(
+            "the link's diagnosis holds more findings or longer texts than a link carries".into(),
+        );
+    }
+    Ok(d)
+}
+
 /// How dropped files answer a link's list: names and sizes may differ, fingerprints may not.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Verification {
@@ -415,6 +610,7 @@ mod tests {
             steps: None,
             other_files: Vec::new(),
             patterns: None,
+            diagnosis: None,
             selection: Some(Selection {
                 rank: 7,
                 comm: "0x9f3c*&".into(),
@@ -716,5 +912,199 @@ mod tests {
         let v = verify(&[f("a.log", '1')], &[f("x", '1'), f("y", '3')]);
         assert!(v.complete());
         assert_eq!(v.extra, vec![f("y", '3')]);
+    }
+}
+
+#[cfg(test)]
+mod diagnosis_tests {
+    use super::*;
+    use analyses::diagnosis::{Diagnosis, Evidence, Finding, FirstError, Kind, Severity};
+
+    fn finding(i: usize, severity: Severity) -> Finding {
+        Finding {
+            kind: if i == 0 { Kind::Behind } else { Kind::Error },
+            severity,
+            communicator: Some("0x7f3a<b>".into()),
+            op_count: Some("1c".into()),
+            ranks: vec![i as u32, 3],
+            processes: Vec::new(),
+            message: format!("Rank {i} stopped <script>alert({i})</script> & the others wait."),
+            evidence: (0..5)
+                .map(|l| Evidence {
+                    path: format!("logs/rank {i}.log"),
+                    line: 100 + l,
+                    text: Some(format!(
+                        "node{i}:{l} [0] NCCL WARN \"quoted\" <b>{}</b>",
+                        noise(i as u64 * 8 + l, 50 + i * 37 % 200)
+                    )),
+                })
+                .collect(),
+            class: None,
+            first: i == 1,
+            time_base: None,
+            grouped_by: None,
+            peer_ranks: Vec::new(),
+            time: None,
+        }
+    }
+
+    /// `n` hex digits that do not compress much (as real log lines do not).
+    fn noise(seed: u64, n: usize) -> String {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from_digit((x % 16) as u32, 16).unwrap()
+            })
+            .collect()
+    }
+
+    fn diagnosis(n: usize) -> Diagnosis {
+        Diagnosis {
+            findings: (0..n)
+                .map(|i| {
+                    finding(
+                        i,
+                        if i < 2 {
+                            Severity::Critical
+                        } else {
+                            Severity::Info
+                        },
+                    )
+                })
+                .collect(),
+            stopped: Vec::new(),
+            first_error: Some(FirstError {
+                finding: Some(1),
+                how: "by the ranks' synchronised clocks".into(),
+                time_base: Some("synchronised".into()),
+            }),
+        }
+    }
+
+    #[test]
+    fn findings_round_trip_in_the_fragment() {
+        let shared = SharedDiagnosis::of(&diagnosis(3)).expect("findings");
+        assert_eq!(shared.findings.len(), 3);
+        assert_eq!(shared.left_out, 0);
+        assert!(shared
+            .findings
+            .iter()
+            .all(|f| f.evidence.len() == MAX_SHARED_EVIDENCE));
+        let link = with_diagnosis(ViewLink::default(), Some(shared.clone()));
+        assert_eq!(link.diagnosis.as_ref(), Some(&shared));
+        let text = encode(&link);
+        assert!(text.contains("&dx=") && !text.contains('<'), "{text:.120}");
+        let back = decode(&text, |_| true).unwrap();
+        assert_eq!(back, link);
+        // Markup stays text: the sentence is the one the diagnosis wrote.
+        assert!(back.diagnosis.unwrap().findings[0]
+            .message
+            .contains("<script>"));
+        // Shown as the page shows its own: the same sentences, the first error marked.
+        let shown = shared.to_diagnosis();
+        let original = diagnosis(3);
+        for (a, b) in shown.findings.iter().zip(&original.findings) {
+            assert_eq!(
+                (a.kind, a.severity, &a.message, a.first),
+                (b.kind, b.severity, &b.message, b.first)
+            );
+            assert_eq!(a.evidence[..], b.evidence[..MAX_SHARED_EVIDENCE]);
+        }
+        assert_eq!(shown.first_error.unwrap().finding, Some(1));
+        // No findings, no key.
+        assert_eq!(SharedDiagnosis::of(&diagnosis(0)), None);
+        assert!(!encode(&with_diagnosis(ViewLink::default(), None)).contains("dx="));
+    }
+
+    #[test]
+    fn many_findings_are_capped_and_counted() {
+        let shared = SharedDiagnosis::of(&diagnosis(500)).unwrap();
+        assert_eq!(shared.findings.len(), MAX_SHARED_FINDINGS);
+        assert_eq!(shared.left_out as usize, 500 - MAX_SHARED_FINDINGS);
+        // A fragment already nearly full: the least severe go first, and are counted.
+        let files: Vec<LinkFile> = (0..560)
+            .map(|i| LinkFile {
+                name: format!("rank-{i:05}-of-a-long-run-name.log"),
+                size: i,
+                sha256: format!("{:064x}", i * 7919),
+            })
+            .collect();
+        let base = ViewLink {
+            files,
+            ..ViewLink::default()
+        };
+        let room = MAX_FRAGMENT_BYTES - encode(&base).len();
+        let link = with_diagnosis(base, Some(shared));
+        let text = encode(&link);
+        assert!(text.len() <= MAX_FRAGMENT_BYTES, "{} bytes", text.len());
+        let d = link
+            .diagnosis
+            .unwrap_or_else(|| panic!("some findings fit in {room} bytes"));
+        assert!(
+            d.findings.len() < MAX_SHARED_FINDINGS,
+            "{}",
+            d.findings.len()
+        );
+        assert_eq!(d.findings.len() + d.left_out as usize, 500);
+        assert_eq!(d.findings[0].severity, Severity::Critical);
+        assert_eq!(decode(&text, |_| true).unwrap().diagnosis, Some(d));
+        // No room at all: the link goes without.
+        assert_eq!(SharedDiagnosis::of(&diagnosis(3)).unwrap().fit(10), None);
+    }
+
+    #[test]
+    fn hostile_diagnosis_values_are_errors() {
+        let packed = |json: &str| {
+            let mut z = DeflateEncoder::new(Vec::new(), Compression::best());
+            z.write_all(json.as_bytes()).unwrap();
+            format!("v=1&dx={}", URL_SAFE_NO_PAD.encode(z.finish().unwrap()))
+        };
+        let one = |extra: &str| {
+            format!(
+                r#"{{"findings":[{{"kind":"error","severity":"critical","message":"m"{extra}}}]}}"#
+            )
+        };
+        let long_evidence = format!(
+            r#","evidence":[{{"path":"a","line":1,"text":"{}"}}]"#,
+            "x".repeat(5000)
+        );
+        let too_many = format!(
+            r#"{{"findings":[{}]}}"#,
+            vec![r#"{"kind":"error","severity":"info","message":"m"}"#; MAX_SHARED_FINDINGS + 1]
+                .join(",")
+        );
+        for bad in [
+            "v=1&dx=!!!".to_string(),
+            "v=1&dx=AAAA".to_string(),
+            packed("not json"),
+            packed(r#"{"findings":[{"kind":"meltdown","severity":"critical","message":"m"}]}"#),
+            packed(r#"{"findings":[{"kind":"error","severity":"dire","message":"m"}]}"#),
+            packed(&one(r#","evidence":[{"path":"a","line":-1}]"#)),
+            packed(&one(&long_evidence)),
+            packed(&too_many),
+            format!("v=1&dx={}", "A".repeat(MAX_DIAGNOSIS_BYTES + 1)),
+        ] {
+            let e = decode(&bad, |_| true).unwrap_err();
+            assert!(e.contains("diagnosis"), "{bad:.60}: {e}");
+        }
+        // A bomb: a few bytes that inflate past the bound.
+        let mut z = DeflateEncoder::new(Vec::new(), Compression::best());
+        z.write_all(&vec![b' '; (4 << 20) + 1024]).unwrap();
+        let bomb = format!("v=1&dx={}", URL_SAFE_NO_PAD.encode(z.finish().unwrap()));
+        assert!(decode(&bomb, |_| true).is_err());
+        // A well-formed value from a later version with keys this page does not know reads.
+        let later = packed(&one(r#","severity_score":3"#));
+        assert_eq!(
+            decode(&later, |_| true)
+                .unwrap()
+                .diagnosis
+                .unwrap()
+                .findings
+                .len(),
+            1
+        );
     }
 }

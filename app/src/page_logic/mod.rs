@@ -3,14 +3,16 @@
 //! ([`views`]), timeline arithmetic ([`timeline_math`]) and its rows ([`track_rows`]), a
 //! kernel's fields as people read them ([`fields`]), which rows a long table or list renders
 //! ([`table_window`], [`list_window`]), the memory budget of dropped files ([`budget`]), the
-//! demo's files ([`files`]), the Compare view's figures ([`compare`]), the
-//! rank-to-rank heat map's cells ([`heat_grid`]) and the Patterns view's state ([`patterns_state`]), and work spread over
-//! animation frames ([`deferred`], used by the worker too).
+//! demo's files ([`files`]), the Compare view's figures ([`compare`]), the rank-to-rank heat
+//! map's cells ([`heat_grid`]) and the Patterns view's state ([`patterns_state`]), work spread
+//! over animation frames ([`deferred`], used by the worker too), and a file's lines around an
+//! evidence line ([`file_lines`], read by the worker).
 
 pub mod budget;
 pub mod compare;
 pub mod deferred;
 pub mod fields;
+pub mod file_lines;
 pub mod files;
 pub mod heat_grid;
 pub mod link;

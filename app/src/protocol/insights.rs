@@ -298,6 +298,7 @@ mod tests {
             call: 12,
             kind: hang::HangKind::Stop,
             watchdog: false,
+            errors: false,
         });
         let session = testkit::sessions::of_run(&synth::generate(&cfg));
         let analysis = pipeline::analyse(&session, &pipeline::UserSizes::default());

@@ -77,6 +77,10 @@ pub enum ToPage {
     Export { file_name: String, mime: String },
     /// A page of a file's notes the page asked for ([`LoadRequest::notes`]).
     Notes { page: NotePage },
+    /// A file's lines around an evidence line ([`LoadRequest::file_lines`]).
+    FileLines {
+        lines: crate::protocol::file_lines::FileLines,
+    },
     /// Name, size and SHA-256 of every file loaded so far, for a shareable link.
     Fingerprints { files: Vec<LinkFile> },
     /// The aggregate of the time window the page asked about.
@@ -207,6 +211,9 @@ pub struct LoadRequest {
     /// This run's timeline cut to a step, for the stacked timelines ([`ToPage::Stacked`]).
     #[serde(default)]
     pub stacked: Option<crate::protocol::stacked::StackedAsk>,
+    /// The lines of a file around an evidence line ([`ToPage::FileLines`]).
+    #[serde(default)]
+    pub file_lines: Option<crate::protocol::file_lines::FileLinesAsk>,
 }
 
 /// Options the page's URL gives the worker.

@@ -5,6 +5,7 @@
 
 pub mod aggregate;
 pub mod compare;
+pub mod file_lines;
 pub mod format;
 pub mod groups;
 pub mod insights;

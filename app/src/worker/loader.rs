@@ -139,6 +139,10 @@ async fn serve(mut req: LoadRequest) {
         let page = crate::worker::notes::with_store(|n| n.page(q));
         post(&ToPage::Notes { page }, None);
     }
+    if let Some(ask) = &req.file_lines {
+        let lines = crate::worker::file_lines::answer(ask, &input_named).await;
+        post(&ToPage::FileLines { lines }, None);
+    }
     if let Some(id) = req.notes_csv {
         let built =
             crate::worker::notes::with_store(|n| n.file(id).map(|f| (f.csv_name(), f.csv())));
@@ -290,6 +294,19 @@ fn enriched_fields(d: &analyses::KernelDetails) -> Vec<(String, String)> {
                 (k, text)
             })
             .collect()
+    })
+}
+
+/// The loaded file the session names `name` (the last loaded of that name), by its index among
+/// the loaded files: evidence lines are read from it.
+fn input_named(name: &str) -> Option<(usize, Blob)> {
+    INPUTS.with(|i| {
+        i.borrow()
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, input)| input.name == name)
+            .map(|(n, input)| (n, input.blob.clone()))
     })
 }
 
@@ -565,12 +582,18 @@ async fn load_and_analyse(req: &LoadRequest) {
     }
     post(&result, Some(timeline));
     post_view_status(&view, counts, None);
-    post_insights();
+    if let Some(mut insights) = post_insights() {
+        // Then once more with the evidence lines' own text, read from the files (the findings
+        // carry it into links and bundles).
+        if crate::worker::file_lines::fill_evidence(&mut insights.diagnosis, &input_named).await {
+            send_insights(insights);
+        }
+    }
 }
 
 /// The insights of the analysis just sent (after it: the timeline shows first), with the
-/// step analysis run as the Steps view asked.
-fn post_insights() {
+/// step analysis run as the Steps view asked; posted, kept, and returned.
+fn post_insights() -> Option<Insights> {
     let started = js_sys::Date::now();
     let ask = STEPS_ASK.with(|a| a.borrow().clone());
     let insights = SESSION.with(|s| {
@@ -580,10 +603,10 @@ fn post_insights() {
                 .map(|analysis| Insights::build_with(&s.borrow(), analysis, &ask))
         })
     });
-    if let Some(mut insights) = insights {
-        insights.ms = js_sys::Date::now() - started;
-        send_insights(insights);
-    }
+    let mut insights = insights?;
+    insights.ms = js_sys::Date::now() - started;
+    send_insights(insights.clone());
+    Some(insights)
 }
 
 /// Posts `insights` and keeps them (a change of the steps' settings replaces their steps).

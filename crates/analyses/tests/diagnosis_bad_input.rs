@@ -149,6 +149,7 @@ fn repeats_and_interleaving_change_nothing() {
         call: 9,
         kind: HangKind::Mismatch,
         watchdog: true,
+        errors: false,
     });
     let run = synth::generate(&cfg);
     let files: Vec<(String, Vec<u8>)> = run.files.clone();

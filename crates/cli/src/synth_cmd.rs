@@ -215,5 +215,6 @@ fn parse_hang(spec: &str) -> Result<synth::hang::Hang, String> {
         call,
         kind,
         watchdog: false,
+        errors: false,
     })
 }

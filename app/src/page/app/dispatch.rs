@@ -144,6 +144,7 @@ fn dispatch(s: AppState, msg: ToPage, new_timeline: Option<Timeline>) {
         }
         ToPage::Fingerprints { files } => on_fingerprints(s, files),
         ToPage::Notes { page } => s.notes.receive(page),
+        ToPage::FileLines { lines } => s.file_lines.receive(lines),
         ToPage::Insights { insights } => s.insights.set(Some(std::sync::Arc::new(*insights))),
         ToPage::Theory { view, error } => {
             s.theory.view.set(view);
@@ -323,6 +324,7 @@ fn on_fingerprints(s: AppState, files: Vec<LinkFile>) {
             panel: Some(crate::page::views::registry::slug(s.view.get_untracked()).to_string()),
             patterns: (!patterns.is_default()).then_some(patterns),
             steps: Some(s.steps_view.get_untracked()),
+            diagnosis: s.shared_diagnosis(),
             ..ViewLink::default()
         };
         let here = link_from_page(

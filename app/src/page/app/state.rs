@@ -4,7 +4,7 @@
 use analyses::diff::{RunDiff, RunProfile};
 use analyses::{KernelDetails, WindowSummary};
 use leptos::prelude::*;
-use ncclscope_app::page_logic::link::{LinkFile, Selection};
+use ncclscope_app::page_logic::link::{LinkFile, Selection, SharedDiagnosis};
 use ncclscope_app::page_logic::patterns_state::PatternsState;
 use ncclscope_app::page_logic::steps_link::{StepsAsk, StepsView};
 use ncclscope_app::protocol::messages::LoadRequest;
@@ -21,6 +21,7 @@ use crate::page::budget_dialog::Pending;
 use crate::page::client;
 use crate::page::panels::aggregate::AggregateState;
 use crate::page::panels::analyses::PanelStages;
+use crate::page::panels::file_lines::FileLinesState;
 use crate::page::panels::notes::NotesState;
 use crate::page::panels::theory::{saved_form, HARDWARE_FIELD};
 use crate::page::panels::window::Scope;
@@ -125,6 +126,8 @@ pub struct AppState {
     pub patterns: RwSignal<PatternsState>,
     pub aggregate: AggregateState,
     pub notes: NotesState,
+    /// A file's view at an evidence line (the Diagnosis view's).
+    pub file_lines: FileLinesState,
     /// The loaded run compared with another (the Compare view).
     pub compare: CompareState,
     // The timeline's view.
@@ -205,6 +208,7 @@ impl AppState {
             patterns: RwSignal::new(PatternsState::default()),
             aggregate: AggregateState::new(),
             notes: NotesState::new(),
+            file_lines: FileLinesState::new(),
             compare: CompareState::new(),
             window: RwSignal::new(None),
             timeline_view: RwSignal::new(TimelineView::default()),
@@ -380,6 +384,21 @@ impl AppState {
 
     /// Shows a self-contained link just made (it is in the address bar too), or why it could
     /// not be made.
+    /// Whether the file an evidence line names is loaded here (a worker holds it): its view
+    /// then reads the file, else it shows the line as the finding carries it.
+    pub fn has_file(&self, path: &str) -> bool {
+        !self.is_bundle
+            && self
+                .rows
+                .with_untracked(|r| r.iter().any(|row| row.name == path))
+    }
+
+    /// The diagnosis's findings as a link carries them (`None` without findings).
+    pub fn shared_diagnosis(&self) -> Option<SharedDiagnosis> {
+        self.insights
+            .with_untracked(|i| i.as_ref().and_then(|i| SharedDiagnosis::of(&i.diagnosis)))
+    }
+
     pub fn show_link(&self, made: Option<Result<String, String>>) {
         match made {
             Some(Ok(url)) => {

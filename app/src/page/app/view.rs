@@ -48,6 +48,8 @@ pub fn Shell(s: AppState) -> impl IntoView {
             <Header />
             <LinkBanner state=s.link.into() on_sources=Callback::new(move |urls| load_sources(s, urls))
                 other_inputs=ViewFn::from(|| view! { <CompareInputs /> }) />
+            <crate::page::panels::insights::diagnosis::LinkDiagnosis
+                on_open=Callback::new(move |()| { crate::page::views::registry::open(&s, "diagnosis"); }) />
             {move || s.over_budget.with(|o| o.is_some()).then(|| view! {
                 <BudgetDialog
                     pending=s.over_budget

@@ -5,7 +5,8 @@ use crate::page::panels::theory::HARDWARE_FIELD;
 use analyses::WindowSummary;
 use leptos::prelude::*;
 use ncclscope_app::page_logic::link::{
-    decode, encode, pack_kernel, pack_summary, verify, LinkFile, SharedKernel, ViewLink,
+    decode, encode, pack_kernel, pack_summary, verify, with_diagnosis, LinkFile, SharedDiagnosis,
+    SharedKernel, ViewLink,
 };
 use ncclscope_app::protocol::format::human_bytes;
 use theory::form::{Form, FIELDS};
@@ -93,38 +94,65 @@ pub fn apply_link(
     }
 }
 
-/// A self-contained link: the window and its aggregate, no files. Errors when the summary is
-/// too big for a link.
-pub fn self_contained_link(summary: &WindowSummary) -> Result<String, String> {
+/// A self-contained link: the window and its aggregate, no files, and the diagnosis's findings
+/// when there are any. Errors when the summary is too big for a link.
+pub fn self_contained_link(
+    summary: &WindowSummary,
+    diagnosis: Option<SharedDiagnosis>,
+) -> Result<String, String> {
     pack_summary(summary)?;
     let link = ViewLink {
         window: Some((summary.start_ns, summary.end_ns)),
         summary: Some(summary.clone()),
         ..ViewLink::default()
     };
-    Ok(publish(&encode(&link)))
+    Ok(publish(&encode(&with_diagnosis(link, diagnosis))))
 }
 
-/// A self-contained link to a picked kernel: its details travel in the link.
-pub fn self_contained_kernel_link(kernel: SharedKernel) -> Result<String, String> {
+/// A self-contained link to a picked kernel: its details travel in the link (and the
+/// diagnosis's findings, when there are any).
+pub fn self_contained_kernel_link(
+    kernel: SharedKernel,
+    diagnosis: Option<SharedDiagnosis>,
+) -> Result<String, String> {
     pack_kernel(&kernel)?;
     let link = ViewLink {
         kernel: Some(kernel),
         ..ViewLink::default()
     };
+    Ok(publish(&encode(&with_diagnosis(link, diagnosis))))
+}
+
+/// A self-contained link to the diagnosis: its findings travel in the link, with the panel to
+/// open. Errors when there is nothing to carry.
+pub fn self_contained_diagnosis_link(diagnosis: Option<SharedDiagnosis>) -> Result<String, String> {
+    let Some(d) = diagnosis else {
+        return Err("the diagnosis has no findings to put in a link".into());
+    };
+    let link = ViewLink {
+        panel: Some("diagnosis".into()),
+        ..ViewLink::default()
+    };
+    let link = with_diagnosis(link, Some(d));
+    if link.diagnosis.is_none() {
+        return Err("not even one finding fits in a link".into());
+    }
     Ok(publish(&encode(&link)))
 }
 
 /// Puts a link to the current view in the address bar (replacing the entry, so Back still
 /// leaves the page), copies it to the clipboard where allowed, and returns it. `views` holds what
 /// the views themselves contribute (files, selection, panel, each analysis view's state); the
-/// window, the theory form's fields and the timeline's filter and clock are added here.
+/// window, the theory form's fields and the timeline's filter and clock are added here; the
+/// diagnosis' findings (`views.diagnosis`) as far as the link has room for them.
 pub fn link_from_page(
     window: Option<View>,
     form: &Form,
     timeline: &timeline::TimelineView,
-    views: ViewLink,
+    mut views: ViewLink,
 ) -> String {
+    // The findings go last: they take what room the rest of the link leaves.
+    let diagnosis = views.diagnosis.take();
     let link = ViewLink {
         window: window.map(|v| (v.start_ns as i64, v.end_ns as i64)),
         theory: form
@@ -136,7 +164,7 @@ pub fn link_from_page(
         original_clock: timeline.original_clock,
         ..views
     };
-    publish(&encode(&link))
+    publish(&encode(&with_diagnosis(link, diagnosis)))
 }
 
 /// Shows `fragment` in the address bar (replacing the entry, so Back still leaves the page),

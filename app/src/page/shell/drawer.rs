@@ -61,7 +61,7 @@ fn kernel(s: AppState) -> impl IntoView {
     let copy = move |_| {
         let made = s.details.with_untracked(|d| {
             d.clone().map(|(details, fields)| {
-                self_contained_kernel_link(SharedKernel { details, fields })
+                self_contained_kernel_link(SharedKernel { details, fields }, s.shared_diagnosis())
             })
         });
         s.show_link(made);
@@ -99,9 +99,10 @@ fn kernel(s: AppState) -> impl IntoView {
 /// The aggregate of the visible window or of the selected range.
 fn range(s: AppState) -> impl IntoView {
     let copy = move |_| {
-        let made = s
-            .window_summary
-            .with_untracked(|w| w.as_ref().map(self_contained_link));
+        let made = s.window_summary.with_untracked(|w| {
+            w.as_ref()
+                .map(|w| self_contained_link(w, s.shared_diagnosis()))
+        });
         s.show_link(made);
     };
     view! {

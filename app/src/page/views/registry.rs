@@ -160,7 +160,8 @@ pub const VIEWS: [ViewDef; 18] = [
     ViewDef {
         spec: spec("diagnosis", "Diagnosis", 'x', &[], "What went wrong, from the logs alone: hangs, mismatched collectives, the first error, settings that differ", LOGS),
         body: || view! { <DiagnosisPanel insights=app_state().insights /> }.into_any(),
-        ready: has_logs,
+        // Also with a link's findings and no file.
+        ready: |s| has_logs(s) || s.link.with(|l| l.expected().is_some_and(|l| l.diagnosis.is_some())),
         optional: false,
     },
     ViewDef {

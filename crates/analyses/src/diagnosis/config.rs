@@ -164,6 +164,7 @@ fn config_finding(
         evidence,
         class: None,
         first: false,
+        time_base: None,
         grouped_by: None,
         peer_ranks: Vec::new(),
         time: None,

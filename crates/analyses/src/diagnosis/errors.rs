@@ -339,6 +339,7 @@ fn event(
             evidence,
             class: Some(class),
             first: false,
+            time_base: None,
             grouped_by: None,
             peer_ranks,
             time: time_ns.map(text::time),
@@ -466,64 +467,69 @@ fn named_rank(line: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// Marks the first error in time across all ranks, and says how it was told.
+/// Marks the first error in time across all ranks, and says how it was told: in synchronised
+/// time when `clocks` place every stamped error (the clocks of the log stamps), else by the
+/// stamps themselves (each host's own clock: one time base, never a mix), within one process
+/// by file order.
 pub(crate) fn mark_first(
     errs: &mut [ErrorEvent],
-    ix: &Index<'_>,
     clocks: Option<&enrich::ClockSync>,
 ) -> Option<FirstError> {
     let candidates: Vec<usize> = (0..errs.len())
         .filter(|&i| errs[i].finding.severity > Severity::Info)
         .collect();
-    let first = |i: usize, how: String| {
-        Some(FirstError {
-            finding: Some(i),
-            how,
-        })
-    };
     if candidates.is_empty() {
         return None;
     }
     let whos: BTreeSet<&Who> = candidates.iter().map(|&i| &errs[i].who).collect();
     if whos.len() == 1 {
         let i = *candidates.iter().min_by_key(|&&i| errs[i].first_line)?;
-        errs[i].finding.first = true;
-        return first(
+        return mark(
+            errs,
             i,
             "only one process printed errors: its first in file order".into(),
+            "file order",
         );
     }
-    let timed: Vec<(usize, i64, bool)> = candidates
+    let stamped: Vec<usize> = candidates
         .iter()
-        .filter_map(|&i| {
+        .copied()
+        .filter(|&i| errs[i].time_ns.is_some())
+        .collect();
+    let synced: Option<Vec<(usize, i64)>> = stamped
+        .iter()
+        .map(|&i| {
+            let (c, r) = clocks.zip(errs[i].rank)?;
             let t = errs[i].time_ns?;
-            let synced = clocks
-                .zip(errs[i].rank)
-                .filter(|(c, r)| c.ranks.contains_key(r))
-                .map(|(c, r)| c.to_sync(r, t));
-            Some((i, synced.unwrap_or(t), synced.is_some()))
+            c.ranks.contains_key(&r).then(|| (i, c.to_sync(r, t)))
         })
         .collect();
+    let all_synced = synced.as_ref().is_some_and(|s| !s.is_empty());
+    let timed: Vec<(usize, i64)> = match synced.filter(|_| all_synced) {
+        Some(s) => s,
+        None => stamped
+            .iter()
+            .filter_map(|&i| Some((i, errs[i].time_ns?)))
+            .collect(),
+    };
     let untimed: Vec<u32> = candidates
         .iter()
         .filter(|&&i| errs[i].time_ns.is_none())
         .filter_map(|&i| errs[i].rank)
         .collect();
-    let Some(&(i, t, _)) = timed
-        .iter()
-        .min_by_key(|(i, t, _)| (*t, errs[*i].first_line))
-    else {
+    let Some(&(i, t)) = timed.iter().min_by_key(|(i, t)| (*t, errs[*i].first_line)) else {
         return Some(FirstError {
             finding: None,
             how: format!(
                 "cannot be told: the error lines of {} processes carry no timestamps",
                 whos.len()
             ),
+            time_base: None,
         });
     };
     let tie: Vec<u32> = timed
         .iter()
-        .filter(|(j, u, _)| {
+        .filter(|(j, u)| {
             let window = if errs[i].coarse || errs[*j].coarse {
                 1_000_000_000
             } else {
@@ -531,7 +537,7 @@ pub(crate) fn mark_first(
             };
             *j != i && errs[*j].who != errs[i].who && (u - t).abs() < window
         })
-        .filter_map(|(j, _, _)| errs[*j].rank)
+        .filter_map(|(j, _)| errs[*j].rank)
         .collect();
     if !tie.is_empty() {
         let mut all: Vec<u32> = errs[i].rank.into_iter().chain(tie).collect();
@@ -543,13 +549,20 @@ pub(crate) fn mark_first(
                 "cannot be told: {} printed errors within the stamps' resolution of each other",
                 text::ranks(&all)
             ),
+            time_base: None,
         });
     }
-    let all_synced = timed.iter().all(|(_, _, s)| *s);
-    let mut how = if all_synced {
-        "by the ranks' synchronised clocks".to_string()
+    let (mut how, base) = if all_synced {
+        (
+            "by the ranks' synchronised clocks (the log stamps mapped through the alignment)"
+                .to_string(),
+            "synchronised",
+        )
     } else {
-        "by the log timestamps (each host's own clock)".to_string()
+        (
+            "by the log timestamps (each host's own clock)".to_string(),
+            "log stamps",
+        )
     };
     if !untimed.is_empty() {
         how.push_str(&format!(
@@ -557,9 +570,18 @@ pub(crate) fn mark_first(
             text::ranks(&untimed)
         ));
     }
-    let _ = ix;
+    mark(errs, i, how, base)
+}
+
+/// Marks error `i` as the first, told by `how` in time base `base`.
+fn mark(errs: &mut [ErrorEvent], i: usize, how: String, base: &str) -> Option<FirstError> {
     errs[i].finding.first = true;
-    first(i, how)
+    errs[i].finding.time_base = Some(base.to_string());
+    Some(FirstError {
+        finding: Some(i),
+        how,
+        time_base: Some(base.to_string()),
+    })
 }
 
 #[cfg(test)]

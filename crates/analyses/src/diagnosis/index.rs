@@ -380,6 +380,7 @@ impl<'a> Index<'a> {
                 .unwrap_or_default()
                 .to_string(),
             line: s.line,
+            text: None,
         }
     }
 

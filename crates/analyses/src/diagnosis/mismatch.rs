@@ -221,6 +221,7 @@ fn finding(
         evidence,
         class: None,
         first: false,
+        time_base: None,
         grouped_by: Some(c.how.label().to_string()),
         peer_ranks: Vec::new(),
         time: odd

@@ -11,7 +11,8 @@
 //!
 //! Modules: `index` (each process's records per communicator pointer), `groups` (logical
 //! communicators: by `commId`, else by size and operation sequence), `stops` (where members
-//! stopped: `behind`, `missing`), `mismatch`, `errors`, `timeouts` (framework lines), `config`.
+//! stopped: `behind`, `missing`), `mismatch`, `errors`, `timeouts` (framework lines), `config`,
+//! `stamp_clock` (the log stamps' clocks, from an analysis with exports).
 
 mod config;
 mod errors;
@@ -19,6 +20,7 @@ mod groups;
 mod index;
 mod merge;
 mod mismatch;
+mod stamp_clock;
 mod stops;
 mod text;
 mod timeouts;
@@ -27,6 +29,7 @@ use ingest_nccl::ParsedLog;
 use serde::{Deserialize, Serialize};
 
 pub use errors::ErrorClass;
+pub use stamp_clock::stamp_clocks;
 
 /// What the diagnosis may use besides the logs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -34,7 +37,8 @@ pub struct Context<'a> {
     /// The analysis's communicators (`enrich::group` over the same logs): their global ranks
     /// are the summary's. Without them the diagnosis groups the logs itself.
     pub communicators: Option<&'a enrich::Communicators>,
-    /// Every rank's clock against the reference rank's, to order errors in one time.
+    /// Every rank's log-stamp clock against the reference rank's, to order errors in one
+    /// time (for an analysis with exports: [`stamp_clocks`]).
     pub clocks: Option<&'a enrich::ClockSync>,
 }
 
@@ -70,6 +74,11 @@ pub struct Finding {
     /// The first error in time across all ranks.
     #[serde(default, skip_serializing_if = "is_false")]
     pub first: bool,
+    /// For the first error: which time decided it (`synchronised`: the log stamps mapped into
+    /// the ranks' synchronised clock; `log stamps`: each host's own; `file order`: one
+    /// process's lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_base: Option<String>,
     /// How the communicator's members were tied together (`commId`, `size and operation
     /// sequence`, `size alone`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,6 +140,70 @@ pub struct ProcessRef {
 pub struct Evidence {
     pub path: String,
     pub line: u64,
+    /// The line's own text (clipped), when whoever holds the file filled it in
+    /// ([`Diagnosis::fill_evidence_text`]): what a reader without the file sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// The longest evidence text kept, in characters (a log line is rarely longer).
+pub const MAX_EVIDENCE_TEXT_CHARS: usize = 400;
+
+impl Diagnosis {
+    /// Every evidence line of the findings and of where members stopped, once each, by file
+    /// then line: what [`Diagnosis::fill_evidence_text`] will ask for.
+    pub fn evidence_lines(&self) -> Vec<(String, u64)> {
+        let mut all: Vec<(String, u64)> = self
+            .findings
+            .iter()
+            .flat_map(|f| f.evidence.iter())
+            .chain(
+                self.stopped
+                    .iter()
+                    .flat_map(|c| c.members.iter())
+                    .flat_map(|m| {
+                        m.last
+                            .as_ref()
+                            .map(|l| &l.evidence)
+                            .into_iter()
+                            .chain(&m.cut_line)
+                    }),
+            )
+            .map(|e| (e.path.clone(), e.line))
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Fills each evidence line's `text` from `text_of(path, line)` (clipped to
+    /// [`MAX_EVIDENCE_TEXT_CHARS`]); lines it does not know keep theirs.
+    pub fn fill_evidence_text(&mut self, text_of: impl Fn(&str, u64) -> Option<String>) {
+        let fill = |e: &mut Evidence| {
+            if let Some(t) = text_of(&e.path, e.line) {
+                e.text = Some(clip_text(&t, MAX_EVIDENCE_TEXT_CHARS));
+            }
+        };
+        for f in &mut self.findings {
+            f.evidence.iter_mut().for_each(fill);
+        }
+        for m in self.stopped.iter_mut().flat_map(|c| c.members.iter_mut()) {
+            if let Some(l) = m.last.as_mut() {
+                fill(&mut l.evidence);
+            }
+            if let Some(c) = m.cut_line.as_mut() {
+                fill(c);
+            }
+        }
+    }
+}
+
+/// `s` cut to `max` characters (an ellipsis marks the cut).
+pub fn clip_text(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
 }
 
 /// One communicator's members and where each stopped.
@@ -186,6 +259,9 @@ pub struct FirstError {
     pub finding: Option<usize>,
     /// How it was told, or why it cannot be.
     pub how: String,
+    /// Which time decided (as [`Finding::time_base`]); `None` when it cannot be told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_base: Option<String>,
 }
 
 /// Diagnoses the session's parsed logs.
@@ -203,7 +279,7 @@ pub fn diagnose(logs: &[&ParsedLog], ctx: Context<'_>) -> Diagnosis {
     let failed = errs.iter().any(|e| e.finding.severity > Severity::Info)
         || timeouts.iter().any(|t| t.severity == Severity::Critical);
     findings.extend(stops::corroborate(stop_findings, failed));
-    let first_error = errors::mark_first(&mut errs, &ix, ctx.clocks);
+    let first_error = errors::mark_first(&mut errs, ctx.clocks);
     let first_at = first_error.as_ref().and_then(|f| f.finding);
     let mut errs: Vec<(bool, Finding)> = errs
         .into_iter()
@@ -238,14 +314,15 @@ pub fn diagnose(logs: &[&ParsedLog], ctx: Context<'_>) -> Diagnosis {
 }
 
 /// The diagnosis of an analysed session, as the command and the page both ask for it: every
-/// log, with the analysis's communicators (so findings name the summary's global ranks). The
-/// analysis's clocks are the kernels' (the exports' time), not the log stamps', so errors are
-/// ordered by their stamps.
+/// log, with the analysis's communicators (so findings name the summary's global ranks). With
+/// exports, the log stamps are mapped into the ranks' synchronised clocks through the
+/// alignment ([`stamp_clocks`]) to order errors; without, errors are ordered by their stamps.
 pub fn of_session(session: &load::Session, analysis: &pipeline::Analysis) -> Diagnosis {
     let logs: Vec<&ParsedLog> = session.logs().iter().map(|l| &l.parsed).collect();
+    let clocks = stamp_clocks(analysis);
     let ctx = Context {
         communicators: Some(&analysis.communicators),
-        clocks: None,
+        clocks: clocks.as_ref(),
     };
     diagnose(&logs, ctx)
 }

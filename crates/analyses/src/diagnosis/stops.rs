@@ -456,6 +456,7 @@ fn behind_finding(
             evidence,
             class: None,
             first: false,
+            time_base: None,
             grouped_by: Some(c.how.label().to_string()),
             peer_ranks: Vec::new(),
             time: idx
@@ -498,6 +499,7 @@ fn unfinished_inits(ix: &Index<'_>, c: &Comm) -> Vec<StopFinding> {
                     evidence: vec![ix.evidence(source)],
                     class: None,
                     first: false,
+                    time_base: None,
                     grouped_by: Some(c.how.label().to_string()),
                     peer_ranks: Vec::new(),
                     time: None,
@@ -556,6 +558,7 @@ fn missing_finding(c: &Comm, missing: &(Vec<u32>, u32)) -> Option<Finding> {
         evidence: Vec::new(),
         class: None,
         first: false,
+        time_base: None,
         grouped_by: Some(c.how.label().to_string()),
         peer_ranks: Vec::new(),
         time: None,

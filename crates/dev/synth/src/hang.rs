@@ -37,7 +37,15 @@ pub struct Hang {
     /// that stopped, the dump signal with its own (earlier) last work.
     #[serde(default)]
     pub watchdog: bool,
+    /// Every blocked rank also prints an NCCL network error (`NET/IB : Got completion … error`)
+    /// once all have blocked, [`ERROR_GAP_NS`] apart in rank order: the lowest blocked rank's
+    /// is the first in time ([`Expected::first_error`]).
+    #[serde(default)]
+    pub errors: bool,
 }
+
+/// Time between two blocked ranks' error lines (see [`Hang::errors`]).
+pub const ERROR_GAP_NS: i64 = 5_000_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum HangKind {
@@ -61,6 +69,8 @@ pub struct Expected {
     pub odd_op: Option<OpType>,
     /// Ranks that block in a call they logged (every rank the hang reaches).
     pub blocked: Vec<u32>,
+    /// With [`Hang::errors`]: the rank whose error line comes first in true time.
+    pub first_error: Option<u32>,
 }
 
 /// The run's expected diagnosis (None without a hang, or when the rank has no collective at or
@@ -115,6 +125,7 @@ pub(crate) fn apply(
         op_count,
         op,
         odd_op,
+        first_error: h.errors.then(|| blocked.first().copied()).flatten(),
         blocked,
     })
 }
@@ -306,6 +317,37 @@ pub(crate) fn watchdog_lines(pl: &crate::Plan<'_>, p: &crate::Proc) -> Vec<(i64,
         (t, t_head + &timeout),
         (t + 1_000, head(t + 1_000) + &status),
     ]
+}
+
+/// The NCCL network error a blocked rank prints (see [`Hang::errors`]), with its true time.
+pub(crate) fn error_lines(pl: &crate::Plan<'_>, p: &crate::Proc) -> Vec<(i64, String)> {
+    let (Some(h), Some(e)) = (pl.cfg.hang.as_ref(), pl.hang.as_ref()) else {
+        return Vec::new();
+    };
+    let Some(nth) = e.blocked.iter().position(|&r| r == p.rank) else {
+        return Vec::new();
+    };
+    if !h.errors {
+        return Vec::new();
+    }
+    // Once every blocked rank waits: the errors then follow in rank order.
+    let all_blocked = e
+        .blocked
+        .iter()
+        .filter_map(|&r| pl.timed.get(r as usize)?.last().map(|t| t.arrive_ns))
+        .max()
+        .unwrap_or(0);
+    let t = all_blocked + 1_000_000_000 + nth as i64 * ERROR_GAP_NS;
+    let head = p.printer.prefix(p.pid, Some(crate::EPOCH_NS + t));
+    let head = head.strip_suffix("NCCL INFO ").unwrap_or(&head);
+    vec![(
+        t,
+        format!(
+            "{head}transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.9.{}.{}<4242> with status=12 opcode=0 len=0 vendor err 129 (Recv)",
+            p.rank / 250,
+            p.rank % 250 + 1
+        ),
+    )]
 }
 
 /// glog's `MMDD HH:MM:SS.nnnnnnnnn` of an epoch time (UTC).

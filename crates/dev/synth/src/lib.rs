@@ -362,6 +362,7 @@ pub(crate) fn plan(cfg: &RunConfig) -> Plan<'_> {
                 tag: realism::launcher_tag(cfg.launcher, r, local, pid, &host, node),
                 stamp,
                 zone_min: re.zone_offset_min,
+                skew_ns: i64::from(node) * re.log_clock_skew_ms * 1_000_000,
             };
             let capture_delay_ns = if re.rank_session_starts && cfg.report_per_rank {
                 realism::session_shift_ns(cfg.seed, r)

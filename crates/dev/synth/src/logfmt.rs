@@ -129,6 +129,8 @@ pub struct Printer {
     pub stamp: crate::realism::StampFormat,
     /// The node's zone, minutes east of UTC (local stamp formats).
     pub zone_min: i32,
+    /// How far the node's clock, which stamps the log, is off the true time.
+    pub skew_ns: i64,
 }
 
 impl Printer {
@@ -139,7 +141,7 @@ impl Printer {
         // Called for every line: one allocation, room for a typical body too.
         let mut s = String::with_capacity(self.host.len() + self.tag.len() + 200);
         s.push_str(&self.tag);
-        match (ts_ns, self.stamp) {
+        match (ts_ns.map(|t| t + self.skew_ns), self.stamp) {
             (None, _) => {}
             (Some(t), crate::realism::StampFormat::Epoch) => {
                 let _ = write!(

@@ -874,6 +874,7 @@ impl RankGen<'_> {
         let imp = &pl.cfg.imperfections;
         let mut lines = std::mem::take(&mut self.lines);
         lines.extend(hang::watchdog_lines(pl, p));
+        lines.extend(hang::error_lines(pl, p));
         lines.sort_by_key(|(t, _)| *t);
         let (stamps, mut texts): (Vec<i64>, Vec<String>) = lines.into_iter().unzip();
         let candidates: Vec<usize> = (0..texts.len())

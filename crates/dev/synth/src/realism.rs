@@ -125,6 +125,10 @@ pub struct Realism {
     pub rank_session_starts: bool,
     /// Schema 3.25 exports store times in the node's system clock, as real ones do.
     pub system_clock: bool,
+    /// Node `n`'s log stamps read `n` times this many milliseconds off the true time (its
+    /// system clock is off; the exports keep their own clocks): the stamps' order across nodes
+    /// is then not the events' order, the synchronised one is.
+    pub log_clock_skew_ms: i64,
 }
 
 impl Realism {
