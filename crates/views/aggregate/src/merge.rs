@@ -84,39 +84,7 @@ impl Merge {
         check_processes(&inputs)?;
         let renumber = renumber(&inputs, &mut notes)?;
 
-        // Communicators: one per commId across inputs; the others stay their input's own.
-        let mut comms: Vec<CommRow> = Vec::new();
-        let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
-        let mut comm_map: Vec<Vec<u32>> = Vec::with_capacity(inputs.len());
-        for (i, input) in inputs.iter().enumerate() {
-            let mut map = Vec::with_capacity(input.overview.comms.len());
-            for c in &input.overview.comms {
-                let mut c = c.clone();
-                c.global_ranks = c
-                    .global_ranks
-                    .iter()
-                    .map(|r| renumber[i].get(r).copied().unwrap_or(*r))
-                    .collect();
-                if !c.id.starts_with("0x") {
-                    c.id = format!("{}@{}", c.id, input.file);
-                }
-                let at = match by_id.get(&c.id) {
-                    Some(&at) => {
-                        merge_comm(&mut comms[at], c);
-                        at
-                    }
-                    None => {
-                        by_id.insert(c.id.clone(), comms.len());
-                        c.global_ranks.sort_unstable();
-                        c.global_ranks.dedup();
-                        comms.push(c);
-                        comms.len() - 1
-                    }
-                };
-                map.push(at as u32);
-            }
-            comm_map.push(map);
-        }
+        let (mut comms, comm_map) = merged_comms(&inputs, &renumber);
         let layout = relabel(&inputs, &mut comms);
         let matrix = merged_matrix(&inputs, &renumber, &comm_map, comms.len(), &mut notes);
         // Clocks: every input's time against the input with the lowest rank.
@@ -492,4 +460,46 @@ fn input_clocks(
         ));
     }
     out
+}
+
+/// The communicators of all `inputs`: one per commId across inputs (their ranks renumbered, the
+/// others merged into the first seen); the rest stay their input's own. Also, per input, where
+/// each of its communicators went.
+fn merged_comms(
+    inputs: &[Input],
+    renumber: &[BTreeMap<u32, u32>],
+) -> (Vec<CommRow>, Vec<Vec<u32>>) {
+    let mut comms: Vec<CommRow> = Vec::new();
+    let mut by_id: BTreeMap<String, usize> = BTreeMap::new();
+    let mut comm_map: Vec<Vec<u32>> = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.iter().enumerate() {
+        let mut map = Vec::with_capacity(input.overview.comms.len());
+        for c in &input.overview.comms {
+            let mut c = c.clone();
+            c.global_ranks = c
+                .global_ranks
+                .iter()
+                .map(|r| renumber[i].get(r).copied().unwrap_or(*r))
+                .collect();
+            if !c.id.starts_with("0x") {
+                c.id = format!("{}@{}", c.id, input.file);
+            }
+            let at = match by_id.get(&c.id) {
+                Some(&at) => {
+                    merge_comm(&mut comms[at], c);
+                    at
+                }
+                None => {
+                    by_id.insert(c.id.clone(), comms.len());
+                    c.global_ranks.sort_unstable();
+                    c.global_ranks.dedup();
+                    comms.push(c);
+                    comms.len() - 1
+                }
+            };
+            map.push(at as u32);
+        }
+        comm_map.push(map);
+    }
+    (comms, comm_map)
 }
