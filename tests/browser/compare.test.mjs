@@ -157,6 +157,10 @@ test('the known change comes first in the ranked list, and swapping turns it ove
       assert.equal(await b.page.getByTestId('compare-drop').count(), 0);
       // Both stacked timelines, from the bundle alone: the step last viewed (1), aligned.
       assertAligned(await stacked(b.page), 1);
+      // It offers only the steps it carries (those viewed before export: 0 and 1), and says so.
+      const offered = await b.page.getByTestId('compare-step').locator('option').evaluateAll((os) => os.map((o) => o.value));
+      assert.deepEqual(offered, ['0', '1']);
+      assert.match(await b.page.getByTestId('compare-stacked-bundled').textContent(), /steps viewed before it was exported/);
       assert.deepEqual(b.errors, []);
     } finally {
       await b.close();

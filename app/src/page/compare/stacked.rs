@@ -14,7 +14,7 @@ use ncclscope_app::protocol::format::human_duration;
 use ncclscope_app::protocol::stacked::{shared_window, StackedInfo};
 use std::collections::BTreeSet;
 
-use crate::page::app::state::{app_state, Cut};
+use crate::page::app::state::{app_state, AppState, Cut};
 use crate::page::compare::ask_stacked;
 use crate::page::timeline::draw::{context_2d, draw, Frame, Geometry, View, LABEL_WIDTH};
 
@@ -56,6 +56,10 @@ pub fn Stacked() -> impl IntoView {
             .collect();
         all.sort_unstable();
         all.dedup();
+        if s.is_bundle {
+            // A bundle has no worker to cut another step: it offers the steps it carries.
+            all.retain(|k| bundled_step(s, *k));
+        }
         all
     };
     let shown_step = move || base.get().and_then(|c| c.0.step);
@@ -86,6 +90,9 @@ pub fn Stacked() -> impl IntoView {
                         </select>
                     </label>
                     <button data-testid="compare-stacked-whole" on:click=move |_| st.view.set(None)>"Whole step"</button>
+                    <Show when=move || s.is_bundle>
+                        <span class="hint" data-testid="compare-stacked-bundled">"This bundle holds the steps viewed before it was exported."</span>
+                    </Show>
                     <span class="hint">"Wheel: zoom both · drag: pan both · double click the loaded run's: its step in the Timeline view"</span>
                 </div>
                 <RunCanvas which="base" cut=base window=window />
@@ -93,6 +100,15 @@ pub fn Stacked() -> impl IntoView {
             </Show>
         </section>
     }
+}
+
+/// Whether a bundle carries both runs' cuts of step `k`.
+fn bundled_step(s: AppState, k: u64) -> bool {
+    s.compare.stacked.cache.with_value(|c| {
+        [true, false]
+            .iter()
+            .all(|own| c.iter().any(|(o, step, _)| o == own && *step == Some(k)))
+    })
 }
 
 /// What the alignment is, plainly: the step, its two lengths, where the steps came from; or
