@@ -70,9 +70,9 @@ fn check_shape(diagnosis: &Value) {
     }
 }
 
-#[test]
-fn a_generated_hang_is_diagnosed_in_the_summary() {
-    let mut cfg = RunConfig::new(
+/// Four ranks (TP 2 × DP 2), one short iteration: enough collectives for a hang to stop in.
+fn one_step_tp2_dp2() -> RunConfig {
+    RunConfig::new(
         Layout {
             tp: 2,
             dp: 2,
@@ -85,7 +85,12 @@ fn a_generated_hang_is_diagnosed_in_the_summary() {
             iterations: 1,
             ..Model::thesis()
         },
-    );
+    )
+}
+
+#[test]
+fn a_generated_hang_is_diagnosed_in_the_summary() {
+    let mut cfg = one_step_tp2_dp2();
     cfg.hang = Some(Hang {
         rank: 3,
         call: 12,
@@ -152,20 +157,7 @@ fn first_error(summary: &Value) -> (Value, Value, Value) {
 #[test]
 fn the_first_error_is_told_in_synchronised_time_where_clocks_are_known() {
     for seed in [1, 7] {
-        let mut cfg = RunConfig::new(
-            Layout {
-                tp: 2,
-                dp: 2,
-                ..Layout::default()
-            },
-            Model {
-                layers: 2,
-                global_batch: 8,
-                micro_batch: 1,
-                iterations: 1,
-                ..Model::thesis()
-            },
-        );
+        let mut cfg = one_step_tp2_dp2();
         cfg.seed = seed;
         cfg.timestamps = true;
         cfg.nodes = 2;
