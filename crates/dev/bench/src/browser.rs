@@ -72,6 +72,22 @@ pub fn num(v: &Value, key: &str) -> f64 {
     v.get(key).and_then(Value::as_f64).unwrap_or(0.0)
 }
 
+/// The cells a page load's result gives after its time, in the end-to-end tables' order: the
+/// worker's load (s), the analysis (s), the largest process's and the browser's peak RSS (GB),
+/// and the worker's wasm memory (GB).
+pub fn load_cells(v: &Value) -> [String; 4] {
+    [
+        format!("{:.1}", num(v, "worker_load_s")),
+        format!("{:.1}", num(v, "analysis_s")),
+        format!(
+            "{:.2} / {:.2}",
+            num(v, "largest_process_peak_mb") / 1e3,
+            num(v, "browser_rss_peak_mb") / 1e3
+        ),
+        format!("{:.2}", num(v, "worker_wasm_memory_mb") / 1e3),
+    ]
+}
+
 /// The least of a result's per-round times (seconds).
 pub fn best(v: &Value, key: &str) -> f64 {
     v.get(key)

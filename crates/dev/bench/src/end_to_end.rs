@@ -362,17 +362,9 @@ fn page_table(layouts: &[Layout], runs: &[Measured], opts: &Options, report: &mu
         let cells = match &m.page {
             Ok(v) => {
                 let t = browser::num(v, "timeline_s");
-                vec![
-                    format!("{t:.2}"),
-                    format!("{:.1}", t / native),
-                    format!("{:.1}", browser::num(v, "worker_load_s")),
-                    format!("{:.1}", browser::num(v, "analysis_s")),
-                    format!(
-                        "{:.2} / {:.2}",
-                        browser::num(v, "largest_process_peak_mb") / 1e3,
-                        browser::num(v, "browser_rss_peak_mb") / 1e3
-                    ),
-                    format!("{:.2}", browser::num(v, "worker_wasm_memory_mb") / 1e3),
+                let mut cells = vec![format!("{t:.2}"), format!("{:.1}", t / native)];
+                cells.extend(browser::load_cells(v));
+                cells.extend([
                     format!(
                         "{} ({})",
                         browser::num(v, "main_thread_long_tasks"),
@@ -383,7 +375,8 @@ fn page_table(layouts: &[Layout], runs: &[Measured], opts: &Options, report: &mu
                         browser::num(v, "waited_for_warm_up_s"),
                         browser::num(v, "worker_warm_up_ms") / 1e3
                     ),
-                ]
+                ]);
+                cells
             }
             Err(e) => vec![format!("failed: {e}")],
         };

@@ -128,17 +128,8 @@ pub fn run(opts: &Options, report: &mut Report) {
     let page_s = match &page {
         Ok(v) => {
             let t = browser::num(v, "timeline_s");
-            cells.extend([
-                format!("{t:.2}"),
-                format!("{:.1}", browser::num(v, "worker_load_s")),
-                format!("{:.1}", browser::num(v, "analysis_s")),
-                format!(
-                    "{:.2} / {:.2}",
-                    browser::num(v, "largest_process_peak_mb") / 1e3,
-                    browser::num(v, "browser_rss_peak_mb") / 1e3
-                ),
-                format!("{:.2}", browser::num(v, "worker_wasm_memory_mb") / 1e3),
-            ]);
+            cells.push(format!("{t:.2}"));
+            cells.extend(browser::load_cells(v));
             Some(t)
         }
         Err(e) => {
