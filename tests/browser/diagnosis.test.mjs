@@ -111,3 +111,30 @@ test('an evidence line opens the file at that line, and the link carries the fin
     await b.close();
   }
 });
+
+// The file view scrolls its marked line into view on the next animation frame; a view switch
+// (or the Diagnosis view redrawn by a late analysis) before that frame disposes the view, and the
+// frame must then do nothing rather than touch what was disposed (a CI run once panicked there).
+test('the file view gone before its next frame leaves no error', async () => {
+  await s.page.goto(s.url);
+  await dropFiles(s.page, files());
+  await openView(s.page, 'diagnosis');
+  await s.page.getByTestId('diagnosis').waitFor({ timeout: 120_000 });
+  const before = s.errors.length;
+  for (let round = 0; round < 3; round++) {
+    await openView(s.page, 'diagnosis');
+    await s.page.locator('[data-testid=diagnosis-finding] [data-testid=evidence]').first().waitFor();
+    // In one task: open the file view, let its effect run (microtasks), switch views; the
+    // frame the effect asked for comes after the switch.
+    const frames = await s.page.evaluate(async () => {
+      document.querySelector('[data-testid=diagnosis-finding] [data-testid=evidence]').click();
+      for (let i = 0; i < 20; i++) await Promise.resolve();
+      document.querySelector('[data-testid=view-overview]').click();
+      // Two frames: the one asked for before the switch has run by then.
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      return document.querySelector('[data-testid=view]').dataset.view;
+    });
+    assert.equal(frames, 'overview');
+  }
+  assert.deepEqual(s.errors.slice(before), []);
+});

@@ -99,7 +99,9 @@ pub fn FileLinesView(state: FileLinesState) -> impl IntoView {
     Effect::new(move |_| {
         state.shown.track();
         request_animation_frame(move || {
-            let Some(boxed) = scroller.get_untracked() else {
+            // The view may be gone by the next frame (another view opened, or the Diagnosis view
+            // redrawn as a late analysis arrives): its node reference is disposed then.
+            let Some(boxed) = scroller.try_get_untracked().flatten() else {
                 return;
             };
             if let Some(hit) = boxed.query_selector(".hit").ok().flatten() {

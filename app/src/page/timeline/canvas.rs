@@ -244,8 +244,10 @@ fn track_rows_attr(l: &Layout) -> String {
 /// Follows the box's size (a `ResizeObserver`: a view change, the drawer, the window) into
 /// `size`, and its width into `width` when asked.
 fn observe_size(area: NodeRef<Div>, size: RwSignal<BoxSize>, width: Option<RwSignal<f64>>) {
+    // An observation queued before the cleanup disconnected it may arrive after the view is
+    // gone: every read and write here tolerates disposed values.
     let measure = move || {
-        let Some(el) = area.get_untracked() else {
+        let Some(el) = area.try_get_untracked().flatten() else {
             return;
         };
         let now = BoxSize {
@@ -253,11 +255,11 @@ fn observe_size(area: NodeRef<Div>, size: RwSignal<BoxSize>, width: Option<RwSig
             height: f64::from(el.client_height()),
             scroll: f64::from(el.scroll_top()),
         };
-        if now != size.get_untracked() {
+        if size.try_get_untracked().is_some_and(|s| s != now) {
             size.set(now);
         }
         if let Some(w) = width {
-            if w.get_untracked() != now.width {
+            if w.try_get_untracked().is_some_and(|w| w != now.width) {
                 w.set(now.width);
             }
         }

@@ -291,8 +291,9 @@ pub fn DiagnosisCard(insights: InsightsSignal, on_open: Callback<()>) -> impl In
                             view! {
                                 <button class="link evidence mono small" data-testid="overview-evidence" data-line=e.line
                                     on:click=move |_| {
-                                        on_open.run(());
+                                        // Before the view switch, which disposes this card.
                                         s.file_lines.open(e.clone(), s.has_file(&e.path), false);
+                                        on_open.run(());
                                     }>
                                     {label}
                                 </button>
