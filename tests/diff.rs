@@ -334,6 +334,139 @@ fn runs_without_exports_compare_by_count() {
     assert!(d.signatures.iter().all(|s| s.time_ratio.is_none()));
 }
 
+/// The run of `c` as the files of its first node alone give it (one node's logs and export of
+/// a two-node job: what a user often has).
+fn first_node_of(c: &RunConfig, label: &str) -> RunProfile {
+    let mut run = synth::generate(c);
+    let host = run.reports[0].host.clone();
+    run.files.retain(|(name, _)| name.contains(&host));
+    run.reports.truncate(1);
+    let session = testkit::sessions::of_run(&run);
+    let analysis = analyse(&session, &UserSizes::default());
+    diff::profile(&session, &analysis, label)
+}
+
+/// A run whose files cover half its world compares per rank seen: the same configuration shows
+/// no change in counts, layout or communicators, each communicator it sees part of is paired
+/// with the whole one, and the summary says what the files cover.
+#[test]
+fn part_of_a_worlds_files_compares_per_rank_seen() {
+    let mut c = tp2dp2();
+    c.seed = 2;
+    let half = first_node_of(&c, "node 0");
+    assert_eq!((half.size.ranks, half.size.world_size), (2, 4));
+    for method in TESTS {
+        let d = compare(base(), &half, method);
+        assert!(d.common.comparable, "{}", listed(&d));
+        assert!(
+            d.changes.iter().all(|c| !matches!(
+                c.kind,
+                ChangeKind::Count | ChangeKind::Layout | ChangeKind::World
+            )),
+            "{}",
+            listed(&d)
+        );
+        assert!(d.summary.contains("2 of 4 ranks"), "{}", d.summary);
+        for s in d.signatures.iter().filter(|s| s.presence == Presence::Both) {
+            let r = s.count_ratio.unwrap();
+            assert!((r - 1.0).abs() < 1e-9, "{}: {r}", s.key.text());
+        }
+        let seen: Vec<_> = d
+            .communicators
+            .iter()
+            .filter(|c| c.presence == Presence::Both)
+            .collect();
+        assert_eq!(seen.len(), half.comms.len(), "{:?}", d.communicators);
+        assert!(seen.iter().all(|c| !c.significant), "{:?}", d.communicators);
+    }
+    // Half the files still show a slower AllReduce first.
+    c.variation = Variation {
+        op_bandwidth: Some(("AllReduce".into(), 0.5)),
+        ..Variation::default()
+    };
+    let slow = first_node_of(&c, "node 0, slower AllReduce");
+    for method in TESTS {
+        let d = compare(base(), &slow, method);
+        let first = &d.changes[0];
+        assert_eq!(first.kind, ChangeKind::Time, "{method:?}: {}", listed(&d));
+        assert_eq!(first.signatures[0].op, "AllReduce", "{}", listed(&d));
+    }
+}
+
+/// The run of `c` as its exports alone give it (no NCCL log).
+fn exports_of(c: &RunConfig, label: &str) -> RunProfile {
+    let mut run = synth::generate(c);
+    run.files.clear();
+    let session = testkit::sessions::of_run(&run);
+    let analysis = analyse(&session, &UserSizes::default());
+    diff::profile(&session, &analysis, label)
+}
+
+/// Exports without logs compare their kernels by the operation their names give: the same
+/// configuration changes nothing, and a slower AllReduce comes first.
+#[test]
+fn exports_alone_compare_their_kernels_by_name() {
+    let a = exports_of(&tp2dp2(), "a");
+    assert_eq!(a.size.ranks, 4);
+    assert!(a.size.timed_operations > 0);
+    assert!(!a.signatures.is_empty());
+    assert!(a
+        .signatures
+        .iter()
+        .all(|s| s.key.kernels_only && s.key.bytes == 0));
+    let mut c = tp2dp2();
+    c.seed = 2;
+    let same = exports_of(&c, "b");
+    let mut c = tp2dp2();
+    c.variation = Variation {
+        op_bandwidth: Some(("AllReduce".into(), 0.5)),
+        ..Variation::default()
+    };
+    let slow = exports_of(&c, "slow");
+    for method in TESTS {
+        let d = compare(&a, &same, method);
+        assert!(d.common.comparable, "{}", listed(&d));
+        assert!(d.signatures.iter().all(|s| s.presence == Presence::Both));
+        assert!(d.changes.is_empty(), "{method:?}: {}", listed(&d));
+        assert!(!d.summary.contains("No kernel times"), "{}", d.summary);
+        let d = compare(&a, &slow, method);
+        let first = &d.changes[0];
+        assert_eq!(first.kind, ChangeKind::Time, "{method:?}: {}", listed(&d));
+        assert_eq!(first.signatures[0].op, "AllReduce", "{}", listed(&d));
+        assert!(first.what.contains("size unknown"), "{}", first.what);
+    }
+}
+
+/// Two real Nsight Systems exports of one job before and after a change (no NCCL log): their
+/// NCCL kernels compared by name, not "nothing in common".
+#[test]
+fn real_exports_before_and_after_compare_by_kernel() {
+    let Some(dir) = testkit::fixtures::dir("nsys") else {
+        return;
+    };
+    let load = |name: &str| {
+        let (session, _) = testkit::sessions::load_paths(&[dir.join(name)]);
+        let analysis = analyse(&session, &UserSizes::default());
+        diff::profile(&session, &analysis, name)
+    };
+    let before = load("GindaChen-nsys-ai_mfu_2gpu_before.sqlite");
+    let after = load("GindaChen-nsys-ai_mfu_2gpu_after.sqlite");
+    for p in [&before, &after] {
+        assert_eq!(p.size.ranks, 2, "{}", p.label);
+        assert!(p.size.timed_operations > 0, "{}", p.label);
+    }
+    let d = compare(&before, &after, Test::Bootstrap);
+    assert!(d.common.comparable, "{}", listed(&d));
+    let send_recv = d
+        .signatures
+        .iter()
+        .find(|s| s.key.op == "SendRecv")
+        .unwrap_or_else(|| panic!("{}", listed(&d)));
+    assert_eq!(send_recv.presence, Presence::Both);
+    assert!(send_recv.base.timed > 0 && send_recv.new.timed > 0);
+    assert!(send_recv.time_ratio.is_some());
+}
+
 /// `ncclscope diff BASE NEW --json FILE` on two generated runs written to disk: the contract's
 /// shape, the change first, and exit status 0.
 #[test]

@@ -164,14 +164,29 @@ pub fn pair<T: Copy>(a: Option<T>, b: Option<T>, text: impl Fn(T) -> String) -> 
     format!("{} → {}", side(a), side(b))
 }
 
-/// What the view says when the runs' world sizes differ: the basis every figure is on.
+/// What the view says when the runs' world sizes differ, or a run's files cover part of its
+/// world: the basis every figure is on.
 pub fn world_note(d: &RunDiff) -> Option<String> {
-    let (b, n) = (d.base.size.world_size, d.new.size.world_size);
-    if b == n || d.base.error.is_some() || d.new.error.is_some() {
+    let (b, n) = (&d.base.size, &d.new.size);
+    if d.base.error.is_some() || d.new.error.is_some() {
         return None;
     }
+    let what = if b.world_size != n.world_size {
+        format!(
+            "The runs' world sizes differ ({} → {} ranks)",
+            b.world_size, n.world_size
+        )
+    } else if b.partial() || n.partial() {
+        format!(
+            "The files cover {} of the base run and {} of the new",
+            b.ranks_text(),
+            n.ranks_text()
+        )
+    } else {
+        return None;
+    };
     Some(format!(
-        "The runs' world sizes differ ({b} → {n} ranks): counts, bytes and times are compared per {} (base ÷ {}, new ÷ {}).",
+        "{what}: counts, bytes and times are compared per {} seen (base ÷ {}, new ÷ {}).",
         d.basis.per,
         significant(d.basis.base_divisor, 4),
         significant(d.basis.new_divisor, 4)

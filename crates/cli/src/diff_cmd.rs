@@ -142,14 +142,21 @@ fn report(d: &RunDiff) -> String {
             "\nSignatures, largest impact first ({} test):\n",
             d.test.method.name()
         ));
+        // As wide as the longest signature shown, so the columns stay aligned.
+        let w = rows
+            .iter()
+            .map(|s| s.key.text().chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(40);
         out.push_str(&format!(
-            "  {:<40} {:>15} {:>21} {:>7} {:>11}\n",
+            "  {:<w$} {:>15} {:>21} {:>7} {:>11}\n",
             "signature", "count", "median ms", "ratio", "impact"
         ));
         for s in rows {
             let ms = |v: Option<f64>| v.map_or("—".into(), |v| format!("{:.3}", v / 1e6));
             out.push_str(&format!(
-                "  {:<40} {:>15} {:>21} {:>7} {:>11}\n",
+                "  {:<w$} {:>15} {:>21} {:>7} {:>11}\n",
                 s.key.text(),
                 format!("{} → {}", s.base.count, s.new.count),
                 format!("{} → {}", ms(s.base.median_ns), ms(s.new.median_ns)),
@@ -192,9 +199,9 @@ fn side_text(s: &diff::RunSide) -> String {
         return format!("{} — could not be read: {e}", s.label);
     }
     format!(
-        "{} — {} ranks, {} operations ({} timed), {} signatures, NCCL {}",
+        "{} — {}, {} operations ({} timed), {} signatures, NCCL {}",
         s.label,
-        s.size.world_size,
+        s.size.ranks_text(),
         s.size.operations,
         s.size.timed_operations,
         s.signatures,

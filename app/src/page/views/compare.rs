@@ -123,8 +123,8 @@ fn head(which: &'static str, side: &RunSide) -> impl IntoView {
     let text = match &side.error {
         Some(e) => format!("could not be read: {e}"),
         None => format!(
-            "{} ranks on {} hosts, {} operations ({} timed), {} signatures, {} communicators{}{}",
-            side.size.world_size,
+            "{} on {} hosts, {} operations ({} timed), {} signatures, {} communicators{}{}",
+            side.size.ranks_text(),
             side.size.hosts,
             side.size.operations,
             side.size.timed_operations,

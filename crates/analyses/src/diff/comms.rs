@@ -58,7 +58,9 @@ impl CommDiff {
 }
 
 /// Every communicator of either run, matched by parallelism and rank set (several with the same
-/// key pair in order), each pair compared over the signatures `shared` by both runs.
+/// key pair in order; then, among those left, one of the same parallelism and size whose seen
+/// members include the other's: one run's files may cover part of its world), each pair
+/// compared over the signatures `shared` by both runs.
 pub fn compare(
     base: &RunProfile,
     new: &RunProfile,
@@ -81,38 +83,67 @@ pub fn compare(
             .push(i);
     }
     let (fb, fn_) = (fingerprints(base), fingerprints(new));
-    let mut out = Vec::new();
-    for ((par, ranks), (bs, ns)) in keys {
-        for (b, n) in pair_alike(&bs, &ns, &fb, &fn_) {
-            let mut d = CommDiff {
-                parallelism: par.to_string(),
-                global_ranks: ranks.to_vec(),
-                presence: match (b, n) {
-                    (Some(_), Some(_)) => Presence::Both,
-                    (Some(_), None) => Presence::Base,
-                    _ => Presence::New,
-                },
-                base_id: b.map(|i| base.comms[i].id.clone()),
-                base_index: b,
-                new_index: n,
-                new_id: n.map(|i| new.comms[i].id.clone()),
-                base_operations: b.map_or(0, |i| base.comms[i].operations),
-                new_operations: n.map_or(0, |i| new.comms[i].operations),
-                time_ratio: None,
-                interval: None,
-                p_value: None,
-                significant: false,
-                impact_ns: 0.0,
-                largest_bytes: 0,
-                setup: Vec::new(),
-            };
-            if let (Some(b), Some(n)) = (b, n) {
-                time_on(&mut d, b, n, shared, basis, test);
-                d.setup = setup_changes(&base.comms[b], &new.comms[n]);
-            }
-            out.push(d);
-        }
+    let mut pairs: Vec<(Option<usize>, Option<usize>)> = Vec::new();
+    for (bs, ns) in keys.into_values() {
+        pairs.extend(pair_alike(&bs, &ns, &fb, &fn_));
     }
+    let pairs = pair_partial(pairs, base, new);
+    let mut out = Vec::new();
+    for (b, n) in pairs {
+        // The larger rank set of the two (the new run's on a tie) names the pair, and the
+        // parallelism either run could tell.
+        let (par, ranks) = {
+            let (x, y) = (b.map(|i| &base.comms[i]), n.map(|i| &new.comms[i]));
+            let named = match (x, y) {
+                (Some(x), Some(y)) if x.global_ranks.len() > y.global_ranks.len() => x,
+                (_, Some(y)) => y,
+                (Some(x), None) => x,
+                (None, None) => continue,
+            };
+            let told = [x, y]
+                .into_iter()
+                .flatten()
+                .map(|c| c.parallelism.as_str())
+                .find(|p| *p != "unknown")
+                .unwrap_or("unknown");
+            (told, named.global_ranks.as_slice())
+        };
+        let mut d = CommDiff {
+            parallelism: par.to_string(),
+            global_ranks: ranks.to_vec(),
+            presence: match (b, n) {
+                (Some(_), Some(_)) => Presence::Both,
+                (Some(_), None) => Presence::Base,
+                _ => Presence::New,
+            },
+            base_id: b.map(|i| base.comms[i].id.clone()),
+            base_index: b,
+            new_index: n,
+            new_id: n.map(|i| new.comms[i].id.clone()),
+            base_operations: b.map_or(0, |i| base.comms[i].operations),
+            new_operations: n.map_or(0, |i| new.comms[i].operations),
+            time_ratio: None,
+            interval: None,
+            p_value: None,
+            significant: false,
+            impact_ns: 0.0,
+            largest_bytes: 0,
+            setup: Vec::new(),
+        };
+        if let (Some(b), Some(n)) = (b, n) {
+            let (cb, cn) = (&base.comms[b], &new.comms[n]);
+            // Seen through other members (a run's files cover part of it), a communicator's
+            // transfer times (each collective's shortest member kernel: the fewer members, the
+            // longer) and its set-up as its members saw it (nodes, links, transports) do not
+            // compare; its kernels' time and its channels do.
+            let same_members = cb.global_ranks == cn.global_ranks;
+            time_on(&mut d, b, n, shared, basis, same_members.then_some(test));
+            d.setup = setup_changes(cb, cn, same_members);
+        }
+        out.push(d);
+    }
+    // In key order, as the exact matches come (a stable sort keeps each key's pairs' order).
+    out.sort_by(|x, y| (&x.parallelism, &x.global_ranks).cmp(&(&y.parallelism, &y.global_ranks)));
     out
 }
 
@@ -127,6 +158,54 @@ fn fingerprints(p: &RunProfile) -> Vec<BTreeMap<&SigKey, usize>> {
             }
         }
     }
+    out
+}
+
+/// Pairs each communicator left alone in the base run with the first one left alone in the new
+/// run of the same parallelism (or one the run could not tell) and size whose seen members
+/// include its own or are included in them (a run whose files cover part of its world sees part
+/// of each communicator, and may not tell its parallelism).
+fn pair_partial(
+    pairs: Vec<(Option<usize>, Option<usize>)>,
+    base: &RunProfile,
+    new: &RunProfile,
+) -> Vec<(Option<usize>, Option<usize>)> {
+    let nested = |x: &CommProfile, y: &CommProfile| {
+        let (small, large) = if x.global_ranks.len() <= y.global_ranks.len() {
+            (x, y)
+        } else {
+            (y, x)
+        };
+        let unknown = |c: &CommProfile| c.parallelism == "unknown";
+        (x.parallelism == y.parallelism || unknown(x) || unknown(y))
+            && x.size == y.size
+            && !small.global_ranks.is_empty()
+            && small
+                .global_ranks
+                .iter()
+                .all(|r| large.global_ranks.binary_search(r).is_ok())
+    };
+    let mut lone_new: Vec<usize> = pairs
+        .iter()
+        .filter_map(|p| match p {
+            (None, Some(n)) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(pairs.len());
+    for (b, n) in pairs {
+        match (b, n) {
+            (Some(b), None) => {
+                let hit = lone_new
+                    .iter()
+                    .position(|&n| nested(&base.comms[b], &new.comms[n]));
+                out.push((Some(b), hit.map(|i| lone_new.remove(i))));
+            }
+            (None, Some(_)) => {}
+            pair => out.push(pair),
+        }
+    }
+    out.extend(lone_new.into_iter().map(|n| (None, Some(n))));
     out
 }
 
@@ -168,7 +247,7 @@ fn time_on(
     n: usize,
     shared: &[(&SignatureProfile, &SignatureProfile)],
     basis: &Basis,
-    test: &TestSettings,
+    test: Option<&TestSettings>,
 ) {
     let (mut rel_b, mut rel_n) = (Vec::new(), Vec::new());
     let mut impact = 0.0;
@@ -187,6 +266,7 @@ fn time_on(
         rel_n.extend(tn.iter().map(|x| x / m));
     }
     d.impact_ns = impact;
+    let Some(test) = test else { return };
     let seed = stats::stable_hash(d.text().as_bytes());
     if let Some(v) = stats::compare(&mut rel_b, &mut rel_n, test, seed) {
         d.time_ratio = Some(v.ratio);
@@ -201,7 +281,9 @@ fn kernel_time(durations: &[f64], divisor: f64) -> f64 {
     stats::median(&mut durations.to_vec()).map_or(0.0, |m| m * durations.len() as f64 / divisor)
 }
 
-fn setup_changes(b: &CommProfile, n: &CommProfile) -> Vec<SetupChange> {
+/// The set-up differences of a matched pair: channels always, the rest (transports, nodes,
+/// bottleneck link) only when both runs saw the same members.
+fn setup_changes(b: &CommProfile, n: &CommProfile, same_members: bool) -> Vec<SetupChange> {
     let mut out = Vec::new();
     let mut differ = |what: &str, x: String, y: String| {
         if x != y {
@@ -214,6 +296,9 @@ fn setup_changes(b: &CommProfile, n: &CommProfile) -> Vec<SetupChange> {
     };
     let opt = |v: Option<u32>| v.map_or("—".to_string(), |v| v.to_string());
     differ("channels", opt(b.channels), opt(n.channels));
+    if !same_members {
+        return out;
+    }
     let kinds = |c: &CommProfile| {
         let k: BTreeSet<&str> = c.transports.iter().map(|t| t.0.as_str()).collect();
         k.into_iter().collect::<Vec<_>>().join(", ")
@@ -299,8 +384,8 @@ pub fn localise(comms: &[CommDiff], world: u32) -> Vec<(Change, Vec<usize>)> {
 fn groups(p: &RunProfile) -> BTreeMap<(String, u32), usize> {
     let mut g = BTreeMap::new();
     for c in &p.comms {
-        *g.entry((c.parallelism.clone(), c.global_ranks.len() as u32))
-            .or_insert(0) += 1;
+        // The size NCCL printed, not the members seen: part of a world's files see part of it.
+        *g.entry((c.parallelism.clone(), c.size)).or_insert(0) += 1;
     }
     g
 }
@@ -338,7 +423,13 @@ pub fn shape(base: &RunProfile, new: &RunProfile, basis: &Basis) -> Vec<Change> 
             .collect::<Vec<_>>()
             .join(" ")
     };
-    if lb != ln || gb != gn {
+    // A run whose files cover part of its world sees part of its communicators, and one that
+    // could not tell any communicator's parallelism has no layout to compare: only two known,
+    // different layouts say the layout changed then.
+    let blind =
+        |p: &RunProfile| p.size.partial() || p.comms.iter().all(|c| c.parallelism == "unknown");
+    let layouts_differ = matches!((&lb, &ln), (Some(a), Some(b)) if a != b);
+    if layouts_differ || (gb != gn && !blind(base) && !blind(new)) {
         let what = match (&lb, &ln) {
             (Some(a), Some(b)) if a != b => format!(
                 "layout {} → {}",

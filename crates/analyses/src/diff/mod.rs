@@ -9,6 +9,9 @@
 //!   communicators by parallelism and rank set ([`comms`], which also names one rank whose
 //!   links slowed); steps by index and stage ([`steps`]); the tuning lines' choices, versions,
 //!   settings and topology ([`facts`]); and one ranked list of changes ([`changes`]).
+//! - [`resolution`] brings both runs to what both can tell: a run whose files cannot tell any
+//!   communicator's parallelism is compared with the other's signatures merged by operation,
+//!   size and datatype; runs seen in part (one node's files) compare per rank seen.
 //! - [`diff_runs`] does both for two (session, analysis) pairs: what the page's worker calls.
 //!
 //! Runs of different world sizes compare per rank (and per iteration when both count them), and
@@ -20,6 +23,7 @@ pub mod changes;
 pub mod comms;
 pub mod facts;
 pub mod profile;
+pub mod resolution;
 pub mod signatures;
 pub mod stats;
 pub mod steps;
@@ -223,6 +227,8 @@ pub fn compare_loaded(
 
 /// Compares a new run with a base run.
 pub fn compare(base: &RunProfile, new: &RunProfile, settings: &Settings) -> RunDiff {
+    let (base, new, resolution) = resolution::common_resolution(base, new);
+    let (base, new) = (base.as_ref(), new.as_ref());
     let basis = Basis::of(base, new);
     let test = &settings.test;
     let mut sigs = signatures::compare(base, new, &basis, test);
@@ -256,8 +262,13 @@ pub fn compare(base: &RunProfile, new: &RunProfile, settings: &Settings) -> RunD
     changes.extend(fact_changes);
     changes::rank(&mut changes);
     let steps = compare_steps(base, new, &sigs, &basis, test);
+    let mut summary = summary(&changes, &common, &sigs, base, new, test);
+    if let Some(note) = resolution {
+        summary.push(' ');
+        summary.push_str(&note);
+    }
     RunDiff {
-        summary: summary(&changes, &common, &sigs, base, new, test),
+        summary,
         base: RunSide::of(base),
         new: RunSide::of(new),
         common,
@@ -438,6 +449,13 @@ fn summary(
         out.push_str(&format!(
             " World sizes differ ({} → {}): compared per rank.",
             base.size.world_size, new.size.world_size
+        ));
+    }
+    if base.size.partial() || new.size.partial() {
+        out.push_str(&format!(
+            " The files cover {} of the base run and {} of the new: counts and times are per rank seen.",
+            base.size.ranks_text(),
+            new.size.ranks_text()
         ));
     }
     if base.size.timed_operations == 0 || new.size.timed_operations == 0 {

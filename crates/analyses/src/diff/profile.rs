@@ -28,11 +28,27 @@ pub struct SigKey {
     pub bytes: u64,
     /// `float16`, ... or `unknown`.
     pub dtype: String,
+    /// Kernels of a process no log line describes (an export alone): the operation (and the
+    /// datatype, where the name carries it) from the kernel's name, the size unknown (`bytes`
+    /// 0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernels_only: bool,
 }
 
 impl SigKey {
-    /// `DP AllReduce 80 MiB bfloat16`.
+    /// `DP AllReduce 80 MiB bfloat16`; `unknown SendRecv kernels (size unknown)` for kernels no
+    /// log line describes (their datatype after it where the name gives one).
     pub fn text(&self) -> String {
+        if self.kernels_only {
+            let dtype = match self.dtype.as_str() {
+                "unknown" => String::new(),
+                d => format!(" {d}"),
+            };
+            return format!(
+                "{} {} kernels (size unknown){dtype}",
+                self.parallelism, self.op
+            );
+        }
         format!(
             "{} {} {} {}",
             self.parallelism,
@@ -93,6 +109,9 @@ pub struct SignatureProfile {
     pub channels: Vec<(u32, u64)>,
     /// Kernel durations per communicator (what the timeline shows, waiting included).
     pub samples: Vec<CommSamples>,
+    /// Kernel durations on no known communicator (a process the exports alone show), ns.
+    #[serde(default)]
+    pub unassigned_ns: Vec<f64>,
     /// Transfer times per communicator: per collective instance (communicator and opCount) the
     /// shortest of its members' kernels, as the last member to arrive waits for no one; a
     /// point-to-point kernel's own duration. A slower rank makes the others wait in every later
@@ -102,11 +121,12 @@ pub struct SignatureProfile {
 }
 
 impl SignatureProfile {
-    /// Every duration, whatever the communicator.
+    /// Every duration, whatever the communicator (or none).
     pub fn durations(&self) -> Vec<f64> {
         self.samples
             .iter()
             .flat_map(|s| s.durations_ns.iter().copied())
+            .chain(self.unassigned_ns.iter().copied())
             .collect()
     }
 
@@ -214,7 +234,8 @@ pub struct RunFacts {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunSize {
     pub world_size: u32,
-    /// Processes with a global rank.
+    /// Processes seen (a global rank from the logs, or kernels in the exports alone): what
+    /// counts and times are divided by, since a run's files may cover part of its world.
     pub ranks: u32,
     pub hosts: u32,
     /// Log operations (duplicates once), and those whose kernel was measured.
@@ -226,6 +247,22 @@ pub struct RunSize {
     pub layout: Option<BTreeMap<String, u32>>,
     /// Σ over signatures of median × count: the run's NCCL kernel time, ns, all ranks.
     pub comm_time_ns: f64,
+}
+
+impl RunSize {
+    /// `8 ranks`, or `4 of 8 ranks` when the files cover part of the world.
+    pub fn ranks_text(&self) -> String {
+        if self.ranks > 0 && self.ranks < self.world_size {
+            format!("{} of {} ranks", self.ranks, self.world_size)
+        } else {
+            format!("{} ranks", self.world_size.max(self.ranks))
+        }
+    }
+
+    /// Whether the run's files cover part of its world only.
+    pub fn partial(&self) -> bool {
+        self.ranks > 0 && self.ranks < self.world_size
+    }
 }
 
 /// Everything a comparison reads of one run.
@@ -271,8 +308,9 @@ struct Gather {
     channels: BTreeMap<u32, u64>,
 }
 
-/// The key of a signature while gathering (names made once, at the end).
-type RawKey = (Parallelism, OpType, u64, Option<DataType>);
+/// The key of a signature while gathering (names made once, at the end); the flag marks
+/// kernels no log line describes ([`SigKey::kernels_only`]).
+type RawKey = (Parallelism, OpType, u64, Option<DataType>, bool);
 
 /// The profile of a loaded, analysed run: its operations counted from every log line (so runs
 /// without exports still compare by count and bytes), timed from every matched kernel.
@@ -291,7 +329,8 @@ pub fn profile(session: &Session, analysis: &Analysis, label: &str) -> RunProfil
     count_operations(session, analysis, &parallelism, &mut sigs, &mut comm_ops);
     // The bottleneck links cost a pass over every topology dump: found once, read twice.
     let bottlenecks = crate::comm_bottlenecks(session, analysis);
-    let timed = time_operations(analysis, &parallelism, &bottlenecks, &mut sigs);
+    let timed = time_operations(analysis, &parallelism, &bottlenecks, &mut sigs)
+        + time_kernels_only(session, analysis, &mut sigs);
     let mut signatures: Vec<SignatureProfile> = sigs.into_iter().map(finish).collect();
     signatures.sort_by(|a, b| a.key.cmp(&b.key));
     let comms = comm_profiles(session, analysis, &parallelism, &comm_ops, bottlenecks);
@@ -314,7 +353,7 @@ pub fn profile(session: &Session, analysis: &Analysis, label: &str) -> RunProfil
     let facts = facts(session, analysis);
     let size = RunSize {
         world_size: analysis.communicators.world_size,
-        ranks: analysis.communicators.ranks.len() as u32,
+        ranks: (analysis.communicators.ranks.len() + analysis.alignments.kernels_only.len()) as u32,
         hosts: analysis
             .communicators
             .ranks
@@ -383,7 +422,7 @@ fn count_operations(
                 .dtype
                 .map_or(0, |d| call.count.saturating_mul(d.size_bytes()));
             let g = sigs
-                .entry((site.parallelism, site.op, bytes, site.dtype))
+                .entry((site.parallelism, site.op, bytes, site.dtype, false))
                 .or_default();
             g.count += 1;
             g.total_bytes = g.total_bytes.saturating_add(bytes);
@@ -450,7 +489,7 @@ fn time_operations(
                 let bytes = site
                     .datatype
                     .map_or(0, |d| call.count.saturating_mul(d.size_bytes()));
-                let key = ((par, site.op, bytes, site.datatype), comm);
+                let key = ((par, site.op, bytes, site.datatype, false), comm);
                 if !keys.contains(&key) {
                     keys.push(key);
                 }
@@ -501,6 +540,67 @@ fn time_operations(
     timed
 }
 
+/// Counts and times the kernels of every process no log line describes (an export alone), by
+/// the operation and datatype their names give; returns the kernels timed. A fused or
+/// `Generic` kernel whose name gives no operation is left out: nothing says what it ran.
+fn time_kernels_only(
+    session: &Session,
+    analysis: &Analysis,
+    sigs: &mut FxHashMap<RawKey, Gather>,
+) -> u64 {
+    if analysis.alignments.kernels_only.is_empty() {
+        return 0;
+    }
+    let rank_of: BTreeMap<&model::log::ProcessKey, u32> = analysis
+        .processes
+        .iter()
+        .map(|p| (&p.process, p.global_rank))
+        .collect();
+    let wanted: BTreeSet<&model::log::ProcessKey> =
+        analysis.alignments.kernels_only.iter().collect();
+    let mut names = ingest_nsys::KernelNameCache::default();
+    let mut timed = 0;
+    for (x, e) in session.exports().iter().enumerate() {
+        let ks = &e.export.kernels;
+        // Kernels come ordered by pid: one key per run of a pid.
+        let mut last: Option<(u32, Option<model::log::ProcessKey>)> = None;
+        for j in 0..ks.len() {
+            let (Some(pid), Some(name), Some(start), Some(end)) =
+                (ks.pid(j), ks.name(j), ks.start_ns(j), ks.end_ns(j))
+            else {
+                continue;
+            };
+            let key = match &last {
+                Some((p, k)) if *p == pid => k.clone(),
+                _ => {
+                    let k = session.export_key(x, pid);
+                    let k = wanted.contains(&k).then_some(k);
+                    last = Some((pid, k.clone()));
+                    k
+                }
+            };
+            let Some(key) = key else { continue };
+            let Some(decoded) = names.decode(name) else {
+                continue;
+            };
+            let Some(op) = decoded.op else { continue };
+            let g = sigs
+                .entry((Parallelism::Unknown, op, 0, decoded.datatype, true))
+                .or_default();
+            g.count += 1;
+            if let Some(&r) = rank_of.get(&key) {
+                g.ranks.insert(r);
+            }
+            if end > start {
+                g.durations.push((end - start) as f64);
+                g.comm_of.push(u32::MAX);
+                timed += 1;
+            }
+        }
+    }
+    timed
+}
+
 /// Samples of (communicator, value) grouped by communicator, in communicator order.
 fn by_comm(pairs: impl IntoIterator<Item = (u32, f64)>) -> Vec<CommSamples> {
     let mut m: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
@@ -518,8 +618,15 @@ fn by_comm(pairs: impl IntoIterator<Item = (u32, f64)>) -> Vec<CommSamples> {
 }
 
 /// A gathered signature's summary.
-fn finish(((par, op, bytes, dtype), mut g): (RawKey, Gather)) -> SignatureProfile {
+fn finish(((par, op, bytes, dtype, kernels_only), mut g): (RawKey, Gather)) -> SignatureProfile {
     let samples = by_comm(g.comm_of.iter().copied().zip(g.durations.iter().copied()));
+    let unassigned_ns = g
+        .comm_of
+        .iter()
+        .zip(&g.durations)
+        .filter(|(c, _)| **c == u32::MAX)
+        .map(|(_, d)| *d)
+        .collect();
     let transfer = by_comm(std::mem::take(&mut g.p2p));
     let median_ns = stats::median(&mut g.durations);
     let p95_ns = stats::quantile(&mut g.durations, 0.95);
@@ -529,6 +636,7 @@ fn finish(((par, op, bytes, dtype), mut g): (RawKey, Gather)) -> SignatureProfil
             op: op.name().to_string(),
             bytes,
             dtype: dtype.map_or("unknown", |d| d.name()).to_string(),
+            kernels_only,
         },
         count: g.count,
         total_bytes: g.total_bytes,
@@ -543,6 +651,7 @@ fn finish(((par, op, bytes, dtype), mut g): (RawKey, Gather)) -> SignatureProfil
         protocols: named_counts(g.protocols),
         channels: g.channels.into_iter().collect(),
         samples,
+        unassigned_ns,
         transfer,
     }
 }

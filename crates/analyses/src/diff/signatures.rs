@@ -17,12 +17,17 @@ pub struct Basis {
 }
 
 impl Basis {
-    /// Per rank; per iteration too when both runs count their iterations.
+    /// Per rank seen (a run's files may cover part of its world: one node's logs, two ranks'
+    /// traces), the world size where no rank is; per iteration too when both runs count their
+    /// iterations.
     pub fn of(base: &RunProfile, new: &RunProfile) -> Basis {
-        let (wb, wn) = (
-            f64::from(base.size.world_size.max(1)),
-            f64::from(new.size.world_size.max(1)),
-        );
+        let ranks = |p: &RunProfile| {
+            f64::from(match p.size.ranks {
+                0 => p.size.world_size.max(1),
+                r => r,
+            })
+        };
+        let (wb, wn) = (ranks(base), ranks(new));
         match (base.size.iterations, new.size.iterations) {
             (Some(ib), Some(inew)) if ib > 0 && inew > 0 => Basis {
                 per: "rank and iteration".into(),
@@ -150,7 +155,10 @@ impl SignatureDiff {
 pub const SIZE_TOLERANCE: f64 = 0.01;
 
 /// The signatures of both runs paired: equal keys, then, among those left, equal parallelism,
-/// operation and datatype with sizes within [`SIZE_TOLERANCE`] (closest first); the rest alone.
+/// operation and datatype with sizes within [`SIZE_TOLERANCE`] (closest first); then a
+/// signature whose parallelism one run could not tell (`unknown`: its files cover too little
+/// of the world to infer the layout) with the one signature of the other run that agrees in
+/// everything else, where exactly one does; the rest alone.
 pub fn join<'a>(
     base: &'a RunProfile,
     new: &'a RunProfile,
@@ -194,6 +202,51 @@ pub fn join<'a>(
         }
         out.extend(ns.into_iter().map(|n| (None, Some(n))));
     }
+    pair_unknown_parallelism(out)
+}
+
+/// The last pass of [`join`]: an `unknown`-parallelism signature left alone in one run paired
+/// with the only signature left alone in the other run of the same operation, datatype, kind
+/// and size (within [`SIZE_TOLERANCE`]); ambiguous ones (a TP and a DP AllReduce of one size)
+/// stay alone rather than be guessed.
+fn pair_unknown_parallelism<'a>(
+    pairs: Vec<(Option<&'a SignatureProfile>, Option<&'a SignatureProfile>)>,
+) -> Vec<(Option<&'a SignatureProfile>, Option<&'a SignatureProfile>)> {
+    let alike = |x: &SigKey, y: &SigKey| {
+        (x.parallelism == "unknown") != (y.parallelism == "unknown")
+            && x.op == y.op
+            && x.dtype == y.dtype
+            && x.kernels_only == y.kernels_only
+            && (x.bytes as f64 - y.bytes as f64).abs() <= SIZE_TOLERANCE * x.bytes as f64
+    };
+    let (mut bs, mut ns, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    for p in pairs {
+        match p {
+            (Some(b), None) => bs.push(Some(b)),
+            (None, Some(n)) => ns.push(Some(n)),
+            pair => out.push(pair),
+        }
+    }
+    for bi in 0..bs.len() {
+        let Some(b) = bs[bi] else { continue };
+        let in_new: Vec<usize> = (0..ns.len())
+            .filter(|&i| ns[i].is_some_and(|n| alike(&b.key, &n.key)))
+            .collect();
+        let [ni] = in_new[..] else { continue };
+        let n = ns[ni].expect("a candidate");
+        let in_base = bs
+            .iter()
+            .flatten()
+            .filter(|x| alike(&x.key, &n.key))
+            .count();
+        if in_base == 1 {
+            out.push((Some(b), Some(n)));
+            bs[bi] = None;
+            ns[ni] = None;
+        }
+    }
+    out.extend(bs.into_iter().flatten().map(|b| (Some(b), None)));
+    out.extend(ns.into_iter().flatten().map(|n| (None, Some(n))));
     out
 }
 
