@@ -423,6 +423,13 @@ fn exports_alone_compare_their_kernels_by_name() {
         ..Variation::default()
     };
     let slow = exports_of(&c, "slow");
+    // Against a run with logs, the kernels alone say why nothing matches.
+    let d = compare(base(), &a, Test::Bootstrap);
+    assert!(
+        d.summary.contains("The new run has no NCCL log"),
+        "{}",
+        d.summary
+    );
     for method in TESTS {
         let d = compare(&a, &same, method);
         assert!(d.common.comparable, "{}", listed(&d));

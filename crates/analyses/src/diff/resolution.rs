@@ -23,6 +23,19 @@ pub fn common_resolution<'a>(
     base: &'a RunProfile,
     new: &'a RunProfile,
 ) -> (Cow<'a, RunProfile>, Cow<'a, RunProfile>, Option<String>) {
+    let kernels_only = |p: &RunProfile| {
+        !p.signatures.is_empty() && p.signatures.iter().all(|s| s.key.kernels_only)
+    };
+    let (kb, kn) = (kernels_only(base), kernels_only(new));
+    if kb != kn && !base.signatures.is_empty() && !new.signatures.is_empty() {
+        let which = if kb { "base" } else { "new" };
+        let note = format!(
+            "The {which} run has no NCCL log: its kernels carry no message size or communicator, \
+             so they do not match the other run's logged operations (compare exports with \
+             exports, or give both runs' logs)."
+        );
+        return (Cow::Borrowed(base), Cow::Borrowed(new), Some(note));
+    }
     let (tb, tn) = (tells_parallelism(base), tells_parallelism(new));
     if tb == tn || base.signatures.is_empty() || new.signatures.is_empty() {
         return (Cow::Borrowed(base), Cow::Borrowed(new), None);
