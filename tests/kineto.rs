@@ -466,3 +466,155 @@ fn seq_joins_kernels_to_their_lines() {
         }
     }
 }
+
+/// The step analysis of generated traces: with `record_function` stage ranges inside each
+/// `ProfilerStep#N` (TorchRec's `## forward ##` names), each step's frontier is what the truth's
+/// ranges give (each rank's cumulative stage time, the slowest rank's at every boundary); with
+/// the profiler's steps alone, each step is one stage, `step`, as long as the slowest rank's.
+#[test]
+fn profiler_steps_and_their_stage_ranges_give_the_step_analysis() {
+    let cfg = synth::preset("tp2pp2").unwrap().config;
+    let run = KinetoRun::new(&cfg);
+    let mut styles: Vec<KinetoStyle> = KinetoStyle::variations().into_iter().step_by(5).collect();
+    styles.extend([KinetoStyle::modern(), KinetoStyle::legacy()]);
+    assert!(styles.iter().any(|s| s.stage_ranges) && styles.iter().any(|s| !s.stage_ranges));
+    for style in styles {
+        let mut session = Session::default();
+        let mut truths: Vec<TraceTruth> = Vec::new();
+        for r in 0..run.world() {
+            let mut bytes = Vec::new();
+            truths.push(run.write_rank(r, &style, &mut bytes).unwrap());
+            add(&mut session, &synth::kineto::trace_name(r, false), &bytes);
+        }
+        let what = format!("{style:?}");
+        let a = analyse(&session, &UserSizes::default());
+        let report =
+            analyses::steps::analyse(&session, &a, &analyses::steps::StepOptions::default(), None)
+                .unwrap_or_else(|| panic!("{what}: no steps"));
+        assert_eq!(report.source, analyses::steps::Source::Nvtx, "{what}");
+        let nvtx = report.nvtx.as_ref().unwrap();
+        assert_eq!(nvtx.processes as u32, run.world(), "{what}");
+        assert_eq!(nvtx.whole_steps, !style.stage_ranges, "{what}");
+        // Each rank's durations per step: the truth's stages in order, then the rest.
+        let mut expected: BTreeMap<u64, Vec<Vec<f64>>> = BTreeMap::new();
+        for t in &truths {
+            for &(n, s, e) in &t.steps {
+                let ms = |a: i64, b: i64| (b - a) as f64 / 1e6;
+                let mut d: Vec<f64> = t
+                    .stages
+                    .iter()
+                    .filter(|x| x.0 == n)
+                    .map(|x| ms(x.2, x.3))
+                    .collect();
+                let rest = ms(s, e) - d.iter().sum::<f64>();
+                d.push(rest);
+                expected.entry(n).or_default().push(d);
+            }
+        }
+        let names: Vec<&str> = report.stage_names.iter().map(String::as_str).collect();
+        if style.stage_ranges {
+            assert_eq!(
+                names,
+                ["forward", "backward", "optimizer", "other"],
+                "{what}"
+            );
+        } else {
+            assert_eq!(names, ["step"], "{what}");
+        }
+        assert_eq!(report.per_step.len(), expected.len(), "{what}");
+        for row in &report.per_step {
+            let ranks = &expected[&row.step];
+            assert_eq!(row.ranks as usize, ranks.len(), "{what}");
+            let stages = names.len();
+            for k in 0..stages {
+                // Cumulative up to stage k (the whole step for the one-stage case).
+                let frontier = ranks
+                    .iter()
+                    .map(|d| {
+                        if stages == 1 {
+                            d.iter().sum::<f64>()
+                        } else {
+                            d[..=k].iter().sum::<f64>()
+                        }
+                    })
+                    .fold(f64::MIN, f64::max);
+                assert!(
+                    (row.frontier_ms[k] - frontier).abs() < 1e-6,
+                    "{what}: step {} stage {k}: {} vs {frontier}",
+                    row.step,
+                    row.frontier_ms[k]
+                );
+            }
+        }
+    }
+}
+
+/// Real traces' `record_function` ranges give their steps and stages: the DLRM ranks' one
+/// `ProfilerStep` each, HTA's three with `## forward ##`, `## backward ##` and the optimizer's.
+#[test]
+fn real_traces_give_steps_and_stages_from_their_ranges() {
+    for (filter, ranks, steps, stages) in [
+        ("dlrm", 8, 1, &["data", "forward", "backward"][..]),
+        (
+            "HTA-nccl_parser",
+            1,
+            3,
+            &["forward", "backward", "optimizer"][..],
+        ),
+        (
+            "HTA-sampled_rank0",
+            1,
+            2,
+            &["data", "forward", "backward"][..],
+        ),
+    ] {
+        let paths = real(filter);
+        if paths.is_empty() {
+            return;
+        }
+        let mut session = Session::default();
+        for p in &paths {
+            add(
+                &mut session,
+                &p.display().to_string(),
+                &std::fs::read(p).unwrap(),
+            );
+        }
+        let a = analyse(&session, &UserSizes::default());
+        let report =
+            analyses::steps::analyse(&session, &a, &analyses::steps::StepOptions::default(), None)
+                .unwrap_or_else(|| panic!("{filter}: no steps"));
+        assert_eq!(report.source, analyses::steps::Source::Nvtx, "{filter}");
+        assert_eq!(report.ranks.len(), ranks, "{filter}");
+        assert_eq!(report.per_step.len(), steps, "{filter}");
+        for s in stages {
+            assert!(
+                report.stage_names.iter().any(|n| n == s),
+                "{filter}: {s} in {:?}",
+                report.stage_names
+            );
+        }
+        // Each step as long as its ProfilerStep range (the slowest rank's), to the microsecond
+        // (synchronised times are f64 at epoch magnitude), where the residual stage covers what
+        // no stage range does.
+        for row in &report.per_step {
+            let longest = a
+                .profiler_steps
+                .iter()
+                .filter(|p| p.step == row.step)
+                .map(|p| (p.end_ns - p.start_ns) as f64 / 1e6)
+                .fold(f64::MIN, f64::max);
+            let total = *row.frontier_ms.last().unwrap();
+            if report.stage_names.last().is_some_and(|n| n == "other") {
+                // The time outside every stage range is the last stage: the whole step.
+                assert!(
+                    (total - longest).abs() < 1e-3,
+                    "{filter}: step {}",
+                    row.step
+                );
+            } else {
+                assert!(total <= longest + 1e-3, "{filter}: step {}", row.step);
+            }
+        }
+    }
+}

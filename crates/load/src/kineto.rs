@@ -79,6 +79,26 @@ pub struct SessionTrace {
     pub claimed_by: Option<ProcessKey>,
 }
 
+/// The trace's `record_function` ranges as NVTX ranges of its process (what the step
+/// analysis and the timeline's range rows read of an export): the profiler's steps and the
+/// user's stage ranges, in the trace's own clock like its kernels.
+fn annotation_ranges(trace: &KinetoTrace, process: &ProcessKey) -> Vec<model::nsys::NvtxRange> {
+    trace
+        .annotations
+        .iter()
+        // The CPU thread's pid is the process's (kernels are filed under the device's).
+        .filter(|a| trace.cpu_pid.is_none_or(|p| p == a.pid))
+        .map(|a| model::nsys::NvtxRange {
+            pid: process.pid,
+            tid: a.tid,
+            start_ns: a.start_ns,
+            end_ns: Some(a.end_ns),
+            text: a.name.to_string(),
+            domain: None,
+        })
+        .collect()
+}
+
 impl SessionTrace {
     /// The process its kernels belong to in the session.
     pub fn owner(&self) -> &ProcessKey {
@@ -175,6 +195,7 @@ fn export_of(
                 pid: process.pid,
                 name: trace.process_name.clone().unwrap_or_default(),
             }],
+            nvtx: annotation_ranges(trace, process),
             ..NsysExport::default()
         },
         // A trace's compute kernels are not read (the step analysis reads exports' only).

@@ -97,15 +97,24 @@ impl Default for StageMapping {
 impl StageMapping {
     /// The index of the first step pattern `text` matches.
     pub fn step_pattern(&self, text: &str) -> Option<usize> {
-        self.steps.iter().position(|p| glob(p, text))
+        self.steps.iter().position(|p| matches(p, text))
     }
 
     /// The stage `text` maps to.
     pub fn stage_of(&self, text: &str) -> Option<&str> {
         self.stages
             .iter()
-            .find(|p| glob(&p.pattern, text))
+            .find(|p| matches(&p.pattern, text))
             .map(|p| p.stage.as_str())
+    }
+}
+
+/// Whether `pattern` matches `text` as written or without the `## … ##` that TorchRec's and
+/// many training loops' `record_function` names wrap around the stage (`## forward ##`).
+fn matches(pattern: &str, text: &str) -> bool {
+    glob(pattern, text) || {
+        let bare = text.trim_matches(|c: char| c == '#' || c.is_whitespace());
+        bare.len() != text.len() && glob(pattern, bare)
     }
 }
 
@@ -193,6 +202,12 @@ mod tests {
             ("[LightningModule]Model.optimizer_step", "optimizer"),
             ("optim.step_cpu_wall", "optimizer"),
             ("optimizer", "optimizer"),
+            // TorchRec's and HTA's examples' record_function names.
+            ("## forward ##", "forward"),
+            ("## backward ##", "backward"),
+            ("## optimizer ##", "optimizer"),
+            ("## data_load ##", "data"),
+            ("## zero_grad ##", "optimizer"),
         ];
         for (name, stage) in cases {
             assert_eq!(m.stage_of(name), Some(stage), "{name}");
@@ -202,6 +217,8 @@ mod tests {
             "ncclAllReduce",
             "FSDP::pre_forward (x)",
             "database",
+            "## alltoall_fwd_single ##",
+            "##",
         ] {
             assert_eq!(m.stage_of(other), None, "{other}");
         }

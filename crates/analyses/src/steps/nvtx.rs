@@ -37,6 +37,10 @@ pub struct NvtxFindings {
     pub unranked: Vec<String>,
     /// Whether the residual stage (`other`) was added.
     pub residual: bool,
+    /// No process has a stage range inside its steps (a profiler trace with `ProfilerStep#N`
+    /// alone): each step is one stage, `step`, so its times and breakdown still show.
+    #[serde(default)]
+    pub whole_steps: bool,
 }
 
 /// One step of one process: its number, its stages in order (name, ms, start and end ns), the
@@ -93,7 +97,7 @@ pub fn stage_rows(processes: &[ProcessRanges], mapping: &StageMapping) -> NvtxRe
         .filter_map(|p| p.rank)
         .max()
         .map_or(0, |r| r + 1);
-    let mut per_rank: Vec<(u32, Vec<ProcessStep>)> = Vec::new();
+    let mut read: Vec<(&ProcessRanges, String, Vec<ProcessStep>)> = Vec::new();
     for p in processes {
         let name = format!("{}:{}", p.host, p.pid);
         let Some(pattern) = pattern else {
@@ -107,6 +111,25 @@ pub fn stage_rows(processes: &[ProcessRanges], mapping: &StageMapping) -> NvtxRe
             found.without_steps.push(name);
             continue;
         }
+        read.push((p, name, steps));
+    }
+    // Steps with no stage range anywhere: each step whole is its one stage (rather than no
+    // steps at all); where some process has stage ranges, one without is left out.
+    found.whole_steps = !read.is_empty()
+        && read
+            .iter()
+            .all(|(_, _, steps)| steps.iter().all(|s| s.stages.is_empty()));
+    if found.whole_steps {
+        for (_, _, steps) in &mut read {
+            for s in steps.iter_mut() {
+                let ms = (s.end_ns - s.start_ns) as f64 / 1e6;
+                s.stages = vec![(WHOLE_STEP.to_string(), ms, s.start_ns, s.end_ns)];
+                s.rest = 0.0;
+            }
+        }
+    }
+    let mut per_rank: Vec<(u32, Vec<ProcessStep>)> = Vec::new();
+    for (p, name, steps) in read {
         if steps.iter().all(|s| s.stages.is_empty()) {
             found.without_stages.push(name);
             continue;
@@ -166,6 +189,9 @@ pub fn stage_rows(processes: &[ProcessRanges], mapping: &StageMapping) -> NvtxRe
         spans,
     }
 }
+
+/// The one stage of a step that no stage range divides.
+pub const WHOLE_STEP: &str = "step";
 
 fn usable(r: &NvtxRange) -> bool {
     r.end_ns.is_some_and(|e| e >= r.start_ns) && r.domain.as_deref() != Some(NCCL_DOMAIN)

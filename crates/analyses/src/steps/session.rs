@@ -215,9 +215,16 @@ impl Found {
                 "steps and stages from {} stage file(s)",
                 session.stage_files().len()
             )),
+            Source::Nvtx if self.nvtx.whole_steps => notes.push(format!(
+                "steps from the NVTX (or record_function) ranges named like `{}` on {} \
+                 process(es); no stage range inside them (the mapping names none): one stage per \
+                 step (each rank's own clock)",
+                self.nvtx.step_pattern.as_deref().unwrap_or("?"),
+                self.nvtx.processes
+            )),
             Source::Nvtx => notes.push(format!(
-                "steps from the NVTX ranges named like `{}` on {} process(es); stages from the \
-                 ranges inside them (each rank's own clock)",
+                "steps from the NVTX (or record_function) ranges named like `{}` on {} \
+                 process(es); stages from the ranges inside them (each rank's own clock)",
                 self.nvtx.step_pattern.as_deref().unwrap_or("?"),
                 self.nvtx.processes
             )),

@@ -12,7 +12,8 @@ use crate::meta::{self, FieldProblem};
 use crate::number::{micros_to_ns, u32_of, unsigned};
 use crate::scan::{self, text};
 use crate::trace::{
-    Collective, CommOp, EventCounts, Launch, MetaSource, NcclKernel, Problem, ProfilerStep,
+    Annotation, Collective, CommOp, EventCounts, Launch, MetaSource, NcclKernel, Problem,
+    ProfilerStep, MAX_ANNOTATIONS,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{Map, Value};
@@ -75,6 +76,9 @@ pub(crate) struct Collector {
     ranges: BTreeMap<(u32, u32, i64), i64>,
     pub comm_ops: Vec<CommOp>,
     pub steps: Vec<ProfilerStep>,
+    pub annotations: Vec<Annotation>,
+    /// `record_function` ranges past [`MAX_ANNOTATIONS`], counted.
+    pub annotations_dropped: u64,
     pub counts: EventCounts,
     /// `process_name` metadata by pid.
     pub process_names: Vec<(u32, String)>,
@@ -305,6 +309,31 @@ impl Collector {
             .any(|(_, &end)| end >= t)
     }
 
+    /// Keeps a `record_function` range (bad times and names are left to the step and
+    /// communication readers to report, or are of no use to anyone).
+    fn annotation(&mut self, ev: &Event<'_>) {
+        let (Some(pid), Some(tid), Some(start), Some(dur), Some(name)) = (
+            ev.pid.and_then(u32_of),
+            ev.tid.and_then(u32_of),
+            ev.ts.and_then(micros_to_ns),
+            ev.dur.and_then(micros_to_ns),
+            ev.name.and_then(text),
+        ) else {
+            return;
+        };
+        if self.annotations.len() >= MAX_ANNOTATIONS {
+            self.annotations_dropped += 1;
+            return;
+        }
+        self.annotations.push(Annotation {
+            name: self.shared.text(&name),
+            pid,
+            tid,
+            start_ns: start,
+            end_ns: start.saturating_add(dur.max(0)),
+        });
+    }
+
     fn cpu_range(&mut self, ev: &Event<'_>, lines: &mut Lines, buf: &[u8], at: usize) {
         let pid = ev.pid.and_then(u32_of);
         if self.cpu_pid.is_none() && ev.cat.map(inner) == Some(b"cpu_op") {
@@ -313,6 +342,9 @@ impl Collector {
         let name = ev.name.map(inner).unwrap_or_default();
         let is_comm = name == b"record_param_comms" || name.starts_with(b"nccl:");
         let is_step = name.starts_with(b"ProfilerStep#");
+        if !is_comm && ev.cat.map(inner) == Some(b"user_annotation") {
+            self.annotation(ev);
+        }
         if !is_comm && !is_step {
             return;
         }

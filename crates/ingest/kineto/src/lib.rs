@@ -28,8 +28,8 @@ mod trace;
 pub use records::{records, GroupRecord, TraceRecords};
 pub use stream::KinetoStream;
 pub use trace::{
-    Collective, DistributedInfo, EventCounts, KinetoTrace, Launch, MetaSource, NcclKernel,
-    PgConfig, Problem, ProfilerStep,
+    Annotation, Collective, DistributedInfo, EventCounts, KinetoTrace, Launch, MetaSource,
+    NcclKernel, PgConfig, Problem, ProfilerStep, MAX_ANNOTATIONS,
 };
 
 /// Reads a whole trace held in memory (plain or gzip), as [`KinetoStream`] would.

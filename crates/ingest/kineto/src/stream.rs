@@ -239,6 +239,21 @@ fn assemble(path: String, mut reader: Reader, mut diagnostics: Vec<Diagnostic>) 
     c.counts.comm_ops = c.comm_ops.len() as u64;
     c.kernels.shrink_to_fit();
     c.steps.sort_by_key(|s| (s.start_ns, s.step));
+    c.annotations.sort_by(|a, b| {
+        (a.start_ns, std::cmp::Reverse(a.end_ns)).cmp(&(b.start_ns, std::cmp::Reverse(b.end_ns)))
+    });
+    c.annotations.shrink_to_fit();
+    if c.annotations_dropped > 0 {
+        diagnostics.push(Diagnostic::warning(
+            &path,
+            0,
+            format!(
+                "{} record_function ranges past the first {} were left out (steps and stages read from those kept)",
+                c.annotations_dropped,
+                crate::MAX_ANNOTATIONS
+            ),
+        ));
+    }
     for p in &c.counts.problems {
         diagnostics.push(Diagnostic::warning(
             &path,
@@ -279,6 +294,7 @@ fn assemble(path: String, mut reader: Reader, mut diagnostics: Vec<Diagnostic>) 
         process_name,
         kernels: c.kernels,
         steps: c.steps,
+        annotations: c.annotations,
         counts: c.counts,
         diagnostics,
         text_bytes: end.byte,
@@ -299,5 +315,9 @@ fn shift(c: &mut crate::collect::Collector, base: i64) {
     for s in &mut c.steps {
         s.start_ns = s.start_ns.saturating_add(base);
         s.end_ns = s.end_ns.saturating_add(base);
+    }
+    for a in &mut c.annotations {
+        a.start_ns = a.start_ns.saturating_add(base);
+        a.end_ns = a.end_ns.saturating_add(base);
     }
 }

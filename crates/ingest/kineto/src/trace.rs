@@ -22,6 +22,11 @@ pub struct KinetoTrace {
     pub kernels: Vec<NcclKernel>,
     /// `ProfilerStep#N` ranges (CPU side), in start order.
     pub steps: Vec<ProfilerStep>,
+    /// The `record_function` ranges on the CPU (`user_annotation`: the profiler's steps,
+    /// `## forward ##`, `Optimizer.step#AdamW.step`, ...), communication ranges left out, in
+    /// start order, at most [`MAX_ANNOTATIONS`]: what NVTX ranges are to an Nsight export,
+    /// the step analysis' stages.
+    pub annotations: Vec<Annotation>,
     pub counts: EventCounts,
     /// Problems with the file, each naming it and the line (or byte) concerned.
     pub diagnostics: Vec<Diagnostic>,
@@ -193,6 +198,20 @@ pub(crate) struct CommOp {
     /// ones and `nccl:*` ranges only their first tensor's shape and type).
     pub coll: Collective,
     pub line: u64,
+}
+
+/// The most `record_function` ranges kept of one trace (the rest counted, and said): a few
+/// dozen per step in the traces seen, so this bounds only a pathological file.
+pub const MAX_ANNOTATIONS: usize = 200_000;
+
+/// One `record_function` range (`user_annotation`) on the CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation {
+    pub name: Arc<str>,
+    pub pid: u32,
+    pub tid: u32,
+    pub start_ns: i64,
+    pub end_ns: i64,
 }
 
 /// One `ProfilerStep#N` range.
