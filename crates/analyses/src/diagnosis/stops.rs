@@ -544,7 +544,7 @@ fn missing_finding(c: &Comm, missing: &(Vec<u32>, u32)) -> Option<Finding> {
         format!(" (ranks {}{more} in the communicator)", shown.join(", "))
     };
     let message = format!(
-        "{} of the {} members of communicator {} appear in no log{which}: each either never logged or its log was not given, which the logs cannot tell apart.",
+        "{} of the {} members of communicator {} appear in no file given{which}: each either never logged (or traced) or its file was not given, which the files cannot tell apart.",
         missing.1, c.size, c.id
     );
     Some(Finding {

@@ -111,6 +111,9 @@ pub fn quantile(v: &mut [f64], q: f64) -> Option<f64> {
     Some(*v.select_nth_unstable_by(k, f64::total_cmp).1)
 }
 
+/// The fewest samples on each side that a change is called significant from.
+pub const MIN_SAMPLES: usize = 3;
+
 /// Compares `new` with `base` (both reordered); `None` when either side is empty or its median
 /// is not positive (no ratio).
 pub fn compare(base: &mut [f64], new: &mut [f64], s: &TestSettings, seed: u64) -> Option<Verdict> {
@@ -119,7 +122,11 @@ pub fn compare(base: &mut [f64], new: &mut [f64], s: &TestSettings, seed: u64) -
         return None;
     }
     let ratio = mn / mb;
-    let big_enough = (ratio - 1.0).abs() >= s.min_effect;
+    // Fewer than MIN_SAMPLES on a side: its median hardly varies under resampling (one sample
+    // not at all: a zero-width interval), so no interval or rank says more than the two values.
+    let decidable = (ratio - 1.0).abs() >= s.min_effect
+        && base.len() >= MIN_SAMPLES
+        && new.len() >= MIN_SAMPLES;
     Some(match s.method {
         Test::Bootstrap => {
             let [lo, hi] = bootstrap_ratio(base, new, s, seed);
@@ -128,7 +135,7 @@ pub fn compare(base: &mut [f64], new: &mut [f64], s: &TestSettings, seed: u64) -
                 interval: Some([lo, hi]),
                 p_value: None,
                 prob_new_slower: None,
-                significant: big_enough && (lo > 1.0 || hi < 1.0),
+                significant: decidable && (lo > 1.0 || hi < 1.0),
             }
         }
         Test::RankSum => {
@@ -138,7 +145,7 @@ pub fn compare(base: &mut [f64], new: &mut [f64], s: &TestSettings, seed: u64) -
                 interval: None,
                 p_value: Some(p),
                 prob_new_slower: Some(prob),
-                significant: big_enough && p < s.alpha,
+                significant: decidable && p < s.alpha,
             }
         }
     })
@@ -347,6 +354,29 @@ mod tests {
     }
 
     /// The bootstrap is a function of its inputs and seed: the same call gives the same interval.
+    /// One kernel per side (two ranks' traces of one collective) differs by any ratio, and a
+    /// one-sample bootstrap's interval has no width: too few samples to call a change.
+    #[test]
+    fn too_few_samples_are_never_significant() {
+        for method in [Test::Bootstrap, Test::RankSum] {
+            let s = TestSettings {
+                method,
+                ..TestSettings::default()
+            };
+            for (b, n) in [(1, 1), (1, 40), (2, 2), (2, 9)] {
+                let (mut base, mut new) = (sample(1, b, 10.0), sample(2, n, 30.0));
+                let v = compare(&mut base, &mut new, &s, 7).unwrap();
+                assert!(
+                    v.ratio > 2.0 && !v.significant,
+                    "{method:?} {b} vs {n}: {v:?}"
+                );
+            }
+            // From MIN_SAMPLES a side, a tripled time is.
+            let (mut base, mut new) = (sample(1, 12, 10.0), sample(2, 12, 30.0));
+            assert!(compare(&mut base, &mut new, &s, 7).unwrap().significant);
+        }
+    }
+
     #[test]
     fn bootstrap_is_deterministic() {
         let s = TestSettings::default();
