@@ -66,3 +66,27 @@ for (const trace of TRACES) {
     });
   });
 }
+
+// The eight DLRM ranks' traces: their ProfilerStep and record_function ranges give the Steps
+// view its steps (from the ranges, as the command says), each rank's own.
+test('DLRM traces: the Steps view reads their ProfilerStep and stage ranges, as the command does', async (t) => {
+  const files = fs.existsSync(KINETO)
+    ? fs.readdirSync(KINETO).filter((f) => f.includes('dlrm')).map((f) => path.join(KINETO, f))
+    : [];
+  if (files.length === 0) return t.skip(`real fixtures absent at ${FIXTURES}`);
+  await withScreenshot(s.page, 'kineto-steps-dlrm', async () => {
+    const native = nativeSummary(files);
+    assert.equal(native.steps.source, 'nvtx');
+    await s.page.goto(s.url);
+    await dropFiles(s.page, files);
+    await openView(s.page, 'steps');
+    await s.page.getByTestId('steps-theta-shown').waitFor({ timeout: 120_000 });
+    assert.match(await s.page.getByTestId('steps-theta-shown').textContent(), /^Steps from the NVTX or record_function ranges/);
+    const steps = await s.page.getByTestId('steps-step').evaluateAll((bs) => bs.map((b) => Number(b.dataset.step)));
+    assert.deepEqual(steps, native.steps.per_step.map((r) => r.step));
+    const ranks = await s.page.getByTestId('steps-per-step').locator('tbody tr').first().locator('td').nth(1).textContent();
+    assert.equal(Number(ranks), native.steps.per_step[0].ranks);
+    assert.equal(Number(ranks), 8);
+    assert.deepEqual(s.errors, []);
+  });
+});

@@ -22,6 +22,17 @@ pub enum Source {
     Collectives,
 }
 
+impl Source {
+    /// Where the steps came from, in words (`Steps from …`).
+    pub fn text(self) -> &'static str {
+        match self {
+            Source::Nvtx => "the NVTX or record_function ranges",
+            Source::StageFile => "the stage file",
+            Source::Collectives => "the collectives' period",
+        }
+    }
+}
+
 /// CONTRACT.md's `steps`, with additions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepsReport {

@@ -94,9 +94,9 @@ fn body(r: &StepsReport, c: StepsControls) -> impl IntoView {
             <p class="headline" data-testid="steps-headline">{headline(r)}</p>
             {ambiguous}
             <p class="hint" data-testid="steps-theta-shown" data-theta=format!("{:.2}", w.theta)>{format!(
-                "Steps from {:?} (confidence {}); StageFrontier with θ = {:.2}: exposed {} over the window, \
+                "Steps from {} (confidence {}); StageFrontier with θ = {:.2}: exposed {} over the window, \
                  against {} if every stage waited for its slowest rank and {} on the mean rank.",
-                r.source, pct(r.confidence), w.theta, ms(w.frontier_ms), ms(w.sum_of_max_ms), ms(w.sum_of_mean_ms)
+                r.source.text(), pct(r.confidence), w.theta, ms(w.frontier_ms), ms(w.sum_of_max_ms), ms(w.sum_of_mean_ms)
             )}</p>
             {settings(c)}
             {rank_picker(r, c)}
