@@ -423,13 +423,27 @@ fn exports_alone_compare_their_kernels_by_name() {
         ..Variation::default()
     };
     let slow = exports_of(&c, "slow");
-    // Against a run with logs, the kernels alone say why nothing matches.
-    let d = compare(base(), &a, Test::Bootstrap);
-    assert!(
-        d.summary.contains("The new run has no NCCL log"),
-        "{}",
-        d.summary
-    );
+    for method in TESTS {
+        // Against a run with logs (the same run), both compared kernel by kernel.
+        let d = compare(base(), &a, method);
+        assert!(
+            d.summary.contains("The new run has no NCCL log"),
+            "{}",
+            d.summary
+        );
+        assert!(d.common.comparable, "{}", listed(&d));
+        assert!(d.signatures.iter().all(|s| s.key.kernels_only));
+        assert!(d.signatures.iter().all(|s| s.presence == Presence::Both));
+        assert!(d.changes.is_empty(), "{method:?}: {}", listed(&d));
+        let d = compare(base(), &slow, method);
+        assert_eq!(
+            d.changes[0].kind,
+            ChangeKind::Time,
+            "{method:?}: {}",
+            listed(&d)
+        );
+        assert_eq!(d.changes[0].signatures[0].op, "AllReduce", "{}", listed(&d));
+    }
     for method in TESTS {
         let d = compare(&a, &same, method);
         assert!(d.common.comparable, "{}", listed(&d));

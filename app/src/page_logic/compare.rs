@@ -171,7 +171,7 @@ pub fn world_note(d: &RunDiff) -> Option<String> {
     if d.base.error.is_some() || d.new.error.is_some() {
         return None;
     }
-    let what = if b.world_size != n.world_size {
+    let what = if b.worlds_differ(n) {
         format!(
             "The runs' world sizes differ ({} → {} ranks)",
             b.world_size, n.world_size

@@ -396,7 +396,7 @@ pub fn shape(base: &RunProfile, new: &RunProfile, basis: &Basis) -> Vec<Change> 
     let whole =
         base.size.comm_time_ns / basis.base_divisor + new.size.comm_time_ns / basis.new_divisor;
     let mut out = Vec::new();
-    if base.size.world_size != new.size.world_size {
+    if base.size.worlds_differ(&new.size) {
         out.push(Change::new(
             ChangeKind::World,
             whole,

@@ -445,7 +445,7 @@ fn summary(
         out.push_str(&format!("The biggest change: {}.", changes[0].what));
     }
     let world_first = changes.first().is_some_and(|c| c.kind == ChangeKind::World);
-    if base.size.world_size != new.size.world_size && !world_first {
+    if base.size.worlds_differ(&new.size) && !world_first {
         out.push_str(&format!(
             " World sizes differ ({} → {}): compared per rank.",
             base.size.world_size, new.size.world_size

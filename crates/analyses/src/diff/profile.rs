@@ -10,7 +10,7 @@ use crate::diff::steps::StepTable;
 use enrich::Parallelism;
 use ingest_nccl::topo::{LinkKind, NodeKind, Topology};
 use load::Session;
-use model::log::LogOp;
+use model::log::{LogOp, ProcessKey};
 use model::{DataType, OpType};
 use pipeline::Analysis;
 use rustc_hash::FxHashMap;
@@ -259,6 +259,12 @@ impl RunSize {
         }
     }
 
+    /// Whether both runs say their world size (a run without logs does not: 0) and they
+    /// differ.
+    pub fn worlds_differ(&self, other: &RunSize) -> bool {
+        self.world_size > 0 && other.world_size > 0 && self.world_size != other.world_size
+    }
+
     /// Whether the run's files cover part of its world only.
     pub fn partial(&self) -> bool {
         self.ranks > 0 && self.ranks < self.world_size
@@ -277,6 +283,11 @@ pub struct RunProfile {
     pub comms: Vec<CommProfile>,
     pub facts: RunFacts,
     pub steps: Option<StepTable>,
+    /// Every process's NCCL kernels by the operation their names give (`kernels_only`
+    /// signatures), for a run with logs: what a comparison with a run without logs matches
+    /// (empty when the run has no log, its `signatures` being that already).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_level: Vec<SignatureProfile>,
 }
 
 /// What a call site's operations share, worked out once per site.
@@ -333,6 +344,7 @@ pub fn profile(session: &Session, analysis: &Analysis, label: &str) -> RunProfil
         + time_kernels_only(session, analysis, &mut sigs);
     let mut signatures: Vec<SignatureProfile> = sigs.into_iter().map(finish).collect();
     signatures.sort_by(|a, b| a.key.cmp(&b.key));
+    let logged = signatures.iter().any(|s| !s.key.kernels_only);
     let comms = comm_profiles(session, analysis, &parallelism, &comm_ops, bottlenecks);
     let comm_time_ns = signatures
         .iter()
@@ -374,6 +386,11 @@ pub fn profile(session: &Session, analysis: &Analysis, label: &str) -> RunProfil
         comms,
         facts,
         steps: StepTable::from_nvtx(session, analysis),
+        kernel_level: if logged {
+            kernel_level(session, analysis)
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -551,44 +568,73 @@ fn time_kernels_only(
     if analysis.alignments.kernels_only.is_empty() {
         return 0;
     }
-    let rank_of: BTreeMap<&model::log::ProcessKey, u32> = analysis
+    let wanted: BTreeSet<&ProcessKey> = analysis.alignments.kernels_only.iter().collect();
+    gather_kernels(session, analysis, Some(&wanted), sigs)
+}
+
+/// Every process's kernels as [`time_kernels_only`] takes those of processes without logs:
+/// the run at the resolution of a run without logs, for comparing it with one
+/// ([`RunProfile::kernel_level`]).
+fn kernel_level(session: &Session, analysis: &Analysis) -> Vec<SignatureProfile> {
+    let mut sigs: FxHashMap<RawKey, Gather> = FxHashMap::default();
+    gather_kernels(session, analysis, None, &mut sigs);
+    let mut out: Vec<SignatureProfile> = sigs.into_iter().map(finish).collect();
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    out
+}
+
+/// Adds the kernels of the processes `only` names (every process for `None`) to `sigs` by the
+/// operation and datatype their names give; returns the kernels timed.
+fn gather_kernels(
+    session: &Session,
+    analysis: &Analysis,
+    only: Option<&BTreeSet<&ProcessKey>>,
+    sigs: &mut FxHashMap<RawKey, Gather>,
+) -> u64 {
+    let rank_of: BTreeMap<&ProcessKey, u32> = analysis
         .processes
         .iter()
         .map(|p| (&p.process, p.global_rank))
         .collect();
-    let wanted: BTreeSet<&model::log::ProcessKey> =
-        analysis.alignments.kernels_only.iter().collect();
     let mut names = ingest_nsys::KernelNameCache::default();
+    // A run's kernels carry a few dozen names, each stored once: decoded once, by address.
+    let mut decoded: FxHashMap<usize, Option<model::nsys::KernelName>> = FxHashMap::default();
     let mut timed = 0;
     for (x, e) in session.exports().iter().enumerate() {
         let ks = &e.export.kernels;
         // Kernels come ordered by pid: one key per run of a pid.
-        let mut last: Option<(u32, Option<model::log::ProcessKey>)> = None;
+        let mut last: Option<(u32, Option<u32>, bool)> = None;
         for j in 0..ks.len() {
             let (Some(pid), Some(name), Some(start), Some(end)) =
                 (ks.pid(j), ks.name(j), ks.start_ns(j), ks.end_ns(j))
             else {
                 continue;
             };
-            let key = match &last {
-                Some((p, k)) if *p == pid => k.clone(),
+            let (rank, wanted) = match last {
+                Some((p, r, w)) if p == pid => (r, w),
                 _ => {
                     let k = session.export_key(x, pid);
-                    let k = wanted.contains(&k).then_some(k);
-                    last = Some((pid, k.clone()));
-                    k
+                    let w = only.is_none_or(|o| o.contains(&k));
+                    let r = rank_of.get(&k).copied();
+                    last = Some((pid, r, w));
+                    (r, w)
                 }
             };
-            let Some(key) = key else { continue };
-            let Some(decoded) = names.decode(name) else {
+            if !wanted {
+                continue;
+            }
+            let d = *decoded
+                .entry(std::sync::Arc::as_ptr(name) as *const u8 as usize)
+                .or_insert_with(|| names.decode(name));
+            let Some(op) = d.and_then(|d| d.op) else {
                 continue;
             };
-            let Some(op) = decoded.op else { continue };
+            let dtype = d.and_then(|d| d.datatype);
             let g = sigs
-                .entry((Parallelism::Unknown, op, 0, decoded.datatype, true))
+                .entry((Parallelism::Unknown, op, 0, dtype, true))
                 .or_default();
             g.count += 1;
-            if let Some(&r) = rank_of.get(&key) {
+            if let Some(r) = rank {
                 g.ranks.insert(r);
             }
             if end > start {

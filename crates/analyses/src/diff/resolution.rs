@@ -1,4 +1,6 @@
-//! Two runs compared at what both can tell. A run whose files cover too little of its world to
+//! Two runs compared at what both can tell. A run without NCCL logs (exports alone) has only
+//! its kernels, by the operation their names give: the other run is then compared by its
+//! kernels too ([`RunProfile::kernel_level`]). A run whose files cover too little of its world to
 //! infer the layout (one node's logs, a rank's trace) has every communicator's parallelism
 //! `unknown`, so its signatures merge what the other run tells apart (a TP and a DP AllReduce of
 //! one size). Compared as they are, nothing would match; so when one run tells no parallelism
@@ -29,12 +31,29 @@ pub fn common_resolution<'a>(
     let (kb, kn) = (kernels_only(base), kernels_only(new));
     if kb != kn && !base.signatures.is_empty() && !new.signatures.is_empty() {
         let which = if kb { "base" } else { "new" };
+        let logged = if kb { new } else { base };
+        if logged.kernel_level.is_empty() {
+            let note = format!(
+                "The {which} run has no NCCL log: its kernels carry no message size or \
+                 communicator, so they do not match the other run's logged operations, which \
+                 have no kernels to compare instead (give both runs' logs, or both runs' exports)."
+            );
+            return (Cow::Borrowed(base), Cow::Borrowed(new), Some(note));
+        }
+        // The logged run at the other's resolution: its kernels by the names' operation.
+        let at_kernels = RunProfile {
+            signatures: logged.kernel_level.clone(),
+            ..logged.clone()
+        };
         let note = format!(
-            "The {which} run has no NCCL log: its kernels carry no message size or communicator, \
-             so they do not match the other run's logged operations (compare exports with \
-             exports, or give both runs' logs)."
+            "The {which} run has no NCCL log: both runs' NCCL kernels are compared by the \
+             operation their names give (message sizes unknown)."
         );
-        return (Cow::Borrowed(base), Cow::Borrowed(new), Some(note));
+        return if kb {
+            (Cow::Borrowed(base), Cow::Owned(at_kernels), Some(note))
+        } else {
+            (Cow::Owned(at_kernels), Cow::Borrowed(new), Some(note))
+        };
     }
     let (tb, tn) = (tells_parallelism(base), tells_parallelism(new));
     if tb == tn || base.signatures.is_empty() || new.signatures.is_empty() {
