@@ -31,6 +31,19 @@ fn add(session: &mut Session, name: &str, bytes: &[u8]) {
     }
 }
 
+/// A session of the files at `paths`.
+fn session_of(paths: &[PathBuf]) -> Session {
+    let mut session = Session::default();
+    for p in paths {
+        add(
+            &mut session,
+            &p.display().to_string(),
+            &std::fs::read(p).unwrap(),
+        );
+    }
+    session
+}
+
 fn real(filter: &str) -> Vec<PathBuf> {
     testkit::fixtures::files("kineto", "gz")
         .into_iter()
@@ -52,11 +65,7 @@ fn the_eight_dlrm_ranks_load_as_one_run() {
     if paths.is_empty() {
         return;
     }
-    let mut session = Session::default();
-    for p in &paths {
-        let report_name = p.display().to_string();
-        add(&mut session, &report_name, &std::fs::read(p).unwrap());
-    }
+    let session = session_of(&paths);
     let a = analyse(&session, &UserSizes::default());
     assert_eq!(a.processes.len(), 8);
     // Each rank is its trace's distributedInfo rank.
@@ -109,14 +118,7 @@ fn process_groups_are_distributed_infos() {
         if paths.is_empty() {
             return;
         }
-        let mut session = Session::default();
-        for p in &paths {
-            add(
-                &mut session,
-                &p.display().to_string(),
-                &std::fs::read(p).unwrap(),
-            );
-        }
+        let session = session_of(&paths);
         let a = analyse(&session, &UserSizes::default());
         let doc = document(&paths[0]);
         let info = &doc["distributedInfo"];
@@ -572,14 +574,7 @@ fn real_traces_give_steps_and_stages_from_their_ranges() {
         if paths.is_empty() {
             return;
         }
-        let mut session = Session::default();
-        for p in &paths {
-            add(
-                &mut session,
-                &p.display().to_string(),
-                &std::fs::read(p).unwrap(),
-            );
-        }
+        let session = session_of(&paths);
         let a = analyse(&session, &UserSizes::default());
         let report =
             analyses::steps::analyse(&session, &a, &analyses::steps::StepOptions::default(), None)

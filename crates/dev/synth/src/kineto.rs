@@ -575,19 +575,7 @@ impl<W: Write> RankWriter<'_, W> {
                 self.t(self.pl.timed[r][b].end_ns),
             );
             let step = 10 + u64::from(it);
-            let name = format!("ProfilerStep#{step}");
-            let ext = self.external();
-            self.ev(Ev {
-                ph: "X",
-                cat: "user_annotation",
-                name: &name,
-                pid: self.p.pid,
-                tid: self.p.pid,
-                ts_ns: s,
-                dur_ns: Some(e - s),
-                args: &format!("\"External id\": {ext}, \"Record function id\": 0"),
-                flow: None,
-            })?;
+            self.annotation(&format!("ProfilerStep#{step}"), s, e)?;
             truth.steps.push((step, s, e));
             if self.style.stage_ranges {
                 self.stage_ranges(step, s, e, truth)?;
@@ -614,22 +602,26 @@ impl<W: Write> RankWriter<'_, W> {
         ];
         for (stage, from, to) in cuts {
             // Kineto writes microseconds with three decimals: whole nanoseconds survive.
-            let name = format!("## {stage} ##");
-            let ext = self.external();
-            self.ev(Ev {
-                ph: "X",
-                cat: "user_annotation",
-                name: &name,
-                pid: self.p.pid,
-                tid: self.p.pid,
-                ts_ns: from,
-                dur_ns: Some(to - from),
-                args: &format!("\"External id\": {ext}, \"Record function id\": 0"),
-                flow: None,
-            })?;
+            self.annotation(&format!("## {stage} ##"), from, to)?;
             truth.stages.push((step, stage.to_string(), from, to));
         }
         Ok(())
+    }
+
+    /// A `record_function` range on the rank's CPU thread, from `from` to `to` (trace time).
+    fn annotation(&mut self, name: &str, from: i64, to: i64) -> io::Result<()> {
+        let ext = self.external();
+        self.ev(Ev {
+            ph: "X",
+            cat: "user_annotation",
+            name,
+            pid: self.p.pid,
+            tid: self.p.pid,
+            ts_ns: from,
+            dur_ns: Some(to - from),
+            args: &format!("\"External id\": {ext}, \"Record function id\": 0"),
+            flow: None,
+        })
     }
 
     fn external(&mut self) -> u64 {
