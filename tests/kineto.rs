@@ -44,6 +44,18 @@ fn session_of(paths: &[PathBuf]) -> Session {
     session
 }
 
+/// A session of every rank's trace of `run` written in `style`, with their truths.
+fn generated_session(run: &KinetoRun, style: &KinetoStyle) -> (Session, Vec<TraceTruth>) {
+    let mut session = Session::default();
+    let mut truths = Vec::new();
+    for r in 0..run.world() {
+        let mut bytes = Vec::new();
+        truths.push(run.write_rank(r, style, &mut bytes).unwrap());
+        add(&mut session, &synth::kineto::trace_name(r, false), &bytes);
+    }
+    (session, truths)
+}
+
 fn real(filter: &str) -> Vec<PathBuf> {
     testkit::fixtures::files("kineto", "gz")
         .into_iter()
@@ -196,13 +208,7 @@ fn generated_traces_read_back_to_their_truth() {
         let cfg = synth::preset(preset).unwrap().config;
         let run = KinetoRun::new(&cfg);
         let groups = run.groups(&style);
-        let mut session = Session::default();
-        let mut truths: Vec<TraceTruth> = Vec::new();
-        for r in 0..run.world() {
-            let mut bytes = Vec::new();
-            truths.push(run.write_rank(r, &style, &mut bytes).unwrap());
-            add(&mut session, &synth::kineto::trace_name(r, false), &bytes);
-        }
+        let (session, truths) = generated_session(&run, &style);
         let what = format!("{preset} {style:?}");
         let a = analyse(&session, &UserSizes::default());
         assert_eq!(a.processes.len() as u32, run.world(), "{what}");
@@ -481,13 +487,7 @@ fn profiler_steps_and_their_stage_ranges_give_the_step_analysis() {
     styles.extend([KinetoStyle::modern(), KinetoStyle::legacy()]);
     assert!(styles.iter().any(|s| s.stage_ranges) && styles.iter().any(|s| !s.stage_ranges));
     for style in styles {
-        let mut session = Session::default();
-        let mut truths: Vec<TraceTruth> = Vec::new();
-        for r in 0..run.world() {
-            let mut bytes = Vec::new();
-            truths.push(run.write_rank(r, &style, &mut bytes).unwrap());
-            add(&mut session, &synth::kineto::trace_name(r, false), &bytes);
-        }
+        let (session, truths) = generated_session(&run, &style);
         let what = format!("{style:?}");
         let a = analyse(&session, &UserSizes::default());
         let report =
