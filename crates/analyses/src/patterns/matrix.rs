@@ -232,19 +232,11 @@ pub fn build(facts: &RunFacts, totals: &Totals, notes: &mut Notes) -> CommMatrix
         e.0 += t.bytes;
         e.1 += t.time_ns;
     });
-    let mut entries: Vec<MatrixEntry> = cells
-        .into_iter()
-        .map(|((src, dst, par, op), (bytes, time_ns))| MatrixEntry {
-            src,
-            dst,
-            parallelism: par.to_string(),
-            op: op.name().to_string(),
-            bytes: bytes.round() as u64,
-            time_ns,
-        })
-        .filter(|e| e.bytes > 0)
-        .collect();
-    sort_entries(&mut entries);
+    let entries = entries_of(
+        cells
+            .into_iter()
+            .map(|((src, dst, par, op), sums)| ((src, dst, par, op.name()), sums)),
+    );
     let hosts = hosts_of(facts);
     let nodes = node_entries(&facts.host_of, &entries);
     let comms = facts
@@ -284,8 +276,30 @@ pub fn build(facts: &RunFacts, totals: &Totals, notes: &mut Notes) -> CommMatrix
     }
 }
 
+/// The matrix's entries from summed cells ((src, dst, parallelism, op) → (bytes, time ns)):
+/// bytes rounded, empty cells left out, in the matrix's order ([`sort_entries`]). The analysis
+/// and the aggregate file's merge both end here.
+pub fn entries_of<'a>(
+    cells: impl IntoIterator<Item = ((u32, u32, &'a str, &'a str), (f64, i64))>,
+) -> Vec<MatrixEntry> {
+    let mut entries: Vec<MatrixEntry> = cells
+        .into_iter()
+        .map(|((src, dst, par, op), (bytes, time_ns))| MatrixEntry {
+            src,
+            dst,
+            parallelism: par.to_string(),
+            op: op.to_string(),
+            bytes: bytes.round() as u64,
+            time_ns,
+        })
+        .filter(|e| e.bytes > 0)
+        .collect();
+    sort_entries(&mut entries);
+    entries
+}
+
 /// The matrix's order: (src, dst, parallelism in the contract's order, op).
-pub fn sort_entries(entries: &mut [MatrixEntry]) {
+fn sort_entries(entries: &mut [MatrixEntry]) {
     entries.sort_by(|a, b| {
         (a.src, a.dst, par_order(&a.parallelism), &a.op).cmp(&(
             b.src,

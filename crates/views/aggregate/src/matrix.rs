@@ -13,8 +13,8 @@
 
 use crate::format::Error;
 use crate::overview::Overview;
-use analyses::patterns::matrix::{node_entries, sort_entries, HostRanks, Peer};
-use analyses::patterns::{CommMatrix, MatrixEntry, Prepared};
+use analyses::patterns::matrix::{entries_of, node_entries, HostRanks, Peer};
+use analyses::patterns::{CommMatrix, Prepared};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -166,19 +166,7 @@ impl Matrix {
             e.0 += p.bytes;
             e.1 += p.time_ns;
         }
-        let mut entries: Vec<MatrixEntry> = cells
-            .into_iter()
-            .map(|((src, dst, par, op), (bytes, time_ns))| MatrixEntry {
-                src,
-                dst,
-                parallelism: par.to_string(),
-                op: op.to_string(),
-                bytes: bytes.round() as u64,
-                time_ns,
-            })
-            .filter(|e| e.bytes > 0)
-            .collect();
-        sort_entries(&mut entries);
+        let entries = entries_of(cells);
         let mut by_host: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
         for r in &overview.ranks {
             by_host.entry(&r.host).or_default().push(r.global_rank);
