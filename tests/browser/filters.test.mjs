@@ -1,20 +1,14 @@
 // The timeline's filter, clock switch and match marks (issue 9), and links that carry the
 // filter, the clock and the open panel (issue 10). Counts are checked against the kernels CSV
 // the page exports (written by the export crate from the enriched records, not by the filter).
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, timelineBox, trackPoint, openView, DEMO, ROOT, demoFiles, download } from './harness.mjs';
+import { withScreenshot, dropFiles, timelineBox, trackPoint, openView, DEMO, ROOT, demoFiles, download, sessionPool } from './harness.mjs';
 
 
-const sessions = [];
-async function session() {
-  const s = await startSession();
-  sessions.push(s);
-  return s;
-}
-after(async () => { for (const s of sessions) await s.close(); });
+const session = sessionPool();
 
 /** RFC 4180 rows (quoted fields with commas, doubled quotes, CRLF). */
 function parseCsv(text) {

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   startSession, withScreenshot, openView, dropFiles, demoFiles, pickCollective, tableScroller, frames, trackPoint,
-  FIXTURES,
+  FIXTURES, openDemo,
 } from './harness.mjs';
 
 let s;
@@ -19,12 +19,7 @@ before(async () => { s = await startSession(); });
 after(async () => { await s?.close(); });
 
 /** Opens the page and loads the demo; resolves once the timeline has drawn. */
-async function loadDemo(page) {
-  await page.goto(s.url);
-  await page.getByTestId('load-demo').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
-    null, { timeout: 120_000 });
-}
+const loadDemo = (page) => openDemo(page, s.url);
 
 /** Relative luminance (0–255) of a CSS colour `rgb(r, g, b)`. */
 const luminance = ([r, g, b]) => 0.2126 * r + 0.7152 * g + 0.0722 * b;

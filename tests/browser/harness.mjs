@@ -2,6 +2,7 @@
 // Chromium through playwright-core (never a browser a test tool downloads), record every request
 // and every console error, and keep a screenshot of any failure in tests/browser/artifacts/.
 import { chromium } from 'playwright-core';
+import { after } from 'node:test';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -110,6 +111,27 @@ export async function withScreenshot(page, name, body) {
     await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true }).catch(() => {});
     throw e;
   }
+}
+
+/** Sessions a test file opens as it needs them (`const session = sessionPool();` at its top,
+ * then `await session()`), all closed after its tests. */
+export function sessionPool() {
+  const open = [];
+  after(async () => { for (const s of open) await s.close(); });
+  return async () => {
+    const s = await startSession();
+    open.push(s);
+    return s;
+  };
+}
+
+/** Opens the page at `url` and loads the demo with its button; resolves once the timeline has
+ * drawn. */
+export async function openDemo(page, url) {
+  await page.goto(url);
+  await page.getByTestId('load-demo').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
+    null, { timeout: 120_000 });
 }
 
 /** Drops files on the page through a synthetic drag-and-drop DataTransfer. */

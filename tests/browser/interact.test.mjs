@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, timelineBox, frames, DEMO } from './harness.mjs';
+import { startSession, withScreenshot, timelineBox, frames, DEMO, openDemo } from './harness.mjs';
 
 
 let s;
@@ -17,10 +17,7 @@ const PLOT_X = 180; // the canvas' label column
 let PLOT_W = 1020; // its plot: the canvas is as wide as its box (measured once the demo is drawn)
 
 async function loadDemo(page) {
-  await page.goto(s.url);
-  await page.getByTestId('load-demo').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
-    null, { timeout: 120_000 });
+  await openDemo(page, s.url);
   PLOT_W = (await timelineBox(page)).plotW;
 }
 

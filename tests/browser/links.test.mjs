@@ -1,24 +1,18 @@
 // Shareable links (issue 10): a link made in one browser context restores the same view in a
 // fresh one once the same files are dropped (under other names: fingerprints, not names,
 // decide); missing files are named; hostile fragments neither break the page nor inject markup.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startSession, withScreenshot, dropFiles, pickCollective, openView, openMenuOf, frames, DEMO, demoFiles } from './harness.mjs';
+import { withScreenshot, dropFiles, pickCollective, openView, openMenuOf, frames, DEMO, demoFiles, sessionPool } from './harness.mjs';
 
 const sha256 = (f) => crypto.createHash('sha256').update(fs.readFileSync(f)).digest('hex');
 
-const sessions = [];
-async function session() {
-  const s = await startSession();
-  sessions.push(s);
-  return s;
-}
-after(async () => { for (const s of sessions) await s.close(); });
+const session = sessionPool();
 
 /** Waits for the analysis of everything dropped so far (the timeline has a window). */
 async function analysed(page) {

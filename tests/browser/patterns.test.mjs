@@ -2,21 +2,15 @@
 // their difference for a known pair equal what `analyze --config` says for the same model; an
 // operation off the fitted curve opens on the timeline around its kernel; the view's state
 // travels in a share link (`pt=`) and in a bundle.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { startSession, withScreenshot, dropFiles, openView, openMenuOf, demoFiles, nativeSummary, NATIVE_BIN, ROOT } from './harness.mjs';
+import { withScreenshot, dropFiles, openView, openMenuOf, demoFiles, nativeSummary, NATIVE_BIN, ROOT, sessionPool } from './harness.mjs';
 
-const sessions = [];
-async function session() {
-  const s = await startSession();
-  sessions.push(s);
-  return s;
-}
-after(async () => { for (const s of sessions) await s.close(); });
+const session = sessionPool();
 
 /** `analyze --config` of the demo for the page's theory TOML. */
 function nativeWith(toml) {

@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startSession, withScreenshot, openView, dropFiles, demoFiles, ARTIFACTS, ROOT } from './harness.mjs';
+import { startSession, withScreenshot, openView, dropFiles, demoFiles, ARTIFACTS, ROOT, openDemo } from './harness.mjs';
 
 const AXE = path.join(ROOT, 'node_modules/axe-core/axe.min.js');
 const SHOTS = path.join(ARTIFACTS, 'views');
@@ -21,10 +21,7 @@ after(async () => { await s?.close(); });
 
 /** Opens the page and loads the demo with its button; resolves once the timeline has drawn. */
 async function loadDemo(page) {
-  await page.goto(s.url);
-  await page.getByTestId('load-demo').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=timeline]')?.dataset.window,
-    null, { timeout: 120_000 });
+  await openDemo(page, s.url);
   await page.getByTestId('overview-parallelism').waitFor({ timeout: 60_000 });
 }
 
